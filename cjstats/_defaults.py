@@ -1,0 +1,21 @@
+"""Defaults shared by the library, the docs and the command line (one place, STYLE.md §10)."""
+
+from __future__ import annotations
+
+__all__ = ["CI_LEVEL", "COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
+
+#: Default level of every interval the package reports.
+CI_LEVEL: float = 0.95
+
+#: The estimand names of DESIGN.md §1, in report order. The ``component`` column holds only these.
+COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
+
+#: Required columns of a score table, in canonical order.
+SCORE_COLUMNS: tuple[str, ...] = ("model", "scenario", "generation", "judge", "score")
+
+#: Optional columns that change how a table is analysed.
+OPTIONAL_COLUMNS: tuple[str, ...] = ("criterion",)
+
+#: The two views of the judges. ``fixed``: the panel in the data is the population of interest (the paper's
+#: sigma2_gamma). ``random``: the judges are a draw from a larger population (lme4's ``(1|judge)``).
+VIEWS: tuple[str, ...] = ("fixed", "random")

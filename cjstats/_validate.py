@@ -1,0 +1,50 @@
+"""Small shared validators whose messages name the argument, what is allowed and what arrived."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from numbers import Integral, Real
+from typing import Any
+
+from cjstats._defaults import CI_LEVEL
+from cjstats.exceptions import CjstatsError
+
+__all__ = ["check_choice", "resolve_ci_level", "check_positive_int", "check_number"]
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[str], *, caller: str) -> str:
+    """Return ``value`` if it is one of ``allowed``; otherwise raise one clear sentence."""
+    allowed = sorted(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        choices = ", ".join(f"'{a}'" for a in allowed)
+        raise CjstatsError(f"The '{name}' argument of {caller} must be one of {choices}. Got {value!r} instead.")
+    return value
+
+
+def resolve_ci_level(ci_level: float | None) -> float:
+    """Fill in the default interval level and check that it lies in (0, 1)."""
+    if ci_level is None:
+        return CI_LEVEL
+    if isinstance(ci_level, bool) or not isinstance(ci_level, Real) or not 0.0 < float(ci_level) < 1.0:
+        raise CjstatsError(f"The value of ci_level should be in the interval (0, 1) but got {ci_level!r}.")
+    return float(ci_level)
+
+
+def check_positive_int(name: str, value: Any, *, caller: str, minimum: int = 1) -> int:
+    """Return ``value`` as an int if it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < minimum:
+        raise CjstatsError(
+            f"The '{name}' argument of {caller} must be an integer >= {minimum}. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def check_number(name: str, value: Any, *, caller: str, minimum: float | None = None) -> float:
+    """Return ``value`` as a float if it is a finite real number (>= ``minimum`` when given)."""
+    ok = isinstance(value, Real) and not isinstance(value, bool) and value == value and abs(float(value)) != float("inf")
+    if ok and minimum is not None and float(value) < minimum:
+        ok = False
+    if not ok:
+        bound = "" if minimum is None else f" >= {minimum:g}"
+        raise CjstatsError(f"The '{name}' argument of {caller} must be a finite number{bound}. Got {value!r} instead.")
+    return float(value)

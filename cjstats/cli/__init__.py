@@ -1,0 +1,35 @@
+"""The ``cjstats`` command line. Each subcommand lives in its own module and mirrors one library function.
+
+Results go to stdout, messages to stderr. A user error ends with exit code 1 and one sentence; a traceback
+appears only with ``CJSTATS_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cjstats.cli._app import run_group
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cjstats")
+def cli() -> None:
+    """Variance components, judge-bias intervals and CyclicJudge designs for LLM-judge evaluations."""
+
+
+def _register() -> None:
+    from cjstats.cli.decompose import decompose
+    from cjstats.cli.demo import demo
+    from cjstats.cli.judges import judges
+
+    for cmd in (decompose, judges, demo):
+        cli.add_command(cmd)
+
+
+_register()
+
+
+def main() -> None:
+    run_group(cli)

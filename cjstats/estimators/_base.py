@@ -1,0 +1,87 @@
+"""Pieces every backend shares: estimability checks, provenance and result assembly.
+
+Backends stay parallel (none imports another); they all import this module.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cjstats.components import ComponentRow, VarianceComponents, build_components_frame, build_offsets_frame
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import GroupData, Scores
+
+__all__ = ["GroupFit", "check_estimable", "make_provenance", "assemble", "group_name",
+           "M1_NOTE", "fit_groups"]
+
+#: The note carried by the ``generation`` row when every scenario has one generation.
+M1_NOTE = ("not identifiable: one generation per scenario (m = 1), so alpha_i + beta_i1 is one constant per "
+           "scenario and the scenario component holds sigma2_alpha + sigma2_beta")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFit:
+    """What a backend computes for one group: component rows, judge offsets, diagnostics."""
+
+    rows: list[ComponentRow]
+    offsets: list[dict[str, Any]]
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def group_name(g: GroupData) -> str:
+    return g.model if g.criterion is None else f"{g.model} / {g.criterion}"
+
+
+def check_estimable(g: GroupData) -> None:
+    """Raise one clear sentence when the group cannot be decomposed at all."""
+    d = g.design
+    if d.n_judges < 2:
+        raise CjstatsError(f"{g.label().capitalize()} has only one judge ('{d.judges[0]}'): judge offsets and "
+                           f"the residual cannot be separated. Score it with at least 2 judges.")
+    if d.n_scenarios < 2:
+        raise CjstatsError(f"{g.label().capitalize()} has only one scenario: the scenario variance needs at "
+                           f"least 2. Add scenarios or drop this model.")
+    y = g.y
+    if float(np.ptp(y)) == 0.0:
+        raise CjstatsError(f"Column 'score' is constant ({y[0]:g} in every row) for {g.label()}: there is no "
+                           f"variance to decompose.")
+
+
+def make_provenance(method: str, seed: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    from cjstats import __version__
+
+    return {"cjstats_version": __version__, "method": method, "seed": seed, "options": dict(options),
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def fit_groups(scores: Scores, fit_one: Callable[[GroupData], GroupFit], *, method: str, ci_level: float,
+               seed: int | None, options: Mapping[str, Any], draws: Any = None) -> VarianceComponents:
+    """Run ``fit_one`` on every group and assemble the result."""
+    results = []
+    for g in scores.groups():
+        check_estimable(g)
+        results.append((g, fit_one(g)))
+    return assemble(scores, results, method=method, ci_level=ci_level,
+                    provenance=make_provenance(method, seed, options), draws=draws)
+
+
+def assemble(scores: Scores, results: Iterable[tuple[GroupData, GroupFit]], *, method: str, ci_level: float,
+             provenance: Mapping[str, Any], draws: Any = None) -> VarianceComponents:
+    """Build the one immutable result from per-group fits."""
+    rows, offsets, diagnostics = [], [], {}
+    for g, fit in results:
+        rows.extend((g.key, r) for r in fit.rows)
+        offsets.extend({**g.key, **o} for o in fit.offsets)
+        diagnostics[group_name(g)] = fit.diagnostics
+    has_c = scores.has_criterion
+    return VarianceComponents(
+        components=build_components_frame(rows, method=method, ci_level=ci_level, has_criterion=has_c),
+        judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
+        method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
+        provenance=provenance, draws=draws,
+    )

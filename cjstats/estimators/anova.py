@@ -1,0 +1,385 @@
+r"""Method-of-moments backend: the crossed ANOVA of the paper's Appendix C, with calibrated intervals.
+
+Model (paper Eq. 1, ``eq:model``), per evaluated model:
+
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + eps_ijl,   i = 1..n scenarios, j = 1..m generations, l = 1..K judges
+
+on a balanced, complete design (every judge scores every (scenario, generation) cell once).
+
+Mean squares (App. C, ``app:estimation``; App. G, ``app:anova``), with cell means C_ij, scenario means S_i,
+judge means J_l and grand mean G:
+
+    MS_W = sum (X_ijl - C_ij - J_l + G)^2 / ((nm - 1)(K - 1))          E = s2_eps
+    MS_G = K sum (C_ij - S_i)^2 / (n(m - 1))                           E = s2_eps + K s2_beta
+    MS_S = mK sum (S_i - G)^2 / (n - 1)                                E = s2_eps + K s2_beta + mK s2_alpha
+    MS_J = nm sum (J_l - G)^2 / (K - 1)                                E = s2_eps + nm sum(gamma_l^2)/(K - 1)
+
+Estimators: s2_eps = MS_W; s2_beta = (MS_G - MS_W)/K; s2_alpha = (MS_S - MS_G)/(mK) (with m = 1:
+(MS_S - MS_W)/K, which holds s2_alpha + s2_beta); gamma_l = J_l - G; and the paper's corrected judge variance
+
+    judge_panel = (1/K) sum gamma_l^2 - (MS_W/(nm)) (K - 1)/K  =  (K - 1)(MS_J - MS_W)/(K nm)
+    judge_population = (MS_J - MS_W)/(nm)
+
+Negative estimates are truncated to zero (the raw value is kept, ``at_boundary=True``).
+
+Intervals (two-sided, level 1 - 2a):
+
+- residual: exact chi-square, SS_W / chi2_{1-a, df_W} .. SS_W / chi2_{a, df_W}.
+- scenario, generation, judge_population (differences of mean squares c1 MS_1 - c2 MS_2): the modified
+  large-sample (MLS) interval of Ting, Burdick, Graybill, Jeyaratnam & Lu (1990), or Satterthwaite's.
+- judge_panel (judges fixed): F = MS_J/MS_W is noncentral F(K - 1, df_W, lambda) with
+  lambda = nm sum(gamma_l^2)/s2_eps = nm K judge_panel / s2_eps; the interval inverts the noncentral F for
+  lambda and maps it back with s2_eps estimated by MS_W.
+- mu: t interval G +- t_{n-1} sqrt(MS_S/(nmK)) (Proposition 1 with K = K_tot: the panel mean).
+- gamma_l: t interval with df_W and variance s2_eps (K - 1)/(K n m).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from scipy import optimize, stats
+
+from cjstats._validate import check_choice
+from cjstats.components import ComponentRow, VarianceComponents
+from cjstats.estimators._base import M1_NOTE, GroupFit, fit_groups
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import GroupData, Scores
+
+__all__ = [
+    "MeanSquares", "mean_squares", "mls_interval", "satterthwaite_interval", "chi2_interval",
+    "noncentral_f_interval", "judge_f_test", "complete_cells", "fit",
+]
+
+Interval = Literal["mls", "satterthwaite"]
+_NAN = float("nan")
+
+
+# ---------------------------------------------------------------------------------------- mean squares
+@dataclass(frozen=True, slots=True)
+class MeanSquares:
+    """Sums of squares, degrees of freedom and means of a balanced (n, m, K) table (paper App. C and G)."""
+
+    n: int
+    m: int
+    k: int
+    grand_mean: float
+    judge_means: np.ndarray
+    ss_scenario: float
+    ss_generation: float
+    ss_judge: float
+    ss_residual: float
+
+    @property
+    def df_scenario(self) -> int:
+        return self.n - 1
+
+    @property
+    def df_generation(self) -> int:
+        return self.n * (self.m - 1)
+
+    @property
+    def df_judge(self) -> int:
+        return self.k - 1
+
+    @property
+    def df_residual(self) -> int:
+        return (self.n * self.m - 1) * (self.k - 1)
+
+    @property
+    def ms_scenario(self) -> float:
+        return self.ss_scenario / self.df_scenario
+
+    @property
+    def ms_generation(self) -> float:
+        return self.ss_generation / self.df_generation if self.df_generation > 0 else _NAN
+
+    @property
+    def ms_judge(self) -> float:
+        return self.ss_judge / self.df_judge
+
+    @property
+    def ms_residual(self) -> float:
+        return self.ss_residual / self.df_residual
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """gamma_l = J_l - G (paper App. C)."""
+        return self.judge_means - self.grand_mean
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "ms_scenario": self.ms_scenario, "ms_generation": self.ms_generation, "ms_judge": self.ms_judge,
+            "ms_residual": self.ms_residual, "df_scenario": self.df_scenario, "df_generation": self.df_generation,
+            "df_judge": self.df_judge, "df_residual": self.df_residual,
+        }
+
+
+def mean_squares(y: np.ndarray) -> MeanSquares:
+    """Mean squares of a balanced (n scenarios, m generations, K judges) array.
+
+    SS_S = mK sum_i (S_i - G)^2, SS_G = K sum_ij (C_ij - S_i)^2, SS_J = nm sum_l (J_l - G)^2 and
+    SS_W = sum_ijl (X_ijl - C_ij - J_l + G)^2 (paper App. C, ``app:estimation``).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 3:
+        raise CjstatsError(f"mean_squares needs an (n, m, K) array. Got shape {y.shape} instead.")
+    n, m, k = y.shape
+    cell = y.mean(axis=2)                       # C_ij
+    judge = y.mean(axis=(0, 1))                 # J_l
+    scen = cell.mean(axis=1)                    # S_i
+    g = float(scen.mean())                      # G
+    ds, dj = scen - g, judge - g
+    dc = cell - scen[:, None]
+    resid = y - cell[:, :, None]
+    resid -= dj                                 # X - C_ij - (J_l - G)
+    ss_w = float(np.einsum("ijk,ijk->", resid, resid))
+    return MeanSquares(
+        n=n, m=m, k=k, grand_mean=g, judge_means=judge,
+        ss_scenario=float(m * k * ds @ ds), ss_generation=float(k * np.einsum("ij,ij->", dc, dc)),
+        ss_judge=float(n * m * dj @ dj), ss_residual=ss_w,
+    )
+
+
+# --------------------------------------------------------------------------------------------- intervals
+def chi2_interval(ss: float, df: int, level: float) -> tuple[float, float]:
+    """Exact interval for a variance from SS ~ sigma^2 chi2_df: (SS/chi2_{1-a}, SS/chi2_{a})."""
+    a = (1.0 - level) / 2.0
+    return ss / stats.chi2.ppf(1 - a, df), ss / stats.chi2.ppf(a, df)
+
+
+def mls_interval(c1: float, ms1: float, df1: float, c2: float, ms2: float, df2: float,
+                 level: float) -> tuple[float, float]:
+    """Modified large-sample interval for theta = c1 E[MS_1] - c2 E[MS_2] (c1, c2 > 0).
+
+    Ting, Burdick, Graybill, Jeyaratnam & Lu (1990), J. Statist. Comput. Simul. 35:135-143; Burdick &
+    Graybill (1992), *Confidence Intervals on Variance Components*, §3.3. With one-sided level a:
+
+        L = theta_hat - sqrt(G1^2 c1^2 MS1^2 + H2^2 c2^2 MS2^2 + G12 c1 c2 MS1 MS2)
+        U = theta_hat + sqrt(H1^2 c1^2 MS1^2 + G2^2 c2^2 MS2^2 + H12 c1 c2 MS1 MS2)
+
+    with G_i = 1 - 1/F_{1-a; df_i, inf}, H_i = 1/F_{a; df_i, inf} - 1,
+    G12 = ((F_{1-a; df1, df2} - 1)^2 - G1^2 F_{1-a}^2 - H2^2) / F_{1-a; df1, df2} and
+    H12 = ((1 - F_{a; df1, df2})^2 - H1^2 F_a^2 - G2^2) / F_{a; df1, df2}, where F_{p; ...} is the quantile at
+    probability p. The bounds are not truncated here.
+    """
+    a = (1.0 - level) / 2.0
+    f1_hi, f1_lo = stats.chi2.ppf(1 - a, df1) / df1, stats.chi2.ppf(a, df1) / df1
+    f2_hi, f2_lo = stats.chi2.ppf(1 - a, df2) / df2, stats.chi2.ppf(a, df2) / df2
+    g1, h1 = 1 - 1 / f1_hi, 1 / f1_lo - 1
+    g2, h2 = 1 - 1 / f2_hi, 1 / f2_lo - 1
+    f12_hi, f12_lo = stats.f.ppf(1 - a, df1, df2), stats.f.ppf(a, df1, df2)
+    g12 = ((f12_hi - 1) ** 2 - g1**2 * f12_hi**2 - h2**2) / f12_hi
+    h12 = ((1 - f12_lo) ** 2 - h1**2 * f12_lo**2 - g2**2) / f12_lo
+    t1, t2 = c1 * ms1, c2 * ms2
+    est = t1 - t2
+    vl = g1**2 * t1**2 + h2**2 * t2**2 + g12 * t1 * t2
+    vu = h1**2 * t1**2 + g2**2 * t2**2 + h12 * t1 * t2
+    return est - math.sqrt(max(vl, 0.0)), est + math.sqrt(max(vu, 0.0))
+
+
+def satterthwaite_interval(c1: float, ms1: float, df1: float, c2: float, ms2: float, df2: float,
+                           level: float) -> tuple[float, float]:
+    """Satterthwaite interval for theta = c1 E[MS_1] - c2 E[MS_2]: nu theta_hat / chi2_{1-a..a, nu}.
+
+    nu = theta_hat^2 / ((c1 MS1)^2/df1 + (c2 MS2)^2/df2). Undefined (NaN) when theta_hat <= 0.
+    """
+    est = c1 * ms1 - c2 * ms2
+    if not est > 0:
+        return _NAN, _NAN
+    nu = est**2 / ((c1 * ms1) ** 2 / df1 + (c2 * ms2) ** 2 / df2)
+    a = (1.0 - level) / 2.0
+    return nu * est / stats.chi2.ppf(1 - a, nu), nu * est / stats.chi2.ppf(a, nu)
+
+
+def noncentral_f_interval(f_obs: float, df1: float, df2: float, level: float) -> tuple[float, float]:
+    """Interval for the noncentrality lambda of an observed F ~ F'(df1, df2, lambda).
+
+    lambda_L solves P(F' <= f_obs; lambda_L) = 1 - a and lambda_U solves P(F' <= f_obs; lambda_U) = a; a
+    bound is 0 when even lambda = 0 puts less probability below f_obs. The CDF decreases in lambda.
+    """
+    a = (1.0 - level) / 2.0
+    if not np.isfinite(f_obs):
+        return _NAN, _NAN
+
+    def cdf(lam: float) -> float:
+        return float(stats.f.cdf(f_obs, df1, df2)) if lam <= 0 else float(stats.ncf.cdf(f_obs, df1, df2, lam))
+
+    def solve(target: float) -> float:
+        if cdf(0.0) <= target:
+            return 0.0
+        # lambda is near df1 (F - 1) in expectation; grow an upper bracket from there.
+        hi = max(10.0, 2.0 * df1 * f_obs + 10.0)
+        while cdf(hi) > target:
+            hi *= 2.0
+            if hi > 1e12:
+                return _NAN
+        return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
+
+    return solve(1 - a), solve(a)
+
+
+# ---------------------------------------------------------------------------------------------- F test
+def judge_f_test(ms: MeanSquares) -> dict[str, float]:
+    """F test of the judge main effect (paper App. G, ``app:anova``): F = MS_J/MS_W on (K-1, (nm-1)(K-1)) df."""
+    f = ms.ms_judge / ms.ms_residual if ms.ms_residual > 0 else math.inf
+    return {"F": f, "df1": ms.df_judge, "df2": ms.df_residual, "p_value": float(stats.f.sf(f, ms.df_judge,
+                                                                                           ms.df_residual))}
+
+
+# --------------------------------------------------------------------------------------- balanced arrays
+def complete_cells(g: GroupData, incomplete: str) -> tuple[np.ndarray, dict[str, Any]]:
+    """The group as a dense (n, m, K) array, dropping incomplete cells only when asked to.
+
+    ``incomplete="error"`` raises on a missing judge call, naming the first missing cells. ``"drop"`` keeps the
+    (scenario, generation) cells that every judge scored and reports how many were dropped; the kept cells
+    must still give every scenario the same number of generations.
+    """
+    d = g.design
+    dense = g.dense()
+    if dense is not None:
+        return dense, {"dropped_cells": 0, "dropped_rows": 0}
+    n_cells, k = len(g.cell_scenario), d.n_judges
+    if d.complete:  # complete but m differs across scenarios
+        m_per = np.bincount(g.cell_scenario)
+        raise CjstatsError(f"{g.label().capitalize()} has {m_per.min()} to {m_per.max()} generations per scenario: "
+                           f"the method-of-moments ANOVA needs the same number in every scenario. "
+                           f"Use method='reml', which handles unbalanced designs.")
+    table = np.full((n_cells, k), np.nan)
+    table[g.cell, g.judge] = g.y
+    full = ~np.isnan(table).any(axis=1)
+    if incomplete == "error":
+        bad = np.flatnonzero(~full)
+        c = bad[0]
+        miss_j = [g.judge_labels[j] for j in np.flatnonzero(np.isnan(table[c]))]
+        raise CjstatsError(
+            f"{g.label().capitalize()} is incomplete: {d.n_missing} judge calls are missing in {len(bad)} "
+            f"(scenario, generation) cells (first: scenario {g.scenario_labels[g.cell_scenario[c]]!r}, generation "
+            f"{g.cell_generation_labels[c]!r}, judge {', '.join(map(repr, miss_j))}). Pass incomplete='drop' to keep "
+            f"only complete cells, or use method='reml'.")
+    kept_scen = g.cell_scenario[full]
+    if kept_scen.size == 0:
+        raise CjstatsError(f"{g.label().capitalize()} has no (scenario, generation) cell that every judge scored, "
+                           f"so incomplete='drop' leaves nothing. Use method='reml'.")
+    m_per = np.bincount(kept_scen, minlength=d.n_scenarios)
+    m_per_kept = m_per[m_per > 0]
+    if not (m_per_kept == m_per_kept[0]).all():
+        raise CjstatsError(f"After dropping incomplete cells, {g.label()} has {m_per_kept.min()} to "
+                           f"{m_per_kept.max()} complete generations per scenario: the ANOVA needs the same number "
+                           f"in every scenario. Use method='reml'.")
+    dense = table[full].reshape(len(m_per_kept), int(m_per_kept[0]), k)
+    dropped = int((~full).sum())
+    return dense, {"dropped_cells": dropped, "dropped_rows": int(d.n_rows - full.sum() * k),
+                   "dropped_scenarios": int((m_per == 0).sum())}
+
+
+# ------------------------------------------------------------------------------------------- the fit
+def _truncate(raw: float) -> tuple[float, bool]:
+    return (0.0, True) if raw < 0 else (raw, False)
+
+
+def _diff_row(component: str, c1: float, ms1: float, df1: int, c2: float, ms2: float, df2: int,
+              level: float, interval: str, note: str = "", view: str = "fixed") -> ComponentRow:
+    raw = c1 * ms1 - c2 * ms2
+    est, boundary = _truncate(raw)
+    if interval == "mls":
+        lo, hi = mls_interval(c1, ms1, df1, c2, ms2, df2, level)
+        method = "MLS (Ting et al. 1990)"
+    else:
+        lo, hi = satterthwaite_interval(c1, ms1, df1, c2, ms2, df2, level)
+        method = "Satterthwaite"
+        if math.isnan(lo):
+            note = (note + "; " if note else "") + "Satterthwaite interval undefined for a non-positive estimate"
+    se = math.sqrt(2 * (c1 * ms1) ** 2 / df1 + 2 * (c2 * ms2) ** 2 / df2)
+    return ComponentRow(component, est, max(lo, 0.0) if not math.isnan(lo) else lo,
+                        max(hi, 0.0) if not math.isnan(hi) else hi, se, method, view, raw, boundary, True, note)
+
+
+def _group_rows(ms: MeanSquares, level: float, interval: str) -> tuple[list[ComponentRow], list[dict]]:
+    n, m, k = ms.n, ms.m, ms.k
+    nm = n * m
+    a = (1 - level) / 2
+    rows: list[ComponentRow] = []
+    # mu: the panel mean, Var(G) = E[MS_S]/(nmK) (Proposition 1 at K = K_tot)
+    se_mu = math.sqrt(ms.ms_scenario / (nm * k))
+    t = stats.t.ppf(1 - a, ms.df_scenario)
+    rows.append(ComponentRow("mu", ms.grand_mean, ms.grand_mean - t * se_mu, ms.grand_mean + t * se_mu, se_mu,
+                             "t (MS_S)", "fixed", ms.grand_mean))
+    # scenario and generation
+    if m > 1:
+        rows.append(_diff_row("scenario", 1 / (m * k), ms.ms_scenario, ms.df_scenario, 1 / (m * k),
+                              ms.ms_generation, ms.df_generation, level, interval))
+        rows.append(_diff_row("generation", 1 / k, ms.ms_generation, ms.df_generation, 1 / k, ms.ms_residual,
+                              ms.df_residual, level, interval))
+    else:
+        rows.append(_diff_row("scenario", 1 / k, ms.ms_scenario, ms.df_scenario, 1 / k, ms.ms_residual,
+                              ms.df_residual, level, interval,
+                              note="m = 1: holds sigma2_alpha + sigma2_beta (generation not separable)"))
+        rows.append(ComponentRow.not_identifiable("generation", M1_NOTE))
+    # residual
+    lo, hi = chi2_interval(ms.ss_residual, ms.df_residual, level)
+    se_w = ms.ms_residual * math.sqrt(2 / ms.df_residual)
+    rows.append(ComponentRow("residual", ms.ms_residual, lo, hi, se_w, "chi-square (exact)", "fixed",
+                             ms.ms_residual))
+    # judge_panel: fixed judges; lambda = nm K judge_panel / s2_eps
+    raw_panel = (k - 1) * (ms.ms_judge - ms.ms_residual) / (k * nm)
+    est_panel, b_panel = _truncate(raw_panel)
+    if ms.ms_residual > 0:
+        f_obs = ms.ms_judge / ms.ms_residual
+        lam_lo, lam_hi = noncentral_f_interval(f_obs, ms.df_judge, ms.df_residual, level)
+        scale = ms.ms_residual / (nm * k)
+        lam_hat = max(0.0, ms.df_judge * (f_obs - 1))
+        var_msj = 2 * ms.ms_residual**2 * (ms.df_judge + 2 * lam_hat) / ms.df_judge**2
+        var_msw = 2 * ms.ms_residual**2 / ms.df_residual
+        se_panel = (k - 1) / (k * nm) * math.sqrt(var_msj + var_msw)
+        rows.append(ComponentRow("judge_panel", est_panel, lam_lo * scale, lam_hi * scale, se_panel,
+                                 "noncentral F inversion", "fixed", raw_panel, b_panel))
+    else:
+        rows.append(ComponentRow("judge_panel", est_panel, _NAN, _NAN, _NAN, "noncentral F inversion", "fixed",
+                                 raw_panel, b_panel, True, "no residual variance: the F ratio is undefined"))
+    # judge_population: random judges, (MS_J - MS_W)/(nm) on K-1 df
+    rows.append(_diff_row("judge_population", 1 / nm, ms.ms_judge, ms.df_judge, 1 / nm, ms.ms_residual,
+                          ms.df_residual, level, interval, view="random",
+                          note=f"judges random: {k} judges give {k - 1} degrees of freedom"))
+    # judge offsets
+    se_g = math.sqrt(ms.ms_residual * (k - 1) / (k * nm))
+    tg = stats.t.ppf(1 - a, ms.df_residual)
+    offsets = ms.offsets
+    return rows, [{"estimate": float(o), "std_error": se_g, "lower": float(o - tg * se_g),
+                   "upper": float(o + tg * se_g), "ci_method": "t (MS_W)"} for o in offsets]
+
+
+def fit(scores: Scores, *, ci_level: float, seed: int | None = None, interval: Interval = "mls",
+        incomplete: Literal["error", "drop"] = "error") -> VarianceComponents:
+    """Method-of-moments fit of every model (x criterion) of ``scores``.
+
+    Parameters
+    ----------
+    interval : {"mls", "satterthwaite"}
+        Interval for components that are differences of mean squares (scenario, generation, judge_population).
+    incomplete : {"error", "drop"}
+        A missing judge call raises by default; ``"drop"`` keeps only complete (scenario, generation) cells
+        and reports the number dropped in ``diagnostics``.
+    seed : ignored
+        The method of moments uses no randomness; accepted for the common backend signature.
+    """
+    check_choice("interval", interval, ("mls", "satterthwaite"), caller="estimate")
+    check_choice("incomplete", incomplete, ("error", "drop"), caller="estimate")
+
+    def fit_one(g: GroupData) -> GroupFit:
+        y, dropped = complete_cells(g, incomplete)
+        ms = mean_squares(y)
+        if ms.n < 2:
+            raise CjstatsError(f"{g.label().capitalize()} keeps only one scenario after dropping incomplete "
+                               f"cells; the scenario variance needs at least 2.")
+        rows, offsets = _group_rows(ms, ci_level, interval)
+        for o, lab in zip(offsets, g.judge_labels):
+            o["judge"] = lab
+        diag = {**ms.as_dict(), "n": ms.n, "m": ms.m, "k": ms.k, "judge_f_test": judge_f_test(ms), **dropped}
+        return GroupFit(rows, offsets, diag)
+
+    return fit_groups(scores, fit_one, method="anova", ci_level=ci_level, seed=seed,
+                      options={"interval": interval, "incomplete": incomplete})
