@@ -195,7 +195,13 @@ class VarianceComponents:
     provenance : Mapping
         cjstats version, backend options, seed, date.
     draws : DataFrame or None
-        Posterior (or bootstrap) draws of the components, one column per component, when a backend has them.
+        Posterior (or bootstrap) draws of the components when a backend has them. Long format: columns
+        ``model, [criterion], chain, draw`` and one column per component name (``mu, scenario, generation,
+        residual, judge_panel, judge_population``; NaN where not identifiable). The allocation layer turns
+        these into a posterior on each design's predicted variance.
+    posterior : Mapping or None
+        The full posterior per group (an ArviZ ``DataTree``), keyed like ``diagnostics``, for backends that
+        sample; ``None`` otherwise.
     """
 
     components: pd.DataFrame
@@ -206,6 +212,7 @@ class VarianceComponents:
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, Any] = field(default_factory=dict)
     draws: pd.DataFrame | None = None
+    posterior: Mapping[str, Any] | None = None
 
     @property
     def has_criterion(self) -> bool:

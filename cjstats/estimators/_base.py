@@ -60,18 +60,19 @@ def make_provenance(method: str, seed: int | None, options: Mapping[str, Any]) -
 
 
 def fit_groups(scores: Scores, fit_one: Callable[[GroupData], GroupFit], *, method: str, ci_level: float,
-               seed: int | None, options: Mapping[str, Any], draws: Any = None) -> VarianceComponents:
+               seed: int | None, options: Mapping[str, Any], draws: Any = None, posterior: Any = None) -> VarianceComponents:
     """Run ``fit_one`` on every group and assemble the result."""
     results = []
     for g in scores.groups():
         check_estimable(g)
         results.append((g, fit_one(g)))
     return assemble(scores, results, method=method, ci_level=ci_level,
-                    provenance=make_provenance(method, seed, options), draws=draws)
+                    provenance=make_provenance(method, seed, options), draws=draws,
+                    posterior=posterior)
 
 
 def assemble(scores: Scores, results: Iterable[tuple[GroupData, GroupFit]], *, method: str, ci_level: float,
-             provenance: Mapping[str, Any], draws: Any = None) -> VarianceComponents:
+             provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None) -> VarianceComponents:
     """Build the one immutable result from per-group fits."""
     rows, offsets, diagnostics = [], [], {}
     for g, fit in results:
@@ -83,5 +84,5 @@ def assemble(scores: Scores, results: Iterable[tuple[GroupData, GroupFit]], *, m
         components=build_components_frame(rows, method=method, ci_level=ci_level, has_criterion=has_c),
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
-        provenance=provenance, draws=draws,
+        provenance=provenance, draws=draws, posterior=posterior,
     )
