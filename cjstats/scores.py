@@ -95,9 +95,9 @@ class GroupData:
             k["criterion"] = self.criterion
         return k
 
-    def label(self) -> str:
+    def label(self, *, capital: bool = False) -> str:
         """Human name of the group for messages: ``model 'x'`` or ``model 'x', criterion 'y'``."""
-        s = f"model '{self.model}'"
+        s = f"{'Model' if capital else 'model'} '{self.model}'"
         return s if self.criterion is None else f"{s}, criterion '{self.criterion}'"
 
     def dense(self) -> np.ndarray | None:

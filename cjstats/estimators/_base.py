@@ -41,10 +41,10 @@ def check_estimable(g: GroupData) -> None:
     """Raise one clear sentence when the group cannot be decomposed at all."""
     d = g.design
     if d.n_judges < 2:
-        raise CjstatsError(f"{g.label().capitalize()} has only one judge ('{d.judges[0]}'): judge offsets and "
+        raise CjstatsError(f"{g.label(capital=True)} has only one judge ('{d.judges[0]}'): judge offsets and "
                            f"the residual cannot be separated. Score it with at least 2 judges.")
     if d.n_scenarios < 2:
-        raise CjstatsError(f"{g.label().capitalize()} has only one scenario: the scenario variance needs at "
+        raise CjstatsError(f"{g.label(capital=True)} has only one scenario: the scenario variance needs at "
                            f"least 2. Add scenarios or drop this model.")
     y = g.y
     if float(np.ptp(y)) == 0.0:

@@ -1,0 +1,684 @@
+r"""Structured REML for the crossed judge model in O(rows): the numerical core of the ``reml`` backend.
+
+Model (paper Eq. 1, ``eq:model``), one evaluated model (and criterion) at a time::
+
+    y = X beta + Z_s alpha + Z_c b + e,   alpha ~ N(0, s2_scenario I), b ~ N(0, s2_generation I), e ~ N(0, s2_residual I)
+
+with X the judge columns (intercept plus sum-to-zero contrasts, the paper's mu and gamma_l), Z_s the scenario
+indicators and Z_c the (scenario, generation) cell indicators. Write V = s2_residual H with relative variances
+theta_a = s2_scenario/s2_residual and theta_b = s2_generation/s2_residual. H is block-diagonal by scenario; inside a
+block it is I + theta_b (cell blocks of ones) + theta_a (one block of ones): two-level compound symmetry.
+
+Two Woodbury steps invert it exactly. For a cell c with n_c rows, A_c = I + theta_b 1 1' has
+A_c^{-1} = I - f_c 1 1' with f_c = theta_b/(1 + theta_b n_c) and |A_c| = 1 + theta_b n_c. For scenario i,
+H_i = A_i + theta_a 1 1' gives, with a_c = 1/(1 + theta_b n_c), W_i = sum_c a_c n_c and g_i = theta_a/(1 + theta_a W_i),
+
+    u' H_i^{-1} v = u'v - sum_c f_c U_c V_c - g_i (sum_c a_c U_c)(sum_c a_c V_c),
+    log|H_i|      = sum_c log(1 + theta_b n_c) + log(1 + theta_a W_i),
+
+where U_c, V_c are cell sums. With J the (rows x K) judge indicators, every REML quantity is a function of
+M = J'H^{-1}J (K x K), b = J'H^{-1}y, c = y'H^{-1}y and log|H|. These need only per-cell counts, per-cell judge
+counts, per-cell sums of y and sum(y^2): after one O(rows) pass, one evaluation costs O(n_scenarios K^2).
+
+Fixed judges (the ``view="fixed"`` components): X = J C with C = [1 | contr.sum], p = K columns, so
+X'H^{-1}X = C'MC, the judge means are eta = M^{-1} b and the REML criterion, with s2_residual profiled out, is
+
+    -2 l_R(theta) = (N - K) (1 + log(2 pi rss/(N - K))) + log|H| + log|C'MC|,   rss = c - b'M^{-1}b,
+
+the same number as lme4's ``REMLcrit`` for ``lmer(score ~ judge + (1|scenario) + (1|scenario:generation))``
+under ``contr.sum``.
+
+Random judges (``judge_population``): add u ~ N(0, s2_judge I) on J and keep only the intercept fixed. With
+T = I + theta_j M, Woodbury gives J'H_R^{-1}J = M T^{-1}, J'H_R^{-1}y = T^{-1}b, y'H_R^{-1}y = c - theta_j b'T^{-1}b and
+log|H_R| = log|H| + log|T|, so the crossed random-judge REML (lme4's ``(1|judge)``) costs the same.
+
+The criterion is minimised over theta >= 0 by projected Newton steps (analytic gradient, Hessian from its
+differences); a variance whose optimum is theta = 0 is at the boundary (lme4's ``isSingular``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from scipy import optimize, stats
+
+__all__ = ["Design", "YStats", "Evaluator", "FitResult", "build_design", "y_stats", "contr_sum_coding",
+           "fit_model", "profile_interval", "variance_hessian", "moment_start"]
+
+_LOG2PI = math.log(2.0 * math.pi)
+
+
+def contr_sum_coding(k: int) -> np.ndarray:
+    """C = [1 | contr.sum(K)] (K x K): the fixed-effect columns X = J C, intercept = mean of judge means."""
+    c = np.zeros((k, k))
+    c[:, 0] = 1.0
+    c[: k - 1, 1:] = np.eye(k - 1)
+    c[k - 1, 1:] = -1.0
+    return c
+
+
+# ------------------------------------------------------------------------------------------------ design
+@dataclass(frozen=True, slots=True)
+class Design:
+    """What the fit needs from the layout of one group (no scores): counts per cell, per scenario, per judge.
+
+    Cells are grouped by their size (number of judge calls), at most K classes, so that an evaluation sums
+    K x K matrices over size classes and K-vectors over scenarios instead of touching every row.
+    """
+
+    n_obs: int
+    n_scen: int
+    n_cells: int
+    k: int
+    sizes: np.ndarray          # (S,) distinct cell sizes
+    size_cells: np.ndarray     # (S,) number of cells of each size
+    dd: np.ndarray             # (S, K, K) sum over cells of that size of D_c D_c'
+    judge_n: np.ndarray        # (K,) rows per judge
+    s_isk: np.ndarray          # (n, S, K) judge counts per scenario and size class
+    cnt_is: np.ndarray         # (n, S) cells per scenario and size class
+    cell_size_idx: np.ndarray  # (C,) size class of each cell
+    cell_scen: np.ndarray      # (C,)
+    d_cell: np.ndarray         # (C, K) judge counts per cell
+    row_cell: np.ndarray       # (N,)
+    row_judge: np.ndarray      # (N,)
+    has_generation: bool       # some scenario has at least two cells
+
+    @property
+    def df_residual(self) -> int:
+        """Rows minus (cells + K - 1): the within-cell judge-contrast degrees of freedom (balanced: (nm-1)(K-1))."""
+        return int(self.n_obs - self.n_cells - (self.k - 1))
+
+
+def build_design(cell: np.ndarray, judge: np.ndarray, cell_scenario: np.ndarray, k: int) -> Design:
+    """One O(rows) pass over the layout of a group (see :class:`Design`)."""
+    cell = np.asarray(cell, dtype=np.int64)
+    judge = np.asarray(judge, dtype=np.int64)
+    cell_scen = np.asarray(cell_scenario, dtype=np.int64)
+    n_cells = int(cell_scen.shape[0])
+    n_scen = int(cell_scen.max()) + 1
+    cell_n = np.bincount(cell, minlength=n_cells)
+    sizes, cell_size_idx = np.unique(cell_n, return_inverse=True)
+    n_s = sizes.shape[0]
+    d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k).astype(np.float64)
+    dd = np.empty((n_s, k, k))
+    for s in range(n_s):
+        sel = d_cell[cell_size_idx == s]
+        dd[s] = sel.T @ sel
+    key = (cell_scen * n_s + cell_size_idx)
+    s_isk = np.zeros((n_scen * n_s, k))
+    np.add.at(s_isk, key, d_cell) if n_cells < 50_000 else _add_rows(s_isk, key, d_cell)
+    cnt = np.bincount(key, minlength=n_scen * n_s).astype(np.float64)
+    m_per = np.bincount(cell_scen, minlength=n_scen)
+    return Design(
+        n_obs=int(cell.shape[0]), n_scen=n_scen, n_cells=n_cells, k=k, sizes=sizes.astype(np.float64),
+        size_cells=np.bincount(cell_size_idx, minlength=n_s).astype(np.float64), dd=dd,
+        judge_n=np.bincount(judge, minlength=k).astype(np.float64), s_isk=s_isk.reshape(n_scen, n_s, k),
+        cnt_is=cnt.reshape(n_scen, n_s), cell_size_idx=cell_size_idx, cell_scen=cell_scen, d_cell=d_cell,
+        row_cell=cell, row_judge=judge, has_generation=bool(m_per.max() >= 2),
+    )
+
+
+def _add_rows(out: np.ndarray, key: np.ndarray, vals: np.ndarray) -> None:
+    for j in range(vals.shape[1]):
+        out[:, j] += np.bincount(key, weights=vals[:, j], minlength=out.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
+class YStats:
+    """The score-dependent sufficient statistics of one group (scores centred by judge, which REML ignores)."""
+
+    shift: np.ndarray      # (K,) judge means subtracted from y (X spans the judge indicators)
+    dy: np.ndarray         # (S, K) sum over cells of a size class of D_c * ysum_c
+    yyc: np.ndarray        # (S,) sum over cells of a size class of ysum_c^2
+    ys: np.ndarray         # (n, S) sum of ysum_c per scenario and size class
+    judge_sum: np.ndarray  # (K,)
+    yy: float
+    cell_sum: np.ndarray   # (C,)
+
+
+def y_stats(d: Design, y: np.ndarray, shift: np.ndarray | None = None) -> YStats:
+    """Sufficient statistics of the scores ``y`` (rows in the layout of ``d``)."""
+    y = np.asarray(y, dtype=np.float64)
+    if shift is None:
+        shift = np.bincount(d.row_judge, weights=y, minlength=d.k) / d.judge_n
+    y0 = y - shift[d.row_judge]
+    ysum = np.bincount(d.row_cell, weights=y0, minlength=d.n_cells)
+    n_s = d.sizes.shape[0]
+    dy = np.empty((n_s, d.k))
+    yyc = np.empty(n_s)
+    for s in range(n_s):
+        sel = d.cell_size_idx == s
+        dy[s] = ysum[sel] @ d.d_cell[sel]
+        yyc[s] = ysum[sel] @ ysum[sel]
+    ys = np.bincount(d.cell_scen * n_s + d.cell_size_idx, weights=ysum, minlength=d.n_scen * n_s)
+    return YStats(shift=np.asarray(shift, dtype=np.float64), dy=dy, yyc=yyc, ys=ys.reshape(d.n_scen, n_s),
+                  judge_sum=np.bincount(d.row_judge, weights=y0, minlength=d.k), yy=float(y0 @ y0), cell_sum=ysum)
+
+
+# --------------------------------------------------------------------------------------------- evaluator
+class Evaluator:
+    """REML criteria of the fixed-judge and random-judge models on one group's sufficient statistics.
+
+    Internally M, b and c travel together as the augmented (K+1) x (K+1) matrix A = [J y]'H^{-1}[J y], so one
+    evaluation is a handful of array operations. ``counter`` counts evaluations (reported in diagnostics).
+    """
+
+    def __init__(self, d: Design, ys: YStats) -> None:
+        self.d, self.ys = d, ys
+        self.n = d.n_obs
+        k = self.k = d.k
+        self.logdet_c2 = 2.0 * math.log(abs(np.linalg.det(contr_sum_coding(k))))
+        self.counter = 0
+        n_s = d.sizes.shape[0]
+        self._one_size = n_s == 1
+        base = np.zeros((k + 1, k + 1))
+        base[:k, :k] = np.diag(d.judge_n)
+        base[:k, k] = base[k, :k] = ys.judge_sum
+        base[k, k] = ys.yy
+        self._base = base
+        dd = np.zeros((n_s, k + 1, k + 1))
+        dd[:, :k, :k] = d.dd
+        dd[:, :k, k] = dd[:, k, :k] = ys.dy
+        dd[:, k, k] = ys.yyc
+        self._dd = dd.reshape(n_s, (k + 1) ** 2)
+        s_aug = np.concatenate((d.s_isk, ys.ys[:, :, None]), axis=2)   # (n, S, K+1)
+        self._s_aug = np.ascontiguousarray(s_aug[:, 0, :]) if self._one_size else s_aug
+        self._cnt = np.ascontiguousarray(d.cnt_is[:, 0]) if self._one_size else d.cnt_is
+        self._sizes = d.sizes
+        self._size_cells = d.size_cells
+        # the stats are centred by judge means, which the intercept-only X of the random-judge model does
+        # not absorb: [J, y - const] = [J, y0] L with L = [[I, delta], [0, 1]]
+        delta = ys.shift - float(ys.shift @ d.judge_n) / d.n_obs
+        lmat = np.eye(k + 1)
+        lmat[:k, k] = delta
+        self._lmat = lmat
+
+    # -- the Woodbury core ----------------------------------------------------------------------------
+    def core(self, ta: float, tb: float, grad: bool = False
+             ) -> tuple[np.ndarray, float, list[np.ndarray], list[float]]:
+        """A(theta) = [J y]'H^{-1}[J y], log|H| and, with ``grad``, their derivatives in (theta_a, theta_b)."""
+        self.counter += 1
+        k1 = self.k + 1
+        sizes = self._sizes
+        a = 1.0 / (1.0 + tb * sizes)
+        f = tb * a
+        amat = self._base - (f @ self._dd).reshape(k1, k1)
+        ld = float(self._size_cells @ np.log1p(tb * sizes))
+        if self._one_size:
+            q = self._s_aug * a[0]
+            w = self._cnt * (sizes[0] * a[0])
+        else:
+            q = np.einsum("isk,s->ik", self._s_aug, a)
+            w = self._cnt @ (sizes * a)
+        den = 1.0 + ta * w
+        g = ta / den
+        qg = q * g[:, None]
+        amat -= qg.T @ q
+        ld += float(np.log(den).sum())
+        if not grad:
+            return amat, ld, [], []
+        ga = 1.0 / (den * den)
+        da_a = -((q * ga[:, None]).T @ q)
+        dld_a = float((w / den).sum())
+        a2 = a * a
+        dsz = -sizes * a2
+        if self._one_size:
+            q_b = self._s_aug * dsz[0]
+            w_b = self._cnt * (sizes[0] * dsz[0])
+        else:
+            q_b = np.einsum("isk,s->ik", self._s_aug, dsz)
+            w_b = self._cnt @ (sizes * dsz)
+        gb = -(ta * ta) * w_b * ga
+        cross = qg.T @ q_b
+        da_b = -(a2 @ self._dd).reshape(k1, k1) - (q * gb[:, None]).T @ q - cross - cross.T
+        dld_b = float(self._size_cells @ (sizes * a)) + float((ta * w_b / den).sum())
+        return amat, ld, [da_a, da_b], [dld_a, dld_b]
+
+    # -- fixed judges ---------------------------------------------------------------------------------
+    def fixed_parts(self, theta: np.ndarray, grad: bool = False) -> dict[str, Any]:
+        """rss, log|H| + log|X'H^{-1}X| and (optionally) their gradients in theta, fixed-judge model.
+
+        With A = [[M, b], [b', c]]: rss = c - b'M^{-1}b = 1/(A^{-1})_{KK}, eta = M^{-1}b, log|M| = log|A| - log rss,
+        d rss = z' dA z with z = (-eta, 1), d log|M| = tr(M^{-1} dM).
+        """
+        ta, tb = _unpack(theta)
+        amat, ld, da, dld = self.core(ta, tb, grad)
+        k = self.k
+        sign, logdet_a = np.linalg.slogdet(amat)
+        ainv = np.linalg.inv(amat)
+        rss = 1.0 / ainv[k, k]
+        eta = -ainv[:k, k] * rss
+        if sign <= 0 or not rss > 0:
+            return {"rss": -1.0, "logdet": math.inf, "eta": eta, "minv": None}
+        logdet = ld + logdet_a - math.log(rss) + self.logdet_c2
+        minv = ainv[:k, :k] - np.outer(eta, eta) / rss
+        out = {"rss": rss, "logdet": logdet, "eta": eta, "minv": minv}
+        if grad:
+            z = np.append(-eta, 1.0)
+            n_t = len(theta)
+            out["drss"] = np.array([float(z @ da[i] @ z) for i in range(n_t)])
+            out["dlogdet"] = np.array([dld[i] + float(np.einsum("ij,ji->", minv, da[i][:k, :k]))
+                                       for i in range(n_t)])
+        return out
+
+    # -- random judges --------------------------------------------------------------------------------
+    def random_parts(self, theta: np.ndarray, grad: bool = False) -> dict[str, Any]:
+        """Same for the random-judge model, theta = (theta_a, [theta_b,] theta_j); X is the intercept only.
+
+        T = I + theta_j M; x'H^{-1}x = 1'T^{-1}M1, x'H^{-1}y = 1'T^{-1}b, y'H^{-1}y = c - theta_j b'T^{-1}b,
+        log|H_R| = log|H| + log|T|, rss = y'H^{-1}y - (x'H^{-1}y)^2/x'H^{-1}x.
+        """
+        tj = float(theta[-1])
+        ta, tb = _unpack(theta[:-1])
+        amat, ld, da, dld = self.core(ta, tb, grad)
+        lm = self._lmat
+        amat = lm.T @ amat @ lm
+        k = self.k
+        m, b, c = amat[:k, :k], amat[:k, k], amat[k, k]
+        t_mat = np.eye(k) + tj * m
+        sign, logdet_t = np.linalg.slogdet(t_mat)
+        tinv = np.linalg.inv(t_mat)
+        ones = np.ones(k)
+        u = tinv.sum(axis=1)                 # T^{-1} 1
+        v = tinv @ b                         # T^{-1} b
+        w = m @ u                            # M T^{-1} 1
+        xhx = float(w.sum())
+        xhy = float(u @ b)
+        yhy = c - tj * float(b @ v)
+        rss = yhy - xhy * xhy / xhx
+        if sign <= 0 or not xhx > 0:
+            return {"rss": -1.0, "logdet": math.inf, "mu": math.nan, "xhx": xhx}
+        logdet = ld + logdet_t + math.log(xhx)
+        out = {"rss": rss, "logdet": logdet, "mu": xhy / xhx, "xhx": xhx}
+        if grad:
+            n_t = len(theta)
+            drss = np.empty(n_t)
+            dlog = np.empty(n_t)
+            for i in range(n_t):
+                if i < n_t - 1:
+                    dai = lm.T @ da[i] @ lm
+                    dm, db, dc, dldi = dai[:k, :k], dai[:k, k], dai[k, k], dld[i]
+                    dt = tj * dm
+                    dtj = 0.0
+                else:
+                    dm, db, dc, dldi = np.zeros((k, k)), np.zeros(k), 0.0, 0.0
+                    dt = m
+                    dtj = 1.0
+                dxhx = -float(u @ dt @ w) + float(u @ dm @ ones)
+                dxhy = -float(u @ dt @ v) + float(u @ db)
+                dyhy = dc - dtj * float(b @ v) - tj * (2.0 * float(v @ db) - float(v @ dt @ v))
+                drss[i] = dyhy - 2.0 * xhy * dxhy / xhx + xhy * xhy * dxhx / (xhx * xhx)
+                dlog[i] = dldi + float(np.einsum("ij,ji->", tinv, dt)) + dxhx / xhx
+            out["drss"], out["dlogdet"] = drss, dlog
+        return out
+
+    # -- criteria --------------------------------------------------------------------------------------
+    def p(self, model: str) -> int:
+        return self.k if model == "fixed" else 1
+
+    def parts(self, model: str, theta: np.ndarray, grad: bool = False) -> dict[str, Any]:
+        return self.fixed_parts(theta, grad) if model == "fixed" else self.random_parts(theta, grad)
+
+    def profiled(self, model: str, theta: np.ndarray, grad: bool = False) -> tuple[float, np.ndarray | None]:
+        """-2 REML log-likelihood with s2_residual profiled out: nu (1 + log(2 pi rss/nu)) + log|H| + log|X'H^-1 X|."""
+        nu = self.n - self.p(model)
+        pr = self.parts(model, theta, grad)
+        rss = pr["rss"]
+        if not rss > 0 or not math.isfinite(pr["logdet"]):
+            return math.inf, (np.zeros(len(theta)) if grad else None)
+        val = nu * (1.0 + _LOG2PI + math.log(rss / nu)) + pr["logdet"]
+        if not grad:
+            return val, None
+        return val, nu * pr["drss"] / rss + pr["dlogdet"]
+
+    def full(self, model: str, s2: float, theta: np.ndarray, grad: bool = False) -> tuple[float, Any]:
+        """-2 REML log-likelihood at (s2_residual, theta): nu log(2 pi s2) + log|H| + log|X'H^-1 X| + rss/s2."""
+        nu = self.n - self.p(model)
+        pr = self.parts(model, theta, grad)
+        if not pr["rss"] > 0 or not math.isfinite(pr["logdet"]):
+            return math.inf, ((np.zeros(len(theta)), 0.0) if grad else None)
+        val = nu * (_LOG2PI + math.log(s2)) + pr["logdet"] + pr["rss"] / s2
+        if not grad:
+            return val, None
+        return val, (pr["drss"] / s2 + pr["dlogdet"], pr["rss"])
+
+
+def _unpack(theta: np.ndarray) -> tuple[float, float]:
+    return (float(theta[0]), float(theta[1])) if len(theta) > 1 else (float(theta[0]), 0.0)
+
+
+# ----------------------------------------------------------------------------------------- optimisation
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    """The REML optimum of one model (fixed or random judges)."""
+
+    theta: np.ndarray
+    s2: float
+    deviance: float
+    converged: bool
+    iterations: int
+    evaluations: int
+    gradient: np.ndarray
+    boundary: np.ndarray
+    message: str
+    hessian: np.ndarray | None = None
+
+
+def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
+              lower: np.ndarray, *, maxiter: int = 200, tol: float = 1e-12) -> tuple[np.ndarray, float, dict]:
+    """Minimise a smooth function of a few variables over x >= lower by projected Newton steps.
+
+    Each step uses the analytic gradient and a Hessian from forward differences of it on the free coordinates
+    (those not held at their bound by a gradient pointing outward); eigenvalues are replaced by their absolute
+    values (floored), so every step descends, and a backtracking line search keeps x >= lower. It stops when
+    the Newton decrement g'H^{-1}g falls below 1e-12 (the criterion is -2 log-likelihood, so this is far below
+    any statistical resolution) or no step improves the criterion.
+    """
+    lower = np.asarray(lower, dtype=float)
+    x = np.maximum(np.asarray(x0, dtype=float), lower)
+    fx, gx = fun(x)
+    nfev = 1
+    info: dict[str, Any] = {"success": False, "message": "iteration limit reached", "nit": 0}
+    if not math.isfinite(fx):
+        info["message"] = "criterion not finite at the starting values"
+        return x, fx, info
+    for it in range(maxiter):
+        info["nit"] = it + 1
+        free = ~((x <= lower) & (gx > 0))
+        idx = np.flatnonzero(free)
+        if idx.size == 0:
+            info.update(success=True, message="every parameter at its bound")
+            break
+        hess, nh = _fd_hessian(fun, x, gx, idx, lower)
+        nfev += nh
+        gf = gx[idx]
+        try:
+            w, v = np.linalg.eigh(hess)
+        except np.linalg.LinAlgError:
+            info["message"] = "Hessian not finite"
+            break
+        if not np.all(np.isfinite(w)):
+            info["message"] = "Hessian not finite"
+            break
+        wabs = np.abs(w)
+        wabs = np.maximum(wabs, 1e-10 * max(float(wabs.max()), 1e-300))
+        proj = v.T @ gf
+        decrement = float(proj @ (proj / wabs))
+        if decrement < tol and np.all(w > 0):
+            info.update(success=True, message=f"Newton decrement below {tol:g}")
+            break
+        step = -(v @ (proj / wabs))
+        t = 1.0
+        accepted = False
+        for _ls in range(40):
+            xn = x.copy()
+            xn[idx] = np.maximum(x[idx] + t * step, lower[idx])
+            fn, gn = fun(xn)
+            nfev += 1
+            if math.isfinite(fn) and fn <= fx + 1e-4 * float(gf @ (xn[idx] - x[idx])):
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            # no descent left at machine precision: converged if the decrement is already tiny
+            ok = decrement < 1e-8
+            info.update(success=ok, message="no further decrease possible" if ok else "line search failed")
+            break
+        small = abs(fx - fn) <= 1e-15 * max(1.0, abs(fx)) and np.max(np.abs(xn - x)) <= 1e-12 * max(1.0, np.max(np.abs(x)))
+        x, fx, gx = xn, fn, gn
+        if small:
+            info.update(success=True, message="step below machine precision")
+            break
+    info["nfev"] = nfev
+    info["grad"] = gx
+    return x, fx, info
+
+
+def _fd_hessian(fun, x: np.ndarray, gx: np.ndarray, idx: np.ndarray, lower: np.ndarray
+                ) -> tuple[np.ndarray, int]:
+    """Hessian on the coordinates ``idx`` from forward (backward at an upper-side need) differences of the gradient."""
+    q = len(idx)
+    h = np.empty((q, q))
+    for a, i in enumerate(idx):
+        step = 1e-6 * max(abs(x[i]), 1e-3)
+        xp = x.copy()
+        xp[i] += step
+        gp = fun(xp)[1]
+        h[:, a] = (gp[idx] - gx[idx]) / step
+    return 0.5 * (h + h.T), q
+
+
+def moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
+    """Rough method-of-moments starting values for theta (positive, so the optimiser is off the boundary).
+
+    Within-cell judge-centred variation estimates s2_residual; the spread of cell means within scenario and of
+    scenario means estimate s2_generation + s2_residual/n_c and s2_scenario + ...; ratios are floored at 0.05.
+    """
+    cell_n = d.sizes[d.cell_size_idx]
+    cmean = ys.cell_sum / cell_n
+    within = max(ys.yy - float(ys.cell_sum @ cmean), 1e-12)
+    s2e = within / max(d.n_obs - d.n_cells - d.k + 1, 1)
+    scen_sum = np.bincount(d.cell_scen, weights=cmean, minlength=d.n_scen)
+    m_per = np.bincount(d.cell_scen, minlength=d.n_scen)
+    smean = scen_sum / m_per
+    nbar = float(np.mean(cell_n))
+    if d.has_generation:
+        dev = cmean - smean[d.cell_scen]
+        df = max(d.n_cells - d.n_scen, 1)
+        s2b = max(float(dev @ dev) / df - s2e / nbar, 0.05 * s2e)
+        mbar = float(np.mean(m_per))
+        s2a = max(float(np.var(smean, ddof=1)) - s2b / mbar - s2e / (nbar * mbar), 0.05 * s2e)
+        theta = [s2a / s2e, s2b / s2e]
+    else:
+        s2a = max(float(np.var(smean, ddof=1)) - s2e / nbar, 0.05 * s2e)
+        theta = [s2a / s2e]
+    if model == "random":
+        jm = ys.shift - ys.shift.mean()
+        theta.append(max(float(jm @ jm) / max(d.k - 1, 1), 0.05 * s2e) / s2e)
+    return np.asarray(theta)
+
+
+def fit_model(ev: Evaluator, model: str, start: np.ndarray | None = None) -> FitResult:
+    """REML fit of the fixed-judge (``"fixed"``) or random-judge (``"random"``) model.
+
+    Minimises the profiled criterion over theta >= 0, then compares with every boundary face (each theta
+    set to 0 and the rest re-optimised): the lower criterion wins, so a variance whose optimum is zero is
+    reported as exactly zero and flagged, never as a tiny "converged" number.
+    """
+    d = ev.d
+    if start is None:
+        start = moment_start(d, ev.ys, model)
+    q = len(start)
+    lower = np.zeros(q)
+    before = ev.counter
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        v, g = ev.profiled(model, x, grad=True)
+        return v, g
+
+    x, fx, info = _minimize(fun, start, lower)
+    nit = info["nit"]
+    # boundary faces: any theta that is tiny but positive gets a second look with that theta fixed at 0
+    for i in range(q):
+        if 0 < x[i] < 1e-6 * max(1.0, float(np.max(x))):
+            free = np.ones(q, dtype=bool)
+            free[i] = False
+
+            def fun_i(z: np.ndarray, i: int = i) -> tuple[float, np.ndarray]:
+                full = np.insert(z, i, 0.0)
+                v, g = ev.profiled(model, full, grad=True)
+                return v, np.delete(g, i)
+
+            if q > 1:
+                z, fz, info_i = _minimize(fun_i, np.delete(x, i), np.zeros(q - 1))
+                cand = np.insert(z, i, 0.0)
+            else:
+                cand = np.zeros(1)
+                fz = fun(cand)[0]
+            if fz <= fx:
+                x, fx = cand, fz
+    val, grad = fun(x)
+    pr = ev.parts(model, x)
+    s2 = pr["rss"] / (ev.n - ev.p(model))
+    boundary = x <= 0.0
+    # converged: the Newton decrement vanished, and no boundary variance has a gradient pointing inward
+    conv = bool(info["success"] and math.isfinite(val) and not np.any(boundary & (grad < 0)))
+    return FitResult(theta=x, s2=float(s2), deviance=float(val), converged=conv, iterations=int(nit),
+                     evaluations=int(ev.counter - before), gradient=grad, boundary=boundary,
+                     message=info["message"])
+
+
+# ------------------------------------------------------------------------------------------- profiling
+def variance_hessian(ev: Evaluator, model: str, fit: FitResult) -> np.ndarray:
+    """Hessian of -2 l_R in the variances phi = (s2_residual, s2_residual * theta) at the optimum.
+
+    From differences of the analytic gradient (chain rule: d/dphi_i = (d/dtheta_i)/s2 for i >= 1 and
+    d/ds2 = nu/s2 - rss/s2^2 - sum_i theta_i (d/dtheta_i)/s2). Used for starting steps of the profile search and
+    for the Wald standard errors reported beside the profile intervals.
+    """
+    nu = ev.n - ev.p(model)
+    phi0 = np.concatenate(([fit.s2], fit.s2 * fit.theta))
+
+    def grad(phi: np.ndarray) -> np.ndarray:
+        s2 = phi[0]
+        th = phi[1:] / s2
+        _, (gth, rss) = ev.full(model, s2, th, grad=True)
+        g = np.empty_like(phi)
+        g[1:] = gth / s2
+        g[0] = nu / s2 - rss / s2**2 - float(th @ gth) / s2
+        return g
+
+    q = len(phi0)
+    g0 = grad(phi0)
+    h = np.empty((q, q))
+    for i in range(q):
+        step = 1e-5 * max(abs(phi0[i]), 1e-3 * phi0[0])
+        xp, xm = phi0.copy(), phi0.copy()
+        xp[i] += step
+        if phi0[i] - step > 0:
+            xm[i] -= step
+            h[:, i] = (grad(xp) - grad(xm)) / (2 * step)
+        else:
+            h[:, i] = (grad(xp) - g0) / step
+    return 0.5 * (h + h.T)
+
+
+def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, level: float,
+                     hess: np.ndarray | None = None) -> tuple[float, float, dict[str, Any]]:
+    """Profile-likelihood interval for one variance on the REML criterion.
+
+    ``which = 0`` is s2_residual; ``which = i >= 1`` is s2_residual * theta_{i-1}. The interval is
+    {v : min over the other variances of -2 l_R(v, ...) - min(-2 l_R) <= chi2_{1, level}}. The search runs on the
+    standard-deviation scale s = sqrt(v), where the signed root zeta(s) = sign(s - s_hat) sqrt(profile - min)
+    is close to linear (as in lme4's ``profile``): secant steps from the quadratic approximation, then Brent's
+    method on the bracket. Each point re-optimises the other variances. The lower bound is 0 when the
+    criterion at v = 0 is within the cutoff (always when the estimate is at the boundary).
+    """
+    crit = float(stats.chi2.ppf(level, 1))
+    zcut = math.sqrt(crit)
+    dmin = fit.deviance
+    q = len(fit.theta)
+    nu = ev.n - ev.p(model)
+    vhat = float(np.concatenate(([fit.s2], fit.s2 * fit.theta))[which])
+    s_hat = math.sqrt(max(vhat, 0.0))
+    n_eval0 = ev.counter
+    if hess is None:
+        hess = variance_hessian(ev, model, fit)
+    free = [0] + [1 + i for i in range(q) if fit.theta[i] > 0]
+    try:
+        hinv = np.linalg.inv(hess[np.ix_(free, free)])
+        var_v = 2.0 * float(hinv[free.index(which), free.index(which)]) if which in free else math.nan
+    except np.linalg.LinAlgError:
+        var_v = math.nan
+    sd_v = math.sqrt(var_v) if var_v > 0 else math.nan   # v - vhat ~ sd_v per unit of zeta
+    cache: dict[float, float] = {}
+    warm: dict[str, np.ndarray] = {}
+
+    def prof(v: float) -> float:
+        """min over the other parameters of -2 l_R with component ``which`` held at v."""
+        x0 = warm.get("x", fit.theta).copy()
+        if which == 0:
+            def fun(x):
+                val, (g, _rss) = ev.full(model, v, x, grad=True)
+                return val, g
+            x, fx, _ = _minimize(fun, x0, np.zeros(q), tol=1e-10)
+            warm["x"] = x
+            return fx
+        i = which - 1
+        if v <= 0.0:
+            if q == 1:
+                return ev.profiled(model, np.zeros(1))[0]
+
+            def fun0(z):
+                full = np.insert(z, i, 0.0)
+                val, g = ev.profiled(model, full, grad=True)
+                return val, np.delete(g, i)
+            z, fz, _ = _minimize(fun0, np.delete(np.maximum(x0, 1e-3), i), np.zeros(q - 1), tol=1e-10)
+            return fz
+
+        def fun(x):
+            ti = x[i]
+            val, (g, rss) = ev.full(model, v / ti, x, grad=True)
+            g = g.copy()
+            g[i] += -nu / ti + rss / v      # s2 = v/ti: d/dti [nu log s2 + rss/s2]
+            return val, g
+        if x0[i] <= 0:
+            x0[i] = v / fit.s2
+        else:
+            x0[i] = v / (vhat / x0[i]) if vhat > 0 else v / fit.s2   # keep s2 where it was
+        lower = np.zeros(q)
+        lower[i] = 1e-12 * x0[i]
+        x, fx, _ = _minimize(fun, x0, lower, tol=1e-10)
+        warm["x"] = x
+        return fx
+
+    def zeta(s: float) -> float:
+        s = max(s, 0.0)
+        if s not in cache:
+            dv = prof(s * s) - dmin
+            cache[s] = math.copysign(math.sqrt(max(dv, 0.0)), s - s_hat)
+        return cache[s]
+
+    def side(sign: float) -> float:
+        target = sign * zcut
+        warm.clear()
+        s0, z0 = s_hat, 0.0
+        if s_hat > 0 and math.isfinite(sd_v):
+            s1 = math.sqrt(max(vhat + target * sd_v, 0.0))
+        else:
+            s1 = s_hat + sign * 0.5 * max(s_hat, math.sqrt(fit.s2))
+        if sign < 0:
+            if which >= 1 and (s_hat <= 0 or s1 <= 0.0 or zeta(0.0) >= target):
+                if s_hat <= 0 or zeta(0.0) >= target:
+                    return 0.0
+            s1 = max(s1, 0.05 * s_hat) if s1 > 0 else 0.5 * s_hat
+        for _ in range(60):
+            z1 = zeta(s1)
+            if (z1 - target) * sign >= 0:          # passed the cutoff: bracket [s0, s1]
+                break
+            if not math.isfinite(z1) or z1 == z0:
+                nxt = s0 + 2.0 * (s1 - s0)
+            else:
+                nxt = s1 + (target - z1) * (s1 - s0) / (z1 - z0)
+                lim = s1 + 4.0 * (s1 - s0)
+                nxt = min(nxt, lim) if sign > 0 else max(nxt, lim)
+            s0, z0 = s1, z1
+            if sign < 0 and nxt <= 0:
+                nxt = 0.5 * s1 if which == 0 else 0.0
+            if sign > 0 and nxt > 1e150:
+                return math.inf
+            s1 = nxt
+        else:
+            return math.inf if sign > 0 else 0.0
+        if (z1 - target) == 0:
+            return s1 * s1
+        a, b = (s0, s1) if s0 < s1 else (s1, s0)
+        root = optimize.brentq(lambda s: zeta(s) - target, a, b, xtol=1e-9 * max(b, 1e-300), rtol=1e-10)
+        return root * root
+
+    upper = side(+1.0)
+    lower = side(-1.0)
+    return lower, upper, {"evaluations": ev.counter - n_eval0, "wald_variance": var_v / 2.0}

@@ -1,0 +1,660 @@
+"""Closed-form variances of the benchmark score: Proposition 1, strategies A/B/C, App. D-F, costs and power.
+
+Pure functions (STYLE.md §8): floats in, floats out (the pool predictions of App. F take one numpy array),
+no pandas, no I/O, no fitting. Notation of the paper (Eq. 1, ``eq:model``):
+
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + eps_ijl
+
+``s2_scenario`` = sigma2_alpha, ``s2_generation`` = sigma2_beta, ``s2_residual`` = sigma2_eps and
+``s2_judge_panel`` = sigma2_gamma = (1/K_tot) sum_l gamma_l^2 for the fixed panel of K_tot judges (DESIGN.md §1:
+judges fixed; this is the quantity the paper's formulas use). ``n`` scenarios, ``m`` generations per scenario,
+``k`` judges per generation, ``k_total`` judges in the panel, ``budget`` = B judge calls per scenario.
+
+Equation numbers are those of the compiled paper (``paper/cyclicjudge.tex``); the LaTeX labels, given next to
+them, are authoritative when numbers shift between versions.
+
+Leftover judge term (budgets that are not multiples of K_tot)
+-------------------------------------------------------------
+The paper's Eqs. 3 and 5 assume B is a multiple of K_tot. With the CyclicJudge schedule (:mod:`cjstats.plan`)
+one rotation runs across all T = nB calls of the benchmark, over a seeded shuffle of the judges. Then every
+judge gets q = T // K_tot or q + 1 calls; the r = T mod K_tot judges with the extra call form a uniformly random
+r-subset S of the panel. The judge part of the grand mean is (1/T) sum_l b_l gamma_l = (1/T) sum_{l in S}
+gamma_l (the q-part vanishes because sum_l gamma_l = 0), a mean of r offsets drawn without replacement, so by
+the finite-population lemma (Lemma 1, Eq. 12)
+
+    V_left(T) = r^2/T^2 * (sigma2_gamma / r) (K_tot - r)/(K_tot - 1) = r (K_tot - r) sigma2_gamma / ((K_tot - 1) T^2).
+
+It is zero when K_tot divides T and at most K_tot sigma2_gamma / (4 (K_tot - 1) T^2). For any schedule the same
+argument gives sigma2_gamma K_tot/(K_tot - 1) sum_l (W_l - 1/K_tot)^2, W_l = total weight of judge l
+(:func:`judge_weight_variance`), of which V_left is the special case W_l = b_l / T.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+from cjstats._validate import check_choice, check_number, check_positive_int
+from cjstats.exceptions import CjstatsError
+
+__all__ = [
+    "STRATEGIES", "ASSIGNMENTS", "fpc", "grand_mean_variance", "variance_contributions",
+    "leftover_judge_variance", "judge_weight_variance", "strategy_coefficients", "strategy_variance", "strategy_gaps", "ab_threshold",
+    "preferred_baseline", "design_coefficients", "design_variance", "scenario_generation_variance", "best_generations_per_scenario",
+    "pool_constants", "pool_variance", "neyman_shares", "poststratified_variance", "scenarios_for_target_se",
+    "budget_for_target_se", "minimum_detectable_difference", "power_to_detect",
+]
+
+Strategy = Literal["all", "random", "cyclic"]
+Assignment = Literal["cyclic", "random", "fixed"]
+
+#: The paper's allocation strategies: A = all judges per generation, B = one random judge per generation,
+#: C = CyclicJudge (one judge per generation, in rotation).
+STRATEGIES: tuple[str, ...] = ("all", "random", "cyclic")
+
+#: How the k judges of each generation are chosen in :func:`design_variance`.
+ASSIGNMENTS: tuple[str, ...] = ("cyclic", "random", "fixed")
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _var(name: str, value: float, caller: str) -> float:
+    return check_number(name, value, caller=caller, minimum=0.0)
+
+
+def _panel(k: int, k_total: int, caller: str) -> tuple[int, int]:
+    k_total = check_positive_int("k_total", k_total, caller=caller)
+    k = check_positive_int("k", k, caller=caller)
+    if k > k_total:
+        raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={k_total} (judges per "
+                           f"generation cannot exceed the panel). Got {k} instead.")
+    return k, k_total
+
+
+def fpc(k: int, k_total: int) -> float:
+    """Finite-population correction of a mean of k of K_tot centred judge offsets, Lemma 1 (Eq. 12, ``lem:fpc``).
+
+    FPC = (K_tot - K) / (K_tot - 1); 1 at K = 1, 0 at K = K_tot (and 0 for a one-judge panel).
+    """
+    k, k_total = _panel(k, k_total, "fpc")
+    return 0.0 if k_total == 1 else (k_total - k) / (k_total - 1)
+
+
+# ------------------------------------------------------------------------------------------ Proposition 1
+def variance_contributions(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float,
+                           *, n: int, m: int, k: int, k_total: int) -> dict[str, float]:
+    """The four terms of Proposition 1 (Eq. 2, ``eq:variance``), as tabulated in Table 5 (``tab:components``).
+
+    ``scenario`` = sigma2_alpha/n, ``generation`` = sigma2_beta/(nm), ``judge_panel`` = (sigma2_gamma/K) FPC,
+    ``residual`` = sigma2_eps/(nmK); their sum is :func:`grand_mean_variance`. The same K judges score every
+    (scenario, generation) cell and are a simple random sample of the K_tot-judge panel.
+    """
+    caller = "variance_contributions"
+    s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
+    s2e, s2g = _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller)
+    n = check_positive_int("n", n, caller=caller)
+    m = check_positive_int("m", m, caller=caller)
+    k, k_total = _panel(k, k_total, caller)
+    return {"scenario": s2a / n, "generation": s2b / (n * m), "judge_panel": s2g / k * fpc(k, k_total),
+            "residual": s2e / (n * m * k)}
+
+
+def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float,
+                        *, n: int, m: int, k: int, k_total: int) -> float:
+    """Variance of the benchmark grand mean, Proposition 1 (Eq. 2, ``eq:variance``).
+
+    Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)·(K_tot − K)/(K_tot − 1)
+
+    The same K judges, a simple random sample of the K_tot-judge panel, score every cell; the last term (judge
+    bias, with the finite-population correction of Lemma 1) vanishes at K = K_tot. ``s2_judge_panel`` is
+    σ²_γ = mean(γ_l²) over the panel (divisor K_tot), not a random-effects variance.
+
+    Examples
+    --------
+    >>> round(grand_mean_variance(1.530, 0.266, 1.486, 0.947, n=80, m=1, k=1, k_total=5), 5)  # Qwen, Table 5
+    0.98752
+    """
+    return float(sum(variance_contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel,
+                                            n=n, m=m, k=k, k_total=k_total).values()))
+
+
+# ------------------------------------------------------------------------------------------ judge weights
+def judge_weight_variance(s2_judge_panel: float, weights: Sequence[float] | np.ndarray) -> float:
+    """Variance of the judge part sum_l W_l gamma_l of a linear score when judge labels are exchangeable.
+
+    σ²_γ · K_tot/(K_tot − 1) · Σ_l (W_l − W̄)²,  W̄ = (1/K_tot) Σ_l W_l,
+
+    over a uniformly random relabelling of the K_tot judges (which a seeded judge shuffle realises). ``weights``
+    holds the total weight W_l of each panel judge in the score (0 for a judge with no call). This generalises
+    Lemma 1 (Eq. 12, ``lem:fpc``: W_l = 1/K on a K-subset) and gives the leftover term of
+    :func:`leftover_judge_variance` (W_l = b_l / T).
+    """
+    s2g = _var("s2_judge_panel", s2_judge_panel, "judge_weight_variance")
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or w.size < 1 or not np.isfinite(w).all():
+        raise CjstatsError("The 'weights' argument of judge_weight_variance must be a 1-d array of finite judge "
+                           f"weights, one per panel judge. Got shape {w.shape} instead.")
+    kt = w.size
+    if kt == 1:
+        return 0.0
+    return float(s2g * kt / (kt - 1) * np.sum((w - w.mean()) ** 2))
+
+
+def leftover_judge_variance(s2_judge_panel: float, *, calls: int, k_total: int) -> float:
+    """Variance of the leftover judge term of a globally balanced rotation over ``calls`` = T judge calls.
+
+    V_left(T) = r (K_tot − r) σ²_γ / ((K_tot − 1) T²),  r = T mod K_tot.
+
+    The rotation gives each judge q = T // K_tot or q + 1 calls; the r judges with the extra call are a uniformly
+    random r-subset of the panel (seeded judge shuffle), so (1/T) Σ_{l in S} γ_l has, by Lemma 1 (Eq. 12,
+    ``lem:fpc``), variance (r²/T²)(σ²_γ/r)(K_tot − r)/(K_tot − 1). Zero when K_tot divides T. This extends the
+    paper's Eq. 5 (``eq:strat_cycle``) to budgets that are not multiples of K_tot.
+    """
+    caller = "leftover_judge_variance"
+    s2g = _var("s2_judge_panel", s2_judge_panel, caller)
+    t = check_positive_int("calls", calls, caller=caller)
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    if kt == 1:
+        return 0.0
+    r = t % kt
+    return r * (kt - r) * s2g / ((kt - 1) * t * t)
+
+
+# ---------------------------------------------------------------------------------- strategies A, B, C
+def _leftover_coef(calls: np.ndarray, kt: int) -> np.ndarray:
+    calls = np.asarray(calls, dtype=float)
+    if kt == 1:
+        return np.zeros_like(calls)
+    r = np.mod(calls, kt)
+    return r * (kt - r) / ((kt - 1) * calls * calls)
+
+
+def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: int | np.ndarray,
+                          k_total: int) -> dict[str, np.ndarray]:
+    """Coefficients c of V = c_scenario σ²_α + c_generation σ²_β + c_residual σ²_ε + c_judge_panel σ²_γ.
+
+    The variance of every strategy is linear in the components; :func:`strategy_variance` is the dot product
+    (with c_scenario = 1/n, used only when scenarios are resampled). Arrays of budgets and n broadcast.
+    """
+    caller = "strategy_coefficients"
+    strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    b, n = np.broadcast_arrays(np.asarray(budget, dtype=float), np.asarray(n, dtype=float))
+    if not ((b >= 1).all() and (n >= 1).all() and (b == np.floor(b)).all() and (n == np.floor(n)).all()):
+        raise CjstatsError(f"The 'budget' and 'n' arguments of {caller} must be integers >= 1.")
+    nb = n * b
+    out = {"scenario": 1.0 / n, "generation": 1.0 / nb, "residual": 1.0 / nb, "judge_panel": 1.0 / nb}
+    if strategy == "random":
+        return out
+    out["judge_panel"] = _leftover_coef(nb, kt)
+    if strategy == "all":
+        q, r = np.divmod(b, kt)
+        out["generation"] = (q * kt * kt + r * r) / (b * b * n)
+    return out
+
+
+def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: float, s2_judge_panel: float,
+                      budget: int, n: int, k_total: int, s2_scenario: float | None = None) -> float:
+    """Variance of the benchmark score under strategy A, B or C with B judge calls per scenario (§3.3).
+
+    Conditional on the scenario set, as in the paper (App. D, ``app:allocation``); pass ``s2_scenario`` to add
+    σ²_α/n when scenarios are resampled. With B = qK_tot + r and R = (nB) mod K_tot:
+
+    * ``"all"`` (A, Eq. 3, ``eq:strat_all``): q generations scored by every judge, plus (if r > 0) one
+      generation scored by r judges taken from a rotation across scenarios:
+      V_A = [σ²_β (qK_tot² + r²)/B² + σ²_ε/B]/n + V_left(nB); for r = 0 this is (K_tot σ²_β + σ²_ε)/(nB).
+    * ``"random"`` (B, Eq. 4, ``eq:strat_rand``): B generations, each scored by one judge drawn at random:
+      V_B = (σ²_β + σ²_γ + σ²_ε)/(nB), for every B.
+    * ``"cyclic"`` (C, Eq. 5, ``eq:strat_cycle``): B generations, judges in one rotation across the
+      (shuffled) scenarios: V_C = (σ²_β + σ²_ε)/(nB) + V_left(nB),
+      with V_left(T) = R (K_tot − R) σ²_γ / ((K_tot − 1) T²) (:func:`leftover_judge_variance`).
+
+    V_C <= min(V_A, V_B) for every B (App. D; :func:`strategy_gaps`).
+
+    Examples
+    --------
+    >>> q = dict(s2_generation=0.266, s2_residual=1.486, s2_judge_panel=0.947, n=80, k_total=5)  # Qwen
+    >>> [round(strategy_variance(s, budget=5, **q) * 1e3, 3) for s in ("all", "random", "cyclic")]
+    [7.04, 6.745, 4.38]
+    """
+    caller = "strategy_variance"
+    s2b, s2e = _var("s2_generation", s2_generation, caller), _var("s2_residual", s2_residual, caller)
+    s2g = _var("s2_judge_panel", s2_judge_panel, caller)
+    b = check_positive_int("budget", budget, caller=caller)
+    n = check_positive_int("n", n, caller=caller)
+    c = strategy_coefficients(strategy, budget=b, n=n, k_total=k_total)
+    v = float(c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g)
+    if s2_scenario is not None:
+        v += _var("s2_scenario", s2_scenario, caller) / n
+    return v
+
+
+def strategy_gaps(*, s2_generation: float, s2_residual: float, s2_judge_panel: float, budget: int, n: int,
+                  k_total: int) -> dict[str, float]:
+    """Pairwise differences of the strategy variances, App. D (Eqs. 32-34, ``app:allocation``).
+
+    For B a multiple of K_tot:  V_A − V_C = (K_tot − 1)σ²_β/(nB) >= 0,  V_B − V_C = σ²_γ/(nB) >= 0,
+    V_A − V_B = ((K_tot − 1)σ²_β − σ²_γ)/(nB). For other budgets the differences of the exact
+    :func:`strategy_variance` values are returned (still >= 0 for the first two).
+    Keys: ``"all-cyclic"``, ``"random-cyclic"``, ``"all-random"``.
+    """
+    kw = dict(s2_generation=s2_generation, s2_residual=s2_residual, s2_judge_panel=s2_judge_panel,
+              budget=budget, n=n, k_total=k_total)
+    va, vb, vc = (strategy_variance(s, **kw) for s in STRATEGIES)
+    return {"all-cyclic": va - vc, "random-cyclic": vb - vc, "all-random": va - vb}
+
+
+def ab_threshold(s2_generation: float, s2_judge_panel: float, *, k_total: int) -> float:
+    """The sign that decides A against B (App. D, Eq. 34): (K_tot − 1)σ²_β − σ²_γ.
+
+    Positive: random single judges (B) beat all judges (A); negative: A beats B; zero: they tie. Equivalently
+    A wins when σ²_γ/σ²_β > K_tot − 1 (the crossover of §4, "Strategy Comparison"). Exact for budgets that
+    are multiples of K_tot.
+    """
+    caller = "ab_threshold"
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    return (kt - 1) * _var("s2_generation", s2_generation, caller) - _var("s2_judge_panel", s2_judge_panel, caller)
+
+
+def preferred_baseline(s2_generation: float, s2_judge_panel: float, *, k_total: int,
+                       rtol: float = 1e-12) -> Literal["all", "random", "tie"]:
+    """Which of the paper's two baselines has the lower variance: ``"all"`` (A), ``"random"`` (B) or ``"tie"``.
+
+    From the sign of :func:`ab_threshold` (App. D, Eq. 34); CyclicJudge beats both in every case.
+    """
+    d = ab_threshold(s2_generation, s2_judge_panel, k_total=k_total)
+    scale = max((k_total - 1) * s2_generation, s2_judge_panel, 1e-300)
+    if abs(d) <= rtol * scale:
+        return "tie"
+    return "random" if d > 0 else "all"
+
+
+# ------------------------------------------------------------------------------------ general designs
+def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np.ndarray, k_total: int,
+                        assignment: Assignment = "cyclic") -> dict[str, np.ndarray]:
+    """Coefficients of σ²_α, σ²_β, σ²_ε, σ²_γ in :func:`design_variance` (arrays broadcast; pure numpy).
+
+    ``scenario`` 1/n, ``generation`` 1/(nm), ``residual`` 1/(nmk) and ``judge_panel``: FPC(k)/k (fixed),
+    FPC(k)/(k nm) (random) or r(K_tot − r)/((K_tot − 1) T²) with T = nmk, r = T mod K_tot (cyclic).
+    """
+    caller = "design_coefficients"
+    assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    n, m, k = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (n, m, k)))
+    for name, x in (("n", n), ("m", m), ("k", k)):
+        if not ((x >= 1).all() and (x == np.floor(x)).all()):
+            raise CjstatsError(f"The '{name}' argument of {caller} must hold integers >= 1.")
+    if (k > kt).any():
+        raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={kt}. Got {int(k.max())} instead.")
+    f = np.zeros_like(k) if kt == 1 else (kt - k) / (kt - 1)
+    out = {"scenario": 1.0 / n, "generation": 1.0 / (n * m), "residual": 1.0 / (n * m * k), "judge_panel": f / k}
+    if assignment == "random":
+        out["judge_panel"] = f / (k * n * m)
+    elif assignment == "cyclic":
+        out["judge_panel"] = _leftover_coef(n * m * k, kt)
+    return out
+
+
+def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,
+                    n: int, m: int, k: int, k_total: int, assignment: Assignment = "cyclic") -> float:
+    """Variance of the grand mean of a design with n scenarios, m generations each and k judges per generation.
+
+    σ²_α/n + σ²_β/(nm) + σ²_ε/(nmk) + J, where the judge term J depends on how judges are chosen:
+
+    * ``"fixed"``: the same k-subset (a random sample of the panel) scores everything: J = (σ²_γ/k) FPC(k),
+      Proposition 1 (Eq. 2, ``eq:variance``);
+    * ``"random"``: a fresh random k-subset for each generation: J = (σ²_γ/k) FPC(k)/(nm) (Eq. 4 at k = 1);
+    * ``"cyclic"``: k consecutive judges of one rotation across all T = nmk calls: J = V_left(T)
+      (:func:`leftover_judge_variance`; Eq. 5 at k = 1, Eq. 3 at k = K_tot).
+
+    Pass ``s2_scenario=0`` for the paper's variance conditional on the scenario set.
+    """
+    caller = "design_variance"
+    comps = (_var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller),
+             _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller))
+    c = design_coefficients(n=check_positive_int("n", n, caller=caller), m=check_positive_int("m", m, caller=caller),
+                            k=check_positive_int("k", k, caller=caller), k_total=k_total, assignment=assignment)
+    return float(sum(float(c[name]) * v for name, v in zip(_ORDER, comps)))
+
+
+#: Component order of the coefficient dictionaries.
+_ORDER = ("scenario", "generation", "residual", "judge_panel")
+
+
+# ---------------------------------------------------------------------------------------------- App. E
+def scenario_generation_variance(s2_scenario: float, s2_generation: float, s2_residual: float, *,
+                                 generation_budget: int, m: int, s2_judge_panel: float = 0.0,
+                                 k_total: int | None = None) -> float:
+    """Variance of a cycled benchmark that spends ``generation_budget`` = B_gen generations as n x m.
+
+    Eq. 35 (``eq:scenario_gen``, App. E ``app:scenario_coverage``): with n = B_gen/m scenarios and one judge per
+    generation in rotation,
+
+        V_C(B_gen, m) = (m σ²_α + σ²_β + σ²_ε) / B_gen,
+
+    linear in m with slope σ²_α/B_gen, so m = 1 (as many scenarios as possible) is best. When m does not divide
+    B_gen, n = B_gen // m scenarios are used and the variance is σ²_α/n + (σ²_β + σ²_ε)/(nm). Give ``k_total``
+    (and ``s2_judge_panel``) to add the leftover judge term of the rotation over nm calls.
+    """
+    caller = "scenario_generation_variance"
+    s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
+    s2e = _var("s2_residual", s2_residual, caller)
+    bg = check_positive_int("generation_budget", generation_budget, caller=caller)
+    m = check_positive_int("m", m, caller=caller)
+    n = bg // m
+    if n < 1:
+        raise CjstatsError(f"The 'm' argument of {caller} must be at most generation_budget={bg} (at least one "
+                           f"scenario). Got {m} instead.")
+    v = s2a / n + (s2b + s2e) / (n * m)
+    if k_total is not None:
+        v += leftover_judge_variance(s2_judge_panel, calls=n * m, k_total=k_total)
+    return v
+
+
+def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_residual: float, *,
+                                  generation_budget: int, n_max: int | None = None) -> int:
+    """The m that minimises :func:`scenario_generation_variance` when at most ``n_max`` scenarios exist.
+
+    App. E (``app:scenario_coverage``): m = 1 while B_gen <= N; once the scenario pool is exhausted (n = N) the
+    remaining budget goes to more generations. Searched exactly over m = 1..B_gen with n = min(N, B_gen // m).
+    """
+    caller = "best_generations_per_scenario"
+    s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
+    s2e = _var("s2_residual", s2_residual, caller)
+    bg = check_positive_int("generation_budget", generation_budget, caller=caller)
+    nmax = bg if n_max is None else check_positive_int("n_max", n_max, caller=caller)
+    m = np.arange(1, bg + 1, dtype=float)
+    n = np.minimum(nmax, np.floor(bg / m))
+    v = s2a / n + (s2b + s2e) / (n * m)
+    return int(m[int(np.argmin(v))])
+
+
+# ---------------------------------------------------------------------------------------------- App. F
+def _pool(y: np.ndarray, caller: str) -> np.ndarray:
+    a = np.asarray(y, dtype=float)
+    if a.ndim != 3 or min(a.shape) < 1:
+        raise CjstatsError(f"The 'y' argument of {caller} must be a score array of shape (n scenarios, "
+                           f"m_max generations, K_tot judges). Got shape {a.shape} instead.")
+    if not np.isfinite(a).all():
+        raise CjstatsError(f"The 'y' argument of {caller} has {int((~np.isfinite(a)).sum())} missing or "
+                           f"infinite scores; the pool must be complete.")
+    return a
+
+
+def pool_constants(y: np.ndarray) -> dict[str, float]:
+    """The pool variances C_A, C_B, C_C of App. F (Eqs. 36-38, ``app:pool_pred``) of a score array (n, m_max, K).
+
+    C_A = K_tot (1/n) Σ_i (1/m_max) Σ_g (X̄_ig· − X̄_i··)²,
+    C_B = (1/n) Σ_i (1/(m_max K_tot)) Σ_{g,l} (X_igl − X̄_i··)²,
+    C_C = (1/(n K_tot)) Σ_{i,l} (1/m_max) Σ_g (X_igl − X̄_i·l)².
+
+    Subsampling generations with replacement from the pool gives V(B) = C/(nB) for budgets B that are
+    multiples of K_tot (:func:`pool_variance` covers every budget). Keys ``"all"``, ``"random"``, ``"cyclic"``.
+    """
+    a = _pool(y, "pool_constants")
+    k = a.shape[2]
+    c_a = k * float(np.mean(a.mean(axis=2).var(axis=1)))
+    c_b = float(np.mean(a.reshape(a.shape[0], -1).var(axis=1)))
+    c_c = float(np.mean(a.var(axis=1)))
+    return {"all": c_a, "random": c_b, "cyclic": c_c}
+
+
+def _mean_block_overlap(n: int, r: int, k: int) -> float:
+    """Mean overlap |S_p ∩ S_p'| over ordered pairs of distinct positions p != p' of a rotation.
+
+    Position p's r extra calls go to rotation slots {pr, ..., pr + r - 1} mod K.
+    """
+    if n < 2 or r == 0:
+        return 0.0
+    starts = (np.arange(n) * r) % k
+    cnt = np.bincount(starts, minlength=k).astype(float)
+    ind = ((np.arange(k)[None, :] - np.arange(k)[:, None]) % k < r).astype(float)  # ind[s, x]: slot x in block s
+    ov = ind @ ind.T
+    return float((cnt @ ov @ cnt - n * r) / (n * (n - 1)))
+
+
+def pool_variance(y: np.ndarray, *, strategy: Strategy, budget: int) -> float:
+    """Exact variance of the benchmark score when subsampling a finite generation pool (App. F, ``app:pool_pred``).
+
+    ``y`` is the complete pool, shape (n, m_max, K_tot). Each scenario gets ``budget`` = B calls; generations
+    are drawn uniformly with replacement from the pool, independently for every draw, as in
+    :func:`cjstats.subsample.subsample_strategies`:
+
+    * ``"random"``: each call is a cell (g, l) drawn uniformly: V = C_B/(nB);
+    * ``"cyclic"``: each judge gets B // K_tot draws from its column and the r = B mod K_tot extra calls of a
+      scenario go to the judges at the next r slots of one rotation across a random scenario order and a random
+      judge order: V = C_C/(nB) + E_r/(nB)²;
+    * ``"all"``: B // K_tot generations scored by every judge, plus one generation scored by the r rotation
+      judges: V = [Σ_i (q K_tot² v_i + P_i) + E_r]/(nB)², which is C_A/(nB) when r = 0.
+
+    Here v_i = (1/m_max) Σ_g (X̄_ig· − X̄_i··)², e_il = X̄_i·l − X̄_i··, and the leftover term is
+    E_r = r(K−r)/(K(K−1)) Σ_{i,l} e_il² + (K ō − r²)/(K(K−1)) Σ_{i≠i'} Σ_l e_il e_i'l, with ō the mean overlap
+    of the extra-call blocks of two distinct scenario positions; P_i = (r/K) tr V_i + r(r−1)/(K(K−1))
+    (1'V_i 1 − tr V_i) with V_i the pool covariance of the judge columns of scenario i. With e_il = γ_l in every
+    scenario E_r reduces to the population leftover term (nB)² V_left(nB) of :func:`leftover_judge_variance`.
+    For r = 0 these are the paper's predictions C/(nB) (Eqs. 36-38).
+    """
+    caller = "pool_variance"
+    strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
+    a = _pool(y, caller)
+    b = check_positive_int("budget", budget, caller=caller)
+    n, _, k = a.shape
+    consts = pool_constants(a)
+    if strategy == "random":
+        return consts["random"] / (n * b)
+    q, r = divmod(b, k)
+    col = a.mean(axis=1)                                   # (n, K): X̄_i·l
+    e = col - col.mean(axis=1, keepdims=True)
+    e_r = 0.0
+    if r:
+        ss = float(np.sum(e * e))
+        cross = float(np.sum(e.sum(axis=0) ** 2)) - ss
+        obar = _mean_block_overlap(n, r, k)
+        e_r = r * (k - r) / (k * (k - 1)) * ss + (k * obar - r * r) / (k * (k - 1)) * cross
+    if strategy == "cyclic":
+        return consts["cyclic"] / (n * b) + e_r / (n * b) ** 2
+    v = a.mean(axis=2).var(axis=1)                         # (n,)
+    main = q * k * k * float(v.sum())
+    part = 0.0
+    if r:
+        tr = a.var(axis=1).sum(axis=1)                     # tr V_i
+        tot = k * k * v                                    # 1'V_i 1 = Var_g(sum_l X_igl)
+        part = float(np.sum(r / k * tr + (r * (r - 1) / (k * (k - 1)) if k > 1 else 0.0) * (tot - tr)))
+    return (main + part + e_r) / (n * b) ** 2
+
+
+# ----------------------------------------------------------------------------- unequal prices and noise
+def neyman_shares(sd: Sequence[float] | np.ndarray, costs: Sequence[float] | np.ndarray, *,
+                  generation_cost: float = 0.0) -> np.ndarray:
+    """Variance-minimising judge frequencies under unequal prices (Neyman/Cochran allocation; beyond the paper).
+
+    b_l ∝ s_l / sqrt(c_l + c_gen),  shares sum to 1,
+
+    where s_l² = σ²_β + σ²_ε,l is the variance of one call of judge l on a fresh generation and c_l + c_gen its
+    price (judge call plus the generation it scores). It minimises the variance (1/K²) Σ_l s_l²/b_l of the
+    post-stratified mean (:func:`poststratified_variance`) at fixed total cost Σ_l b_l (c_l + c_gen)
+    (Cochran 1977, §5.5). Equal prices and noise give equal shares: CyclicJudge.
+    """
+    caller = "neyman_shares"
+    s = np.asarray(sd, dtype=float)
+    c = np.asarray(costs, dtype=float)
+    cg = check_number("generation_cost", generation_cost, caller=caller, minimum=0.0)
+    if s.ndim != 1 or c.shape != s.shape or s.size < 1:
+        raise CjstatsError(f"The 'sd' and 'costs' arguments of {caller} must be 1-d arrays of the same length, "
+                           f"one value per judge. Got shapes {s.shape} and {c.shape} instead.")
+    if not (np.isfinite(s).all() and (s > 0).all()):
+        raise CjstatsError(f"The 'sd' argument of {caller} must hold finite positive standard deviations. "
+                           f"Got {s.tolist()} instead.")
+    if not (np.isfinite(c).all() and (c + cg > 0).all() and (c >= 0).all()):
+        raise CjstatsError(f"The 'costs' argument of {caller} must hold finite prices >= 0 with a positive "
+                           f"cost per call. Got {c.tolist()} instead.")
+    w = s / np.sqrt(c + cg)
+    return w / w.sum()
+
+
+def poststratified_variance(s2_generation: float, s2_residual: float | Sequence[float] | np.ndarray,
+                            counts: Sequence[int] | np.ndarray, *, s2_scenario: float = 0.0,
+                            n: int | None = None) -> float:
+    """Variance of the post-stratified panel mean (1/K_tot) Σ_l mean(scores of judge l) (beyond the paper).
+
+    (1/K_tot²) Σ_l (σ²_β + σ²_ε,l)/b_l  [+ σ²_α/n]
+
+    when judge l makes b_l >= 1 calls, each on its own generation. The estimator recovers the panel mean
+    exactly for any frequencies (the judge offsets enter with weight 1/K_tot each and sum to zero), so there is
+    no judge term. ``s2_residual`` may be one value or one per judge. The scenario term σ²_α/n holds when each
+    judge's calls are spread over the n scenarios in proportion to its frequency (the weighted round robin of
+    :func:`cjstats.plan.cyclic_schedule`); :func:`cjstats.plan.realised_variance` gives it for any schedule.
+    With equal counts and residuals this is Eq. 5 (``eq:strat_cycle``): (σ²_β + σ²_ε)/(nB).
+    """
+    caller = "poststratified_variance"
+    s2b = _var("s2_generation", s2_generation, caller)
+    b = np.asarray(counts, dtype=float)
+    if b.ndim != 1 or b.size < 1 or not (np.isfinite(b).all() and (b >= 1).all()):
+        raise CjstatsError(f"The 'counts' argument of {caller} must give every panel judge at least one call. "
+                           f"Got {np.asarray(counts).tolist()} instead.")
+    s2e = np.broadcast_to(np.asarray(s2_residual, dtype=float), b.shape)
+    if not (np.isfinite(s2e).all() and (s2e >= 0).all()):
+        raise CjstatsError(f"The 's2_residual' argument of {caller} must be finite variances >= 0. "
+                           f"Got {np.asarray(s2_residual).tolist()} instead.")
+    v = float(np.sum((s2b + s2e) / b)) / b.size ** 2
+    if s2_scenario:
+        if n is None:
+            raise CjstatsError(f"{caller} needs n (the number of scenarios) to add the scenario term.")
+        v += _var("s2_scenario", s2_scenario, caller) / check_positive_int("n", n, caller=caller)
+    return v
+
+
+# ------------------------------------------------------------------------------------------------ power
+def _first_below(f, target: float, start: int, limit: int, what: str, caller: str) -> int:
+    """Smallest x >= start with f(x) <= target, for f decreasing up to a small wiggle (the leftover term)."""
+    hi = max(start, 1)
+    while f(np.array([hi]))[0] > target:
+        hi *= 2
+        if hi > limit:
+            raise CjstatsError(f"No {what} up to {limit} reaches the target in {caller}.")
+    lo = max(1, start)
+    xs = np.arange(lo, hi + 1)
+    ok = f(xs) <= target
+    return int(xs[int(np.argmax(ok))])
+
+
+def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generation: float, s2_residual: float,
+                            s2_judge_panel: float, m: int, k: int, k_total: int,
+                            assignment: Assignment = "cyclic", n_max: int = 10**8) -> int:
+    """The smallest number of scenarios n whose :func:`design_variance` is at most ``target_se``².
+
+    Raises when the target is out of reach: with ``assignment="fixed"`` and k < K_tot the judge term
+    (σ²_γ/k) FPC does not shrink with n (Proposition 1), and no n can beat it.
+    """
+    caller = "scenarios_for_target_se"
+    t = check_number("target_se", target_se, caller=caller, minimum=0.0)
+    if t <= 0:
+        raise CjstatsError(f"The 'target_se' argument of {caller} must be positive. Got {target_se!r} instead.")
+    comps = np.array([_var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller),
+                      _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller)])
+    m = check_positive_int("m", m, caller=caller)
+    k = check_positive_int("k", k, caller=caller)
+
+    def f(ns: np.ndarray) -> np.ndarray:
+        c = design_coefficients(n=ns, m=m, k=k, k_total=k_total, assignment=assignment)
+        return sum(c[name] * v for name, v in zip(_ORDER, comps))
+
+    floor = float(design_coefficients(n=1, m=1, k=k, k_total=k_total, assignment="fixed")["judge_panel"]) * comps[3] \
+        if assignment == "fixed" else 0.0
+    if floor >= t * t:
+        raise CjstatsError(f"No number of scenarios reaches target_se={t:g}: with the same {k} of {k_total} judges "
+                           f"on every cell the judge term alone has SE {math.sqrt(floor):.4g}. Use more judges "
+                           f"or a cyclic assignment.")
+    per_n = float(f(np.array([1]))[0]) - floor
+    start = max(1, math.floor(per_n / (t * t - floor)))
+    return _first_below(f, t * t, start, n_max, "number of scenarios", caller)
+
+
+def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation: float, s2_residual: float,
+                         s2_judge_panel: float, n: int, k_total: int, s2_scenario: float | None = None,
+                         budget_max: int = 10**8) -> int:
+    """The smallest per-scenario budget B whose :func:`strategy_variance` is at most ``target_se``².
+
+    Raises when σ²_α/n alone (if ``s2_scenario`` is given) already exceeds the target: more calls per scenario
+    cannot help, only more scenarios.
+    """
+    caller = "budget_for_target_se"
+    t = check_number("target_se", target_se, caller=caller, minimum=0.0)
+    if t <= 0:
+        raise CjstatsError(f"The 'target_se' argument of {caller} must be positive. Got {target_se!r} instead.")
+    n = check_positive_int("n", n, caller=caller)
+    floor = 0.0 if s2_scenario is None else _var("s2_scenario", s2_scenario, caller) / n
+    if floor >= t * t:
+        raise CjstatsError(f"No per-scenario budget reaches target_se={t:g} with n={n} scenarios: the scenario "
+                           f"term alone has SE {math.sqrt(floor):.4g}. Use more scenarios.")
+    s2b, s2e = _var("s2_generation", s2_generation, caller), _var("s2_residual", s2_residual, caller)
+    s2g = _var("s2_judge_panel", s2_judge_panel, caller)
+
+    def f(bs: np.ndarray) -> np.ndarray:
+        c = strategy_coefficients(strategy, budget=bs, n=n, k_total=k_total)
+        return c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g + floor
+
+    start = max(1, math.floor((s2b + s2e) / n / (t * t - floor)))
+    return _first_below(f, t * t, start, budget_max, "per-scenario budget", caller)
+
+
+def _z(alpha: float, power: float | None, alternative: str, caller: str) -> tuple[float, float]:
+    a = check_number("alpha", alpha, caller=caller)
+    if not 0 < a < 1:
+        raise CjstatsError(f"The 'alpha' argument of {caller} must be in (0, 1). Got {alpha!r} instead.")
+    check_choice("alternative", alternative, ("two-sided", "one-sided"), caller=caller)
+    za = stats.norm.isf(a / 2 if alternative == "two-sided" else a)
+    zb = 0.0
+    if power is not None:
+        p = check_number("power", power, caller=caller)
+        if not 0 < p < 1:
+            raise CjstatsError(f"The 'power' argument of {caller} must be in (0, 1). Got {power!r} instead.")
+        zb = stats.norm.ppf(p)
+    return float(za), float(zb)
+
+
+def _diff_se(var_a: float, var_b: float | None, covariance: float, caller: str) -> float:
+    va = _var("var_a", var_a, caller)
+    vb = va if var_b is None else _var("var_b", var_b, caller)
+    cov = check_number("covariance", covariance, caller=caller)
+    v = va + vb - 2 * cov
+    if v <= 0:
+        raise CjstatsError(f"The variance of the difference in {caller} must be positive "
+                           f"(var_a + var_b - 2 covariance = {v:g}).")
+    return math.sqrt(v)
+
+
+def minimum_detectable_difference(var_a: float, var_b: float | None = None, *, covariance: float = 0.0,
+                                  alpha: float = 0.05, power: float = 0.8,
+                                  alternative: Literal["two-sided", "one-sided"] = "two-sided") -> float:
+    """Smallest difference between two models' panel means detected with the given power (normal z-test).
+
+    MDD = (z_{1−α/2} + z_{power}) · sqrt(V_a + V_b − 2 Cov),
+
+    where V_a, V_b are the variances of the two benchmark scores (e.g. :func:`design_variance`; ``var_b``
+    defaults to ``var_a``). Scores from the same scenarios and the same judge assignment are positively
+    correlated (shared scenario effects, shared offsets): a positive ``covariance`` shrinks the MDD, so 0 is
+    conservative then. The z-test ignores the (small) error in estimating the variances. (Beyond the paper.)
+    """
+    caller = "minimum_detectable_difference"
+    za, zb = _z(alpha, power, alternative, caller)
+    return (za + zb) * _diff_se(var_a, var_b, covariance, caller)
+
+
+def power_to_detect(difference: float, var_a: float, var_b: float | None = None, *, covariance: float = 0.0,
+                    alpha: float = 0.05, alternative: Literal["two-sided", "one-sided"] = "two-sided") -> float:
+    """Power of the z-test of "equal panel means" against a true ``difference`` (the inverse of the MDD).
+
+    Two-sided: Φ(|d|/SE − z_{1−α/2}) + Φ(−|d|/SE − z_{1−α/2}); one-sided: Φ(|d|/SE − z_{1−α}).
+    """
+    caller = "power_to_detect"
+    d = abs(check_number("difference", difference, caller=caller))
+    za, _ = _z(alpha, None, alternative, caller)
+    se = _diff_se(var_a, var_b, covariance, caller)
+    p = stats.norm.cdf(d / se - za)
+    if alternative == "two-sided":
+        p += stats.norm.cdf(-d / se - za)
+    return float(p)

@@ -1,0 +1,42 @@
+"""Shared fixtures: small real and simulated score tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from cjstats.scores import read_scores
+from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+
+
+def _sim(n: int, m: int, k: int, seed: int, model: str = "Qwen", missing: float = 0.0) -> pd.DataFrame:
+    c = TABLE3_MTBENCH[model]
+    return simulate_scores(n=n, m=m, k=k, s2_scenario=c["scenario"], s2_generation=c["generation"],
+                           s2_residual=c["residual"], judge_offsets=panel_offsets(k, c["judge_panel"]),
+                           mu=c["mu"], model=model, missing=missing, seed=seed)
+
+
+@pytest.fixture
+def small_balanced_frame() -> pd.DataFrame:
+    """Two models, 12 scenarios x 3 generations x 4 judges, from Table 3 components."""
+    return pd.concat([_sim(12, 3, 4, seed=1, model="Qwen"), _sim(12, 3, 4, seed=2, model="GPT")],
+                     ignore_index=True)
+
+
+@pytest.fixture
+def small_balanced_scores(small_balanced_frame):
+    return read_scores(small_balanced_frame)
+
+
+@pytest.fixture
+def one_generation_scores():
+    """m = 1: generation is not identifiable."""
+    return read_scores(_sim(15, 1, 4, seed=3))
+
+
+@pytest.fixture
+def criterion_scores():
+    """A table with a criterion column (two criteria)."""
+    a = _sim(10, 2, 3, seed=4).assign(criterion="helpful")
+    b = _sim(10, 2, 3, seed=5).assign(criterion="safe")
+    return read_scores(pd.concat([a, b], ignore_index=True))
