@@ -70,23 +70,28 @@ class ComponentRow:
 
 def build_components_frame(rows: list[tuple[Mapping[str, Any], ComponentRow]], *, method: str,
                            ci_level: float, has_criterion: bool) -> pd.DataFrame:
-    """Assemble the tidy components table from (group key, row) pairs."""
-    recs = []
-    for key, r in rows:
-        recs.append({
-            "model": key["model"], "criterion": key.get("criterion"), "component": r.component,
-            "estimate": r.estimate, "std_error": r.std_error, "lower": r.lower, "upper": r.upper,
-            "ci_level": ci_level if r.identifiable else _NAN, "ci_method": r.ci_method, "view": r.view,
-            "method": method, "raw_estimate": r.raw_estimate, "at_boundary": bool(r.at_boundary),
-            "identifiable": bool(r.identifiable), "note": r.note,
-        })
-    cols = list(COMPONENT_COLUMNS)
+    """Assemble the tidy components table from (group key, row) pairs (built column by column: fast)."""
+    def col(f):
+        return [f(key, r) for key, r in rows]
+
+    data: dict[str, Any] = {"model": col(lambda k, r: k["model"])}
     if has_criterion:
-        cols.insert(1, "criterion")
-    out = pd.DataFrame.from_records(recs, columns=["model", "criterion", *COMPONENT_COLUMNS[1:]])[cols]
-    for c in ("estimate", "std_error", "lower", "upper", "ci_level", "raw_estimate"):
-        out[c] = out[c].astype(np.float64)
-    return out
+        data["criterion"] = col(lambda k, r: k.get("criterion"))
+    data.update({
+        "component": col(lambda k, r: r.component),
+        "estimate": np.array(col(lambda k, r: r.estimate), dtype=np.float64),
+        "std_error": np.array(col(lambda k, r: r.std_error), dtype=np.float64),
+        "lower": np.array(col(lambda k, r: r.lower), dtype=np.float64),
+        "upper": np.array(col(lambda k, r: r.upper), dtype=np.float64),
+        "ci_level": np.array(col(lambda k, r: ci_level if r.identifiable else _NAN), dtype=np.float64),
+        "ci_method": col(lambda k, r: r.ci_method), "view": col(lambda k, r: r.view),
+        "method": [method] * len(rows),
+        "raw_estimate": np.array(col(lambda k, r: r.raw_estimate), dtype=np.float64),
+        "at_boundary": np.array(col(lambda k, r: bool(r.at_boundary)), dtype=bool),
+        "identifiable": np.array(col(lambda k, r: bool(r.identifiable)), dtype=bool),
+        "note": col(lambda k, r: r.note),
+    })
+    return pd.DataFrame(data)
 
 
 def build_offsets_frame(records: list[dict[str, Any]], *, method: str, ci_level: float,
@@ -95,12 +100,12 @@ def build_offsets_frame(records: list[dict[str, Any]], *, method: str, ci_level:
     cols = list(OFFSET_COLUMNS)
     if has_criterion:
         cols.insert(1, "criterion")
-    out = pd.DataFrame.from_records(records)
-    if out.empty:
+    if not records:
         return pd.DataFrame(columns=cols)
-    out["method"] = method
-    out["ci_level"] = ci_level
-    return out[cols]
+    data = {c: [r.get(c) for r in records] for c in cols if c not in ("method", "ci_level")}
+    data["method"] = [method] * len(records)
+    data["ci_level"] = [ci_level] * len(records)
+    return pd.DataFrame({c: data[c] for c in cols})
 
 
 # ------------------------------------------------------------------------------------------------ summary

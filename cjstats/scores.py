@@ -161,6 +161,7 @@ class Scores:
         """Tidy design summary, one row per analysis group."""
         rows = [g.design.as_dict() for g in self._groups]
         out = pd.DataFrame(rows)
+        out["generations"] = out["generations"].astype("Int64")
         if not self._has_criterion:
             out = out.drop(columns="criterion")
         return out
@@ -489,8 +490,7 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
                                f"duplicates='mean') or keep one row per cell.")
         grp_cols = ["model"] + (["criterion"] if "criterion" in df.columns else [])
         dups = df[dup].groupby(key_cols, sort=False, observed=True).ngroups
-        per_group = df[dup].groupby(grp_cols, observed=True).apply(
-            lambda x: x.groupby(key_cols, observed=True).ngroups, include_groups=False)
+        per_group = df[dup].drop_duplicates(key_cols).groupby(grp_cols, observed=True).size()
         for key, count in per_group.items():
             key = key if isinstance(key, tuple) else (key,)
             n_dup[(str(key[0]), str(key[1]) if len(key) > 1 else None)] = int(count)

@@ -43,10 +43,11 @@ from cjstats.exceptions import CjstatsError
 
 __all__ = [
     "STRATEGIES", "ASSIGNMENTS", "fpc", "grand_mean_variance", "variance_contributions",
-    "leftover_judge_variance", "judge_weight_variance", "strategy_coefficients", "strategy_variance", "strategy_gaps", "ab_threshold",
-    "preferred_baseline", "design_coefficients", "design_variance", "scenario_generation_variance", "best_generations_per_scenario",
-    "pool_constants", "pool_variance", "neyman_shares", "poststratified_variance", "scenarios_for_target_se",
-    "budget_for_target_se", "minimum_detectable_difference", "power_to_detect",
+    "leftover_judge_variance", "judge_weight_variance", "strategy_coefficients", "strategy_variance",
+    "strategy_gaps", "ab_threshold", "preferred_baseline", "design_coefficients", "design_variance",
+    "scenario_generation_variance", "best_generations_per_scenario", "pool_constants", "pool_variance",
+    "neyman_shares", "poststratified_variance", "scenarios_for_target_se", "budget_for_target_se",
+    "minimum_detectable_difference", "power_to_detect",
 ]
 
 Strategy = Literal["all", "random", "cyclic"]
@@ -115,7 +116,7 @@ def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: f
     Examples
     --------
     >>> round(grand_mean_variance(1.530, 0.266, 1.486, 0.947, n=80, m=1, k=1, k_total=5), 5)  # Qwen, Table 5
-    0.98752
+    0.98802
     """
     return float(sum(variance_contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel,
                                             n=n, m=m, k=k, k_total=k_total).values()))
@@ -217,8 +218,8 @@ def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: 
     Examples
     --------
     >>> q = dict(s2_generation=0.266, s2_residual=1.486, s2_judge_panel=0.947, n=80, k_total=5)  # Qwen
-    >>> [round(strategy_variance(s, budget=5, **q) * 1e3, 3) for s in ("all", "random", "cyclic")]
-    [7.04, 6.745, 4.38]
+    >>> [round(strategy_variance(s, budget=5, **q) * 1e3, 4) for s in ("all", "random", "cyclic")]
+    [7.04, 6.7475, 4.38]
     """
     caller = "strategy_variance"
     s2b, s2e = _var("s2_generation", s2_generation, caller), _var("s2_residual", s2_residual, caller)

@@ -44,11 +44,14 @@ from typing import Any, Callable
 
 import numpy as np
 from scipy import optimize, stats
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotri as _potri
 
 __all__ = ["Design", "YStats", "Evaluator", "FitResult", "build_design", "y_stats", "contr_sum_coding",
            "fit_model", "profile_interval", "variance_hessian", "moment_start"]
 
 _LOG2PI = math.log(2.0 * math.pi)
+_DEBUG = False
 
 
 def contr_sum_coding(k: int) -> np.ndarray:
@@ -195,10 +198,12 @@ class Evaluator:
         lmat = np.eye(k + 1)
         lmat[:k, k] = delta
         self._lmat = lmat
+        self._eye_k = np.eye(k)
+        self._want_minv = False
 
     # -- the Woodbury core ----------------------------------------------------------------------------
     def core(self, ta: float, tb: float, grad: bool = False
-             ) -> tuple[np.ndarray, float, list[np.ndarray], list[float]]:
+             ) -> tuple[np.ndarray, float, np.ndarray | None, np.ndarray | None]:
         """A(theta) = [J y]'H^{-1}[J y], log|H| and, with ``grad``, their derivatives in (theta_a, theta_b)."""
         self.counter += 1
         k1 = self.k + 1
@@ -219,7 +224,7 @@ class Evaluator:
         amat -= qg.T @ q
         ld += float(np.log(den).sum())
         if not grad:
-            return amat, ld, [], []
+            return amat, ld, None, None
         ga = 1.0 / (den * den)
         da_a = -((q * ga[:, None]).T @ q)
         dld_a = float((w / den).sum())
@@ -235,7 +240,7 @@ class Evaluator:
         cross = qg.T @ q_b
         da_b = -(a2 @ self._dd).reshape(k1, k1) - (q * gb[:, None]).T @ q - cross - cross.T
         dld_b = float(self._size_cells @ (sizes * a)) + float((ta * w_b / den).sum())
-        return amat, ld, [da_a, da_b], [dld_a, dld_b]
+        return amat, ld, np.stack((da_a, da_b)), np.array([dld_a, dld_b])
 
     # -- fixed judges ---------------------------------------------------------------------------------
     def fixed_parts(self, theta: np.ndarray, grad: bool = False) -> dict[str, Any]:
@@ -247,21 +252,24 @@ class Evaluator:
         ta, tb = _unpack(theta)
         amat, ld, da, dld = self.core(ta, tb, grad)
         k = self.k
-        sign, logdet_a = np.linalg.slogdet(amat)
-        ainv = np.linalg.inv(amat)
-        rss = 1.0 / ainv[k, k]
-        eta = -ainv[:k, k] * rss
-        if sign <= 0 or not rss > 0:
-            return {"rss": -1.0, "logdet": math.inf, "eta": eta, "minv": None}
-        logdet = ld + logdet_a - math.log(rss) + self.logdet_c2
-        minv = ainv[:k, :k] - np.outer(eta, eta) / rss
-        out = {"rss": rss, "logdet": logdet, "eta": eta, "minv": minv}
+        chol, info = _potrf(amat, lower=1)
+        if info != 0:
+            return {"rss": -1.0, "logdet": math.inf, "eta": None, "minv": None}
+        dg = np.diagonal(chol)
+        rss = float(dg[k] * dg[k])
+        logdet = ld + 2.0 * float(np.log(dg[:k]).sum()) + self.logdet_c2
+        ainv, _ = _potri(chol, lower=1)
+        eta = -ainv[k, :k] * rss
+        out = {"rss": rss, "logdet": logdet, "eta": eta}
+        if grad or self._want_minv:
+            low = np.tril(ainv[:k, :k])
+            minv = low + low.T - np.diag(np.diagonal(low)) - np.outer(eta, eta) / rss
+            out["minv"] = minv
         if grad:
-            z = np.append(-eta, 1.0)
             n_t = len(theta)
-            out["drss"] = np.array([float(z @ da[i] @ z) for i in range(n_t)])
-            out["dlogdet"] = np.array([dld[i] + float(np.einsum("ij,ji->", minv, da[i][:k, :k]))
-                                       for i in range(n_t)])
+            z = np.append(-eta, 1.0)
+            out["drss"] = (da[:n_t] @ z) @ z
+            out["dlogdet"] = dld[:n_t] + (da[:n_t, :k, :k] * minv).sum(axis=(1, 2))
         return out
 
     # -- random judges --------------------------------------------------------------------------------
@@ -277,11 +285,15 @@ class Evaluator:
         lm = self._lmat
         amat = lm.T @ amat @ lm
         k = self.k
-        m, b, c = amat[:k, :k], amat[:k, k], amat[k, k]
-        t_mat = np.eye(k) + tj * m
-        sign, logdet_t = np.linalg.slogdet(t_mat)
-        tinv = np.linalg.inv(t_mat)
-        ones = np.ones(k)
+        m, b, c = amat[:k, :k], amat[:k, k], float(amat[k, k])
+        t_mat = self._eye_k + tj * m
+        chol, info = _potrf(t_mat, lower=1)
+        if info != 0:
+            return {"rss": -1.0, "logdet": math.inf, "mu": math.nan, "xhx": math.nan}
+        logdet_t = 2.0 * float(np.log(np.diagonal(chol)).sum())
+        low, _ = _potri(chol, lower=1)
+        low = np.tril(low)
+        tinv = low + low.T - np.diag(np.diagonal(low))
         u = tinv.sum(axis=1)                 # T^{-1} 1
         v = tinv @ b                         # T^{-1} b
         w = m @ u                            # M T^{-1} 1
@@ -289,30 +301,26 @@ class Evaluator:
         xhy = float(u @ b)
         yhy = c - tj * float(b @ v)
         rss = yhy - xhy * xhy / xhx
-        if sign <= 0 or not xhx > 0:
+        if not xhx > 0:
             return {"rss": -1.0, "logdet": math.inf, "mu": math.nan, "xhx": xhx}
         logdet = ld + logdet_t + math.log(xhx)
         out = {"rss": rss, "logdet": logdet, "mu": xhy / xhx, "xhx": xhx}
         if grad:
             n_t = len(theta)
-            drss = np.empty(n_t)
-            dlog = np.empty(n_t)
-            for i in range(n_t):
-                if i < n_t - 1:
-                    dai = lm.T @ da[i] @ lm
-                    dm, db, dc, dldi = dai[:k, :k], dai[:k, k], dai[k, k], dld[i]
-                    dt = tj * dm
-                    dtj = 0.0
-                else:
-                    dm, db, dc, dldi = np.zeros((k, k)), np.zeros(k), 0.0, 0.0
-                    dt = m
-                    dtj = 1.0
-                dxhx = -float(u @ dt @ w) + float(u @ dm @ ones)
-                dxhy = -float(u @ dt @ v) + float(u @ db)
-                dyhy = dc - dtj * float(b @ v) - tj * (2.0 * float(v @ db) - float(v @ dt @ v))
-                drss[i] = dyhy - 2.0 * xhy * dxhy / xhx + xhy * xhy * dxhx / (xhx * xhx)
-                dlog[i] = dldi + float(np.einsum("ij,ji->", tinv, dt)) + dxhx / xhx
-            out["drss"], out["dlogdet"] = drss, dlog
+            nv = n_t - 1
+            dai = lm.T @ da[:nv] @ lm                       # (nv, K+1, K+1)
+            dm = np.concatenate((dai[:, :k, :k], np.zeros((1, k, k))))
+            db = np.concatenate((dai[:, :k, k], np.zeros((1, k))))
+            dc = np.append(dai[:, k, k], 0.0)
+            dldv = np.append(dld[:nv], 0.0)
+            dt = np.concatenate((tj * dai[:, :k, :k], m[None]))
+            dtj = np.zeros(n_t)
+            dtj[-1] = 1.0
+            dxhx = -((dt @ w) @ u) + (dm.sum(axis=2) @ u)
+            dxhy = -((dt @ v) @ u) + db @ u
+            dyhy = dc - dtj * float(b @ v) - tj * (2.0 * (db @ v) - (dt @ v) @ v)
+            out["drss"] = dyhy - 2.0 * xhy * dxhy / xhx + xhy * xhy * dxhx / (xhx * xhx)
+            out["dlogdet"] = dldv + (dt * tinv).sum(axis=(1, 2)) + dxhx / xhx
         return out
 
     # -- criteria --------------------------------------------------------------------------------------
@@ -368,23 +376,29 @@ class FitResult:
 
 
 def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
-              lower: np.ndarray, *, maxiter: int = 200, tol: float = 1e-12) -> tuple[np.ndarray, float, dict]:
-    """Minimise a smooth function of a few variables over x >= lower by projected Newton steps.
+              lower: np.ndarray, *, maxiter: int = 200, tol: float = 1e-12,
+              hess0: np.ndarray | None = None) -> tuple[np.ndarray, float, dict]:
+    """Minimise a smooth function of a few variables over x >= lower by projected (quasi-)Newton steps.
 
-    Each step uses the analytic gradient and a Hessian from forward differences of it on the free coordinates
-    (those not held at their bound by a gradient pointing outward); eigenvalues are replaced by their absolute
-    values (floored), so every step descends, and a backtracking line search keeps x >= lower. It stops when
-    the Newton decrement g'H^{-1}g falls below 1e-12 (the criterion is -2 log-likelihood, so this is far below
-    any statistical resolution) or no step improves the criterion.
+    Steps use the analytic gradient and a Hessian from forward differences of it on the free coordinates
+    (those not held at their bound by a gradient pointing outward). With ``hess0`` (the Hessian of a nearby
+    problem, as along a profile) the first steps use it with BFGS updates and fall back to differences only
+    when they stall. Eigenvalues are replaced by their absolute values (floored), so every step descends, and a
+    backtracking line search keeps x >= lower. It stops when the Newton decrement g'H^{-1}g falls below
+    ``tol`` (the criterion is -2 log-likelihood, so 1e-12 is far below any statistical resolution).
     """
     lower = np.asarray(lower, dtype=float)
     x = np.maximum(np.asarray(x0, dtype=float), lower)
     fx, gx = fun(x)
     nfev = 1
-    info: dict[str, Any] = {"success": False, "message": "iteration limit reached", "nit": 0}
+    q = x.shape[0]
+    info: dict[str, Any] = {"success": False, "message": "iteration limit reached", "nit": 0, "hess": None}
     if not math.isfinite(fx):
         info["message"] = "criterion not finite at the starting values"
+        info["nfev"] = nfev
         return x, fx, info
+    hess = None if hess0 is None else np.array(hess0, dtype=float)
+    exact = hess is None
     for it in range(maxiter):
         info["nit"] = it + 1
         free = ~((x <= lower) & (gx > 0))
@@ -392,24 +406,27 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
         if idx.size == 0:
             info.update(success=True, message="every parameter at its bound")
             break
-        hess, nh = _fd_hessian(fun, x, gx, idx, lower)
-        nfev += nh
+        if hess is None:
+            hess = np.zeros((q, q))
+            hf, nh = _fd_hessian(fun, x, gx, idx, lower)
+            hess[np.ix_(idx, idx)] = hf
+            nfev += nh
+            exact = True
+        hf = hess[np.ix_(idx, idx)]
         gf = gx[idx]
-        try:
-            w, v = np.linalg.eigh(hess)
-        except np.linalg.LinAlgError:
-            info["message"] = "Hessian not finite"
-            break
+        w, v = np.linalg.eigh(hf)
         if not np.all(np.isfinite(w)):
             info["message"] = "Hessian not finite"
             break
-        wabs = np.abs(w)
-        wabs = np.maximum(wabs, 1e-10 * max(float(wabs.max()), 1e-300))
+        wabs = np.maximum(np.abs(w), 1e-10 * max(float(np.abs(w).max()), 1e-300))
         proj = v.T @ gf
         decrement = float(proj @ (proj / wabs))
         if decrement < tol and np.all(w > 0):
-            info.update(success=True, message=f"Newton decrement below {tol:g}")
-            break
+            if exact or decrement < 1e-3 * tol:
+                info.update(success=True, message=f"Newton decrement below {tol:g}")
+                break
+            hess = None          # confirm with a differenced Hessian
+            continue
         step = -(v @ (proj / wabs))
         t = 1.0
         accepted = False
@@ -422,18 +439,35 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
                 accepted = True
                 break
             t *= 0.5
+            if not exact and _ls >= 2:
+                break
         if not accepted:
-            # no descent left at machine precision: converged if the decrement is already tiny
+            if not exact:
+                hess = None      # the carried Hessian misled: difference a fresh one
+                continue
             ok = decrement < 1e-8
             info.update(success=ok, message="no further decrease possible" if ok else "line search failed")
             break
-        small = abs(fx - fn) <= 1e-15 * max(1.0, abs(fx)) and np.max(np.abs(xn - x)) <= 1e-12 * max(1.0, np.max(np.abs(x)))
+        small = (abs(fx - fn) <= 1e-15 * max(1.0, abs(fx))
+                 and np.max(np.abs(xn - x)) <= 1e-12 * max(1.0, float(np.max(np.abs(x)))))
+        sv, yv = xn - x, gn - gx
         x, fx, gx = xn, fn, gn
         if small:
             info.update(success=True, message="step below machine precision")
             break
+        if exact and hess0 is None:
+            hess = None          # plain Newton: a fresh differenced Hessian at every step
+        else:
+            sy = float(sv @ yv)
+            if sy > 1e-300:
+                hs = hess @ sv
+                hess = hess + np.outer(yv, yv) / sy - np.outer(hs, hs) / float(sv @ hs)
+                exact = False
+            else:
+                hess = None
     info["nfev"] = nfev
     info["grad"] = gx
+    info["hess"] = hess
     return x, fx, info
 
 
@@ -604,8 +638,10 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
             def fun(x):
                 val, (g, _rss) = ev.full(model, v, x, grad=True)
                 return val, g
-            x, fx, _ = _minimize(fun, x0, np.zeros(q), tol=1e-10)
-            warm["x"] = x
+            x, fx, info = _minimize(fun, x0, np.zeros(q), tol=1e-10, hess0=warm.get("H"))
+            warm["x"], warm["H"] = x, info["hess"]
+            if _DEBUG:
+                print("  inner0", v, info["nit"], info["nfev"], info["message"])
             return fx
         i = which - 1
         if v <= 0.0:
@@ -625,14 +661,13 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
             g = g.copy()
             g[i] += -nu / ti + rss / v      # s2 = v/ti: d/dti [nu log s2 + rss/s2]
             return val, g
-        if x0[i] <= 0:
-            x0[i] = v / fit.s2
-        else:
-            x0[i] = v / (vhat / x0[i]) if vhat > 0 else v / fit.s2   # keep s2 where it was
+        x0[i] = v / warm.get("s2", fit.s2)          # keep s2_residual where it was
         lower = np.zeros(q)
         lower[i] = 1e-12 * x0[i]
-        x, fx, _ = _minimize(fun, x0, lower, tol=1e-10)
-        warm["x"] = x
+        x, fx, info = _minimize(fun, x0, lower, tol=1e-10, hess0=warm.get("H"))
+        warm["x"], warm["s2"], warm["H"] = x, v / x[i], info["hess"]
+        if _DEBUG:
+            print("  inner", v, info["nit"], info["nfev"], info["message"])
         return fx
 
     def zeta(s: float) -> float:
@@ -642,43 +677,81 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
             cache[s] = math.copysign(math.sqrt(max(dv, 0.0)), s - s_hat)
         return cache[s]
 
+    cache[s_hat] = 0.0
+
     def side(sign: float) -> float:
         target = sign * zcut
         warm.clear()
-        s0, z0 = s_hat, 0.0
         if s_hat > 0 and math.isfinite(sd_v):
             s1 = math.sqrt(max(vhat + target * sd_v, 0.0))
         else:
             s1 = s_hat + sign * 0.5 * max(s_hat, math.sqrt(fit.s2))
         if sign < 0:
-            if which >= 1 and (s_hat <= 0 or s1 <= 0.0 or zeta(0.0) >= target):
+            if which >= 1 and (s_hat <= 0 or s1 <= 0.2 * s_hat):
                 if s_hat <= 0 or zeta(0.0) >= target:
                     return 0.0
-            s1 = max(s1, 0.05 * s_hat) if s1 > 0 else 0.5 * s_hat
-        for _ in range(60):
-            z1 = zeta(s1)
-            if (z1 - target) * sign >= 0:          # passed the cutoff: bracket [s0, s1]
-                break
-            if not math.isfinite(z1) or z1 == z0:
-                nxt = s0 + 2.0 * (s1 - s0)
-            else:
-                nxt = s1 + (target - z1) * (s1 - s0) / (z1 - z0)
-                lim = s1 + 4.0 * (s1 - s0)
-                nxt = min(nxt, lim) if sign > 0 else max(nxt, lim)
-            s0, z0 = s1, z1
-            if sign < 0 and nxt <= 0:
-                nxt = 0.5 * s1 if which == 0 else 0.0
-            if sign > 0 and nxt > 1e150:
-                return math.inf
-            s1 = nxt
-        else:
-            return math.inf if sign > 0 else 0.0
-        if (z1 - target) == 0:
-            return s1 * s1
-        a, b = (s0, s1) if s0 < s1 else (s1, s0)
-        root = optimize.brentq(lambda s: zeta(s) - target, a, b, xtol=1e-9 * max(b, 1e-300), rtol=1e-10)
-        return root * root
+                s1 = max(s1, 0.0)
+            elif s1 <= 0:
+                s1 = 0.5 * s_hat
+        root = _secant_root(lambda s: zeta(s) - target, s_hat, -target, s1, sign,
+                            zero_ok=which >= 1)
+        return root * root if math.isfinite(root) else root
 
     upper = side(+1.0)
     lower = side(-1.0)
     return lower, upper, {"evaluations": ev.counter - n_eval0, "wald_variance": var_v / 2.0}
+
+
+def _secant_root(fun: Callable[[float], float], s0: float, f0: float, s1: float, sign: float, *,
+                 zero_ok: bool) -> float:
+    """Root of a nearly linear increasing function beyond s0 (in direction ``sign``), f(s0) = f0 < 0 * sign.
+
+    Secant steps (extrapolation limited to 4x the last step) until the root is bracketed, then secant steps
+    kept inside the bracket (bisection when a step would leave it). Returns inf (upper side) when the
+    function never reaches zero, and 0 (lower side) when it has not by s = 0.
+    """
+    inside = (s0, f0)               # last point short of the root
+    beyond: tuple[float, float] | None = None
+    prev = (s0, f0)
+    s = s1
+    for _ in range(100):
+        f = fun(s)
+        if not math.isfinite(f):
+            f = sign * math.inf
+        if abs(f) < 1e-9:
+            return s
+        if f * sign < 0:
+            inside = (s, f)
+        else:
+            beyond = (s, f)
+        if beyond is not None:
+            lo, hi = sorted((inside[0], beyond[0]))
+            if hi - lo <= 1e-11 * max(hi, 1e-300):
+                return 0.5 * (lo + hi)
+            nxt = math.nan
+            if math.isfinite(f) and f != prev[1] and math.isfinite(prev[1]):
+                nxt = s - f * (s - prev[0]) / (f - prev[1])
+            if not (lo < nxt < hi):
+                if math.isfinite(inside[1]) and math.isfinite(beyond[1]) and beyond[1] != inside[1]:
+                    nxt = inside[0] - inside[1] * (beyond[0] - inside[0]) / (beyond[1] - inside[1])
+                if not (lo < nxt < hi) or abs(nxt - lo) < 1e-3 * (hi - lo) or abs(hi - nxt) < 1e-3 * (hi - lo):
+                    nxt = 0.5 * (lo + hi)
+        else:
+            if f == prev[1] or not math.isfinite(f):
+                nxt = prev[0] + 2.0 * (s - prev[0])
+            else:
+                nxt = s - f * (s - prev[0]) / (f - prev[1])
+                lim = s + 4.0 * (s - prev[0])
+                nxt = min(nxt, lim) if sign > 0 else max(nxt, lim)
+            if sign < 0 and nxt <= 0:
+                if zero_ok:
+                    if s == 0.0:
+                        return 0.0
+                    nxt = 0.0
+                else:
+                    nxt = 0.5 * s
+            if sign > 0 and nxt > 1e150:
+                return math.inf
+        prev = (s, f)
+        s = nxt
+    return math.inf if sign > 0 else 0.0

@@ -1,0 +1,629 @@
+r"""REML backend: the crossed judge model fitted by restricted maximum likelihood, for unbalanced data too.
+
+Model (paper Eq. 1, ``eq:model``), per evaluated model (and criterion)::
+
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + eps_ijl,
+    alpha_i ~ N(0, s2_scenario), beta_ij ~ N(0, s2_generation), eps_ijl ~ N(0, s2_residual),
+
+scenarios as groups with a random intercept, generation within scenario as a variance component, judges as
+fixed effects with sum-to-zero coding (so the intercept is mu, the panel mean, and the coefficients are the
+paper's gamma_l). Any (scenario, generation, judge) call may be missing: cells, whole generations or a judge
+for some scenarios. This is lme4's ``lmer(score ~ judge + (1|scenario) + (1|scenario:generation))`` under
+``contr.sum``; with one generation per scenario (m = 1) the generation term is dropped and ``scenario`` holds
+sigma2_alpha + sigma2_beta, as in the ANOVA backend.
+
+Two paths compute the same REML fit (``path=``):
+
+- ``"structured"`` (``"auto"`` chooses it): with judges fixed, V is block-diagonal by scenario with a
+  two-level compound-symmetry form inside each block, so the REML criterion and its gradient need only
+  per-cell counts and sums: O(rows) once, then O(scenarios x K^2) per evaluation (see
+  :mod:`cjstats.estimators._reml_structured`).
+- ``"statsmodels"``: ``statsmodels.regression.mixed_linear_model.MixedLM`` built from arrays (exog = the
+  sum-to-zero judge columns, groups = scenarios, ``exog_re`` = a column of ones, the generation indicators as
+  a ``VCSpec`` variance component), the reference the structured path is tested against. Two statsmodels
+  traps are guarded: a model without the scenario intercept (what ``vc_formula`` without ``re_formula="1"``
+  silently gives) is refused, and a variance that statsmodels reports as tiny but positive is compared with
+  the boundary (set to 0, the rest re-optimised); the fixed effects are recomputed by GLS at the final
+  variances because statsmodels returns between-group fixed effects (here mu) as 0.0 once a variance falls
+  below 1e-10 while still reporting convergence (statsmodels issue 10239). Its warnings are captured into
+  ``diagnostics[...]["statsmodels"]["warnings"]``.
+
+Estimands (``view`` in brackets):
+
+- ``scenario``, ``generation``, ``residual`` [fixed]: the REML variances s2_residual theta_a,
+  s2_residual theta_b and s2_residual. A variance whose REML optimum is 0 has ``at_boundary = True``
+  (lme4's ``isSingular``) and no Wald interval.
+- ``mu`` [fixed]: the GLS intercept, mean of the judge means eta_l = (J'V^{-1}J)^{-1} J'V^{-1} y; t interval
+  with n - 1 degrees of freedom (on balanced data: the ANOVA interval G +- t sqrt(MS_S/(nmK))).
+- ``gamma[l]``: eta_l - mean(eta), covariance s2_residual L M^{-1} L (L = I - 11'/K); t interval on
+  rows - cells - (K - 1) degrees of freedom (balanced: (nm - 1)(K - 1)).
+- ``judge_panel`` [fixed]: (1/K) (sum_l gamma_hat_l^2 - tr Cov(gamma_hat)), i.e. mean(gamma_hat^2) minus the
+  mean sampling variance. On balanced data tr Cov(gamma_hat) = s2_eps (K - 1)/(nm), which is the paper's
+  correction (App. C). Interval: the GLS Wald statistic W = d'(P M^{-1} P')^{-1} d / s2_residual of the
+  K - 1 judge contrasts d = P eta is treated as noncentral chi2(K - 1, lambda); the interval for lambda is
+  mapped to judge_panel by lambda = K judge_panel / (c s2_residual), c = tr(L M^{-1} L)/(K - 1). On balanced
+  data W = SS_J/MS_W and c = 1/(nm): the ANOVA backend's noncentral chi-square inversion exactly.
+- ``judge_population`` [random]: the REML variance of u_l in the model with judges random
+  (lme4's ``(1|judge) + (1|scenario) + (1|scenario:generation)``), computed by the same structured
+  evaluator (judges crossed with scenarios, so the covariance is not block-diagonal, but Woodbury on the
+  K judge columns keeps it O(rows)). Interval: profile likelihood in that model; with K judges it has K - 1
+  degrees of freedom behind it and is honestly wide.
+
+Intervals (``interval=``): ``"profile"`` (default) inverts the REML likelihood-ratio for each variance
+(chi2_1 cutoff, searched on the standard-deviation scale with the other variances re-optimised at every
+point); ``"bootstrap"`` is a seeded parametric bootstrap (simulate from the fitted model, refit, percentile
+intervals; judge_population from the fitted random-judge model); ``"none"`` gives point estimates only.
+On balanced data with no ANOVA estimate truncated, every REML point estimate equals the ANOVA one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import sys
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from cjstats._validate import check_choice, check_positive_int
+from cjstats.components import ComponentRow, VarianceComponents
+from cjstats.estimators import _reml_structured as _rs
+from cjstats.estimators._base import M1_NOTE, GroupFit, fit_groups, group_name
+from cjstats.exceptions import CjstatsError, CjstatsWarning
+from cjstats.scores import GroupData, Scores
+
+__all__ = ["fit", "noncentral_chi2_interval"]
+
+Interval = Literal["profile", "bootstrap", "none"]
+Path = Literal["auto", "structured", "statsmodels"]
+
+_NAN = float("nan")
+_LOG = logging.getLogger("cjstats")
+_OPTIMIZER = "projected Newton on the profiled REML criterion (analytic gradient), boundary faces checked"
+_M1_SCENARIO_NOTE = "m = 1: holds sigma2_alpha + sigma2_beta (generation not separable)"
+#: A variance ratio below this (relative to the largest) is re-examined at exactly zero.
+_NEAR_ZERO = 1e-6
+
+
+# ------------------------------------------------------------------------------------------ small numerics
+def noncentral_chi2_interval(x_obs: float, df: float, level: float) -> tuple[float, float]:
+    """Interval for the noncentrality lambda of an observed X ~ chi2'(df, lambda), by inverting its CDF.
+
+    lambda_L solves P(X' <= x_obs; lambda_L) = 1 - a and lambda_U solves P(X' <= x_obs; lambda_U) = a
+    (a = (1 - level)/2); a bound is 0 when even lambda = 0 puts less probability below x_obs.
+    """
+    a = (1.0 - level) / 2.0
+    if not np.isfinite(x_obs):
+        return _NAN, _NAN
+
+    def cdf(lam: float) -> float:
+        return float(stats.chi2.cdf(x_obs, df)) if lam <= 0 else float(stats.ncx2.cdf(x_obs, df, lam))
+
+    def solve(target: float) -> float:
+        if cdf(0.0) <= target:
+            return 0.0
+        hi = max(10.0, 2.0 * x_obs + 10.0)
+        while cdf(hi) > target:
+            hi *= 2.0
+            if hi > 1e12:
+                return _NAN
+        return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
+
+    return solve(1 - a), solve(a)
+
+
+# -------------------------------------------------------------------------------------------- the fit
+class _GroupModel:
+    """Structured statistics and REML fits of one group."""
+
+    def __init__(self, g: GroupData) -> None:
+        d = g.design
+        self.g = g
+        self.k = d.n_judges
+        self.design = _rs.build_design(g.cell, g.judge, g.cell_scenario, self.k)
+        if self.design.df_residual <= 0:
+            raise CjstatsError(
+                f"{g.label(capital=True)} has {d.n_rows} scores in {self.design.n_cells} (scenario, generation) "
+                f"cells with {self.k} judges, which leaves no degrees of freedom for the residual: most cells "
+                f"need at least 2 judge calls.")
+        self.ystats = _rs.y_stats(self.design, g.y)
+        self.ev = _rs.Evaluator(self.design, self.ystats)
+        self.has_generation = self.design.has_generation
+
+
+def _fixed_effects(ev: _rs.Evaluator, theta: np.ndarray, s2: float) -> dict[str, Any]:
+    """GLS judge means eta, their covariance s2 M^{-1}, mu, gamma and Cov(gamma) at the given variances."""
+    ev._want_minv = True
+    try:
+        pr = ev.fixed_parts(theta)
+    finally:
+        ev._want_minv = False
+    k = ev.k
+    eta = ev.ys.shift + pr["eta"]
+    minv = pr["minv"]
+    cov_eta = s2 * minv
+    mu = float(eta.mean())
+    var_mu = float(cov_eta.sum()) / k**2
+    lmat = np.eye(k) - 1.0 / k
+    gamma = lmat @ eta
+    cov_gamma = lmat @ cov_eta @ lmat
+    return {"eta": eta, "cov_eta": cov_eta, "minv": minv, "mu": mu, "var_mu": var_mu, "gamma": gamma,
+            "cov_gamma": cov_gamma}
+
+
+def _judge_panel(fe: dict[str, Any], s2: float, df2: int, level: float, k: int) -> ComponentRow:
+    """judge_panel = (|gamma_hat|^2 - tr Cov gamma_hat)/K with the GLS noncentral chi-square interval.
+
+    W = d'(P M^{-1} P')^{-1} d / s2_residual for the K - 1 contrasts d = P eta (P = [I, -1]) is treated as
+    noncentral chi2(K - 1, lambda); lambda = K judge_panel / (c s2_residual) with c = tr(L M^{-1} L)/(K - 1).
+    Balanced: W = SS_J/MS_W and c = 1/(nm), the ANOVA backend's interval.
+    """
+    gamma, cov = fe["gamma"], fe["cov_gamma"]
+    raw = (float(gamma @ gamma) - float(np.trace(cov))) / k
+    est, boundary = (0.0, True) if raw < 0 else (raw, False)
+    p = np.hstack((np.eye(k - 1), -np.ones((k - 1, 1))))
+    dvec = p @ fe["eta"]
+    pmp = p @ fe["minv"] @ p.T
+    w_obs = float(dvec @ np.linalg.solve(pmp, dvec)) / s2
+    lmat = np.eye(k) - 1.0 / k
+    tr_g = float(np.trace(lmat @ fe["minv"] @ lmat))
+    c = tr_g / (k - 1)
+    lam_lo, lam_hi = noncentral_chi2_interval(w_obs, k - 1, level)
+    scale = c * s2 / k
+    # standard error: Var(|g|^2) = 2 tr(S^2) + 4 g'Sg for Gaussian gamma_hat, plus the noise of s2 in tr S
+    var = 2.0 * float(np.sum(cov * cov)) + 4.0 * float(gamma @ cov @ gamma) + tr_g**2 * 2.0 * s2**2 / df2
+    return ComponentRow("judge_panel", est, lam_lo * scale, lam_hi * scale, math.sqrt(var) / k,
+                        "noncentral chi-square inversion (GLS Wald)", "fixed", raw, boundary)
+
+
+def _wald_se(ev: _rs.Evaluator, model: str, fr: _rs.FitResult) -> tuple[np.ndarray, np.ndarray | None]:
+    """Wald standard errors of (s2_residual, variances...) from the REML information, NaN at the boundary.
+
+    Returns them with the Hessian of -2 l_R in the variances (reused to start the profile searches).
+    """
+    q = len(fr.theta)
+    out = np.full(q + 1, _NAN)
+    try:
+        h = _rs.variance_hessian(ev, model, fr)
+    except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+        return out, None
+    free = [0] + [1 + i for i in range(q) if fr.theta[i] > 0]
+    try:
+        cov = 2.0 * np.linalg.inv(h[np.ix_(free, free)])
+    except np.linalg.LinAlgError:
+        return out, h
+    for j, idx in enumerate(free):
+        if cov[j, j] > 0:
+            out[idx] = math.sqrt(cov[j, j])
+    return out, h
+
+
+class _Progress:
+    """A plain-text progress bar on stderr (only when asked for)."""
+
+    def __init__(self, total: int, label: str, enabled: bool) -> None:
+        self.total, self.label, self.enabled = total, label, enabled
+        self.last = -1
+
+    def update(self, i: int) -> None:
+        if not self.enabled:
+            return
+        pct = int(100 * i / self.total)
+        if pct != self.last:
+            self.last = pct
+            bar = "#" * (pct // 4)
+            sys.stderr.write(f"\r{self.label}: [{bar:<25}] {pct:3d}% ({i}/{self.total})")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _simulate_rows(rng: np.random.Generator, gm: _GroupModel, mean_row: np.ndarray, s2a: float, s2b: float,
+                   s2e: float) -> np.ndarray:
+    d = gm.design
+    y = mean_row + rng.standard_normal(d.n_obs) * math.sqrt(s2e)
+    alpha = rng.standard_normal(d.n_scen) * math.sqrt(max(s2a, 0.0))
+    y += alpha[d.cell_scen[d.row_cell]]
+    if gm.has_generation and s2b > 0:
+        beta = rng.standard_normal(d.n_cells) * math.sqrt(s2b)
+        y += beta[d.row_cell]
+    return y
+
+
+def _bootstrap(gm: _GroupModel, fr: _rs.FitResult, rr: _rs.FitResult, fe: dict[str, Any], n_boot: int,
+               rng: np.random.Generator, progress: bool) -> dict[str, np.ndarray]:
+    """Parametric bootstrap: simulate from the fitted fixed-judge and random-judge models, refit both."""
+    d = gm.design
+    k = gm.k
+    s2e = fr.s2
+    s2a = s2e * fr.theta[0]
+    s2b = s2e * fr.theta[1] if gm.has_generation else 0.0
+    mean_fixed = fe["eta"][d.row_judge]
+    r_s2e = rr.s2
+    r_s2a = r_s2e * rr.theta[0]
+    r_s2b = r_s2e * rr.theta[1] if gm.has_generation else 0.0
+    r_s2j = r_s2e * rr.theta[-1]
+    r_mu = float(gm.ev.random_parts(rr.theta)["mu"])
+    names = ["mu", "scenario", "generation", "residual", "judge_panel", "judge_population"]
+    out = {n: np.empty(n_boot) for n in names}
+    out["gamma"] = np.empty((n_boot, k))
+    bar = _Progress(n_boot, f"bootstrap {group_name(gm.g)}", progress)
+    df2 = d.df_residual
+    for b in range(n_boot):
+        y = _simulate_rows(rng, gm, mean_fixed, s2a, s2b, s2e)
+        ev = _rs.Evaluator(d, _rs.y_stats(d, y))
+        f_b = _rs.fit_model(ev, "fixed", start=np.maximum(fr.theta, 1e-3))
+        fe_b = _fixed_effects(ev, f_b.theta, f_b.s2)
+        out["mu"][b] = fe_b["mu"]
+        out["gamma"][b] = fe_b["gamma"]
+        out["residual"][b] = f_b.s2
+        out["scenario"][b] = f_b.s2 * f_b.theta[0]
+        out["generation"][b] = f_b.s2 * f_b.theta[1] if gm.has_generation else _NAN
+        out["judge_panel"][b] = max((float(fe_b["gamma"] @ fe_b["gamma"]) - float(np.trace(fe_b["cov_gamma"]))) / k,
+                                    0.0)
+        u = rng.standard_normal(k) * math.sqrt(max(r_s2j, 0.0))
+        y_r = _simulate_rows(rng, gm, r_mu + u[d.row_judge], r_s2a, r_s2b, r_s2e)
+        ev_r = _rs.Evaluator(d, _rs.y_stats(d, y_r))
+        r_b = _rs.fit_model(ev_r, "random", start=np.maximum(rr.theta, 1e-3))
+        out["judge_population"][b] = r_b.s2 * r_b.theta[-1]
+        bar.update(b + 1)
+    bar.close()
+    del df2
+    return out
+
+
+def _percentile(x: np.ndarray, level: float) -> tuple[float, float]:
+    a = (1.0 - level) / 2.0
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return _NAN, _NAN
+    lo, hi = np.quantile(x, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+# ------------------------------------------------------------------------------------ statsmodels path
+def _statsmodels_model(gm: _GroupModel) -> Any:
+    """statsmodels MixedLM from arrays: judges fixed (contr.sum), scenario intercept, generation as a VC."""
+    from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
+
+    g = gm.g
+    d = gm.design
+    exog = _rs.contr_sum_coding(gm.k)[g.judge]
+    exog_re = np.ones((d.n_obs, 1))
+    vc = None
+    if gm.has_generation:
+        starts = np.flatnonzero(np.r_[True, np.diff(g.scenario) != 0])
+        stops = np.r_[starts[1:], d.n_obs]
+        mats, colnames = [], []
+        for a, b in zip(starts, stops):
+            c = g.cell[a:b]
+            cells = np.unique(c)
+            mats.append((c[:, None] == cells[None, :]).astype(np.float64))
+            colnames.append([f"cell{int(x)}" for x in cells])
+        vc = VCSpec(["generation"], [colnames], [mats])
+    model = MixedLM(np.asarray(g.y, dtype=np.float64), exog, groups=np.asarray(g.scenario), exog_re=exog_re,
+                    exog_vc=vc)
+    _check_statsmodels_structure(model, gm.has_generation)
+    return model
+
+
+def _check_statsmodels_structure(model: Any, has_generation: bool) -> None:
+    """Refuse a MixedLM without the scenario intercept or without the generation component.
+
+    ``MixedLM.from_formula(..., vc_formula=...)`` without ``re_formula="1"`` drops the group intercept
+    (k_re = 0) and still reports convergence; this check makes that impossible to miss.
+    """
+    if model.k_re != 1:
+        raise CjstatsError(f"The statsmodels model has {model.k_re} random-effect columns per scenario instead of "
+                           f"the scenario intercept (1): pass re_formula='1' with vc_formula.")
+    want = 1 if has_generation else 0
+    if model.k_vc != want:
+        raise CjstatsError(f"The statsmodels model has {model.k_vc} variance components instead of {want} "
+                           f"(generation within scenario).")
+
+
+def _fit_statsmodels(gm: _GroupModel, start: np.ndarray) -> tuple[_rs.FitResult, dict[str, Any]]:
+    """Fit the fixed-judge model with statsmodels, apply the guards, return it as a FitResult."""
+    from statsmodels.regression.mixed_linear_model import MixedLMParams
+
+    ev = gm.ev
+    model = _statsmodels_model(gm)
+    k = gm.k
+    sp = MixedLMParams.from_components(fe_params=np.zeros(k), cov_re=np.array([[float(start[0])]]),
+                                       vcomp=np.asarray(start[1:], dtype=float))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = model.fit(start_params=sp, reml=True, method=["lbfgs"], gtol=1e-10, maxiter=2000, full_output=True)
+    sm_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+    s2 = float(res.scale)
+    theta_sm = np.concatenate(([float(res.cov_re.iloc[0, 0]) if hasattr(res.cov_re, "iloc") else
+                                float(np.asarray(res.cov_re)[0, 0])], np.asarray(res.vcomp, dtype=float))) / s2
+    fe_sm = np.asarray(res.fe_params, dtype=float)
+    diag: dict[str, Any] = {
+        "converged": bool(res.converged), "optimizer": "statsmodels MixedLM.fit(method=['lbfgs'], reml=True)",
+        "iterations": int(sum(h.get("iterations", 0) for h in (res.hist or []) if isinstance(h, dict))),
+        "warnings": sm_warnings, "variances": {"residual": s2, "scenario": s2 * theta_sm[0],
+                                               **({"generation": s2 * theta_sm[1]} if gm.has_generation else {})},
+        "fe_params": fe_sm.tolist(), "k_re": int(model.k_re), "k_vc": int(model.k_vc), "guards": [],
+    }
+    theta = np.maximum(theta_sm, 0.0)
+    dev_sm = ev.profiled("fixed", theta)[0]
+    # guard: a tiny positive variance is compared with the boundary (set to 0, the others re-optimised)
+    for i in range(len(theta)):
+        if 0.0 <= theta[i] < _NEAR_ZERO * max(1.0, float(theta.max())):
+            q = len(theta)
+            if q > 1:
+                def fun_i(z: np.ndarray, i: int = i) -> tuple[float, np.ndarray]:
+                    v, gr = ev.profiled("fixed", np.insert(z, i, 0.0), grad=True)
+                    return v, np.delete(gr, i)
+                z, fz, _ = _rs._minimize(fun_i, np.maximum(np.delete(theta, i), 1e-3), np.zeros(q - 1))
+                cand = np.insert(z, i, 0.0)
+            else:
+                cand = np.zeros(1)
+                fz = ev.profiled("fixed", cand)[0]
+            if fz <= dev_sm + 1e-8 * max(1.0, abs(dev_sm)):
+                name = "scenario" if i == 0 else "generation"
+                diag["guards"].append(f"{name} variance {s2 * theta[i]:.3g} from statsmodels replaced by the "
+                                      f"boundary value 0 (criterion {fz:.10g} <= {dev_sm:.10g})")
+                theta, dev_sm = cand, fz
+    pr = ev.fixed_parts(theta)
+    s2_final = pr["rss"] / (ev.n - ev.p("fixed"))
+    if not any(g.startswith(("scenario", "generation")) for g in diag["guards"]):
+        s2_final_sm = s2
+        if abs(s2_final - s2_final_sm) > 1e-6 * s2_final_sm:
+            diag["guards"].append(f"residual variance recomputed at the final variance ratios ({s2_final_sm:.8g} -> "
+                                  f"{s2_final:.8g})")
+    grad = ev.profiled("fixed", theta, grad=True)[1]
+    fr = _rs.FitResult(theta=theta, s2=float(s2_final), deviance=float(dev_sm), converged=bool(res.converged),
+                       iterations=diag["iterations"], evaluations=0, gradient=grad, boundary=theta <= 0,
+                       message="statsmodels")
+    # guard (statsmodels issue 10239): recompute the fixed effects by GLS at the final variances
+    fe = _fixed_effects(ev, theta, fr.s2)
+    beta_gls = np.linalg.solve(_rs.contr_sum_coding(k), fe["eta"])
+    gap = float(np.max(np.abs(beta_gls - fe_sm)))
+    diag["fe_params_gls"] = beta_gls.tolist()
+    diag["fe_params_max_abs_difference"] = gap
+    if gap > 1e-6 * max(1.0, float(np.max(np.abs(beta_gls)))):
+        diag["guards"].append(f"fixed effects from statsmodels differ from GLS at the fitted variances by up to "
+                              f"{gap:.3g} (statsmodels issue 10239): GLS values used")
+    return fr, diag
+
+
+# ----------------------------------------------------------------------------------------------- groups
+def _variance_row(component: str, est_raw: float, theta_zero: bool, se: float, lo: float, hi: float,
+                  ci_method: str, note: str = "", view: str = "fixed") -> ComponentRow:
+    boundary = bool(theta_zero)
+    est = 0.0 if boundary else float(est_raw)
+    return ComponentRow(component, est, lo, hi, _NAN if boundary else se, ci_method, view,
+                        float(est_raw), boundary, True, note)
+
+
+def _fit_group(g: GroupData, *, level: float, interval: str, path: str, n_boot: int,
+               rng: np.random.Generator | None, progress: bool) -> tuple[GroupFit, dict[str, np.ndarray] | None]:
+    gm = _GroupModel(g)
+    ev = gm.ev
+    d = gm.design
+    k = gm.k
+    n = d.n_scen
+    has_gen = gm.has_generation
+    warn_msgs: list[str] = []
+
+    # --- fixed-judge model
+    start = _rs.moment_start(d, gm.ystats, "fixed")
+    fr_struct = _rs.fit_model(ev, "fixed", start=start)
+    sm_diag = None
+    if path == "statsmodels":
+        fr, sm_diag = _fit_statsmodels(gm, start)
+        if not sm_diag["converged"]:
+            warn_msgs.append(f"statsmodels did not converge for {g.label()} (see diagnostics)")
+        for guard in sm_diag["guards"]:
+            warn_msgs.append(f"{g.label(capital=True)}: {guard}.")
+        sm_diag["criterion_gap"] = float(fr.deviance - fr_struct.deviance)
+    else:
+        fr = fr_struct
+        if not fr.converged:
+            warn_msgs.append(f"The REML optimiser did not converge for {g.label()} ({fr.message}).")
+    # --- random-judge model (judge_population)
+    rr = _rs.fit_model(ev, "random")
+    if not rr.converged:
+        warn_msgs.append(f"The random-judge REML optimiser did not converge for {g.label()} ({rr.message}).")
+
+    s2e = fr.s2
+    fe = _fixed_effects(ev, fr.theta, s2e)
+    a = (1.0 - level) / 2.0
+    df_res = d.df_residual
+
+    # --- intervals for the variances
+    names_f = ["residual", "scenario"] + (["generation"] if has_gen else [])
+    ints: dict[str, tuple[float, float]] = {}
+    ci_var = {"profile": "profile likelihood (REML)", "bootstrap": "parametric bootstrap percentile",
+              "none": "none"}[interval]
+    se_f, h_f = _wald_se(ev, "fixed", fr_struct)
+    se_r, h_r = _wald_se(ev, "random", rr)
+    boot = None
+    prof_evals = 0
+    if interval == "profile":
+        for i, name in enumerate(names_f):
+            lo, hi, info = _rs.profile_interval(ev, "fixed", fr_struct, i, level, hess=h_f)
+            ints[name] = (lo, hi)
+            prof_evals += info["evaluations"]
+        lo, hi, info = _rs.profile_interval(ev, "random", rr, len(rr.theta), level, hess=h_r)
+        ints["judge_population"] = (lo, hi)
+        prof_evals += info["evaluations"]
+    elif interval == "bootstrap":
+        assert rng is not None
+        boot = _bootstrap(gm, fr, rr, fe, n_boot, rng, progress)
+        for name in names_f + ["judge_population"]:
+            ints[name] = _percentile(boot[name], level)
+    else:
+        for name in names_f + ["judge_population"]:
+            ints[name] = (_NAN, _NAN)
+
+    rows: list[ComponentRow] = []
+    # mu
+    se_mu = math.sqrt(fe["var_mu"])
+    t_mu = stats.t.ppf(1 - a, n - 1)
+    if interval == "bootstrap":
+        mu_lo, mu_hi = _percentile(boot["mu"], level)
+        mu_method = "parametric bootstrap percentile"
+    else:
+        mu_lo, mu_hi = fe["mu"] - t_mu * se_mu, fe["mu"] + t_mu * se_mu
+        mu_method = "t (REML GLS, n - 1 df)"
+    rows.append(ComponentRow("mu", fe["mu"], mu_lo, mu_hi, se_mu, mu_method, "fixed", fe["mu"]))
+    # scenario and generation
+    theta = fr.theta
+    m1_note = "" if has_gen else _M1_SCENARIO_NOTE
+    rows.append(_variance_row("scenario", s2e * theta[0], theta[0] <= 0, se_f[1], *ints["scenario"], ci_var,
+                              note=m1_note))
+    if has_gen:
+        rows.append(_variance_row("generation", s2e * theta[1], theta[1] <= 0, se_f[2], *ints["generation"], ci_var))
+    else:
+        rows.append(ComponentRow.not_identifiable("generation", M1_NOTE))
+    rows.append(ComponentRow("residual", s2e, *ints["residual"], se_f[0], ci_var, "fixed", s2e))
+    # judge_panel
+    jp = _judge_panel(fe, s2e, df_res, level, k)
+    if interval == "bootstrap":
+        lo, hi = _percentile(boot["judge_panel"], level)
+        jp = dataclasses.replace(jp, lower=lo, upper=hi, ci_method="parametric bootstrap percentile")
+    rows.append(jp)
+    # judge_population (random judges)
+    s2j = rr.s2 * rr.theta[-1]
+    rows.append(_variance_row("judge_population", s2j, rr.theta[-1] <= 0, se_r[-1], *ints["judge_population"],
+                              ci_var, note=f"judges random: {k} judges give {k - 1} degrees of freedom",
+                              view="random"))
+    # judge offsets
+    se_g = np.sqrt(np.maximum(np.diag(fe["cov_gamma"]), 0.0))
+    t_g = stats.t.ppf(1 - a, df_res)
+    offsets = []
+    for j, lab in enumerate(g.judge_labels):
+        gj = float(fe["gamma"][j])
+        if interval == "bootstrap":
+            lo, hi = _percentile(boot["gamma"][:, j], level)
+            meth = "parametric bootstrap percentile"
+        else:
+            lo, hi = gj - t_g * se_g[j], gj + t_g * se_g[j]
+            meth = "t (REML GLS)"
+        offsets.append({"judge": lab, "estimate": gj, "std_error": float(se_g[j]), "lower": lo, "upper": hi,
+                        "ci_method": meth})
+
+    boundary = {"scenario": bool(theta[0] <= 0), "generation": bool(has_gen and theta[1] <= 0),
+                "judge_population": bool(rr.theta[-1] <= 0)}
+    diag: dict[str, Any] = {
+        "path": path,
+        "converged": bool(fr.converged and rr.converged),
+        "optimizer": sm_diag["optimizer"] if sm_diag else _OPTIMIZER,
+        "iterations": int(fr.iterations),
+        "evaluations": int(fr_struct.evaluations),
+        "boundary": boundary,
+        "singular": bool(any(boundary.values())),
+        "reml_criterion": float(fr.deviance),
+        "theta": {"scenario": float(theta[0]), **({"generation": float(theta[1])} if has_gen else {})},
+        "random_judge_model": {
+            "converged": bool(rr.converged), "iterations": int(rr.iterations), "reml_criterion": float(rr.deviance),
+            "variances": {"residual": float(rr.s2), "scenario": float(rr.s2 * rr.theta[0]),
+                          **({"generation": float(rr.s2 * rr.theta[1])} if has_gen else {}),
+                          "judge": float(s2j)},
+            "path": "structured",
+        },
+        "interval": interval,
+        "profile_evaluations": int(prof_evals),
+        "n": int(n), "n_cells": int(d.n_cells), "k": int(k), "n_rows": int(d.n_obs), "df_residual": int(df_res),
+        "generations_min": int(g.design.generations_min), "generations_max": int(g.design.generations_max),
+        "n_missing": int(g.design.n_missing), "balanced": bool(g.design.balanced),
+        "warnings": list(warn_msgs),
+    }
+    if sm_diag is not None:
+        diag["statsmodels"] = sm_diag
+    if interval == "bootstrap":
+        diag["n_boot"] = int(n_boot)
+    for msg in warn_msgs:
+        warnings.warn(msg, CjstatsWarning, stacklevel=4)
+    _LOG.debug("reml fit of %s: path=%s, iterations=%d, boundary=%s", group_name(g), path, fr.iterations, boundary)
+    return GroupFit(rows, offsets, diag), boot
+
+
+def fit(scores: Scores, *, ci_level: float, seed: int | None = None, interval: Interval = "profile",
+        n_boot: int = 999, path: Path = "auto", progress: bool = False) -> VarianceComponents:
+    """REML fit of every model (x criterion) of ``scores``; balanced or not.
+
+    Parameters
+    ----------
+    scores : Scores
+        The validated table (missing judge calls, generations or judges are allowed).
+    ci_level : float
+        Level of every interval.
+    seed : int, optional
+        Seed of the parametric bootstrap (``interval="bootstrap"``); recorded in ``provenance``.
+    interval : {"profile", "bootstrap", "none"}
+        Profile-likelihood intervals (default), a seeded parametric bootstrap, or point estimates only.
+    n_boot : int
+        Bootstrap replicates per group.
+    path : {"auto", "structured", "statsmodels"}
+        The structured O(rows) REML (``"auto"``) or statsmodels ``MixedLM`` as the reference. Which one ran is
+        ``diagnostics[group]["path"]``.
+    progress : bool
+        Show a progress bar on stderr during the bootstrap.
+
+    Returns
+    -------
+    VarianceComponents
+        ``method="reml"``; rows ``mu, scenario, generation, residual, judge_panel, judge_population``.
+        With ``interval="bootstrap"``, ``draws`` holds the bootstrap replicates (``chain = 0``).
+
+    Notes
+    -----
+    Formulas and the choice of intervals are in the module docstring. On balanced data whose ANOVA
+    estimates are all positive the REML estimates are the ANOVA ones (paper App. C).
+
+    Examples
+    --------
+    >>> import cjstats as cj
+    >>> fit = cj.estimate(cj.datasets.load("hanna").subset(models=["GPT"], criteria=["Coherence"]),
+    ...                   method="reml")
+    >>> fit.diagnostics["GPT / Coherence"]["path"]
+    'structured'
+    """
+    check_choice("interval", interval, ("profile", "bootstrap", "none"), caller="estimate")
+    check_choice("path", path, ("auto", "structured", "statsmodels"), caller="estimate")
+    n_boot = check_positive_int("n_boot", n_boot, caller="estimate", minimum=2)
+    if not isinstance(progress, bool):
+        raise CjstatsError(f"The 'progress' argument of estimate must be True or False. Got {progress!r} instead.")
+    run_path = "structured" if path == "auto" else path
+    if run_path == "statsmodels":
+        try:
+            import statsmodels  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - the registry checks this first
+            raise CjstatsError("path='statsmodels' requires statsmodels: pip install 'cjstats[reml]'.") from exc
+    seq = np.random.SeedSequence(seed) if interval == "bootstrap" else None
+    boots: list[tuple[GroupData, dict[str, np.ndarray]]] = []
+
+    def fit_one(g: GroupData) -> GroupFit:
+        rng = np.random.default_rng(seq.spawn(1)[0]) if seq is not None else None
+        gf, boot = _fit_group(g, level=ci_level, interval=interval, path=run_path, n_boot=n_boot, rng=rng,
+                              progress=progress)
+        if boot is not None:
+            boots.append((g, boot))
+        return gf
+
+    result = fit_groups(scores, fit_one, method="reml", ci_level=ci_level, seed=seed,
+                        options={"interval": interval, "n_boot": n_boot if interval == "bootstrap" else None,
+                                 "path": path})
+    if boots:
+        frames = []
+        for g, boot in boots:
+            part = pd.DataFrame({c: boot[c] for c in ("mu", "scenario", "generation", "residual", "judge_panel",
+                                                      "judge_population")})
+            part.insert(0, "draw", np.arange(len(part)))
+            part.insert(0, "chain", 0)
+            for name, value in reversed(list(g.key.items())):
+                part.insert(0, name, value)
+            frames.append(part)
+        result = dataclasses.replace(result, draws=pd.concat(frames, ignore_index=True))
+    return result

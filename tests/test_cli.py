@@ -1,0 +1,132 @@
+"""The command line, run in-process with click's CliRunner: exit codes and output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from cjstats.cli import cli
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def score_file(tmp_path, small_balanced_frame):
+    p = tmp_path / "scores.csv"
+    small_balanced_frame.to_csv(p, index=False)
+    return p
+
+
+class TestDecompose:
+    def test_table_output(self, runner, score_file):
+        r = runner.invoke(cli, ["decompose", str(score_file)])
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("Variance components (anova)\n")
+        for comp in ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population"):
+            assert comp in r.output
+
+    def test_json_is_an_array_of_rows_with_null_for_missing_numbers(self, runner, tmp_path):
+        rng = np.random.default_rng(1)
+        df = pd.DataFrame({"model": "a", "scenario": np.repeat(np.arange(6), 3), "judge": ["x", "y", "z"] * 6,
+                           "score": rng.normal(size=18)})
+        p = tmp_path / "m1.csv"
+        df.to_csv(p, index=False)
+        r = runner.invoke(cli, ["decompose", str(p), "--format", "json"])
+        assert r.exit_code == 0, r.output
+        rows = json.loads(r.output)
+        assert [row["component"] for row in rows] == ["mu", "scenario", "generation", "residual", "judge_panel",
+                                                      "judge_population"]
+        gen = rows[2]
+        assert gen["estimate"] is None and gen["lower"] is None and gen["identifiable"] is False
+        assert gen["note"].startswith("not identifiable: one generation per scenario")
+
+    def test_csv_output_parses(self, runner, score_file, tmp_path):
+        r = runner.invoke(cli, ["decompose", str(score_file), "--format", "csv"])
+        assert r.exit_code == 0
+        out = tmp_path / "out.csv"
+        out.write_text(r.output)
+        assert len(pd.read_csv(out)) == 12
+
+    def test_offsets(self, runner, score_file):
+        r = runner.invoke(cli, ["decompose", str(score_file), "--offsets", "--format", "json"])
+        assert r.exit_code == 0
+        assert {row["judge"] for row in json.loads(r.output)} == {"judge_0", "judge_1", "judge_2", "judge_3"}
+
+    def test_column_mapping_option(self, runner, tmp_path, small_balanced_frame):
+        p = tmp_path / "renamed.csv"
+        small_balanced_frame.rename(columns={"judge": "rater"}).to_csv(p, index=False)
+        r = runner.invoke(cli, ["decompose", str(p), "--columns", "rater=judge", "--format", "json"])
+        assert r.exit_code == 0, r.output
+
+
+class TestUserErrors:
+    """A user error exits 1 with one sentence on stderr and nothing else."""
+
+    def _run(self, args):
+        from cjstats.cli import main
+        import subprocess
+        import sys
+
+        return subprocess.run([sys.executable, "-c", "from cjstats.cli import main; main()", *args],
+                              capture_output=True, text=True)
+
+    def test_missing_file(self, tmp_path):
+        r = self._run(["decompose", str(tmp_path / "nope.csv")])
+        assert r.returncode == 1 and r.stdout == ""
+        assert r.stderr == f"The score file `{tmp_path / 'nope.csv'}` does not exist.\n"
+
+    def test_misnamed_column(self, tmp_path, small_balanced_frame):
+        p = tmp_path / "bad.csv"
+        small_balanced_frame.rename(columns={"judge": "rater"}).to_csv(p, index=False)
+        r = self._run(["decompose", str(p)])
+        assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
+        assert r.stderr.startswith("scores has no column 'judge'") and r.stderr.count("\n") == 1
+
+    def test_bad_columns_option(self, tmp_path, score_file):
+        r = self._run(["decompose", str(score_file), "--columns", "rater"])
+        assert r.returncode == 1 and "name=value pairs" in r.stderr and r.stderr.count("\n") == 1
+
+    def test_incomplete_design(self, tmp_path, small_balanced_frame):
+        p = tmp_path / "holey.csv"
+        small_balanced_frame.drop(index=[3]).to_csv(p, index=False)
+        r = self._run(["decompose", str(p)])
+        assert r.returncode == 1 and "incomplete='drop'" in r.stderr and "Traceback" not in r.stderr
+
+    def test_debug_shows_traceback(self, tmp_path):
+        import os
+        import subprocess
+        import sys
+
+        r = subprocess.run([sys.executable, "-c", "from cjstats.cli import main; main()", "decompose",
+                            str(tmp_path / "nope.csv")], capture_output=True, text=True,
+                           env={**os.environ, "CJSTATS_DEBUG": "1"})
+        assert r.returncode == 1 and "Traceback" in r.stderr
+
+
+class TestJudges:
+    def test_table(self, runner, score_file):
+        r = runner.invoke(cli, ["judges", str(score_file)])
+        assert r.exit_code == 0, r.output
+        assert "F = MS_J / MS_W" in r.output and "Does the top model change across single judges?" in r.output
+
+    def test_json(self, runner, score_file):
+        r = runner.invoke(cli, ["judges", str(score_file), "--format", "json"])
+        rows = json.loads(r.output)
+        tests = [x for x in rows if x["table"] == "f_test"]
+        assert len(tests) == 2 and all(x["df1"] == 3 and x["df2"] == 35 * 3 for x in tests)
+
+
+class TestDemo:
+    def test_demo_runs_on_bundled_data(self, runner):
+        r = runner.invoke(cli, ["demo"])
+        assert r.exit_code == 0, r.output
+        for text in ("cjstats demo: 'hanna'", "Design: 11 models x 96 scenarios x 1 generation(s) x 5 judges",
+                     "Judge offsets gamma[l]", "F-test", "Top model by judge"):
+            assert text in r.output
