@@ -39,7 +39,7 @@ from cjstats.variance import STRATEGIES, pool_variance
 __all__ = ["subsample_strategies", "subsample_means", "pool_array"]
 
 _TABLE_ENTRIES = 2**18      # cap on a tuple-sum table (2 MB of float64: stays in cache)
-_CHUNK = 2**21              # elements per vectorised chunk
+_CHUNK = 2**18              # elements per vectorised chunk (small chunks stay in cache)
 
 
 # ---------------------------------------------------------------------------------------- random indices
