@@ -9,9 +9,8 @@ and how to fix it. Only numpy and pandas are needed here.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal

@@ -13,7 +13,7 @@ ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >
 
 find_python() {
   local c p v
-  for c in "${CJSTATS_PYTHON:-}" python3.14 python3.13 python3.12 python3 python; do
+  for c in "${CJSTATS_PYTHON:-}" python3.12 python3.13 python3.14 python3 python; do
     [ -n "$c" ] || continue
     p="$(command -v "$c" 2>/dev/null)" || continue
     if ok "$p"; then echo "$p"; return 0; fi

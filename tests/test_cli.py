@@ -70,7 +70,6 @@ class TestUserErrors:
     """A user error exits 1 with one sentence on stderr and nothing else."""
 
     def _run(self, args):
-        from cjstats.cli import main
         import subprocess
         import sys
 
