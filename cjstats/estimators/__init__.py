@@ -38,8 +38,15 @@ REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+def _installed(package: str) -> bool:
+    try:
+        return find_spec(package) is not None
+    except (ImportError, ValueError):  # a module blocked in sys.modules, or a broken install
+        return False
+
+
 def _missing_packages(method: str) -> list[str]:
-    return [p for p in REQUIRES[method][0] if find_spec(p) is None]
+    return [p for p in REQUIRES[method][0] if not _installed(p)]
 
 
 def available_backends() -> list[str]:
