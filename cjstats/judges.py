@@ -67,6 +67,13 @@ class JudgeTable:
             return bool((t.groupby(keys)["top_model"].nunique() > 1).any())
         return bool(t["top_model"].nunique() > 1)
 
+    def rankings(self) -> pd.DataFrame:
+        """Model x judge table of the rank each single judge gives each model (1 = highest mean)."""
+        index = ["criterion", "model"] if "criterion" in self.table.columns else ["model"]
+        out = self.table.pivot_table(index=index, columns="judge", values="rank", aggfunc="first")
+        cols = [c for c in out.columns if c != "panel"] + (["panel"] if "panel" in out.columns else [])
+        return out[cols].sort_values("panel")
+
     def wide(self, digits: int = 2) -> pd.DataFrame:
         """Model x judge strings ``mean +- half-width`` as in the paper's Table 1."""
         t = self.table.copy()

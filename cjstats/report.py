@@ -57,6 +57,8 @@ def render_judges(tests: pd.DataFrame, table: JudgeTable) -> str:
         f"Mean score ± {lvl}% half-width under each single judge; (1) marks the judge's top model "
         f"(paper Table 1); 'panel' averages all judges",
         table.wide().to_string(), "",
+        "Rank of each model under each single judge (1 = highest mean), sorted by the panel's ranking",
+        table.rankings().to_string(), "",
         "Top model by judge:", top, f"Does the top model change across single judges? {changes}",
     ])
 

@@ -54,6 +54,8 @@ def test_rankings_and_top_model_change():
     assert jt.top_model_changes
     assert set(jt.table["rank"]) == {1, 2}
     assert "(1)" in jt.wide().loc["A", "X"]
+    ranks = jt.rankings()
+    assert ranks.loc["A", "X"] == 1 and ranks.loc["A", "Y"] == 2 and ranks.loc["B", "Y"] == 1
 
 
 def test_top_model_stable_on_bundled_hanna_composite():
