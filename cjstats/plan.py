@@ -100,7 +100,12 @@ def _share_vector(shares: Mapping[str, float] | Sequence[float], judges: list[st
 def _with_models(frame: pd.DataFrame, models: Sequence[str] | None, caller: str) -> pd.DataFrame:
     if models is None:
         return frame
-    names = _judge_names(list(models), caller).copy() if not isinstance(models, str) else [models]
+    names = [models] if isinstance(models, str) else [str(m) for m in models]
+    if not names:
+        raise CjstatsError(f"The 'models' argument of {caller} is empty: give at least one model or None.")
+    dup = [m for i, m in enumerate(names) if m in names[:i]]
+    if dup:
+        raise CjstatsError(f"The 'models' argument of {caller} lists model '{dup[0]}' more than once.")
     parts = [frame.assign(model=m) for m in names]
     out = pd.concat(parts, ignore_index=True)
     return out[["model", *SCHEDULE_COLUMNS]]
@@ -361,8 +366,12 @@ def _check_schedule(schedule: pd.DataFrame, caller: str) -> None:
         raise CjstatsError(f"The schedule passed to {caller} has no rows.")
 
 
-def _one_model(schedule: pd.DataFrame, model: str | None, caller: str) -> tuple[pd.DataFrame, bool | None]:
-    """The rows of one model (all columns, fresh index) and whether all models share one assignment."""
+def _one_model(schedule: pd.DataFrame, model: str | None, caller: str,
+               strict: bool = True) -> tuple[pd.DataFrame, bool | None]:
+    """The rows of one model (all columns, fresh index) and whether all models share one assignment.
+
+    Without ``model=`` and with differing assignments, ``strict`` raises; otherwise the first model is used.
+    """
     if "model" not in schedule.columns:
         return schedule.reset_index(drop=True), None
     key = schedule["model"].astype(str)
@@ -374,21 +383,23 @@ def _one_model(schedule: pd.DataFrame, model: str | None, caller: str) -> tuple[
                for p in parts.values())
     if model is not None and str(model) in parts:
         return parts[str(model)], same
-    if len(models) == 1 or same:
+    if len(models) == 1 or same or not strict:
         return parts[models[0]], same
     raise CjstatsError(f"The schedule passed to {caller} has models with different assignments; name one with "
                        f"model= (one of {', '.join(models)}).")
 
 
-def schedule_audit(schedule: pd.DataFrame, *, judges: Sequence[str] | None = None) -> ScheduleAudit:
+def schedule_audit(schedule: pd.DataFrame, *, judges: Sequence[str] | None = None,
+                   model: str | None = None) -> ScheduleAudit:
     """Audit a schedule: calls per judge and per scenario, balance, the single-judge trap, model consistency.
 
     ``judges`` is the full panel (default: the judges in the schedule); judges of the panel that get no call
-    count as 0 and make the schedule unbalanced.
+    count as 0 and make the schedule unbalanced. With a ``model`` column the counts are those of ``model``
+    (default: the first model) and ``same_assignment_across_models`` says whether every model matches it.
     """
     caller = "schedule_audit"
     _check_schedule(schedule, caller)
-    rows, same = _one_model(schedule, None, caller)
+    rows, same = _one_model(schedule, model, caller, strict=False)
     panel = _judge_names(judges, caller) if judges is not None else sorted(set(rows["judge"].astype(str)))
     jcol = rows["judge"].astype(str)
     unknown = sorted(set(jcol) - set(panel))

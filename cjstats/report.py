@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-
 import pandas as pd
 
 from cjstats.components import VarianceComponents
 from cjstats.judges import JudgeTable
 
-__all__ = ["components_wide", "offsets_wide", "render_judges", "demo_report", "DEMO_SECTIONS"]
+__all__ = ["components_wide", "offsets_wide", "render_judges", "demo_report"]
 
 
 def _num(x: float, d: int = 3) -> str:
@@ -71,10 +69,6 @@ def _design_line(fit: VarianceComponents) -> str:
             f"complete and balanced: {'yes' if d['balanced'].all() else 'no'}")
 
 
-#: Extra report sections: callables taking the fit and returning a titled text block. Later layers append.
-DEMO_SECTIONS: list[Callable[[VarianceComponents], str]] = []
-
-
 def demo_report(dataset: str = "hanna", *, method: str = "anova") -> str:
     """The whole pipeline on a bundled dataset, as a readable text report."""
     from cjstats import datasets
@@ -99,6 +93,7 @@ def demo_report(dataset: str = "hanna", *, method: str = "anova") -> str:
         offsets_wide(fit).to_string(), "",
         render_judges(judge_f_test(scores), judge_table(scores)),
     ]
-    for section in DEMO_SECTIONS:
-        parts += ["", section(fit)]
+    from cjstats.allocate import allocation_section
+
+    parts += ["", allocation_section(fit)]
     return "\n".join(parts)

@@ -70,7 +70,7 @@ class _TupleSums:
         self.values = np.ascontiguousarray(values, dtype=float)       # (U, P)
         self.units, self.p = self.values.shape
         j = 1
-        while self.p ** (j + 1) <= 65536 and self.units * self.p ** (j + 1) <= _TABLE_ENTRIES:
+        while self.p > 1 and self.p ** (j + 1) <= 65536 and self.units * self.p ** (j + 1) <= _TABLE_ENTRIES:
             j += 1
         self.jmax = j
         tables = [self.values]

@@ -93,7 +93,12 @@ def variance_contributions(s2_scenario: float, s2_generation: float, s2_residual
     ``residual`` = sigma2_eps/(nmK); their sum is :func:`grand_mean_variance`. The same K judges score every
     (scenario, generation) cell and are a simple random sample of the K_tot-judge panel.
     """
-    caller = "variance_contributions"
+    return _contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel, n=n, m=m, k=k, k_total=k_total,
+                          caller="variance_contributions")
+
+
+def _contributions(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,
+                   n: int, m: int, k: int, k_total: int, caller: str) -> dict[str, float]:
     s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
     s2e, s2g = _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller)
     n = check_positive_int("n", n, caller=caller)
@@ -118,8 +123,8 @@ def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: f
     >>> round(grand_mean_variance(1.530, 0.266, 1.486, 0.947, n=80, m=1, k=1, k_total=5), 5)  # Qwen, Table 5
     0.98802
     """
-    return float(sum(variance_contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel,
-                                            n=n, m=m, k=k, k_total=k_total).values()))
+    return float(sum(_contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel, n=n, m=m, k=k,
+                                    k_total=k_total, caller="grand_mean_variance").values()))
 
 
 # ------------------------------------------------------------------------------------------ judge weights
@@ -222,6 +227,7 @@ def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: 
     [7.04, 6.7475, 4.38]
     """
     caller = "strategy_variance"
+    strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
     s2b, s2e = _var("s2_generation", s2_generation, caller), _var("s2_residual", s2_residual, caller)
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
     b = check_positive_int("budget", budget, caller=caller)
@@ -314,6 +320,7 @@ def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float
     Pass ``s2_scenario=0`` for the paper's variance conditional on the scenario set.
     """
     caller = "design_variance"
+    assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
     comps = (_var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller),
              _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller))
     c = design_coefficients(n=check_positive_int("n", n, caller=caller), m=check_positive_int("m", m, caller=caller),
@@ -569,7 +576,11 @@ def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generati
         raise CjstatsError(f"No number of scenarios reaches target_se={t:g}: with the same {k} of {k_total} judges "
                            f"on every cell the judge term alone has SE {math.sqrt(floor):.4g}. Use more judges "
                            f"or a cyclic assignment.")
-    per_n = float(f(np.array([1]))[0]) - floor
+    # every term but the leftover of a rotation shrinks like 1/n: a lower bound on the n needed
+    per_n = comps[0] + comps[1] / m + comps[2] / (m * k)
+    if assignment == "random":
+        rand = design_coefficients(n=1, m=m, k=k, k_total=k_total, assignment="random")["judge_panel"]
+        per_n += float(rand) * comps[3]
     start = max(1, math.floor(per_n / (t * t - floor)))
     return _first_below(f, t * t, start, n_max, "number of scenarios", caller)
 

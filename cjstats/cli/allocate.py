@@ -1,0 +1,58 @@
+"""``cjstats allocate FILE --budget B``: the recommended design per model (mirrors :func:`cjstats.optimise`)."""
+
+from __future__ import annotations
+
+import click
+
+from cjstats.cli._app import emit_frame, format_option, load_scores, parse_mapping, scores_options
+
+__all__ = ["allocate"]
+
+
+@click.command("allocate", short_help="Recommend a judge allocation for a budget, per model.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--budget", type=float, default=None, help="Total budget: calls, or money when --costs is given.")
+@click.option("--target-se", "target_se", type=float, default=None,
+              help="Find the cheapest design reaching this standard error instead (within --budget if given).")
+@click.option("--costs", default=None, metavar="JUDGE=PRICE,...", help="Price per call of every panel judge.")
+@click.option("--generation-cost", "generation_cost", type=float, default=0.0, show_default=True,
+              help="Price of producing one generation.")
+@click.option("--n-max", "n_max", type=int, default=None, help="Scenarios available (default: as in FILE).")
+@click.option("--m-max", "m_max", type=int, default=None, help="Most generations per scenario.")
+@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
+              help="Estimator backend for the components.")
+@click.option("--model", default=None, help="Only this model.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the uncertainty draws.")
+@scores_options
+@format_option
+def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
+             n_max: int | None, m_max: int | None, method: str, model: str | None, seed: int,
+             columns: str | None, duplicates: str, composite: bool, fmt: str) -> None:
+    """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE."""
+    import pandas as pd
+
+    from cjstats.allocate import optimise
+    from cjstats.estimators import estimate
+    from cjstats.exceptions import CjstatsError
+
+    prices = None
+    if costs:
+        prices = {}
+        for judge, value in parse_mapping(costs, option="--costs").items():
+            try:
+                prices[judge] = float(value)
+            except ValueError:
+                raise CjstatsError(f"The option --costs needs a number for judge '{judge}'. Got {value!r}.") from None
+    scores = load_scores(file, columns, duplicates, composite)
+    if model is not None:
+        scores = scores.subset(models=[model])
+    fit = estimate(scores, method, seed=seed)
+    keys = ["model", "criterion"] if fit.has_criterion else ["model"]
+    frames, texts = [], []
+    for key in fit.components[keys].drop_duplicates().itertuples(index=False):
+        sel = dict(zip(keys, key))
+        res = optimise(fit, budget=budget, target_se=target_se, judge_costs=prices, generation_cost=generation_cost,
+                       n_max=n_max, m_max=m_max, model=sel["model"], criterion=sel.get("criterion"), seed=seed)
+        frames.append(res.table.assign(**sel)[[*keys, *res.table.columns]])
+        texts.append(res.as_text())
+    emit_frame(pd.concat(frames, ignore_index=True), fmt, text="\n\n".join(texts))

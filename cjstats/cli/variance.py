@@ -1,0 +1,68 @@
+"""``cjstats variance FILE --n N --m M --k K``: Proposition 1 at a design, term by term.
+
+Mirrors :func:`cjstats.variance.variance_contributions` / :func:`cjstats.variance.grand_mean_variance` applied
+to the components that :func:`cjstats.estimate` finds in FILE.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cjstats.cli._app import emit_frame, format_option, load_scores, scores_options
+
+__all__ = ["variance"]
+
+
+@click.command("variance", short_help="Variance of the benchmark score at a design (Prop. 1), term by term.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--n", "n", type=int, default=None, help="Scenarios (default: as many as in FILE).")
+@click.option("--m", "m", type=int, default=1, show_default=True, help="Generations per scenario.")
+@click.option("--k", "k", type=int, default=1, show_default=True,
+              help="Judges scoring every cell (the same K judges throughout).")
+@click.option("--k-total", "k_total", type=int, default=None, help="Panel size (default: the judges in FILE).")
+@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
+              help="Estimator backend for the components.")
+@click.option("--model", default=None, help="Only this model.")
+@scores_options
+@format_option
+def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, model: str | None,
+             columns: str | None, duplicates: str, composite: bool, fmt: str) -> None:
+    """Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)(K_tot − K)/(K_tot − 1) per model of FILE."""
+    import math
+
+    import pandas as pd
+
+    from cjstats.estimators import estimate
+    from cjstats.exceptions import CjstatsError
+    from cjstats.variance import variance_contributions
+
+    scores = load_scores(file, columns, duplicates, composite)
+    if model is not None:
+        scores = scores.subset(models=[model])
+    fit = estimate(scores, method)
+    keys = ["model", "criterion"] if fit.has_criterion else ["model"]
+    rows, folded = [], False
+    for key, part in fit.components.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        est = dict(zip(part["component"], part["estimate"].astype(float)))
+        des = fit.design
+        for name, value in zip(keys, key):
+            des = des[des[name].astype(str) == str(value)]
+        nn = int(des["n_scenarios"].iloc[0]) if n is None else n
+        kt = int(des["n_judges"].iloc[0]) if k_total is None else k_total
+        s2b = est["generation"]
+        if math.isnan(s2b):
+            if m > 1:
+                raise CjstatsError(f"FILE has one generation per scenario, so the generation variance is not "
+                                   f"identifiable and --m {m} cannot be evaluated; use --m 1.")
+            s2b, folded = 0.0, True
+        c = variance_contributions(est["scenario"], s2b, est["residual"], est["judge_panel"], n=nn, m=m, k=k,
+                                   k_total=kt)
+        total = sum(c.values())
+        rows.append({**dict(zip(keys, key)), "n": nn, "m": m, "k": k, "k_total": kt, "variance": total,
+                     "se": math.sqrt(total), **c, "judge_share": c["judge_panel"] / total if total else 0.0})
+    out = pd.DataFrame(rows)
+    note = ("\nscenario holds scenario + generation (m = 1 in FILE: generation not identifiable)." if folded else "")
+    text = ("Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
+            + out.to_string(index=False, float_format=lambda v: f"{v:.4g}") + note)
+    emit_frame(out, fmt, text=text)

@@ -1,0 +1,270 @@
+"""Schedules: balance, determinism, the single-judge trap, weighted round robin, and the realised variance.
+
+Monte Carlo checks of realised_variance compare a variance from R = 40,000 replicates with the formula within
+4 standard errors, SE = sqrt((m4 - m2^2)/R) from the sample's fourth moment (about 0.7% of the variance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cjstats.exceptions import CjstatsError
+from cjstats.plan import (
+    all_judges_schedule, apportion, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
+)
+from cjstats.simulate import TABLE3_MTBENCH, panel_offsets
+from cjstats.variance import grand_mean_variance, leftover_judge_variance, strategy_variance
+
+QWEN = TABLE3_MTBENCH["Qwen"]
+COMPS = {c: QWEN[c] for c in ("scenario", "generation", "residual", "judge_panel")}
+JUDGES = ["a", "b", "c", "d", "e"]
+R = 40_000
+
+
+def var_and_se(x: np.ndarray) -> tuple[float, float]:
+    d = x - x.mean()
+    m2, m4 = np.mean(d**2), np.mean(d**4)
+    return float(np.var(x, ddof=1)), float(math.sqrt((m4 - m2 * m2) / x.size))
+
+
+def simulate(schedule: pd.DataFrame, *, weights: np.ndarray, offsets: np.ndarray, reps: int, rng,
+             relabel: bool = True, resid_sd: np.ndarray | None = None) -> np.ndarray:
+    """Replicates of sum_c w_c X_c on a concrete schedule under Eq. 1 (scenarios resampled)."""
+    s = pd.factorize(schedule["scenario"])[0]
+    c = pd.MultiIndex.from_arrays([schedule["scenario"], schedule["generation"]]).factorize()[0]
+    j = pd.Index(JUDGES).get_indexer(schedule["judge"].astype(str))
+    sd = np.full(len(JUDGES), math.sqrt(QWEN["residual"])) if resid_sd is None else resid_sd
+    y = rng.standard_normal((reps, len(schedule))) * sd[j]
+    y += (rng.standard_normal((reps, c.max() + 1)) * math.sqrt(QWEN["generation"]))[:, c]
+    y += (rng.standard_normal((reps, s.max() + 1)) * math.sqrt(QWEN["scenario"]))[:, s]
+    g = offsets[np.argsort(rng.random((reps, offsets.size)), axis=1)] if relabel else offsets[None, :]
+    y += g[:, j] if relabel else g[0, j]
+    return y @ weights
+
+
+class TestCyclicBalance:
+    @pytest.mark.parametrize("n, m", [(7, 3), (10, 1), (1, 13), (12, 5)])
+    def test_every_judge_gets_an_equal_share_plus_minus_one(self, n, m):
+        plan = cyclic_schedule(n, JUDGES, generations=m, seed=0)
+        audit = schedule_audit(plan, judges=JUDGES)
+        assert len(plan) == n * m and audit.imbalance <= 1 and audit.balanced
+        assert audit.repeated_judge_generations == 0
+        assert (plan.groupby(["scenario", "generation"]).size() == 1).all()
+
+    def test_exactly_equal_within_a_scenario_when_its_budget_is_a_multiple(self):
+        plan = cyclic_schedule(9, JUDGES, generations=10, seed=1)
+        audit = schedule_audit(plan)
+        assert audit.within_scenario_imbalance == 0 and audit.imbalance == 0
+        assert (audit.per_scenario.to_numpy() == 2).all()
+
+    def test_no_single_judge_trap_with_one_generation(self):
+        plan = cyclic_schedule(20, JUDGES, generations=1, seed=2)
+        audit = schedule_audit(plan, judges=JUDGES)
+        assert audit.judges_used == 5 and not audit.single_judge
+        assert audit.per_judge["calls"].tolist() == [4] * 5
+
+    def test_the_trap_is_detected(self):
+        """Restarting the rotation at judge 0 in every scenario with m = 1: every call goes to one judge."""
+        n = 20
+        trap = pd.DataFrame({"scenario": range(n), "generation": 0, "judge": [JUDGES[0 % 5] for _ in range(n)]})
+        audit = schedule_audit(trap, judges=JUDGES)
+        assert audit.single_judge and not audit.balanced and "WARNING: a single judge" in audit.as_text()
+        # and its variance carries the whole judge term of Proposition 1 with K = 1
+        rv = realised_variance(trap, COMPS, judges=JUDGES)
+        assert rv.total == pytest.approx(grand_mean_variance(*COMPS.values(), n=n, m=1, k=1, k_total=5), rel=1e-12)
+
+    def test_rotation_unit_scenario(self):
+        plan = cyclic_schedule(10, JUDGES, generations=3, seed=3, unit="scenario")
+        per = plan.groupby("scenario")["judge"].nunique()
+        assert (per == 1).all()
+        assert schedule_audit(plan).imbalance == 0      # 10 scenarios x 3 calls over 5 judges: 6 each
+
+    def test_judges_per_generation(self):
+        plan = cyclic_schedule(7, JUDGES, generations=2, judges_per_generation=3, seed=4)
+        assert (plan.groupby(["scenario", "generation"])["judge"].nunique() == 3).all()
+        assert schedule_audit(plan).imbalance <= 1
+        full = cyclic_schedule(4, JUDGES, generations=2, judges_per_generation=5, seed=4)
+        assert (full.groupby(["scenario", "generation"])["judge"].nunique() == 5).all()
+
+
+class TestDeterminism:
+    def test_same_seed_same_schedule(self):
+        a = cyclic_schedule(30, JUDGES, generations=2, seed=42)
+        b = cyclic_schedule(30, JUDGES, generations=2, seed=42)
+        pd.testing.assert_frame_equal(a, b)
+        c = cyclic_schedule(30, JUDGES, generations=2, seed=43)
+        assert not a.equals(c)
+        pd.testing.assert_frame_equal(random_schedule(8, JUDGES, seed=5), random_schedule(8, JUDGES, seed=5))
+
+    def test_seed_shuffles_scenarios_and_judges(self):
+        orders = {tuple(cyclic_schedule(6, JUDGES, seed=s)["scenario"]) for s in range(20)}
+        firsts = {cyclic_schedule(6, JUDGES, seed=s)["judge"].iloc[0] for s in range(20)}
+        assert len(orders) > 10 and firsts == set(JUDGES)
+
+    def test_labels_are_kept(self):
+        plan = cyclic_schedule(["q1", "q2", "q3"], JUDGES, generations=2, seed=0)
+        assert set(plan["scenario"]) == {"q1", "q2", "q3"} and list(plan.columns) == ["scenario", "generation", "judge"]
+
+
+class TestModels:
+    def test_same_assignment_for_every_model(self):
+        plan = cyclic_schedule(6, JUDGES, generations=2, seed=1, models=["gpt", "llama"])
+        assert list(plan.columns) == ["model", "scenario", "generation", "judge"]
+        a = plan[plan["model"] == "gpt"].drop(columns="model").reset_index(drop=True)
+        b = plan[plan["model"] == "llama"].drop(columns="model").reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b)
+        assert schedule_audit(plan).same_assignment_across_models is True
+
+    def test_audit_flags_different_assignments(self):
+        a = cyclic_schedule(6, JUDGES, seed=1).assign(model="x")
+        b = cyclic_schedule(6, JUDGES, seed=2).assign(model="y")
+        audit = schedule_audit(pd.concat([a, b]))
+        assert audit.same_assignment_across_models is False and "confounded" in audit.as_text()
+
+
+class TestWeightedRoundRobin:
+    def test_apportion_is_within_one_of_the_quota(self):
+        shares = np.array([0.5, 0.3, 0.15, 0.05])
+        for total in (1, 7, 20, 101):
+            b = apportion(total, shares)
+            assert b.sum() == total and (np.abs(b - total * shares) < 1).all()
+
+    def test_counts_follow_shares_and_spread_evenly(self):
+        shares = {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.07, "e": 0.03}
+        plan = cyclic_schedule(50, JUDGES, generations=4, seed=3, shares=shares)
+        counts = plan["judge"].value_counts().reindex(JUDGES)
+        assert (np.abs(counts.to_numpy() - 200 * np.array(list(shares.values()))) < 1).all()
+        # every prefix of the rotation holds each judge within +-1 of its quota
+        seq = plan["judge"].to_numpy()
+        for j in shares:
+            running = np.cumsum(seq == j)
+            quota = np.arange(1, len(seq) + 1) * counts[j] / len(seq)
+            assert np.abs(running - quota).max() <= 1.0 + 1e-9
+
+    def test_equal_shares_give_the_plain_rotation(self):
+        a = cyclic_schedule(10, JUDGES, generations=2, seed=8)
+        b = cyclic_schedule(10, JUDGES, generations=2, seed=8, shares=[1, 1, 1, 1, 1])
+        pd.testing.assert_frame_equal(a, b)
+
+    def test_a_judge_without_a_call_is_an_error(self):
+        with pytest.raises(CjstatsError, match="leaves judge 'e' without a call"):
+            cyclic_schedule(20, JUDGES, seed=0, shares=[10, 10, 10, 10, 0.01])
+
+
+class TestBaselines:
+    def test_all_judges_with_a_non_multiple_budget(self):
+        plan = all_judges_schedule(8, JUDGES, budget=7, seed=1)
+        assert (plan.groupby("scenario").size() == 7).all()
+        partial = plan[plan["generation"] == 1]
+        assert (partial.groupby("scenario")["judge"].nunique() == 2).all()
+        assert schedule_audit(plan).imbalance <= 1
+
+    def test_random_schedule_draws_distinct_judges_per_generation(self):
+        plan = random_schedule(200, JUDGES, generations=3, judges_per_generation=2, seed=1)
+        assert (plan.groupby(["scenario", "generation"])["judge"].nunique() == 2).all()
+        counts = plan["judge"].value_counts()
+        expected = len(plan) / 5
+        assert (np.abs(counts - expected) < 4 * math.sqrt(expected)).all()
+
+
+class TestRealisedVariance:
+    def test_balanced_schedules_reproduce_the_closed_forms(self):
+        n = 6
+        for budget in (5, 7, 12):
+            cyc = realised_variance(cyclic_schedule(n, JUDGES, generations=budget, seed=0), COMPS)
+            pred = strategy_variance("cyclic", s2_generation=QWEN["generation"], s2_residual=QWEN["residual"],
+                                     s2_judge_panel=QWEN["judge_panel"], budget=budget, n=n, k_total=5,
+                                     s2_scenario=QWEN["scenario"])
+            assert cyc.total == pytest.approx(pred, rel=1e-12)
+            assert cyc.judge == pytest.approx(leftover_judge_variance(QWEN["judge_panel"], calls=n * budget,
+                                                                      k_total=5), abs=1e-15)
+            alls = realised_variance(all_judges_schedule(n, JUDGES, budget=budget, seed=0), COMPS,
+                                     scenario_term=False)
+            assert alls.total == pytest.approx(strategy_variance(
+                "all", s2_generation=QWEN["generation"], s2_residual=QWEN["residual"],
+                s2_judge_panel=QWEN["judge_panel"], budget=budget, n=n, k_total=5), rel=1e-12)
+
+    @pytest.mark.parametrize("estimator", ["mean", "poststratified"])
+    def test_after_random_call_failures(self, estimator):
+        plan = cyclic_schedule(8, JUDGES, generations=4, seed=5)
+        failed = np.random.default_rng(6).random(len(plan)) < 0.3
+        plan = plan.assign(ok=~failed)
+        rv = realised_variance(plan, COMPS, completed="ok", estimator=estimator, judges=JUDGES)
+        kept = plan[plan["ok"]].reset_index(drop=True)
+        assert rv.calls == len(kept) and rv.calls_dropped == int(failed.sum())
+        b = kept["judge"].value_counts().reindex(JUDGES).to_numpy()
+        j = pd.Index(JUDGES).get_indexer(kept["judge"])
+        w = np.full(len(kept), 1 / len(kept)) if estimator == "mean" else 1 / (5 * b[j])
+        x = simulate(kept, weights=w, offsets=panel_offsets(5, QWEN["judge_panel"]), reps=R,
+                     rng=np.random.default_rng(7))
+        v, se = var_and_se(x)
+        assert abs(v - rv.total) <= 4 * se
+        # ignoring the failures (the balanced formula) would be wrong here
+        naive = realised_variance(plan.drop(columns="ok"), COMPS, estimator=estimator).total
+        assert abs(v - naive) > 4 * se
+
+    def test_fixed_offsets_give_a_mean_squared_error(self):
+        """With the panel's actual offsets (no relabelling) the judge term is a squared bias."""
+        plan = cyclic_schedule(3, JUDGES, generations=3, seed=2)      # 9 calls: 4 judges x2, 1 judge x1
+        g = panel_offsets(5, QWEN["judge_panel"])
+        offsets = dict(zip(JUDGES, g))
+        rv = realised_variance(plan, COMPS, judge_view="fixed", judge_offsets=offsets)
+        x = simulate(plan, weights=np.full(len(plan), 1 / len(plan)), offsets=g, reps=R,
+                     rng=np.random.default_rng(3), relabel=False)
+        mse = np.mean(x**2)
+        se = math.sqrt(np.var(x**2) / R)
+        assert abs(mse - rv.total) <= 4 * se
+        assert rv.judge_bias == pytest.approx(np.mean(x), abs=4 * math.sqrt(np.var(x) / R))
+
+    def test_judge_specific_residuals(self):
+        plan = cyclic_schedule(6, JUDGES, generations=5, seed=9)
+        sd = np.sqrt(np.array([0.5, 1.0, 1.5, 2.0, 3.0]))
+        rv = realised_variance(plan, COMPS, residual_by_judge=dict(zip(JUDGES, sd**2)))
+        x = simulate(plan, weights=np.full(len(plan), 1 / len(plan)), offsets=panel_offsets(5, QWEN["judge_panel"]),
+                     reps=R, rng=np.random.default_rng(10), resid_sd=sd)
+        v, se = var_and_se(x)
+        assert abs(v - rv.total) <= 4 * se
+
+    def test_from_a_fit_uses_its_judges(self, small_balanced_scores):
+        import cjstats as cj
+
+        fit = cj.estimate(small_balanced_scores)
+        judges = sorted(small_balanced_scores.judges)
+        plan = cyclic_schedule(12, judges, generations=3, seed=0)
+        rv = realised_variance(plan, fit, model="Qwen")
+        est = fit.estimates("Qwen")
+        assert rv.total == pytest.approx(strategy_variance(
+            "cyclic", s2_generation=est["generation"], s2_residual=est["residual"], s2_judge_panel=est["judge_panel"],
+            budget=3, n=12, k_total=4, s2_scenario=est["scenario"]), rel=1e-12)
+
+    def test_errors(self):
+        plan = cyclic_schedule(4, JUDGES, seed=0)
+        with pytest.raises(CjstatsError, match="Every call of the schedule failed"):
+            realised_variance(plan, COMPS, completed=np.zeros(len(plan), bool))
+        with pytest.raises(CjstatsError, match="has no 'judge_panel'"):
+            realised_variance(plan, {"scenario": 1.0, "generation": 1.0, "residual": 1.0})
+        with pytest.raises(CjstatsError, match="not in the panel"):
+            realised_variance(plan, COMPS, judges=["a", "b"])
+        with pytest.raises(CjstatsError, match="needs the judge offsets"):
+            realised_variance(plan, COMPS, judge_view="fixed")
+        with pytest.raises(CjstatsError, match="has no column 'judge'"):
+            realised_variance(plan.drop(columns="judge"), COMPS)
+
+
+class TestInputErrors:
+    @pytest.mark.parametrize("kwargs, match", [
+        (dict(judges=["a", "a"]), "lists judge 'a' more than once"),
+        (dict(judges_per_generation=6), "at most the panel size 5"),
+        (dict(scenarios=0), "'scenarios' argument of cyclic_schedule must be an integer >= 1"),
+        (dict(scenarios=["x", "x"]), "lists scenario 'x' more than once"),
+        (dict(unit="call"), "'unit' argument of cyclic_schedule must be one of"),
+        (dict(shares={"a": 1.0}), "gives no share for judge 'b'"),
+    ])
+    def test_one_sentence_errors(self, kwargs, match):
+        args = {"scenarios": 5, "judges": JUDGES, **kwargs}
+        with pytest.raises(CjstatsError, match=match):
+            cyclic_schedule(args.pop("scenarios"), args.pop("judges"), **args)
