@@ -129,3 +129,22 @@ class TestDemo:
         for text in ("cjstats demo: 'hanna'", "Design: 11 models x 96 scenarios x 1 generation(s) x 5 judges",
                      "Judge offsets gamma[l]", "F-test", "Top model by judge"):
             assert text in r.output
+
+
+class TestOptionParsing:
+    def test_duplicate_mapping_key_is_one_sentence(self):
+        from cjstats import CjstatsError
+        from cjstats.cli._app import parse_mapping
+
+        with pytest.raises(CjstatsError, match=r"names 'a' twice \(a=1 and a=2\)"):
+            parse_mapping("a=1,b=3,a=2", option="--costs")
+
+    def test_unwritable_output_is_one_sentence(self, tmp_path):
+        import subprocess
+        import sys
+
+        r = subprocess.run([sys.executable, "-c", "from cjstats.cli import main; main()", "plan", "--scenarios", "4",
+                            "--judges", "a,b", "--out", str(tmp_path / "no" / "dir" / "plan.csv")],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+        assert r.stderr.startswith("Could not use")

@@ -38,9 +38,12 @@ def run_group(group: click.Group) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         abort("Aborted.")
-    except (CjstatsError, FileNotFoundError) as exc:
+    except (CjstatsError, OSError) as exc:
         if os.environ.get("CJSTATS_DEBUG") == "1":
             raise
+        if isinstance(exc, OSError) and not isinstance(exc, CjstatsError):
+            where = f" `{exc.filename}`" if getattr(exc, "filename", None) else ""
+            abort(f"Could not use{where}: {exc.strerror or exc}.")
         abort(str(exc))
 
 
@@ -86,8 +89,10 @@ def parse_mapping(text: str | None, *, option: str) -> dict[str, str]:
         if "=" not in item:
             raise CjstatsError(f"The option {option} takes name=value pairs separated by commas, such as "
                                f"'rater=judge,item=scenario'. Got {item!r}.")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
+        k, v = (x.strip() for x in item.split("=", 1))
+        if k in out:
+            raise CjstatsError(f"The option {option} names '{k}' twice ({k}={out[k]} and {k}={v}); give each once.")
+        out[k] = v
     return out
 
 
