@@ -263,3 +263,19 @@ class TestOptions:
     def test_unknown_interval_is_one_sentence(self, small_balanced_scores):
         with pytest.raises(cj.CjstatsError, match="'interval' argument"):
             cj.estimate(small_balanced_scores, interval="wald")
+
+
+class TestRealData:
+    def test_reproduces_the_data_curators_independent_two_way_anova_on_hanna(self):
+        # ../shared/data/hanna/SOURCE.md (computed separately when the data was converted): GPT-2, Coherence,
+        # prompt 1, 96 scenarios x 5 judges: offsets ChatGPT -0.98, Llama-13B +0.61, OrcaPlatypus +0.43,
+        # Beluga 0.00, Mistral -0.06; scenario variance ~0.11, residual ~0.29 (quoted to 2 decimals).
+        s = cj.datasets.load("hanna").subset(models=["GPT-2"], criteria=["Coherence"])
+        fit = cj.estimate(s)
+        off = dict(zip(fit.judge_offsets["judge"], fit.judge_offsets["estimate"]))
+        expected = {"ChatGPT": -0.98, "Llama-13B": 0.61, "OrcaPlatypus": 0.43, "Beluga-13B": 0.00, "Mistral-7B": -0.06}
+        for judge, value in expected.items():
+            assert off[judge] == pytest.approx(value, abs=0.005), judge
+        est = fit.estimates()
+        assert est["scenario"] == pytest.approx(0.11, abs=0.005)
+        assert est["residual"] == pytest.approx(0.29, abs=0.01)
