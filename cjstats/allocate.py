@@ -18,6 +18,7 @@ and the saving against equal cycling; :func:`cjstats.plan.cyclic_schedule` with 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,19 @@ from scipy import optimize, stats
 
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
-from cjstats.variance import design_coefficients, neyman_shares, poststratified_variance
+from cjstats.plan import COMPONENTS as _COMP
+from cjstats.plan import _fit_group, _largest_remainder, _rng
+from cjstats.variance import (
+    _bisect_first,
+    _first_true,
+    _last_true,
+    _next_multiple,
+    _period,
+    _to_int,
+    design_coefficients,
+    neyman_shares,
+    poststratified_variance,
+)
 
 __all__ = ["optimise", "Allocation", "OPTIMISE_STRATEGIES", "cost_weighted_allocation", "WeightedAllocation",
            "poststratified_mean", "judge_residual_variances", "allocation_section"]
@@ -39,7 +52,7 @@ __all__ = ["optimise", "Allocation", "OPTIMISE_STRATEGIES", "cost_weighted_alloc
 #: ``weighted``: one judge per generation at Neyman/Cochran frequencies, post-stratified mean.
 OPTIMISE_STRATEGIES: tuple[str, ...] = ("cyclic", "random", "all", "weighted")
 
-_COMP = ("scenario", "generation", "residual", "judge_panel")
+_TOL = 1e-12          # relative slack when comparing a cost with the budget or a variance with the target
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -57,56 +70,41 @@ class _Inputs:
     criterion: str | None
 
 
-def _select(frame: pd.DataFrame, model: str, criterion: str | None) -> pd.Series:
-    sel = frame["model"].astype(str) == str(model)
-    if criterion is not None and "criterion" in frame.columns:
-        sel &= frame["criterion"].astype(str) == str(criterion)
-    return sel
-
-
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
-    from cjstats.components import VarianceComponents
-
-    if isinstance(fit, Mapping):
-        missing = [c for c in _COMP if c not in fit]
-        if missing:
-            raise CjstatsError(f"The components passed to {caller} have no '{missing[0]}' (need: {', '.join(_COMP)}).")
-        point = np.array([float(fit[c]) for c in _COMP])
-        gen_ok = math.isfinite(point[1])
-        return _Inputs(point=np.where(np.isfinite(point), point, 0.0), lower=None, upper=None, ci_level=0.95,
-                       draws=None, judges=None, n_data=None, generation_identifiable=gen_ok, model=model,
-                       criterion=criterion)
-    if not isinstance(fit, VarianceComponents):
-        raise CjstatsError(f"{caller} takes a VarianceComponents result (from cjstats.estimate) or a mapping of "
-                           f"components. Got {type(fit).__name__} instead.")
-    fit.estimates(model=model, criterion=criterion)          # one clear sentence when the group is ambiguous
-    t = fit.components
-    model = str(model) if model is not None else str(t["model"].iloc[0])
-    if fit.has_criterion and criterion is None:
-        criterion = str(t.loc[t["model"].astype(str) == model, "criterion"].iloc[0])
-    rows = t[_select(t, model, criterion)].set_index("component")
-    point = np.array([float(rows.at[c, "estimate"]) for c in _COMP])
-    lower = np.array([float(rows.at[c, "lower"]) for c in _COMP])
-    upper = np.array([float(rows.at[c, "upper"]) for c in _COMP])
-    gen_ok = bool(math.isfinite(point[1]))
+    """The optimiser's view of one group (built on :func:`cjstats.plan._fit_group`, the one extractor)."""
+    g = _fit_group(fit, model, criterion, caller)
+    gen_ok = g.generation_identifiable
+    point = np.array([g.estimates[c] for c in _COMP])
+    lower = upper = None
+    if g.lower is not None:
+        lower = np.array([g.lower[c] for c in _COMP])
+        upper = np.array([g.upper[c] for c in _COMP])
     for a in (point, lower, upper):
-        if not gen_ok:
+        if a is not None and not gen_ok:
             a[1] = 0.0
-    lower = np.where(np.isfinite(lower), np.maximum(lower, 0.0), point)
-    upper = np.where(np.isfinite(upper), upper, point)
-    draws = None
-    if fit.draws is not None and not fit.draws.empty:
-        d = fit.draws[_select(fit.draws, model, criterion)]
-        if not d.empty:
-            draws = d[list(_COMP)].to_numpy(dtype=float)
-            draws = np.where(np.isfinite(draws), np.maximum(draws, 0.0), 0.0)
-    off = fit.judge_offsets
-    judges = off.loc[_select(off, model, criterion), "judge"].astype(str).tolist() if not off.empty else None
-    des = fit.design[_select(fit.design, model, criterion)]
-    n_data = int(des["n_scenarios"].iloc[0]) if not des.empty else None
-    return _Inputs(point=point, lower=lower, upper=upper, ci_level=float(fit.ci_level), draws=draws,
-                   judges=judges or None, n_data=n_data, generation_identifiable=gen_ok, model=model,
-                   criterion=criterion)
+    if lower is not None:
+        lower = np.where(np.isfinite(lower), np.maximum(lower, 0.0), point)
+        upper = np.where(np.isfinite(upper), upper, point)
+    draws = None if g.draws is None else np.where(np.isfinite(g.draws), np.maximum(g.draws, 0.0), 0.0)
+    return _Inputs(point=point, lower=lower, upper=upper, ci_level=g.ci_level, draws=draws, judges=g.judges,
+                   n_data=g.n_scenarios, generation_identifiable=gen_ok, model=g.model, criterion=g.criterion)
+
+
+def _with_residual(inp: _Inputs, value: float) -> _Inputs:
+    """Replace the residual component by ``value``, scaling its interval and draws in proportion."""
+    old = float(inp.point[2])
+    scale = value / old if old > 0 else None
+
+    def fix(a: np.ndarray | None, axis_last: bool = False) -> np.ndarray | None:
+        if a is None:
+            return None
+        a = a.copy()
+        idx = (..., 2) if axis_last else 2
+        a[idx] = a[idx] * scale if scale is not None else value
+        return a
+
+    return dataclasses.replace(inp, point=fix(inp.point), lower=fix(inp.lower), upper=fix(inp.upper),
+                               draws=fix(inp.draws, axis_last=True))
 
 
 def _interval_draws(inp: _Inputs, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -181,29 +179,29 @@ def _costs(judge_costs: Mapping[str, float] | None, judges: list[str] | None, k_
     return list(order), prices
 
 
-def _rho(residual_by_judge: Mapping[str, float] | None, names: list[str], s2e: float, caller: str) -> np.ndarray:
-    """Per-judge residual variances relative to their mean (mean 1), so σ²_ε,l = rho_l σ²_ε."""
+def _residual_by_judge(residual_by_judge: Mapping[str, float] | None, names: list[str],
+                       caller: str) -> np.ndarray | None:
+    """σ²_ε,l per panel judge as absolute residual variances (the one meaning of ``residual_by_judge``)."""
     if residual_by_judge is None:
-        return np.ones(len(names))
-    missing = [j for j in names if j not in residual_by_judge]
+        return None
+    if not isinstance(residual_by_judge, Mapping):
+        raise CjstatsError(f"The 'residual_by_judge' argument of {caller} must map each judge to its residual "
+                           f"variance, such as {{'gpt': 1.2, 'claude': 0.8}}. Got {residual_by_judge!r} instead.")
+    unknown = sorted(set(map(str, residual_by_judge)) - set(names))
+    if unknown:
+        raise CjstatsError(f"The 'residual_by_judge' argument of {caller} names judge '{unknown[0]}', which is not "
+                           f"in the panel ({', '.join(names)}).")
+    by_name = {str(k): v for k, v in residual_by_judge.items()}
+    missing = [j for j in names if j not in by_name]
     if missing:
         raise CjstatsError(f"The 'residual_by_judge' argument of {caller} has no value for judge '{missing[0]}'.")
-    v = np.array([check_number(f"residual_by_judge['{j}']", residual_by_judge[j], caller=caller, minimum=0.0)
-                  for j in names])
-    if v.mean() <= 0:
-        return np.ones(len(names))
-    return v / v.mean()
+    return np.array([check_number(f"residual_by_judge['{j}']", by_name[j], caller=caller, minimum=0.0)
+                     for j in names])
 
 
-def _apportion_rows(total: np.ndarray, shares: np.ndarray) -> np.ndarray:
-    """Largest-remainder integer counts per row: (rows, K) summing to ``total``."""
-    raw = total[:, None] * shares[None, :]
-    base = np.floor(raw + 1e-9)
-    left = total - base.sum(axis=1)
-    order = np.argsort(-(raw - base), axis=1, kind="stable")
-    pos = np.empty_like(order)
-    np.put_along_axis(pos, order, np.arange(shares.size)[None, :].repeat(len(total), 0), axis=1)
-    return (base + (pos < left[:, None])).astype(np.int64)
+def _free_judge_sentence(judge: str, caller: str, what: str) -> str:
+    return (f"Judge '{judge}' costs 0 per call and generation_cost is 0, so {what} of {caller} would give it every "
+            f"call; give it a positive price or a generation_cost.")
 
 
 # ---------------------------------------------------------------------------------------------- result
@@ -215,8 +213,9 @@ class Allocation:
     ----------
     table : DataFrame
         The best design of each (strategy, judges per generation), ranked: ``rank, strategy,
-        judges_per_generation, n, m, budget_per_scenario, calls, cost, variance, se, variance_lower,
-        variance_upper, p_best`` (and ``p_reaches_target`` with a target SE). ``p_best`` is the probability,
+        judges_per_generation, n, m, budget_per_scenario, calls, cost, max_cost, variance, se, variance_lower,
+        variance_upper, p_best`` (and ``p_reaches_target`` with a target SE). ``cost`` is the expected cost and
+        ``max_cost`` the most the design can cost (the budget binds on it). ``p_best`` is the probability,
         under the components' uncertainty, that the design has the lowest variance among the rows (with a
         target: that it is the cheapest row that reaches it).
     strategies : DataFrame
@@ -267,10 +266,11 @@ class Allocation:
                 f" (SE {pct} interval [{math.sqrt(r['variance_lower']):.4g}, {math.sqrt(r['variance_upper']):.4g}])")
         lines = [f"Allocation{who}: {goal}; K_tot = {self.k_total} judges; up to {self.n_max} scenarios",
                  f"Recommended: {r['strategy']}, {r['judges_per_generation']} judge(s) per generation, "
-                 f"n = {r['n']} scenarios x m = {r['m']} generations = {r['calls']} calls (cost {r['cost']:g}); "
+                 f"n = {r['n']} scenarios x m = {r['m']} generations = {r['calls']} calls (cost {r['cost']:g}"
+                 + (f", at most {r['max_cost']:g}" if r["max_cost"] > r["cost"] * (1 + _TOL) else "") + "); "
                  f"predicted SE {r['se']:.4g}{ival}; P(best) = {r['p_best']:.2f}",
                  "", "Best design per strategy (uncertainty: " + self.uncertainty + ")"]
-        cols = ["strategy", "judges_per_generation", "n", "m", "calls", "cost", "se", "variance_lower",
+        cols = ["strategy", "judges_per_generation", "n", "m", "calls", "cost", "max_cost", "se", "variance_lower",
                 "variance_upper", "p_best"]
         show = self.strategies[[c for c in cols if c in self.strategies.columns]].copy()
         show["se_lower"] = np.sqrt(show.pop("variance_lower"))
@@ -286,15 +286,126 @@ class Allocation:
 
 
 # ------------------------------------------------------------------------------------------- optimiser
-def _first_feasible_m(var_fn, m0: np.ndarray, target: float, m_cap: np.ndarray) -> np.ndarray:
-    """Raise m from m0 until var_fn(m) <= target (the leftover/rounding terms need a step or two)."""
-    m = m0.copy()
-    for _ in range(64):
-        bad = (var_fn(m) > target) & (m <= m_cap)
-        if not bad.any():
-            break
-        m = np.where(bad, m + 1, m)
-    return m
+def _design_costs(strategy: str, k: int, n: np.ndarray, m: np.ndarray, prices: np.ndarray,
+                  cg: float) -> tuple[np.ndarray, np.ndarray]:
+    """(expected cost, maximum cost) of n scenarios x m generations with k judges per generation.
+
+    ``all``: exactly n m (Σ c_l + c_gen). ``cyclic``: T = n m k calls in one rotation; every judge gets
+    q = T // K_tot calls and the r = T mod K_tot extra calls go to a random r-subset (seeded judge shuffle):
+    expected T mean(c) + n m c_gen, at most q Σ c_l + (the r largest prices) + n m c_gen. ``random``: k judges
+    drawn per generation: expected as cyclic, at most n m (the k largest prices + c_gen).
+    """
+    kt = prices.size
+    top = np.concatenate([[0.0], np.cumsum(np.sort(prices)[::-1])])          # top[r]: the r dearest judges
+    gens = n * m
+    if strategy == "all":
+        c = gens * (prices.sum() + cg)
+        return c, c
+    expected = gens * (cg + k * prices.mean())
+    if strategy == "random":
+        return expected, gens * (cg + top[k])
+    q, r = np.divmod(np.asarray(gens * k, dtype=np.int64), kt)
+    return expected, q * prices.sum() + top[r] + gens * cg
+
+
+def _uniform_designs(strategy: str, k: int, n: np.ndarray, inp: _Inputs, kt: int, prices: np.ndarray, cg: float,
+                     budget: float | None, target_v: float | None, m_cap: int) -> pd.DataFrame | None:
+    """The best m for every n of one (strategy, k): the most generations affordable in the worst case, or the
+    fewest that reach the target (found exactly: see :func:`cjstats.variance.scenarios_for_target_se`)."""
+    assignment = "random" if strategy == "random" else "cyclic"
+    point = inp.point
+    n_int = n.astype(np.int64)
+
+    def variance(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+        c = design_coefficients(n=n[rows], m=m, k=k, k_total=kt, assignment=assignment)
+        return sum(c[name] * v for name, v in zip(_COMP, point))
+
+    if target_v is None:
+        per_gen = cg + k * prices.mean()                      # expected <= maximum cost: an upper bound on m
+        hi = np.minimum(_to_int(budget / (n * per_gen) * (1 + _TOL), m_cap), m_cap)
+        over = _bisect_first(lambda r, x: _design_costs(strategy, k, n[r], x, prices, cg)[1] > budget * (1 + _TOL),
+                             np.ones_like(hi), hi)
+        m = over - 1                                          # the last m whose maximum cost fits the budget
+    else:
+        # V(m) = s2a/n + P/m + J(m) with J >= 0 the leftover of a rotation (zero when n m k is a multiple of
+        # K_tot); P/m <= room is necessary, and the next such m is sufficient: at most K_tot steps apart.
+        c1 = design_coefficients(n=n, m=1, k=k, k_total=kt, assignment=assignment)
+        per_m = c1["generation"] * point[1] + c1["residual"] * point[2] + (
+            c1["judge_panel"] * point[3] if assignment == "random" else 0.0)
+        room = target_v - c1["scenario"] * point[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(room > 0, per_m / np.where(room > 0, room, 1.0), np.inf)
+        lo = np.maximum(1, _to_int(ratio * (1 - 1e-9), m_cap + 1))
+        p = _period(n_int * k, kt) if assignment == "cyclic" else np.ones_like(n_int)
+        hi = _next_multiple(np.maximum(1, _to_int(ratio * (1 + 1e-9), m_cap + 1) + 1), p) + p
+        hi = np.minimum(hi, m_cap)
+        m = _first_true(lambda r, x: variance(r, x) <= target_v, lo, hi)
+        m = np.where((room > 0) & (m <= hi), m, 0)
+    ok = m >= 1
+    if not ok.any():
+        return None
+    nn, mm = n[ok], m[ok].astype(float)
+    c = design_coefficients(n=nn, m=mm, k=k, k_total=kt, assignment=assignment)
+    cost, max_cost = _design_costs(strategy, k, nn, mm, prices, cg)
+    return pd.DataFrame({"strategy": strategy, "judges_per_generation": k, "n": nn.astype(np.int64),
+                         "m": mm.astype(np.int64), "calls": (nn * mm * k).astype(np.int64), "cost": cost,
+                         "max_cost": max_cost, **{f"c_{name}": c[name] for name in _COMP}})
+
+
+def _weighted_designs(n: np.ndarray, shares: np.ndarray, price: np.ndarray, rho: np.ndarray, point: np.ndarray,
+                      budget: float | None, target_v: float | None, m_cap: int) -> pd.DataFrame | None:
+    """Designs of the cost-weighted strategy: n scenarios x m generations, one judge per generation.
+
+    Judge l gets b_l = :func:`cjstats.plan._largest_remainder` (n m, shares)_l calls, exactly the counts that
+    ``cyclic_schedule(..., shares=)`` realises, so the cost Σ_l b_l (c_l + c_gen) (``price``) is exact. Budget:
+    the largest affordable m (since T s·price − Σ price < cost < T s·price + Σ price, only a short window of m
+    is checked). Target: the first m that reaches it; floor(T s_l) <= b_l <= floor(T s_l) + 1 bound the variance
+    from both sides, monotonically in m, and the window between the two bounds is searched exactly.
+    """
+    kt = shares.size
+    s2a, s2b, s2e, _ = point
+    call_var = s2b + rho * s2e                                 # σ²_β + σ²_ε,l: one call of judge l
+    n_int = n.astype(np.int64)
+
+    def counts(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+        return _largest_remainder(n_int[rows] * m, shares)
+
+    def variance(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+        b = counts(rows, m)
+        with np.errstate(divide="ignore"):
+            return s2a / n[rows] + np.where(b > 0, 1.0 / np.maximum(b, 1), np.inf) @ call_var / kt**2
+
+    def bound(rows: np.ndarray, m: np.ndarray, extra: int) -> np.ndarray:
+        base = np.floor((n_int[rows] * m).astype(float)[:, None] * shares[None, :]) + extra
+        with np.errstate(divide="ignore"):
+            return s2a / n[rows] + np.where(base > 0, 1.0 / np.maximum(base, 1), np.inf) @ call_var / kt**2
+
+    if target_v is None:
+        sp, psum = float(shares @ price), float(price.sum())
+        hi = np.minimum(_to_int((budget + psum) / (n * sp), m_cap), m_cap)
+        lo = np.minimum(np.maximum(1, _to_int((budget - psum) / (n * sp), m_cap)), np.maximum(hi, 1))
+        m = _last_true(lambda r, x: counts(r, x) @ price <= budget * (1 + _TOL), lo, hi)
+    else:
+        one = np.ones_like(n_int)
+        lo = _bisect_first(lambda r, x: bound(r, x, 1) <= target_v, one, np.full_like(n_int, m_cap))
+        hi = np.minimum(_bisect_first(lambda r, x: bound(r, x, 0) <= target_v, one, np.full_like(n_int, m_cap)),
+                        m_cap)
+        m = _first_true(lambda r, x: (variance(r, x) <= target_v) & (counts(r, x).min(axis=1) >= 1), lo, hi,
+                        max_elements=2**16)
+        m = np.where(m <= hi, m, 0)
+    rows = np.flatnonzero(m >= 1)
+    if rows.size == 0:
+        return None
+    b = counts(rows, m[rows])
+    rows, b = rows[b.min(axis=1) >= 1], b[b.min(axis=1) >= 1]
+    if rows.size == 0:
+        return None
+    inv = 1.0 / b
+    cost = b @ price
+    return pd.DataFrame({"strategy": "weighted", "judges_per_generation": 1, "n": n_int[rows], "m": m[rows],
+                         "calls": n_int[rows] * m[rows], "cost": cost, "max_cost": cost,
+                         "c_scenario": 1 / n[rows], "c_generation": inv.sum(axis=1) / kt**2,
+                         "c_residual": inv @ rho / kt**2, "c_judge_panel": 0.0})
 
 
 def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = None, n_max: int | None = None,
@@ -311,13 +422,14 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
         a mapping ``{scenario, generation, residual, judge_panel}`` of point values (no uncertainty then).
     budget : float, optional
         Total budget: judge calls when no prices are given, else money (calls x price + generations x
-        ``generation_cost``).
+        ``generation_cost``). A design is within budget when its MAXIMUM cost is (see Notes).
     k_total : int, optional
         Panel size (default: the fit's judges, or the priced judges).
     n_max : int, optional
         Scenarios available (default: the fit's n; required for a mapping).
     judge_costs : mapping, optional
-        Price per call of each panel judge. Unequal prices add the ``weighted`` strategy.
+        Price per call of each panel judge. Unequal prices add the ``weighted`` strategy. A money budget needs
+        a positive cost per generation (some positive price, or a ``generation_cost``).
     generation_cost : float
         Price of producing one generation (one model output).
     target_se : float, optional
@@ -325,7 +437,11 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     m_max : int, optional
         Most generations per scenario you can produce (1 is forced when the fit had m = 1).
     residual_by_judge : mapping, optional
-        σ²_ε,l per judge (e.g. :func:`judge_residual_variances`); unequal values add ``weighted``.
+        σ²_ε,l per judge as ABSOLUTE residual variances (e.g. :func:`judge_residual_variances`; the same meaning
+        as in :func:`cost_weighted_allocation` and :func:`cjstats.plan.realised_variance`). They replace the
+        fit's residual: the ``weighted`` strategy uses each σ²_ε,l, the others their mean (what an equal share
+        of calls per judge averages to), and the residual's interval is scaled by mean/estimate. Unequal values
+        add ``weighted``.
     strategies : sequence, optional
         Subset of :data:`OPTIMISE_STRATEGIES`.
     n_draws, seed
@@ -340,8 +456,15 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     -----
     Variances are the closed forms of :mod:`cjstats.variance` (Proposition 1 and Eqs. 3-5 with the leftover
     judge term; :func:`~cjstats.variance.poststratified_variance` for ``weighted``), including the scenario
-    term σ²_α/n because n is a design choice. Costs of ``cyclic`` and ``random`` use the panel's mean price per
-    call (exact in expectation; the rotation gives each judge the same number of calls +-1).
+    term σ²_α/n because n is a design choice. For each (strategy, judges per generation k) and each n the
+    search is exact: with a budget, the largest m whose maximum cost fits; with a target, the smallest m that
+    reaches it (the leftover and rounding terms are not monotone in m, so the window in which the answer must
+    lie is bounded in closed form and searched in full), and every row is checked against the target again.
+
+    ``cost`` is the expected cost and ``max_cost`` the most a design can cost: ``cyclic`` gives every judge
+    q = calls // K_tot calls and the r = calls mod K_tot extra calls to a random r-subset of the judges, so at
+    most q Σ c_l plus the r largest prices; ``random`` at most every call on the dearest judges; ``all`` and
+    ``weighted`` (whose counts :func:`cjstats.plan.cyclic_schedule` realises exactly) cost exactly ``cost``.
 
     Examples
     --------
@@ -363,12 +486,11 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
             raise CjstatsError(f"The 'target_se' argument of {caller} must be positive. Got {target_se!r} instead.")
     cg = check_number("generation_cost", generation_cost, caller=caller, minimum=0.0)
     n_draws = check_positive_int("n_draws", n_draws, caller=caller, minimum=10)
+    rng = _rng(seed, caller)
     inp = _inputs(fit, model, criterion, caller)
     names, prices = _costs(judge_costs, inp.judges, k_total, caller)
     kt = len(names)
     notes: list[str] = []
-    if kt < 1:
-        raise CjstatsError(f"{caller} needs a panel of at least one judge.")
     if inp.judges is not None and kt != len(inp.judges):
         notes.append(f"planning a panel of {kt} judges with the judge_panel component of the fit's "
                      f"{len(inp.judges)}-judge panel.")
@@ -381,15 +503,36 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
         m_cap = 1
         notes.append("generation is not identifiable (m = 1 in the data): designs use one generation per "
                      "scenario, and the scenario component holds scenario + generation.")
-    s2a, s2b, s2e, s2g = inp.point
-    rho = _rho(residual_by_judge, names, s2e, caller)
+    s2e_l = _residual_by_judge(residual_by_judge, names, caller)
+    if s2e_l is None:
+        rho = np.ones(kt)
+    else:
+        mean = float(s2e_l.mean())
+        rho = s2e_l / mean if mean > 0 else np.ones(kt)
+        notes.append(f"residual_by_judge: the per-judge residual variances (mean {mean:.4g}) replace the fit's "
+                     f"residual ({inp.point[2]:.4g})" + ("; its interval is scaled in proportion."
+                                                         if inp.lower is not None or inp.draws is not None else "."))
+        inp = _with_residual(inp, mean)
+    s2a, s2b, s2e, _ = inp.point
     unit = "calls" if judge_costs is None and cg == 0 else "money"
+    if cg + prices.mean() <= 0:
+        raise CjstatsError(f"Every judge price given to {caller} is 0 and generation_cost is 0, so designs cost "
+                           f"nothing; give the judges positive prices or a generation_cost (or leave judge_costs "
+                           f"out to count calls).")
     unequal = bool(np.ptp(prices) > 0 or np.ptp(rho) > 0)
+    explicit = strategies is not None
     if strategies is None:
         strategies = [s for s in OPTIMISE_STRATEGIES if s != "weighted" or unequal]
     strategies = [check_choice("strategies", s, OPTIMISE_STRATEGIES, caller=caller) for s in strategies]
     if not strategies:
         raise CjstatsError(f"The 'strategies' argument of {caller} is empty: give at least one strategy.")
+    free = [names[i] for i in np.flatnonzero(prices + cg <= 0)]
+    if "weighted" in strategies and free:
+        if explicit:
+            raise CjstatsError(_free_judge_sentence(free[0], caller, "the weighted strategy"))
+        strategies = [s for s in strategies if s != "weighted"]
+        notes.append(f"weighted left out: judge '{free[0]}' costs 0 per call (and generation_cost is 0), so the "
+                     f"Neyman/Cochran rule would give it every call.")
     sd = np.sqrt(s2b + rho * s2e)
     shares = neyman_shares(np.where(sd > 0, sd, 1.0), prices, generation_cost=cg) \
         if "weighted" in strategies else None
@@ -397,66 +540,49 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     n = np.arange(1, nmax + 1, dtype=float)
     frames = []
     for s in strategies:
-        ks = {"cyclic": range(1, max(kt, 2)), "random": range(1, max(kt, 2)), "all": [kt], "weighted": [1]}[s]
-        for k in ks:
-            if k > kt:
-                continue
-            if s == "weighted":
-                frames.append(_weighted_designs(n, shares, prices, cg, rho, inp.point, budget, target_v, m_cap))
-                continue
-            assignment = "random" if s == "random" else "cyclic"
-            per_gen = cg + (prices.sum() if s == "all" else k * prices.mean())
-
-            def var_fn(m: np.ndarray, n=n, k=k, assignment=assignment) -> np.ndarray:
-                c = design_coefficients(n=n, m=np.maximum(m, 1), k=k, k_total=kt, assignment=assignment)
-                return sum(c[name] * v for name, v in zip(_COMP, inp.point))
-
-            if target_v is None:
-                m = np.floor(budget / (n * per_gen) * (1 + 1e-12)) if per_gen > 0 else np.full_like(n, m_cap)
-                m = np.minimum(m, m_cap)
-            else:
-                c1 = design_coefficients(n=n, m=1, k=k, k_total=kt, assignment=assignment)
-                per_m = (c1["generation"] * s2b + c1["residual"] * s2e +
-                         (c1["judge_panel"] * s2g if assignment == "random" else 0.0))
-                room = target_v - s2a / n
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    m0 = np.where(room > 0, np.ceil(np.maximum(per_m / room, 1.0) * (1 - 1e-12)), np.inf)
-                m0 = np.where(np.isfinite(m0), np.minimum(m0, m_cap + 1), m_cap + 1)
-                m = _first_feasible_m(var_fn, np.maximum(m0, 1), target_v, np.full_like(n, m_cap))
-                m = np.where(m > m_cap, 0, m)
-                if budget is not None:
-                    m = np.where(n * m * per_gen <= budget * (1 + 1e-12), m, 0)
-            ok = m >= 1
-            if not ok.any():
-                continue
-            nn, mm = n[ok], m[ok]
-            c = design_coefficients(n=nn, m=mm, k=k, k_total=kt, assignment=assignment)
-            frames.append(pd.DataFrame({
-                "strategy": s, "judges_per_generation": k, "n": nn.astype(np.int64), "m": mm.astype(np.int64),
-                "calls": (nn * mm * k).astype(np.int64), "cost": nn * mm * per_gen,
-                **{f"c_{name}": c[name] for name in _COMP}}))
-    designs = pd.concat([f for f in frames if f is not None and not f.empty], ignore_index=True) \
-        if any(f is not None and not f.empty for f in frames) else pd.DataFrame()
+        if s == "weighted":
+            frames.append(_weighted_designs(n, shares, prices + cg, rho, inp.point, budget, target_v, m_cap))
+            continue
+        for k in ({"all": [kt]}.get(s) or range(1, max(kt, 2))):
+            frames.append(_uniform_designs(s, k, n, inp, kt, prices, cg, budget, target_v, m_cap))
+    frames = [f for f in frames if f is not None and not f.empty]
+    designs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not designs.empty:
+        designs["variance"] = designs[[f"c_{c}" for c in _COMP]].to_numpy() @ inp.point
+        if target_v is not None:                                      # re-check every row against the target
+            designs = designs[designs["variance"] <= target_v * (1 + _TOL)]
+    if target_v is not None and budget is not None and not designs.empty:
+        within = designs[designs["max_cost"] <= budget * (1 + _TOL)]
+        if within.empty:
+            best = designs.sort_values(["max_cost", "cost", "variance"], kind="stable").iloc[0]
+            raise CjstatsError(
+                f"No design reaches target_se={target_se:g} within budget {budget:g} {unit}: the cheapest that "
+                f"does ({best['strategy']}, n = {best['n']} scenarios x m = {best['m']} generation"
+                f"{'s' if best['m'] != 1 else ''} each) costs up to "
+                f"{best['max_cost']:g} {unit}; raise the budget to at least that.")
+        designs = within
     if designs.empty:
         if target_v is not None:
-            raise CjstatsError(f"No design reaches target_se={target_se:g}" + (
-                f" within budget {budget:g}" if budget is not None else "") + f" with at most {nmax} scenarios"
-                + (f" and {m_cap} generation(s) each" if m_cap < 10**7 else "") +
-                f": the scenario term alone gives SE {math.sqrt(s2a / nmax):.4g} at n = {nmax}.")
+            if s2a / nmax >= target_v:
+                raise CjstatsError(f"No design reaches target_se={target_se:g} with at most {nmax} scenarios: the "
+                                   f"scenario term alone gives SE {math.sqrt(s2a / nmax):.4g} at n = {nmax}.")
+            raise CjstatsError(f"No design reaches target_se={target_se:g} with at most {nmax} scenarios and "
+                               f"{m_cap} generation(s) each" + (" (generation is not identifiable)"
+                                                                if not inp.generation_identifiable else "")
+                               + "; allow more generations per scenario (m_max) or aim for a larger SE.")
         raise CjstatsError(f"The budget {budget:g} {unit} of {caller} does not pay for one generation of one "
-                           f"scenario; raise it.")
-    coef = designs[[f"c_{c}" for c in _COMP]].to_numpy()
-    designs["variance"] = coef @ inp.point
+                           f"scenario with the chosen strategies; raise it.")
+    designs = designs.copy()
     designs["se"] = np.sqrt(designs["variance"])
     designs["budget_per_scenario"] = designs["m"] * designs["judges_per_generation"]
     if target_v is None:
-        designs = designs.sort_values(["variance", "cost", "n"], ascending=[True, True, False], kind="stable")
+        designs = designs.sort_values(["variance", "max_cost", "cost", "n"], ascending=[True, True, True, False],
+                                      kind="stable")
     else:
-        designs = designs.sort_values(["cost", "variance"], kind="stable")
+        designs = designs.sort_values(["cost", "max_cost", "variance"], kind="stable")
     designs = designs.reset_index(drop=True)
     table = designs.drop_duplicates(["strategy", "judges_per_generation"], keep="first").reset_index(drop=True)
     # uncertainty ---------------------------------------------------------------------------------------
-    rng = np.random.default_rng(seed)
     if inp.draws is not None:
         draws, uncertainty = inp.draws, "posterior draws"
     elif inp.lower is not None:
@@ -480,19 +606,20 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     svd = strat[[f"c_{c}" for c in _COMP]].to_numpy() @ draws.T
     strat["p_best"] = _p_best(svd, strat["cost"].to_numpy(), target_v)
     keep = ["rank", "strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
-            "variance", "se", "variance_lower", "variance_upper", "p_best"] + \
+            "max_cost", "variance", "se", "variance_lower", "variance_upper", "p_best"] + \
         (["p_reaches_target"] if target_v is not None else [])
     table, strat = table[keep], strat[keep]
     designs = designs[["strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
-                       "variance", "se"]]
+                       "max_cost", "variance", "se"]]
     rec = {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
     if uncertainty == "interval bounds":
         notes.append("Intervals: the predicted variance at the components' interval bounds (it increases in "
                      "every component); P(best): approximate draws, one scaled chi-square law per component "
                      "matched to its interval, drawn independently.")
     if unit == "money":
-        notes.append("cyclic/random costs use the panel's mean price per call (the rotation gives every judge "
-                     "the same number of calls, +-1).")
+        notes.append("cost is the expected cost and max_cost the most a design can cost (cyclic: the calls mod "
+                     "K_tot extra calls of the rotation on the dearest judges; random: every call on the dearest "
+                     "judges); a design is within budget only when its max_cost is.")
     if "weighted" in strategies:
         notes.append("weighted: one judge per generation at Neyman/Cochran frequencies, analysed with the "
                      "post-stratified mean (cjstats.allocate.poststratified_mean); realise it with "
@@ -520,62 +647,17 @@ def _p_best(vd: np.ndarray, cost: np.ndarray, target_v: float | None) -> np.ndar
     return np.where(cnt > 0, win / np.maximum(cnt, 1), 0.0).mean(axis=1)
 
 
-def _weighted_designs(n: np.ndarray, shares: np.ndarray, prices: np.ndarray, cg: float, rho: np.ndarray,
-                      point: np.ndarray, budget: float | None, target_v: float | None,
-                      m_cap: int) -> pd.DataFrame | None:
-    """Designs of the cost-weighted strategy: n scenarios x m generations, one judge per generation."""
-    kt = shares.size
-    price = prices + cg
-    s2a, s2b, s2e, _ = point
-
-    def coefs(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        b = _apportion_rows(n * m, shares)
-        with np.errstate(divide="ignore"):
-            inv = np.where(b > 0, 1.0 / np.maximum(b, 1), np.inf)
-        return b, inv.sum(axis=1) / kt**2, (inv * rho).sum(axis=1) / kt**2, (b * price).sum(axis=1)
-
-    if target_v is None:
-        m = np.minimum(np.floor(budget / (n * float(shares @ price)) * (1 + 1e-12)), m_cap)
-        for _ in range(64):
-            _, _, _, cost = coefs(np.maximum(m, 1))
-            over = (cost > budget * (1 + 1e-12)) & (m >= 1)
-            if not over.any():
-                break
-            m = np.where(over, m - 1, m)
-    else:
-        d = (s2b + rho * s2e) @ (1 / shares) / kt**2
-        room = target_v - s2a / n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            m0 = np.where(room > 0, np.ceil(np.maximum(d / (n * room), 1.0)), m_cap + 1)
-        m0 = np.minimum(m0, m_cap + 1)
-
-        def var_fn(mm: np.ndarray) -> np.ndarray:
-            _, cg_, cr_, _ = coefs(np.maximum(mm, 1))
-            return s2a / n + cg_ * s2b + cr_ * s2e
-
-        m = _first_feasible_m(var_fn, np.maximum(m0, 1), target_v, np.full_like(n, m_cap))
-        m = np.where(m > m_cap, 0, m)
-        if budget is not None:
-            m = np.where(coefs(np.maximum(m, 1))[3] <= budget * (1 + 1e-12), m, 0)
-    b, c_gen, c_res, cost = coefs(np.maximum(m, 1))
-    ok = (m >= 1) & (b.min(axis=1) >= 1)
-    if not ok.any():
-        return None
-    return pd.DataFrame({"strategy": "weighted", "judges_per_generation": 1, "n": n[ok].astype(np.int64),
-                         "m": m[ok].astype(np.int64), "calls": (n[ok] * m[ok]).astype(np.int64), "cost": cost[ok],
-                         "c_scenario": 1 / n[ok], "c_generation": c_gen[ok], "c_residual": c_res[ok],
-                         "c_judge_panel": 0.0})
-
-
 # -------------------------------------------------------------------------------- cost-weighted allocation
 @dataclass(frozen=True, slots=True)
 class WeightedAllocation:
     """Neyman/Cochran judge frequencies for a money budget, against equal cycling at the same budget.
 
     ``variance`` is that of the post-stratified mean with ``counts`` calls per judge (conditional on the
-    scenarios unless ``s2_scenario`` was given); ``equal_*`` describe equal cycling (CyclicJudge) with as many
-    calls as the budget buys at the mean price. ``saving`` = 1 - (variance x cost)/(equal_variance x
-    equal_cost), the reduction in variance per unit cost.
+    scenarios unless ``s2_scenario`` was given) and ``cost`` their exact price. ``equal_*`` describe equal
+    cycling (CyclicJudge) with the most calls T whose worst-case cost fits the budget: every judge gets
+    T // K_tot calls and the T mod K_tot extra calls are costed on the dearest judges (``equal_counts``,
+    ``equal_cost``). ``saving`` = 1 - (variance x cost)/(equal_variance x equal_cost), the reduction in variance
+    per unit cost.
     """
 
     judges: tuple[str, ...]
@@ -600,8 +682,15 @@ def cost_weighted_allocation(s2_generation: float, s2_residual: float, *, judge_
     """Judge call counts for a money budget under unequal prices (Neyman/Cochran) and the saving over cycling.
 
     b_l ∝ s_l / sqrt(c_l + c_gen) with s_l² = σ²_β + σ²_ε,l (:func:`cjstats.variance.neyman_shares`), rounded by
-    largest remainders and trimmed to the budget; variance from :func:`cjstats.variance.poststratified_variance`.
-    Equal cycling buys floor(budget / mean(c_l + c_gen)) calls shared equally (+-1).
+    largest remainders (:func:`cjstats.plan.apportion`, the counts ``cyclic_schedule(..., shares=)`` realises)
+    for the most calls T whose exact cost Σ_l b_l (c_l + c_gen) fits the budget; variance from
+    :func:`cjstats.variance.poststratified_variance`.
+
+    ``residual_by_judge`` gives σ²_ε,l per judge as ABSOLUTE residual variances (e.g.
+    :func:`judge_residual_variances`), the same meaning as in :func:`optimise` and
+    :func:`cjstats.plan.realised_variance`: when given they replace the common ``s2_residual`` for every judge;
+    otherwise every judge has ``s2_residual``. A judge whose call and generation are both free is refused (the
+    rule would give it every call).
     """
     caller = "cost_weighted_allocation"
     names, prices = _costs(judge_costs, None, None, caller)
@@ -609,28 +698,34 @@ def cost_weighted_allocation(s2_generation: float, s2_residual: float, *, judge_
     budget = check_number("budget", budget, caller=caller, minimum=0.0)
     s2b = check_number("s2_generation", s2_generation, caller=caller, minimum=0.0)
     s2e = check_number("s2_residual", s2_residual, caller=caller, minimum=0.0)
-    rho = _rho(residual_by_judge, names, s2e, caller)
-    s2e_l = rho * s2e if residual_by_judge is None else np.array([float(residual_by_judge[j]) for j in names])
+    s2e_abs = _residual_by_judge(residual_by_judge, names, caller)
+    s2e_l = np.full(len(names), s2e) if s2e_abs is None else s2e_abs
+    price = prices + cg
+    if (price <= 0).any():
+        raise CjstatsError(_free_judge_sentence(names[int(np.argmax(price <= 0))], caller, "the Neyman/Cochran rule"))
     sd = np.sqrt(s2b + s2e_l)
     shares = neyman_shares(np.where(sd > 0, sd, 1.0), prices, generation_cost=cg)
-    price = prices + cg
-    t = int(math.floor(budget / float(shares @ price) * (1 + 1e-12)))
-    while t >= 1:
-        b = _apportion_rows(np.array([float(t)]), shares)[0]
-        if float(b @ price) <= budget * (1 + 1e-12):
-            break
-        t -= 1
+    sp, psum = float(shares @ price), float(price.sum())
+    hi = int(_to_int((budget + psum) / sp, 10**15))
+    t = int(_last_true(lambda _, x: _largest_remainder(x, shares) @ price <= budget * (1 + _TOL),
+                       max(1, min(hi, int(_to_int((budget - psum) / sp, 10**15)))), hi)[0])
+    b = _largest_remainder(max(t, 0), shares)[0]
     if t < len(names) or (b < 1).any():
         raise CjstatsError(f"The budget {budget:g} of {caller} does not buy one call of every judge at the "
                            f"cost-weighted frequencies; raise it.")
     kw = dict(s2_scenario=s2_scenario, n=n) if s2_scenario else {}
     var_w = poststratified_variance(s2b, s2e_l, b, **kw)
-    te = int(math.floor(budget / float(price.mean()) * (1 + 1e-12)))
-    be = _apportion_rows(np.array([float(te)]), np.full(len(names), 1 / len(names)))[0]
+    kt = len(names)
+    dear = np.argsort(-price, kind="stable")                    # the extra calls of equal cycling, worst case
+    top = np.concatenate([[0.0], np.cumsum(price[dear])])
+    te = int(_last_true(lambda _, x: (x // kt) * psum + top[x % kt] <= budget * (1 + _TOL), 0,
+                        int(_to_int(budget / float(price.mean()), 10**15)))[0])
+    be = np.full(kt, te // kt)
+    be[dear[:te % kt]] += 1
     if (be < 1).any():
         raise CjstatsError(f"The budget {budget:g} of {caller} does not buy one call of every judge; raise it.")
     var_e = poststratified_variance(s2b, s2e_l, be, **kw)
-    cost_w, cost_e = float(b @ price), float(te * price.mean())
+    cost_w, cost_e = float(b @ price), float(be @ price)
     return WeightedAllocation(judges=tuple(names), shares=tuple(map(float, shares)), counts=tuple(map(int, b)),
                               cost=cost_w, variance=var_w, equal_counts=tuple(map(int, be)), equal_cost=cost_e,
                               equal_variance=var_e, saving=1 - (var_w * cost_w) / (var_e * cost_e))
@@ -709,30 +804,29 @@ def allocation_section(fit: Any) -> str:
     """A short titled text block for the demo report: what each judge-assignment strategy buys per model.
 
     At the price of one judge call per scenario (n calls), the standard error of the benchmark score with one
-    fixed judge (Proposition 1, K = 1), a random judge per scenario (Eq. 4) and CyclicJudge (Eq. 5 with the
-    leftover term), against all K_tot judges at K_tot times the calls (Eq. 3).
+    fixed judge (Proposition 1 at K = 1, Eq. 2 ``eq:variance``), a random judge per scenario (Eq. 4
+    ``eq:strat_rand``) and CyclicJudge (Eq. 5 ``eq:strat_cycle`` with the leftover term of
+    :func:`cjstats.variance.leftover_judge_variance`), against all K_tot judges at K_tot times the calls (Eq. 3
+    ``eq:strat_all``), each with the scenario term σ²_α/n. With m = 1 in the data the scenario component holds
+    σ²_α + σ²_β.
     """
     from cjstats.variance import design_variance
 
     t = fit.components
     keys = ["model", "criterion"] if "criterion" in t.columns else ["model"]
     rows = []
-    for key, part in t.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        est = dict(zip(part["component"], part["estimate"].astype(float)))
-        des = fit.design
-        sel = np.ones(len(des), dtype=bool)
-        for name, value in zip(keys, key):
-            sel &= des[name].astype(str).to_numpy() == str(value)
-        d = des[sel].iloc[0]
-        n, kt = int(d["n_scenarios"]), int(d["n_judges"])
-        s2a = est["scenario"] + (0.0 if math.isnan(est["generation"]) else est["generation"])
+    for key in t[keys].drop_duplicates().itertuples(index=False):
+        sel = dict(zip(keys, key))
+        g = _fit_group(fit, sel["model"], sel.get("criterion"), "allocation_section")
+        est = g.estimates
+        n, kt = g.n_scenarios, g.n_judges
+        s2a = est["scenario"] + (est["generation"] if g.generation_identifiable else 0.0)
         args = (s2a, 0.0, est["residual"], est["judge_panel"])
         se = {a: math.sqrt(design_variance(*args, n=n, m=1, k=1, k_total=kt, assignment=a))
               for a in ("fixed", "random", "cyclic")}
         se_all = math.sqrt(design_variance(*args, n=n, m=1, k=kt, k_total=kt, assignment="cyclic"))
         judge_share = est["judge_panel"] / (se["fixed"] ** 2)
-        rows.append({**dict(zip(keys, key)), "one judge": se["fixed"], "random judge": se["random"],
+        rows.append({**sel, "one judge": se["fixed"], "random judge": se["random"],
                      "CyclicJudge": se["cyclic"], f"all {kt} judges ({kt}x calls)": se_all,
                      "judge share (one judge)": f"{100 * judge_share:.0f}%"})
     table = pd.DataFrame(rows)

@@ -28,11 +28,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._validate import check_choice, check_positive_int
+from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["cyclic_schedule", "random_schedule", "all_judges_schedule", "apportion", "schedule_audit",
-           "ScheduleAudit", "realised_variance", "RealisedVariance", "SCHEDULE_COLUMNS"]
+           "ScheduleAudit", "realised_variance", "RealisedVariance", "SCHEDULE_COLUMNS", "COMPONENTS"]
 
 #: Columns of every schedule (``model`` is inserted first when models are given).
 SCHEDULE_COLUMNS: tuple[str, ...] = ("scenario", "generation", "judge")
@@ -75,6 +75,26 @@ def _judge_names(judges: int | Sequence[str], caller: str) -> list[str]:
     return names
 
 
+def _rng(seed: Any, caller: str) -> np.random.Generator:
+    """``np.random.default_rng(seed)`` for None, an integer >= 0 or a Generator; one sentence otherwise."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return np.random.default_rng(seed)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) and int(seed) >= 0:
+        return np.random.default_rng(int(seed))
+    raise CjstatsError(f"The 'seed' argument of {caller} must be None, an integer >= 0 or a numpy Generator. "
+                       f"Got {seed!r} instead.")
+
+
+def _check_shares(vec: np.ndarray, caller: str, *, positive: bool) -> np.ndarray:
+    """Shares as a normalised float vector: finite, >= 0 (> 0 when ``positive``), with a positive sum."""
+    ok = vec.ndim == 1 and vec.size >= 1 and np.isfinite(vec).all() and (vec > 0 if positive else vec >= 0).all()
+    if not ok or vec.sum() <= 0:
+        what = "positive finite numbers" if positive else "finite numbers >= 0 with a positive sum"
+        raise CjstatsError(f"The 'shares' argument of {caller} must hold {what}, one per judge. "
+                           f"Got {vec.tolist()} instead.")
+    return vec / vec.sum()
+
+
 def _share_vector(shares: Mapping[str, float] | Sequence[float], judges: list[str], caller: str) -> np.ndarray:
     if isinstance(shares, Mapping):
         unknown = sorted(set(map(str, shares)) - set(judges))
@@ -85,16 +105,23 @@ def _share_vector(shares: Mapping[str, float] | Sequence[float], judges: list[st
         if missing:
             raise CjstatsError(f"The 'shares' argument of {caller} gives no share for judge '{missing[0]}'; "
                                f"give one positive share per judge.")
-        vec = np.array([float({str(k): v for k, v in shares.items()}[j]) for j in judges])
+        by_name = {str(k): v for k, v in shares.items()}
+        vec = _float_vector([by_name[j] for j in judges], "shares", caller)
     else:
-        vec = np.asarray(shares, dtype=float)
+        vec = _float_vector(shares, "shares", caller)
         if vec.shape != (len(judges),):
             raise CjstatsError(f"The 'shares' argument of {caller} must give one share per judge ({len(judges)}). "
                                f"Got {vec.size} instead.")
-    if not (np.isfinite(vec).all() and (vec > 0).all()):
-        raise CjstatsError(f"The 'shares' argument of {caller} must hold positive finite numbers. "
-                           f"Got {vec.tolist()} instead.")
-    return vec / vec.sum()
+    return _check_shares(vec, caller, positive=True)
+
+
+def _float_vector(values: Any, name: str, caller: str) -> np.ndarray:
+    """A 1-d float array of real numbers (strings and other objects are refused in one sentence)."""
+    arr = np.asarray(values, dtype=object).ravel() if not isinstance(values, np.ndarray) else values.ravel()
+    bad = [v for v in arr.tolist() if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number))]
+    if bad:
+        raise CjstatsError(f"The '{name}' argument of {caller} must hold numbers. Got {bad[0]!r} instead.")
+    return np.asarray(values, dtype=float)
 
 
 def _with_models(frame: pd.DataFrame, models: Sequence[str] | None, caller: str) -> pd.DataFrame:
@@ -116,25 +143,53 @@ def _frame(scen: np.ndarray, gen: np.ndarray, judge: np.ndarray) -> pd.DataFrame
 
 
 # ------------------------------------------------------------------------------------------ apportioning
+def _largest_remainder(totals: np.ndarray | int, shares: np.ndarray, rank: np.ndarray | None = None) -> np.ndarray:
+    """Largest-remainder counts: shape (len(totals), K), row i summing to totals[i] (the ONE implementation).
+
+    ``shares`` must be normalised (sum 1). Every count is floor(t s_l) or floor(t s_l) + 1; the t − Σ floor
+    extra calls go to the largest remainders, ties (remainders equal to 6 decimals) to the smallest ``rank``
+    (default: the judge's index). :func:`apportion`, the weighted round robin of :func:`cyclic_schedule` and
+    the costing of the ``weighted`` strategy in :func:`cjstats.allocate.optimise` all call this function, so the
+    schedule realises exactly the counts that the optimiser costed.
+    """
+    t = np.atleast_1d(np.asarray(totals, dtype=np.int64))
+    s = np.asarray(shares, dtype=float)
+    raw = t[:, None].astype(float) * s[None, :]
+    base = np.floor(raw).astype(np.int64)
+    frac = np.round(raw - base, 6)
+    left = t - base.sum(axis=1)
+    rk = np.broadcast_to(np.arange(s.size) if rank is None else np.asarray(rank), frac.shape)
+    order = np.lexsort((rk, -frac), axis=-1)                     # best remainder first, then rank
+    pos = np.empty_like(order)
+    np.put_along_axis(pos, order, np.broadcast_to(np.arange(s.size), order.shape), axis=-1)
+    return base + (pos < left[:, None])
+
+
 def apportion(total: int, shares: Sequence[float] | np.ndarray, *, order: Sequence[int] | None = None) -> np.ndarray:
     """Integer counts summing to ``total`` closest to ``total * shares`` (largest-remainder method).
 
     Every count is floor(total s_l) or floor(total s_l) + 1. Ties in the remainders go to the judge that comes
-    first in ``order`` (a permutation of the judges; default: their index order), so a seeded shuffle decides.
+    first in ``order`` (a permutation of the judges; default: their index order, the rule that
+    :func:`cyclic_schedule` and :func:`cjstats.allocate.optimise` use). ``shares`` must be finite, >= 0 and have
+    a positive sum; they are normalised.
+
+    Examples
+    --------
+    >>> apportion(7, [0.5, 0.3, 0.2]).tolist()
+    [4, 2, 1]
     """
-    t = check_positive_int("total", total, caller="apportion", minimum=0)
-    s = np.asarray(shares, dtype=float)
-    s = s / s.sum()
-    raw = t * s
-    base = np.floor(raw + 1e-12).astype(np.int64)
-    left = t - int(base.sum())
-    if left > 0:
+    caller = "apportion"
+    t = check_positive_int("total", total, caller=caller, minimum=0)
+    s = _check_shares(_float_vector(shares, "shares", caller), caller, positive=False)
+    rank = None
+    if order is not None:
+        o = np.asarray(order)
+        if o.shape != s.shape or not np.array_equal(np.sort(o), np.arange(s.size)):
+            raise CjstatsError(f"The 'order' argument of {caller} must be a permutation of 0..{s.size - 1} (one "
+                               f"entry per share). Got {list(np.asarray(order).tolist())} instead.")
         rank = np.empty(s.size, dtype=np.int64)
-        rank[np.asarray(order if order is not None else np.arange(s.size))] = np.arange(s.size)
-        frac = raw - base
-        pick = np.lexsort((rank, -np.round(frac, 12)))[:left]
-        base[pick] += 1
-    return base
+        rank[o.astype(np.int64)] = np.arange(s.size)
+    return _largest_remainder(t, s, rank)[0]
 
 
 def _spread(counts: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -153,7 +208,11 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
                     seed: Seed = None, unit: Literal["generation", "scenario"] = "generation",
                     judges_per_generation: int = 1, models: Sequence[str] | None = None,
                     shares: Mapping[str, float] | Sequence[float] | None = None) -> pd.DataFrame:
-    """The CyclicJudge schedule: one judge rotation across a seeded shuffle of the scenarios (paper §3.3).
+    """The CyclicJudge schedule: one rotation across a seeded shuffle of the scenarios (Strategy C, ``sec:allocation``).
+
+    Eq. 5 (``eq:strat_cycle``) gives its variance when the calls are a multiple of K_tot, and
+    :func:`cjstats.variance.strategy_variance` (with the leftover term) for any number of calls; with m = 1 the
+    rotation runs across scenarios, as the paper advises after Eq. 5, over a shuffled scenario order.
 
     Parameters
     ----------
@@ -175,8 +234,10 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
         is not confounded with the model in comparisons.
     shares : mapping or sequence, optional
         Judge frequencies for a weighted round robin (e.g. Neyman/Cochran frequencies under unequal prices):
-        the calls are apportioned to the judges by largest remainders and spread evenly along the rotation.
-        Equal shares give the plain rotation. Requires ``judges_per_generation=1``.
+        the calls are apportioned to the judges by largest remainders (:func:`apportion`, ties to the judge
+        listed first, whatever the seed: the counts that :func:`cjstats.allocate.optimise` costs) and spread
+        evenly along the rotation. Analyse the scores with the post-stratified mean. Equal shares and a number
+        of slots that K_tot divides give the plain rotation. Requires ``judges_per_generation=1``.
 
     Returns
     -------
@@ -199,7 +260,7 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
     if k > kt:
         raise CjstatsError(f"The 'judges_per_generation' argument of {caller} must be at most the panel size "
                            f"{kt}. Got {k} instead.")
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed, caller)
     n = scen.size
     order = rng.permutation(n)
     jperm = rng.permutation(kt)
@@ -211,7 +272,7 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
         if k != 1:
             raise CjstatsError(f"The 'shares' argument of {caller} needs judges_per_generation=1. Got {k} instead.")
         share = _share_vector(shares, names, caller)
-        counts = apportion(slots, share, order=jperm)
+        counts = _largest_remainder(slots, share)[0]
         if (counts == 0).any():
             j = names[int(np.flatnonzero(counts == 0)[0])]
             raise CjstatsError(f"The 'shares' argument of {caller} leaves judge '{j}' without a call among {slots} "
@@ -249,7 +310,7 @@ def random_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
     if k > kt:
         raise CjstatsError(f"The 'judges_per_generation' argument of {caller} must be at most the panel size "
                            f"{kt}. Got {k} instead.")
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed, caller)
     n = scen.size
     pick = np.argsort(rng.random((n * m, kt)), axis=1)[:, :k]
     rows_s = np.repeat(np.arange(n), m * k)
@@ -282,8 +343,8 @@ def all_judges_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[s
     rows_s = np.repeat(np.arange(n), q * kt)
     rows_g = np.tile(np.repeat(np.arange(q), kt), n)
     rows_j = np.tile(np.arange(kt), n * q)
+    rng = _rng(seed, caller)
     if r:
-        rng = np.random.default_rng(seed)
         order = rng.permutation(n)
         jperm = rng.permutation(kt)
         idx = (np.arange(n)[:, None] * r + np.arange(r)[None, :]) % kt
@@ -364,6 +425,12 @@ def _check_schedule(schedule: pd.DataFrame, caller: str) -> None:
                            f"{', '.join(map(str, schedule.columns))}).")
     if schedule.empty:
         raise CjstatsError(f"The schedule passed to {caller} has no rows.")
+    for col in SCHEDULE_COLUMNS:
+        miss = schedule[col].isna().to_numpy()
+        if miss.any():
+            row = schedule.index[int(np.argmax(miss))]
+            raise CjstatsError(f"The schedule passed to {caller} has no {col} in row {row!r} (a missing value); "
+                               f"every call needs a scenario, a generation and a judge.")
 
 
 def _one_model(schedule: pd.DataFrame, model: str | None, caller: str,
@@ -456,26 +523,110 @@ class RealisedVariance:
                 "estimator": self.estimator, "judge_view": self.judge_view}
 
 
-def _components_of(components: Any, model: str | None, criterion: str | None,
-                   caller: str) -> tuple[dict[str, float], list[str] | None, dict[str, float] | None]:
-    """(variance components, panel judges, judge offsets) from a fit or a mapping."""
+#: The four variance components, in the order the decision layer uses.
+COMPONENTS: tuple[str, ...] = ("scenario", "generation", "residual", "judge_panel")
+
+
+@dataclass(frozen=True)
+class _FitGroup:
+    """One (model, criterion) group of a fit, or a plain mapping of components: what the decision layer reads.
+
+    ``estimates`` holds the four :data:`COMPONENTS` (``generation`` is NaN when not identifiable); ``lower`` and
+    ``upper`` their interval bounds and ``draws`` (S, 4) posterior draws when a fit has them; ``judges`` and
+    ``offsets`` the panel; ``n_scenarios`` and ``n_judges`` the group's row of ``fit.design``.
+    """
+
+    estimates: dict[str, float]
+    lower: dict[str, float] | None = None
+    upper: dict[str, float] | None = None
+    ci_level: float = 0.95
+    draws: np.ndarray | None = None
+    judges: list[str] | None = None
+    offsets: dict[str, float] | None = None
+    n_scenarios: int | None = None
+    n_judges: int | None = None
+    model: str | None = None
+    criterion: str | None = None
+
+    @property
+    def generation_identifiable(self) -> bool:
+        return math.isfinite(self.estimates["generation"])
+
+
+def _select(frame: pd.DataFrame, model: str, criterion: str | None) -> pd.Series:
+    sel = frame["model"].astype(str) == str(model)
+    if criterion is not None and "criterion" in frame.columns:
+        sel &= frame["criterion"].astype(str) == str(criterion)
+    return sel
+
+
+def _fit_group(components: Any, model: str | None, criterion: str | None, caller: str) -> _FitGroup:
+    """The components of one group of a VarianceComponents result or of a mapping (the ONE extractor).
+
+    A mapping must give the four components as real numbers >= 0 (``generation`` may be NaN: not identifiable).
+    """
     from cjstats.components import VarianceComponents
 
-    if isinstance(components, VarianceComponents):
-        est = components.estimates(model=model, criterion=criterion)
-        off = components.judge_offsets
-        mdl = model if model is not None else str(components.components["model"].iloc[0])
-        sel = off["model"].astype(str) == str(mdl)
-        if "criterion" in off.columns:
-            crit = criterion if criterion is not None else components.components["criterion"].iloc[0]
-            sel &= off["criterion"].astype(str) == str(crit)
-        offsets = dict(zip(off.loc[sel, "judge"].astype(str), off.loc[sel, "estimate"].astype(float)))
-        return est, list(offsets) or None, offsets or None
     if isinstance(components, Mapping):
-        return {str(k): float(v) for k, v in components.items()}, None, None
-    raise CjstatsError(f"The 'components' argument of {caller} must be a VarianceComponents result (from "
-                       f"cjstats.estimate) or a mapping such as {{'scenario': 1.5, 'generation': 0.27, 'residual': "
-                       f"1.49, 'judge_panel': 0.95}}. Got {type(components).__name__} instead.")
+        absent = [c for c in COMPONENTS if c not in components]
+        if absent:
+            raise CjstatsError(f"The 'components' argument of {caller} has no '{absent[0]}' (need: "
+                               f"{', '.join(COMPONENTS)}).")
+        est = {}
+        for c in COMPONENTS:
+            v = components[c]
+            ok = isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+            ok = ok and ((c == "generation" and math.isnan(float(v))) or (math.isfinite(float(v)) and float(v) >= 0))
+            if not ok:
+                nan = " (or NaN when not identifiable)" if c == "generation" else ""
+                raise CjstatsError(f"The '{c}' component passed to {caller} must be a finite variance >= 0{nan}. "
+                                   f"Got {v!r} instead.")
+            est[c] = float(v)
+        return _FitGroup(estimates=est, model=model, criterion=criterion)
+    if not isinstance(components, VarianceComponents):
+        raise CjstatsError(f"The 'components' argument of {caller} must be a VarianceComponents result (from "
+                           f"cjstats.estimate) or a mapping such as {{'scenario': 1.5, 'generation': 0.27, "
+                           f"'residual': 1.49, 'judge_panel': 0.95}}. Got {type(components).__name__} instead.")
+    fit = components
+    fit.estimates(model=model, criterion=criterion)           # one clear sentence when the group is ambiguous
+    t = fit.components
+    model = str(model) if model is not None else str(t["model"].iloc[0])
+    if fit.has_criterion and criterion is None:
+        criterion = str(t.loc[t["model"].astype(str) == model, "criterion"].iloc[0])
+    rows = t[_select(t, model, criterion)].drop_duplicates("component").set_index("component")
+    est, lower, upper = ({c: float(rows.at[c, col]) for c in COMPONENTS} for col in ("estimate", "lower", "upper"))
+    draws = None
+    if fit.draws is not None and not fit.draws.empty:
+        d = fit.draws[_select(fit.draws, model, criterion)]
+        if not d.empty:
+            draws = d[list(COMPONENTS)].to_numpy(dtype=float)
+    off = fit.judge_offsets
+    offsets = None
+    if not off.empty:
+        o = off[_select(off, model, criterion)]
+        offsets = dict(zip(o["judge"].astype(str), o["estimate"].astype(float))) or None
+    des = fit.design[_select(fit.design, model, criterion)]
+    n_scen = int(des["n_scenarios"].iloc[0]) if not des.empty else None
+    n_judges = int(des["n_judges"].iloc[0]) if not des.empty else None
+    return _FitGroup(estimates=est, lower=lower, upper=upper, ci_level=float(fit.ci_level), draws=draws,
+                     judges=list(offsets) if offsets else None, offsets=offsets, n_scenarios=n_scen,
+                     n_judges=n_judges, model=model, criterion=criterion)
+
+
+def _completed_mask(values: Any, caller: str) -> np.ndarray:
+    """Booleans (or 0/1) saying which calls returned a score; anything else is refused in one sentence."""
+    arr = np.asarray(values)
+    if arr.dtype == bool:
+        return arr
+    flat = arr.ravel().tolist()
+    for i, v in enumerate(flat):
+        if isinstance(v, (bool, np.bool_)):
+            continue
+        if isinstance(v, (int, float, np.number)) and not isinstance(v, complex) and v in (0, 1):
+            continue
+        raise CjstatsError(f"The 'completed' argument of {caller} must hold booleans (True for a call that "
+                           f"returned a score) or 0/1. Got {v!r} at position {i} instead.")
+    return np.array([bool(v) for v in flat], dtype=bool).reshape(arr.shape)
 
 
 def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | None = None,
@@ -509,13 +660,16 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     judges : sequence of str, optional
         The full panel of K_tot judges (default: the fit's judges, else the schedule's).
     completed : column name or boolean array, optional
-        Which calls returned a score; the others are dropped (failed calls).
+        Which calls returned a score (booleans, or 0/1); the others are dropped (failed calls).
     estimator : {"mean", "poststratified"}
     judge_view : {"exchangeable", "fixed"}
     scenario_term : bool
         Include σ²_α Σ_i w_i² (scenarios resampled); False gives the paper's variance conditional on scenarios.
     residual_by_judge : mapping, optional
-        σ²_ε,l per judge (default: the common residual for every judge).
+        σ²_ε,l per judge: absolute residual variances (e.g. from
+        :func:`cjstats.allocate.judge_residual_variances`), which replace the common residual for those judges
+        (the same meaning as in :func:`cjstats.allocate.optimise` and
+        :func:`cjstats.allocate.cost_weighted_allocation`).
     judge_offsets : mapping, optional
         γ_l per judge for ``judge_view="fixed"`` (default: the fit's offsets).
     """
@@ -523,11 +677,9 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     estimator = check_choice("estimator", estimator, ("mean", "poststratified"), caller=caller)
     judge_view = check_choice("judge_view", judge_view, ("exchangeable", "fixed"), caller=caller)
     _check_schedule(schedule, caller)
-    comps, fit_judges, fit_offsets = _components_of(components, model, criterion, caller)
-    need = ("scenario", "generation", "residual", "judge_panel")
-    absent = [c for c in need if c not in comps]
-    if absent:
-        raise CjstatsError(f"The 'components' argument of {caller} has no '{absent[0]}' (need: {', '.join(need)}).")
+    group = _fit_group(components, model, criterion, caller)
+    comps, fit_judges, fit_offsets = group.estimates, group.judges, group.offsets
+    need = COMPONENTS
     rows, _ = _one_model(schedule, model, caller)
     n_all = len(rows)
     notes: list[str] = []
@@ -536,13 +688,12 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
             if completed not in rows.columns:
                 raise CjstatsError(f"The 'completed' argument of {caller} names column '{completed}', which the "
                                    f"schedule does not have.")
-            ok = rows[completed].to_numpy()
+            ok = _completed_mask(rows[completed].to_numpy(), caller)
         else:
-            ok = np.asarray(completed)
+            ok = _completed_mask(completed, caller)
             if ok.shape != (n_all,):
                 raise CjstatsError(f"The 'completed' argument of {caller} must have one entry per call "
                                    f"({n_all}). Got {ok.size} instead.")
-        ok = ok.astype(bool)
         rows = rows[ok].reset_index(drop=True)
         if rows.empty:
             raise CjstatsError(f"Every call of the schedule failed: {caller} has no score to compute a variance of.")
@@ -585,7 +736,8 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
         missing = [j for j in panel if j in set(jcol) and j not in residual_by_judge]
         if missing:
             raise CjstatsError(f"The 'residual_by_judge' argument of {caller} has no value for judge '{missing[0]}'.")
-        s2e_l = np.array([float(residual_by_judge.get(j, s2e)) for j in panel])
+        s2e_l = np.array([check_number(f"residual_by_judge['{j}']", residual_by_judge[j], caller=caller, minimum=0.0)
+                          if j in residual_by_judge else s2e for j in panel])
     else:
         s2e_l = np.full(kt, s2e)
     scen_part = s2a * float(np.sum(w_i ** 2)) if scenario_term else 0.0
@@ -603,7 +755,7 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
         missing = [j for j in panel if j not in offs]
         if missing:
             raise CjstatsError(f"The judge offsets passed to {caller} have no value for judge '{missing[0]}'.")
-        g = np.array([float(offs[j]) for j in panel])
+        g = np.array([check_number(f"judge_offsets['{j}']", offs[j], caller=caller) for j in panel])
         g = g - g.mean()
         bias = float(w_l @ g)
         judge_part = bias * bias

@@ -34,9 +34,10 @@ import pandas as pd
 
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.exceptions import CjstatsError
+from cjstats.plan import _rng
 from cjstats.variance import STRATEGIES, pool_variance
 
-__all__ = ["subsample_strategies", "subsample_means", "pool_array"]
+__all__ = ["subsample_strategies", "subsample_means", "pool_array", "variance_with_se"]
 
 _TABLE_ENTRIES = 2**18      # cap on a tuple-sum table (2 MB of float64: stays in cache)
 _CHUNK = 2**18              # elements per vectorised chunk (small chunks stay in cache)
@@ -160,7 +161,7 @@ def subsample_means(y: np.ndarray, *, strategy: str, budget: int, reps: int = 50
     a = pool_array(y)
     b = check_positive_int("budget", budget, caller=caller)
     reps = check_positive_int("reps", reps, caller=caller, minimum=2)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = _rng(seed, caller)
     return _means(a, strategy, b, reps, rng, {})
 
 
@@ -193,12 +194,28 @@ def _means(y: np.ndarray, strategy: str, b: int, reps: int, rng: np.random.Gener
     return level + total / (n * b)
 
 
-def _variance_se(x: np.ndarray) -> tuple[float, float]:
-    """Sample variance (ddof 1) and its delta-method standard error sqrt((m4 - m2^2)/R)."""
-    d = x - x.mean()
+def variance_with_se(x: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """Sample variance (ddof 1) of Monte Carlo replicates and its standard error sqrt((m4 − m2²)/R).
+
+    m2 and m4 are the second and fourth central sample moments of the R replicates (delta method; for normal
+    replicates this is about sqrt(2/(R − 1)) times the variance). This is the Monte Carlo error behind every
+    "within k standard errors" comparison of a simulated variance with a formula, in this module and in the
+    test suite.
+
+    Examples
+    --------
+    >>> v, se = variance_with_se(np.random.default_rng(0).standard_normal(40_000))
+    >>> abs(v - 1) < 4 * se
+    True
+    """
+    a = np.asarray(x, dtype=float).ravel()
+    if a.size < 2 or not np.isfinite(a).all():
+        raise CjstatsError(f"variance_with_se needs at least 2 finite replicates. Got {a.size} values"
+                           f"{'' if np.isfinite(a).all() else ' with missing or infinite ones'}.")
+    d = a - a.mean()
     m2 = float(np.mean(d * d))
     m4 = float(np.mean(d ** 4))
-    return float(np.var(x, ddof=1)), math.sqrt(max(m4 - m2 * m2, 0.0) / x.size)
+    return float(np.var(a, ddof=1)), math.sqrt(max(m4 - m2 * m2, 0.0) / a.size)
 
 
 def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, reps: int = 5000,
@@ -222,8 +239,8 @@ def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, rep
     -------
     DataFrame
         ``strategy, budget, reps, variance, mc_se, predicted, z`` where ``variance`` is the empirical variance of
-        the benchmark score over the repetitions, ``mc_se`` its Monte Carlo standard error (from the fourth
-        moment), ``predicted`` the exact :func:`cjstats.variance.pool_variance` and
+        the benchmark score over the repetitions, ``mc_se`` its Monte Carlo standard error
+        (:func:`variance_with_se`), ``predicted`` the exact :func:`cjstats.variance.pool_variance` and
         ``z = (variance - predicted) / mc_se``.
 
     Examples
@@ -243,12 +260,12 @@ def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, rep
     grid = [check_positive_int("budgets", b, caller=caller) for b in grid]
     reps = check_positive_int("reps", reps, caller=caller, minimum=2)
     strategies = [check_choice("strategies", s, STRATEGIES, caller=caller) for s in strategies]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = _rng(seed, caller)
     cache: dict[str, _TupleSums] = {}
     rows = []
     for s in strategies:
         for b in grid:
-            v, se = _variance_se(_means(y, s, b, reps, rng, cache))
+            v, se = variance_with_se(_means(y, s, b, reps, rng, cache))
             pred = pool_variance(y, strategy=s, budget=b)
             rows.append({"strategy": s, "budget": b, "reps": reps, "variance": v, "mc_se": se, "predicted": pred,
                          "z": (v - pred) / se if se > 0 else (0.0 if v == pred else math.inf)})

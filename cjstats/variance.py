@@ -163,14 +163,11 @@ def leftover_judge_variance(s2_judge_panel: float, *, calls: int, k_total: int) 
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
     t = check_positive_int("calls", calls, caller=caller)
     kt = check_positive_int("k_total", k_total, caller=caller)
-    if kt == 1:
-        return 0.0
-    r = t % kt
-    return r * (kt - r) * s2g / ((kt - 1) * t * t)
+    return float(_leftover_coef(t, kt)) * s2g
 
 
-# ---------------------------------------------------------------------------------- strategies A, B, C
-def _leftover_coef(calls: np.ndarray, kt: int) -> np.ndarray:
+def _leftover_coef(calls: int | np.ndarray, kt: int) -> np.ndarray:
+    """r (K_tot − r) / ((K_tot − 1) T²) with r = T mod K_tot: the one implementation of the leftover term."""
     calls = np.asarray(calls, dtype=float)
     if kt == 1:
         return np.zeros_like(calls)
@@ -178,12 +175,24 @@ def _leftover_coef(calls: np.ndarray, kt: int) -> np.ndarray:
     return r * (kt - r) / ((kt - 1) * calls * calls)
 
 
+# ---------------------------------------------------------------------------------- strategies A, B, C
 def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: int | np.ndarray,
                           k_total: int) -> dict[str, np.ndarray]:
     """Coefficients c of V = c_scenario σ²_α + c_generation σ²_β + c_residual σ²_ε + c_judge_panel σ²_γ.
 
-    The variance of every strategy is linear in the components; :func:`strategy_variance` is the dot product
-    (with c_scenario = 1/n, used only when scenarios are resampled). Arrays of budgets and n broadcast.
+    With B = q K_tot + r calls per scenario and T = nB (Eqs. 3-5, ``eq:strat_all``, ``eq:strat_rand``,
+    ``eq:strat_cycle``; App. D ``app:allocation``; leftover term as in :func:`leftover_judge_variance`):
+
+    ============  ===========================  ===========  ==================================
+    strategy      c_generation                 c_residual   c_judge_panel
+    ============  ===========================  ===========  ==================================
+    ``"all"``     (q K_tot² + r²) / (n B²)      1/(nB)       R (K_tot − R)/((K_tot − 1) T²)
+    ``"random"``  1/(nB)                       1/(nB)       1/(nB)
+    ``"cyclic"``  1/(nB)                       1/(nB)       R (K_tot − R)/((K_tot − 1) T²)
+    ============  ===========================  ===========  ==================================
+
+    with R = T mod K_tot, and c_scenario = 1/n for every strategy (used only when scenarios are resampled).
+    :func:`strategy_variance` is the dot product with the components. Arrays of budgets and n broadcast.
     """
     caller = "strategy_coefficients"
     strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
@@ -204,7 +213,7 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
 
 def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: float, s2_judge_panel: float,
                       budget: int, n: int, k_total: int, s2_scenario: float | None = None) -> float:
-    """Variance of the benchmark score under strategy A, B or C with B judge calls per scenario (§3.3).
+    """Variance of the benchmark score under strategy A, B or C with B judge calls per scenario (``sec:allocation``).
 
     Conditional on the scenario set, as in the paper (App. D, ``app:allocation``); pass ``s2_scenario`` to add
     σ²_α/n when scenarios are resampled. With B = qK_tot + r and R = (nB) mod K_tot:
@@ -284,8 +293,13 @@ def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np
                         assignment: Assignment = "cyclic") -> dict[str, np.ndarray]:
     """Coefficients of σ²_α, σ²_β, σ²_ε, σ²_γ in :func:`design_variance` (arrays broadcast; pure numpy).
 
-    ``scenario`` 1/n, ``generation`` 1/(nm), ``residual`` 1/(nmk) and ``judge_panel``: FPC(k)/k (fixed),
-    FPC(k)/(k nm) (random) or r(K_tot − r)/((K_tot − 1) T²) with T = nmk, r = T mod K_tot (cyclic).
+    ``scenario`` 1/n, ``generation`` 1/(nm), ``residual`` 1/(nmk) (Proposition 1, Eq. 2, ``eq:variance``) and
+    ``judge_panel``:
+
+    * ``"fixed"``: FPC(k)/k, FPC(k) = (K_tot − k)/(K_tot − 1) (Eq. 2 ``eq:variance``, Lemma 1 ``lem:fpc``);
+    * ``"random"``: FPC(k)/(k nm) (Eq. 4 ``eq:strat_rand`` at k = 1);
+    * ``"cyclic"``: r (K_tot − r)/((K_tot − 1) T²) with T = nmk, r = T mod K_tot (Eq. 5 ``eq:strat_cycle`` at
+      k = 1 and Eq. 3 ``eq:strat_all`` at k = K_tot, with the leftover term of :func:`leftover_judge_variance`).
     """
     caller = "design_coefficients"
     assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
@@ -366,18 +380,48 @@ def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_r
                                   generation_budget: int, n_max: int | None = None) -> int:
     """The m that minimises :func:`scenario_generation_variance` when at most ``n_max`` scenarios exist.
 
-    App. E (``app:scenario_coverage``): m = 1 while B_gen <= N; once the scenario pool is exhausted (n = N) the
-    remaining budget goes to more generations. Searched exactly over m = 1..B_gen with n = min(N, B_gen // m).
+    App. E (``app:scenario_coverage``, Eq. 35 ``eq:scenario_gen``): with n = min(N, B_gen // m) scenarios,
+
+        V(m) = σ²_α/n + (σ²_β + σ²_ε)/(nm),
+
+    m = 1 while B_gen <= N; once the scenario pool is exhausted (n = N) the remaining budget goes to more
+    generations. The answer is exact (ties go to the smallest m) but only m near the optimum are evaluated:
+
+    * while n = N (m <= M_1 = B_gen // N), V falls with m, so M_1 is the best of them;
+    * for every m, n <= B_gen/m and nm <= B_gen give V(m) >= (m σ²_α + σ²_β + σ²_ε)/B_gen (Eq. 35 is this
+      bound, linear in m), so beyond M_1 only m up to (V_ref B_gen − σ²_β − σ²_ε)/σ²_α can beat the best value
+      V_ref found so far; equivalently only n >= σ²_α/(V_ref − (σ²_β + σ²_ε)/B_gen), and for each n the
+      largest m with that n (B_gen // n). The shorter of the two lists is evaluated.
     """
     caller = "best_generations_per_scenario"
     s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
     s2e = _var("s2_residual", s2_residual, caller)
     bg = check_positive_int("generation_budget", generation_budget, caller=caller)
     nmax = bg if n_max is None else check_positive_int("n_max", n_max, caller=caller)
-    m = np.arange(1, bg + 1, dtype=float)
-    n = np.minimum(nmax, np.floor(bg / m))
-    v = s2a / n + (s2b + s2e) / (n * m)
-    return int(m[int(np.argmin(v))])
+    c = s2b + s2e
+
+    def v(m: np.ndarray) -> np.ndarray:
+        m = np.asarray(m, dtype=np.int64)
+        n = np.minimum(nmax, bg // m).astype(float)
+        return s2a / n + c / (n * m)
+
+    m1 = bg // nmax                                  # the largest m that still uses all N scenarios
+    cands = [np.array([m1 if c > 0 else 1])] if m1 >= 1 else []
+    if m1 < bg:
+        cands.append(np.array([m1 + 1]))
+        ref = float(min(v(x)[0] for x in cands))
+        n_hi = min(nmax - 1, bg // (m1 + 1))
+        m_win = (bg - m1 - 1) if s2a == 0 else int(min(bg, max(m1, math.floor((ref * bg - c) / s2a)))) - m1 - 1
+        slack = ref - c / bg
+        n_lo = n_hi + 1 if slack <= 0 else max(1, math.ceil(s2a / slack * (1 - 1e-12)))
+        n_win = n_hi - n_lo + 1
+        if m_win <= n_win:
+            if m_win > 0:
+                cands.append(np.arange(m1 + 2, m1 + 2 + m_win, dtype=np.int64))
+        elif n_win > 0:
+            cands.append(bg // np.arange(n_lo, n_hi + 1, dtype=np.int64))
+    m = np.unique(np.concatenate(cands))
+    return int(m[int(np.argmin(v(m)))])
 
 
 # ---------------------------------------------------------------------------------------------- App. F
@@ -535,27 +579,100 @@ def poststratified_variance(s2_generation: float, s2_residual: float | Sequence[
     return v
 
 
+# ------------------------------------------------------------------------------------------ target search
+def _first_true(pred, lo: np.ndarray, hi: np.ndarray, *, max_elements: int = 2**20) -> np.ndarray:
+    """Per row i, the smallest integer x in [lo_i, hi_i] with ``pred(rows, x)`` true; hi_i + 1 where none is.
+
+    ``pred`` takes int arrays of row indices and candidate values (same shape) and returns booleans; it need
+    not be monotone (variances with a leftover or rounding term wiggle). Candidates are tried in blocks whose
+    width doubles, so an answer d steps above lo costs O(d) evaluations in O(log d) rounds, and no block holds
+    more than ``max_elements`` candidates. Callers bound [lo, hi] in closed form, so the window is short.
+    """
+    lo = np.atleast_1d(np.asarray(lo, dtype=np.int64))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.int64), lo.shape)
+    out = hi + 1
+    start = lo.copy()
+    active = np.flatnonzero(start <= hi)
+    width = 8
+    while active.size:
+        w = int(max(1, min(width, max_elements // active.size)))
+        x = start[active, None] + np.arange(w, dtype=np.int64)[None, :]
+        valid = x <= hi[active, None]
+        rows = np.broadcast_to(active[:, None], x.shape)
+        ok = np.zeros(x.shape, dtype=bool)
+        ok[valid] = np.asarray(pred(rows[valid], x[valid]), dtype=bool)
+        found = ok.any(axis=1)
+        out[active[found]] = x[found, np.argmax(ok[found], axis=1)]
+        start[active] += w
+        active = active[~found]
+        active = active[start[active] <= hi[active]]
+        width *= 2
+    return out
+
+
+def _last_true(pred, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per row, the largest integer x in [lo, hi] with ``pred(rows, x)`` true; lo − 1 where none is."""
+    lo = np.atleast_1d(np.asarray(lo, dtype=np.int64))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.int64), lo.shape)
+    y = _first_true(lambda rows, d: pred(rows, hi[rows] - d), np.zeros_like(lo), hi - lo)
+    return hi - y
+
+
+def _bisect_first(pred, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per row, the smallest x in [lo, hi] with ``pred(rows, x)`` true, for pred MONOTONE in x (false, then
+    true); hi + 1 where pred(hi) is false. Vectorised bisection: O(log(hi − lo)) evaluations per row."""
+    lo = np.atleast_1d(np.asarray(lo, dtype=np.int64)).copy()
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.int64), lo.shape).copy() + 1    # pred(hi) taken as true
+    rows = np.arange(lo.size)
+    while True:
+        act = lo < hi
+        if not act.any():
+            return lo
+        mid = (lo[act] + hi[act]) // 2
+        ok = np.asarray(pred(rows[act], mid), dtype=bool)
+        hi[np.flatnonzero(act)[ok]] = mid[ok]
+        lo[np.flatnonzero(act)[~ok]] = mid[~ok] + 1
+
+
+def _first_true_up_to(pred, lo: int, hi: int, limit: int) -> int:
+    """The smallest x in [lo, limit] with pred true (limit + 1 if none), where ``hi`` is a closed-form point
+    that satisfies pred in exact arithmetic: [lo, hi] is searched first, the rest only if rounding defeated hi."""
+    x = int(_first_true(pred, lo, min(hi, limit))[0])
+    if x > min(hi, limit) and hi < limit:
+        x = int(_first_true(pred, hi + 1, limit)[0])
+    return x
+
+
+def _to_int(x: np.ndarray | float, cap: int) -> np.ndarray:
+    """Float bounds to int64, clipped to [0, cap] first (a bound can be huge or infinite)."""
+    return np.clip(np.nan_to_num(np.asarray(x, dtype=float), nan=cap, posinf=cap), 0, cap).astype(np.int64)
+
+
+def _period(calls_per_unit: np.ndarray | int, kt: int) -> np.ndarray:
+    """The p with x·calls_per_unit a multiple of K_tot exactly when p divides x: K_tot / gcd(calls_per_unit, K_tot)."""
+    return kt // np.gcd(np.asarray(calls_per_unit, dtype=np.int64), kt)
+
+
+def _next_multiple(x: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return -(-x // p) * p
+
+
 # ------------------------------------------------------------------------------------------------ power
-def _first_below(f, target: float, start: int, limit: int, what: str, caller: str) -> int:
-    """Smallest x >= start with f(x) <= target, for f decreasing up to a small wiggle (the leftover term)."""
-    hi = max(start, 1)
-    while f(np.array([hi]))[0] > target:
-        hi *= 2
-        if hi > limit:
-            raise CjstatsError(f"No {what} up to {limit} reaches the target in {caller}.")
-    lo = max(1, start)
-    xs = np.arange(lo, hi + 1)
-    ok = f(xs) <= target
-    return int(xs[int(np.argmax(ok))])
-
-
 def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generation: float, s2_residual: float,
                             s2_judge_panel: float, m: int, k: int, k_total: int,
                             assignment: Assignment = "cyclic", n_max: int = 10**8) -> int:
     """The smallest number of scenarios n whose :func:`design_variance` is at most ``target_se``².
 
-    Raises when the target is out of reach: with ``assignment="fixed"`` and k < K_tot the judge term
-    (σ²_γ/k) FPC does not shrink with n (Proposition 1), and no n can beat it.
+    The variance (:func:`design_variance`; Proposition 1, Eq. 2 ``eq:variance``, and Eqs. 4-5) is
+
+        V(n) = F + P/n + J(n),   P = σ²_α + σ²_β/m + σ²_ε/(mk) [+ σ²_γ FPC(k)/(km) for "random"],
+
+    with F = (σ²_γ/k) FPC(k) for ``"fixed"`` (0 otherwise) and J(n) = V_left(nmk) >= 0 for ``"cyclic"`` (0
+    otherwise). So n >= P/(t² − F) is necessary, and the first n >= P/(t² − F) at which nmk is a multiple of
+    K_tot (J = 0) is sufficient: the search looks only between the two, at most K_tot values.
+
+    Raises when the target is out of reach: with ``assignment="fixed"`` and k < K_tot the judge term F does
+    not shrink with n (Proposition 1), and no n can beat it.
     """
     caller = "scenarios_for_target_se"
     t = check_number("target_se", target_se, caller=caller, minimum=0.0)
@@ -565,30 +682,48 @@ def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generati
                       _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller)])
     m = check_positive_int("m", m, caller=caller)
     k = check_positive_int("k", k, caller=caller)
-
-    def f(ns: np.ndarray) -> np.ndarray:
-        c = design_coefficients(n=ns, m=m, k=k, k_total=k_total, assignment=assignment)
-        return sum(c[name] * v for name, v in zip(_ORDER, comps))
-
-    floor = float(design_coefficients(n=1, m=1, k=k, k_total=k_total, assignment="fixed")["judge_panel"]) * comps[3] \
-        if assignment == "fixed" else 0.0
+    assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
+    n_max = check_positive_int("n_max", n_max, caller=caller)
+    c1 = design_coefficients(n=1, m=m, k=k, k_total=k_total, assignment=assignment)
+    kt = int(k_total)
+    floor = float(c1["judge_panel"]) * comps[3] if assignment == "fixed" else 0.0
     if floor >= t * t:
-        raise CjstatsError(f"No number of scenarios reaches target_se={t:g}: with the same {k} of {k_total} judges "
+        raise CjstatsError(f"No number of scenarios reaches target_se={t:g}: with the same {k} of {kt} judges "
                            f"on every cell the judge term alone has SE {math.sqrt(floor):.4g}. Use more judges "
                            f"or a cyclic assignment.")
-    # every term but the leftover of a rotation shrinks like 1/n: a lower bound on the n needed
-    per_n = comps[0] + comps[1] / m + comps[2] / (m * k)
-    if assignment == "random":
-        rand = design_coefficients(n=1, m=m, k=k, k_total=k_total, assignment="random")["judge_panel"]
-        per_n += float(rand) * comps[3]
-    start = max(1, math.floor(per_n / (t * t - floor)))
-    return _first_below(f, t * t, start, n_max, "number of scenarios", caller)
+    per_n = float(c1["scenario"] * comps[0] + c1["generation"] * comps[1] + c1["residual"] * comps[2]
+                  + (c1["judge_panel"] * comps[3] if assignment == "random" else 0.0))
+    room = t * t - floor
+    lo = max(1, int(_to_int(per_n / room * (1 - 1e-12), n_max + 1)))
+    p = int(_period(m * k, kt)) if assignment == "cyclic" else 1
+    hi = int(_next_multiple(np.int64(max(1, int(_to_int(per_n / room * (1 + 1e-12), n_max + 1)) + 1)), p)) + p
+    n = _first_true_up_to(lambda _, ns: _design_values(comps, ns, m, k, kt, assignment) <= t * t, lo, hi, n_max)
+    if n > n_max:
+        raise CjstatsError(f"No number of scenarios up to n_max={n_max} reaches target_se={t:g} in {caller} "
+                           f"(at least {lo} are needed); raise n_max.")
+    return n
+
+
+def _design_values(comps: np.ndarray, n: np.ndarray, m, k, kt: int, assignment: str) -> np.ndarray:
+    c = design_coefficients(n=n, m=m, k=k, k_total=kt, assignment=assignment)
+    return sum(c[name] * v for name, v in zip(_ORDER, comps))
 
 
 def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation: float, s2_residual: float,
                          s2_judge_panel: float, n: int, k_total: int, s2_scenario: float | None = None,
                          budget_max: int = 10**8) -> int:
     """The smallest per-scenario budget B whose :func:`strategy_variance` is at most ``target_se``².
+
+    From :func:`strategy_coefficients` (Eqs. 3-5 with the leftover term), with F = σ²_α/n when
+    ``s2_scenario`` is given (else 0), r = B mod K_tot and V_left >= 0:
+
+        "random":  V(B) = F + (σ²_β + σ²_γ + σ²_ε)/(nB)
+        "cyclic":  V(B) = F + (σ²_β + σ²_ε)/(nB) + V_left(nB)
+        "all":     V(B) = F + (K_tot σ²_β + σ²_ε)/(nB) − σ²_β r (K_tot − r)/(nB²) + V_left(nB)
+
+    The search starts at the closed-form lower bound (for ``"all"``, the larger root of the quadratic bound
+    with r (K_tot − r) <= K_tot²/4, after trying B < K_tot directly) and stops at the first B with no leftover
+    (nB a multiple of K_tot, and for ``"all"`` B too) that the 1/B part alone brings under the target.
 
     Raises when σ²_α/n alone (if ``s2_scenario`` is given) already exceeds the target: more calls per scenario
     cannot help, only more scenarios.
@@ -597,20 +732,43 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
     t = check_number("target_se", target_se, caller=caller, minimum=0.0)
     if t <= 0:
         raise CjstatsError(f"The 'target_se' argument of {caller} must be positive. Got {target_se!r} instead.")
+    strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
     n = check_positive_int("n", n, caller=caller)
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    budget_max = check_positive_int("budget_max", budget_max, caller=caller)
     floor = 0.0 if s2_scenario is None else _var("s2_scenario", s2_scenario, caller) / n
     if floor >= t * t:
         raise CjstatsError(f"No per-scenario budget reaches target_se={t:g} with n={n} scenarios: the scenario "
                            f"term alone has SE {math.sqrt(floor):.4g}. Use more scenarios.")
     s2b, s2e = _var("s2_generation", s2_generation, caller), _var("s2_residual", s2_residual, caller)
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
+    room = t * t - floor
 
-    def f(bs: np.ndarray) -> np.ndarray:
-        c = strategy_coefficients(strategy, budget=bs, n=n, k_total=k_total)
-        return c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g + floor
+    def ok(_, bs: np.ndarray) -> np.ndarray:
+        c = strategy_coefficients(strategy, budget=bs, n=n, k_total=kt)
+        return c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g + floor <= t * t
 
-    start = max(1, math.floor((s2b + s2e) / n / (t * t - floor)))
-    return _first_below(f, t * t, start, budget_max, "per-scenario budget", caller)
+    cap = budget_max + 1
+    if strategy == "all":
+        a = (kt * s2b + s2e) / n                          # V − F >= a/B − c/B² for every B
+        c = s2b * kt * kt / (4 * n)
+        direct = int(_first_true(ok, 1, min(kt, budget_max))[0])
+        if direct <= min(kt, budget_max):
+            return direct
+        disc = a * a - 4 * room * c
+        lo = kt + 1 if disc < 0 else max(kt + 1, int(_to_int((a + math.sqrt(disc)) / (2 * room) * (1 - 1e-12), cap)))
+        p = kt                                            # B a multiple of K_tot: no partial generation, no leftover
+        per = a
+    else:
+        per = (s2b + s2e + (s2g if strategy == "random" else 0.0)) / n
+        lo = max(1, int(_to_int(per / room * (1 - 1e-12), cap)))
+        p = int(_period(n, kt)) if strategy == "cyclic" else 1
+    hi = int(_next_multiple(np.int64(max(1, int(_to_int(per / room * (1 + 1e-12), cap)) + 1)), p)) + p
+    b = _first_true_up_to(ok, lo, hi, budget_max)
+    if b > budget_max:
+        raise CjstatsError(f"No per-scenario budget up to budget_max={budget_max} reaches target_se={t:g} in "
+                           f"{caller} (at least {lo} calls per scenario are needed); raise budget_max.")
+    return b
 
 
 def _z(alpha: float, power: float | None, alternative: str, caller: str) -> tuple[float, float]:

@@ -1,7 +1,9 @@
-"""The optimiser (brute force agreement, uncertainty) and the cost-weighted allocation (simulation).
+"""The optimiser (brute force agreement, costs, uncertainty) and the cost-weighted allocation (simulation).
 
 Monte Carlo tolerances: means and variances from R = 40,000 replicates are compared within 4 standard errors
-(sd/sqrt(R) for a mean; sqrt((m4 - m2^2)/R) for a variance). Seeds are fixed.
+(sd/sqrt(R) for a mean; sqrt((m4 - m2^2)/R) for a variance, cjstats.subsample.variance_with_se). Seeds are
+fixed. The brute forces below compute variances and costs from the paper's formulas typed in here, not from
+the library's coefficient functions.
 """
 
 from __future__ import annotations
@@ -19,20 +21,15 @@ from cjstats.allocate import (
     poststratified_mean,
 )
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import cyclic_schedule, realised_variance
+from cjstats.plan import apportion, cyclic_schedule, realised_variance
 from cjstats.scores import read_scores
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
-from cjstats.variance import design_coefficients, design_variance, neyman_shares
+from cjstats.subsample import variance_with_se
+from cjstats.variance import neyman_shares, poststratified_variance
 
 QWEN = TABLE3_MTBENCH["Qwen"]
 COMPS = {c: QWEN[c] for c in ("scenario", "generation", "residual", "judge_panel")}
 R = 40_000
-
-
-def var_and_se(x: np.ndarray) -> tuple[float, float]:
-    d = x - x.mean()
-    m2, m4 = np.mean(d**2), np.mean(d**4)
-    return float(np.var(x, ddof=1)), float(math.sqrt((m4 - m2 * m2) / x.size))
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +40,49 @@ def qwen_fit():
     return cj.estimate(read_scores(df))
 
 
-def brute_force(budget, n_max, kt=5, m_cap=200):
-    """Every (variance, strategy, k, n, m) design within the call budget, on a full grid."""
+def formula_variance(strategy, k, n, m, comps=COMPS, kt=5):
+    """Proposition 1 (Eq. 2) with the judge term of each assignment, typed in from the paper.
+
+    cyclic: the leftover r (K - r) s2_gamma / ((K - 1) T^2) of one rotation over T = nmk calls (Eqs. 3, 5);
+    random: a fresh k-subset per generation, (s2_gamma / k) FPC(k) / (nm) (Eq. 4 at k = 1); all: k = K_tot.
+    """
+    n, m = np.asarray(n, dtype=float), np.asarray(m, dtype=float)
+    a, b, e, g = (comps[c] for c in ("scenario", "generation", "residual", "judge_panel"))
+    v = a / n + b / (n * m) + e / (n * m * k)
+    if strategy == "random":
+        return v + (g / k * (kt - k) / (kt - 1) / (n * m) if kt > 1 else 0.0)
+    t = n * m * k
+    r = np.mod(t, kt)
+    return v + (r * (kt - r) * g / ((kt - 1) * t * t) if kt > 1 else 0.0)
+
+
+def worst_cost(strategy, k, n, m, prices, cg=0.0):
+    """The most a design can cost: the rotation's calls mod K_tot extra calls (or, for random, every call) on
+    the dearest judges."""
+    p = np.sort(np.asarray(prices, dtype=float))[::-1]
+    gens = np.asarray(n, dtype=np.int64) * np.asarray(m, dtype=np.int64)
+    if strategy == "all":
+        return gens * (p.sum() + cg)
+    if strategy == "random":
+        return gens * (p[:k].sum() + cg)
+    q, r = np.divmod(gens * k, p.size)
+    top = np.concatenate([[0.0], np.cumsum(p)])
+    return q * p.sum() + top[r] + gens * cg
+
+
+PAIRS = [("cyclic", k) for k in range(1, 5)] + [("random", k) for k in range(1, 5)] + [("all", 5)]
+
+
+def brute_force(budget, n_max, kt=5, m_cap=200, prices=None):
+    """Every (variance, strategy, k, n, m, max cost) design within the budget, on a full grid."""
+    prices = np.ones(kt) if prices is None else np.asarray(prices, dtype=float)
     out = []
     n, m = (a.ravel() for a in np.meshgrid(np.arange(1, n_max + 1), np.arange(1, m_cap + 1)))
-    for s, k in [("cyclic", k) for k in range(1, kt)] + [("random", k) for k in range(1, kt)] + [("all", kt)]:
-        ok = n * m * k <= budget
-        c = design_coefficients(n=n[ok], m=m[ok], k=k, k_total=kt, assignment="random" if s == "random" else "cyclic")
-        v = sum(c[x] * COMPS[x] for x in COMPS)
-        out += [(float(vi), s, k, int(ni), int(mi)) for vi, ni, mi in zip(v, n[ok], m[ok])]
+    for s, k in [(s, k) for s, k in PAIRS if k <= kt]:
+        cost = worst_cost(s, k, n, m, prices)
+        ok = cost <= budget
+        v = formula_variance(s, k, n[ok], m[ok], kt=kt)
+        out += [(float(vi), s, k, int(ni), int(mi), float(ci)) for vi, ni, mi, ci in zip(v, n[ok], m[ok], cost[ok])]
     return out
 
 
@@ -65,12 +96,10 @@ class TestOptimiseInCalls:
         assert rec["variance"] == pytest.approx(vmin, rel=1e-12)
         assert rec["calls"] <= budget and rec["n"] <= n_max
         assert res.uncertainty == "none" and rec["p_best"] == 1.0
-        # every table row is one of the enumerated designs, with the same variance
+        # every table row is one of the enumerated designs, with the paper's variance
         for row in res.table.itertuples():
-            assignment = "random" if row.strategy == "random" else "cyclic"
-            assert row.variance == pytest.approx(design_variance(*COMPS.values(), n=row.n, m=row.m,
-                                                                 k=row.judges_per_generation, k_total=5,
-                                                                 assignment=assignment), rel=1e-12)
+            assert row.variance == pytest.approx(float(formula_variance(row.strategy, row.judges_per_generation,
+                                                                         row.n, row.m)), rel=1e-12)
         assert list(res.table["variance"]) == sorted(res.table["variance"])
         assert list(res.table["rank"]) == list(range(1, len(res.table) + 1))
 
@@ -101,6 +130,156 @@ class TestOptimiseInCalls:
         assert (res.designs["m"] == 1).all() and any("not identifiable" in n for n in res.notes)
 
 
+class TestTargetSearchIsExact:
+    def test_a_large_leftover_term_is_searched_through(self):
+        """A huge judge offset and a 100-judge panel: only m = 100 (a full rotation) reaches the target."""
+        comps = {"scenario": 0.0, "generation": 0.0, "residual": 1e-4, "judge_panel": 1000.0}
+        res = optimise(comps, target_se=0.0316, k_total=100, n_max=1, strategies=["cyclic"])
+        rec = res.recommendation
+        assert rec["se"] <= 0.0316 and rec["m"] * rec["judges_per_generation"] == 100
+        assert res.table["variance"].max() <= 0.0316**2
+
+    @pytest.mark.parametrize("seed", range(6))
+    def test_every_design_is_the_first_m_that_reaches_the_target(self, seed):
+        rng = np.random.default_rng(seed)
+        comps = dict(zip(COMPS, rng.gamma(0.6, 1.0, 4) * np.array([0.05, 1, 1, 30])))
+        kt, n_max = int(rng.integers(2, 13)), int(rng.integers(1, 15))
+        v1 = formula_variance("cyclic", 1, n_max, 1, comps=comps, kt=kt)
+        target = math.sqrt(float(v1) * rng.uniform(0.02, 0.5))
+        try:
+            res = optimise(comps, target_se=target, k_total=kt, n_max=n_max, m_max=5000)
+        except CjstatsError as exc:
+            assert "scenario term alone" in str(exc)
+            return
+        d = res.designs
+        assert len(d) > 0
+        for row in d.itertuples():
+            v = formula_variance(row.strategy, row.judges_per_generation, row.n, np.arange(1, row.m + 1), comps, kt)
+            assert v[-1] <= target**2 * (1 + 1e-12) and (v[:-1] > target**2).all(), row
+
+    def test_designs_in_a_money_budget_spend_as_much_as_they_can(self):
+        prices = [1.0, 1.0, 4.0, 16.0]
+        res = optimise(COMPS, budget=1000, judge_costs=dict(zip("abcd", prices)), n_max=60,
+                       strategies=["cyclic", "random", "all"])
+        for row in res.designs.itertuples():
+            k = row.judges_per_generation
+            assert worst_cost(row.strategy, k, row.n, row.m, prices) <= 1000
+            assert worst_cost(row.strategy, k, row.n, row.m + 1, prices) > 1000
+
+
+class TestMoneyBudgets:
+    PRICES = {"a": 1.0, "b": 1.0, "c": 4.0, "d": 16.0}
+
+    def test_no_design_can_exceed_the_budget(self):
+        """Costed at the mean price a 1000 budget bought designs that cost up to 1006; now the worst case fits."""
+        prices = list(self.PRICES.values())
+        res = optimise(COMPS, budget=1000, judge_costs=self.PRICES, n_max=60, strategies=["cyclic", "random", "all"])
+        for row in res.designs.itertuples():
+            mx = float(worst_cost(row.strategy, row.judges_per_generation, row.n, row.m, prices))
+            assert row.max_cost == pytest.approx(mx, rel=1e-12) and mx <= 1000
+            assert row.cost == pytest.approx(row.n * row.m * row.judges_per_generation * 5.5 if row.strategy != "all"
+                                             else row.n * row.m * 22, rel=1e-12)
+        best = brute_force(1000, 60, kt=4, m_cap=200, prices=prices)
+        assert res.recommendation["variance"] == pytest.approx(min(d[0] for d in best), rel=1e-12)
+        # the seeded rotation of the recommended design never costs more than max_cost
+        rec = res.recommendation
+        price = pd.Series(self.PRICES)
+        for seed in range(30):
+            plan = cyclic_schedule(rec["n"], list(self.PRICES), generations=rec["m"],
+                                   judges_per_generation=rec["judges_per_generation"], seed=seed)
+            assert price[plan["judge"]].sum() <= rec["max_cost"] <= 1000
+
+    def test_the_weighted_schedule_realises_exactly_the_costed_counts(self):
+        """One apportioning function: cyclic_schedule(shares=) gives the counts optimise costed, for every seed."""
+        res = optimise(COMPS, budget=1000, judge_costs=self.PRICES, n_max=60, generation_cost=0.5,
+                       strategies=["weighted"])
+        price = pd.Series(self.PRICES) + 0.5
+        rows = res.designs.iloc[np.linspace(0, len(res.designs) - 1, 8).astype(int)]
+        shares = np.array(list(res.frequencies.values()))
+        for row in rows.itertuples():
+            counts = apportion(row.n * row.m, shares)
+            assert row.cost == row.max_cost == pytest.approx(float(counts @ price.to_numpy()), rel=1e-12)
+            assert row.max_cost <= 1000
+            assert row.variance == pytest.approx(poststratified_variance(
+                COMPS["generation"], COMPS["residual"], counts, s2_scenario=COMPS["scenario"], n=row.n), rel=1e-12)
+            for seed in (0, 1, 2):
+                plan = cyclic_schedule(row.n, list(self.PRICES), generations=row.m, seed=seed,
+                                       shares=res.frequencies)
+                realised = plan["judge"].value_counts().reindex(list(self.PRICES), fill_value=0).to_numpy()
+                assert realised.tolist() == counts.tolist()
+
+    def test_all_free_judges_are_one_sentence(self):
+        with pytest.raises(CjstatsError, match=r"Every judge price given to optimise is 0 and generation_cost is 0, "
+                                               r"so designs cost nothing"):
+            optimise(COMPS, budget=1000, judge_costs={"a": 0.0, "b": 0.0}, n_max=10)
+
+    def test_a_free_judge_drops_the_weighted_strategy_with_a_note(self):
+        res = optimise(COMPS, budget=1000, judge_costs={"a": 0.0, "b": 1.0}, n_max=10)
+        assert "weighted" not in set(res.designs["strategy"])
+        assert any("weighted left out: judge 'a' costs 0 per call" in n for n in res.notes)
+        assert res.recommendation["max_cost"] <= 1000
+        with pytest.raises(CjstatsError, match=r"Judge 'a' costs 0 per call and generation_cost is 0, so the "
+                                               r"weighted strategy of optimise would give it every call"):
+            optimise(COMPS, budget=1000, judge_costs={"a": 0.0, "b": 1.0}, n_max=10, strategies=["weighted"])
+        # a generation cost makes every call cost something: weighted is back
+        res = optimise(COMPS, budget=1000, judge_costs={"a": 0.0, "b": 1.0}, generation_cost=0.1, n_max=10)
+        assert "weighted" in set(res.designs["strategy"])
+        with pytest.raises(CjstatsError, match=r"Judge 'a' costs 0 per call .* cost_weighted_allocation"):
+            cost_weighted_allocation(0.3, 1.5, judge_costs={"a": 0.0, "b": 1.0}, budget=100)
+
+    def test_a_budget_too_small_for_the_target_names_the_budget(self):
+        """The budget, not the scenario term, is the limit: say so, with what the cheapest design costs."""
+        cheapest = optimise(COMPS, target_se=0.3, k_total=5, n_max=80).recommendation
+        with pytest.raises(CjstatsError) as err:
+            optimise(COMPS, budget=10, target_se=0.3, k_total=5, n_max=80)
+        msg = str(err.value)
+        assert msg.startswith("No design reaches target_se=0.3 within budget 10 calls: the cheapest that does")
+        assert f"costs up to {cheapest['max_cost']:g} calls; raise the budget to at least that." in msg
+        assert "scenario term" not in msg
+
+
+class TestResidualByJudge:
+    """One meaning everywhere: absolute residual variances per judge, replacing the common residual."""
+
+    JUDGES = ["a", "b", "c", "d"]
+    PRICES = {"a": 1.0, "b": 1.0, "c": 4.0, "d": 16.0}
+    NOISE = {"a": 0.5, "b": 1.0, "c": 2.0, "d": 3.0}
+
+    def test_optimise_uses_absolute_values(self):
+        res = optimise(COMPS, budget=600, judge_costs=self.PRICES, n_max=60, residual_by_judge=self.NOISE)
+        s2e = np.array(list(self.NOISE.values()))
+        assert res.components["residual"] == pytest.approx(s2e.mean())
+        w = res.designs[res.designs["strategy"] == "weighted"].iloc[0]
+        counts = apportion(int(w["n"] * w["m"]), np.array(list(res.frequencies.values())))
+        assert w["variance"] == pytest.approx(poststratified_variance(
+            COMPS["generation"], s2e, counts, s2_scenario=COMPS["scenario"], n=int(w["n"])), rel=1e-12)
+        c = res.designs[res.designs["strategy"] == "cyclic"].iloc[0]
+        assert c["variance"] == pytest.approx(float(formula_variance(
+            "cyclic", int(c["judges_per_generation"]), c["n"], c["m"], {**COMPS, "residual": s2e.mean()}, kt=4)))
+        # doubling every value doubles the residual: absolute, not relative
+        twice = optimise(COMPS, budget=600, judge_costs=self.PRICES, n_max=60,
+                         residual_by_judge={j: 2 * v for j, v in self.NOISE.items()})
+        assert twice.components["residual"] == pytest.approx(2 * s2e.mean())
+        assert twice.recommendation["variance"] > res.recommendation["variance"]
+
+    def test_cost_weighted_allocation_agrees_with_optimise(self):
+        wa = cost_weighted_allocation(COMPS["generation"], COMPS["residual"], judge_costs=self.PRICES, budget=400,
+                                      residual_by_judge=self.NOISE)
+        res = optimise(COMPS, budget=600, judge_costs=self.PRICES, n_max=60, residual_by_judge=self.NOISE)
+        assert wa.shares == pytest.approx(tuple(res.frequencies.values()), rel=1e-12)
+        sd = np.sqrt(COMPS["generation"] + np.array(list(self.NOISE.values())))
+        assert wa.shares == pytest.approx(tuple(neyman_shares(sd, list(self.PRICES.values()))), rel=1e-12)
+        assert wa.variance == pytest.approx(poststratified_variance(
+            COMPS["generation"], list(self.NOISE.values()), wa.counts), rel=1e-12)
+
+    def test_unknown_or_missing_judges(self):
+        with pytest.raises(CjstatsError, match="names judge 'z', which is not in the panel"):
+            optimise(COMPS, budget=600, judge_costs=self.PRICES, n_max=60, residual_by_judge={**self.NOISE, "z": 1})
+        with pytest.raises(CjstatsError, match="has no value for judge 'd'"):
+            cost_weighted_allocation(0.3, 1.5, judge_costs=self.PRICES, budget=400,
+                                     residual_by_judge={"a": 1, "b": 1, "c": 1})
+
+
 class TestUncertainty:
     def test_interval_bounds_bracket_the_estimate(self, qwen_fit):
         res = optimise(qwen_fit, budget=450)
@@ -112,13 +291,22 @@ class TestUncertainty:
         pd.testing.assert_frame_equal(res.table, again.table)
 
     def test_approximate_draws_reproduce_each_interval(self, qwen_fit):
+        """P(draw <= lower) = a and P(draw <= upper) = 1 - a (median = estimate when lower = 0), each within 4
+        binomial standard errors sqrt(p (1 - p) / S) of the empirical CDF over S draws."""
         inp = _inputs(qwen_fit, None, None, "test")
-        draws = _interval_draws(inp, 200_000, np.random.default_rng(0))
+        size = 200_000
+        draws = _interval_draws(inp, size, np.random.default_rng(0))
         a = (1 - inp.ci_level) / 2
+        checked = 0
         for j in range(4):
-            if inp.lower[j] > 0:
-                lo, hi = np.quantile(draws[:, j], [a, 1 - a])
-                assert lo == pytest.approx(inp.lower[j], rel=0.02) and hi == pytest.approx(inp.upper[j], rel=0.02)
+            if inp.upper[j] <= 0:
+                continue
+            pairs = [(inp.upper[j], 1 - a)] + ([(inp.lower[j], a)] if inp.lower[j] > 0 else
+                                                [(inp.point[j], 0.5)] if inp.point[j] > 0 else [])
+            for x, p in pairs:
+                assert abs(np.mean(draws[:, j] <= x) - p) <= 4 * math.sqrt(p * (1 - p) / size), (j, x, p)
+                checked += 1
+        assert checked >= 6
 
     def test_posterior_draws_are_used_when_the_backend_has_them(self, qwen_fit):
         rng = np.random.default_rng(3)
@@ -134,9 +322,8 @@ class TestUncertainty:
         d = draws[["scenario", "generation", "residual", "judge_panel"]].to_numpy()
 
         def vdraws(row):
-            c = design_coefficients(n=row.n, m=row.m, k=row.judges_per_generation, k_total=5,
-                                    assignment="random" if row.strategy == "random" else "cyclic")
-            return d @ np.array([c[x] for x in ("scenario", "generation", "residual", "judge_panel")])
+            return np.array([float(formula_variance(row.strategy, row.judges_per_generation, row.n, row.m,
+                                                    dict(zip(COMPS, x)))) for x in d])
 
         rows = list(res.strategies.itertuples())
         v = np.array([vdraws(r) for r in rows])
@@ -197,7 +384,7 @@ class TestCostWeighted:
         offsets = dict(zip(self.JUDGES, g))
         rv_w = realised_variance(plan_w, comps, estimator="poststratified", judge_view="fixed", judge_offsets=offsets)
         rv_e = realised_variance(plan_e, comps, estimator="poststratified", judge_view="fixed", judge_offsets=offsets)
-        (vw, sw), (ve, se) = var_and_se(post_w), var_and_se(post_e)
+        (vw, sw), (ve, se) = variance_with_se(post_w), variance_with_se(post_e)
         assert abs(vw - rv_w.total) <= 4 * sw and abs(ve - rv_e.total) <= 4 * se
         assert rv_w.judge_bias == pytest.approx(0.0, abs=1e-12)
         # lower variance per unit cost: variance x cost, weighted against equal cycling
@@ -262,6 +449,8 @@ class TestSectionAndErrors:
         (dict(budget=100, judge_costs={"x": 1.0}), "must price exactly the panel's judges"),
         (dict(budget=100, strategies=["best"]), "'strategies' argument of optimise must be one of"),
         (dict(budget=0.5), "does not pay for one generation"),
+        (dict(budget=100, seed=-1), "'seed' argument of optimise must be None, an integer >= 0"),
+        (dict(budget=100, residual_by_judge={"judge_0": "x"}), "has no value for judge|must be a finite number"),
     ])
     def test_one_sentence_errors(self, qwen_fit, kwargs, match):
         with pytest.raises(CjstatsError, match=match):

@@ -117,10 +117,22 @@ class TestAllocate:
         (["--budget", "100", "--costs", "judge_0"], "name=value pairs"),
         (["--budget", "100", "--costs", "nobody=1"], "must price exactly the panel's judges"),
         ([], "needs a budget"),
+        (["--budget", "100", "--seed", "-1"], "The option --seed must be an integer >= 0. Got -1."),
+        (["--budget", "100", "--costs", "judge_0=0,judge_1=0,judge_2=0,judge_3=0"], "designs cost nothing"),
+        (["--budget", "10", "--target-se", "0.3", "--model", "Qwen"],
+         "No design reaches target_se=0.3 within budget 10 calls: the cheapest that does"),
     ])
     def test_user_errors_are_one_sentence(self, score_file, args, text):
         code, out, err = run_main(["allocate", str(score_file), *args])
         assert code == 1 and out == "" and err.count("\n") == 1 and text in err and "Traceback" not in err
+
+    def test_money_budget_is_never_exceeded(self, runner, score_file):
+        costs = "judge_0=1,judge_1=1,judge_2=4,judge_3=16"
+        r = runner.invoke(cli, ["allocate", str(score_file), "--budget", "300", "--costs", costs, "--model", "Qwen",
+                                "--format", "json"])
+        assert r.exit_code == 0, r.output
+        rows = json.loads(r.output)
+        assert all(row["cost"] <= row["max_cost"] <= 300 for row in rows)
 
 
 class TestPlan:
@@ -174,7 +186,35 @@ class TestPlan:
         (["--scenarios", "5", "--judges", "a,a"], "lists judge 'a' more than once"),
         (["--scenarios", "5", "--judges", "a,b", "--strategy", "random", "--shares", "a=1,b=1"],
          "--shares works with --strategy cyclic only"),
+        (["--scenarios", "5", "--judges", "a,b", "--seed", "-1"], "The option --seed must be an integer >= 0. Got -1."),
+        (["--scenarios", "5", "--judges", "a,b", "--strategy", "all", "--judges-per-generation", "2"],
+         "The option --judges-per-generation does not apply to --strategy all (every judge scores every "
+         "generation); leave it out."),
+        (["--scenarios", "5", "--judges", "a,b", "--strategy", "all", "--unit", "scenario"],
+         "The option --unit does not apply to --strategy all"),
+        (["--scenarios", "5", "--judges", "a,b", "--strategy", "random", "--unit", "generation"],
+         "The option --unit does not apply to --strategy random"),
     ])
     def test_user_errors_are_one_sentence(self, args, text):
         code, out, err = run_main(["plan", *args])
         assert code == 1 and out == "" and err.count("\n") == 1 and text in err
+
+    @pytest.mark.parametrize("name, content, text", [
+        ("empty.csv", "", "is empty; it must list at least one scenario."),
+        ("header.csv", "scenario,x\n", "lists no scenarios."),
+        ("two.csv", "a,b\n1,2\n", "has no column 'scenario' (found: a, b)."),
+        ("empty.txt", "\n\n", "lists no scenarios."),
+        ("bad.jsonl", "{not json\n", "Could not read the scenario file"),
+    ])
+    def test_unusable_scenario_files_are_one_sentence(self, tmp_path, name, content, text):
+        p = tmp_path / name
+        p.write_text(content)
+        code, out, err = run_main(["plan", "--scenarios", str(p), "--judges", "a,b"])
+        assert code == 1 and out == "" and err.count("\n") == 1 and text in err and "Traceback" not in err
+
+    def test_random_takes_judges_per_generation(self, runner):
+        r = runner.invoke(cli, ["plan", "--scenarios", "4", "--judges", "a,b,c", "--strategy", "random",
+                                "--judges-per-generation", "2", "--seed", "0", "--format", "csv"])
+        assert r.exit_code == 0, r.output
+        t = pd.read_csv(io.StringIO(r.output))
+        assert len(t) == 8 and (t.groupby("scenario")["judge"].nunique() == 2).all()

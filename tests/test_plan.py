@@ -17,18 +17,13 @@ from cjstats.plan import (
     all_judges_schedule, apportion, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
 )
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets
+from cjstats.subsample import variance_with_se
 from cjstats.variance import grand_mean_variance, leftover_judge_variance, strategy_variance
 
 QWEN = TABLE3_MTBENCH["Qwen"]
 COMPS = {c: QWEN[c] for c in ("scenario", "generation", "residual", "judge_panel")}
 JUDGES = ["a", "b", "c", "d", "e"]
 R = 40_000
-
-
-def var_and_se(x: np.ndarray) -> tuple[float, float]:
-    d = x - x.mean()
-    m2, m4 = np.mean(d**2), np.mean(d**4)
-    return float(np.var(x, ddof=1)), float(math.sqrt((m4 - m2 * m2) / x.size))
 
 
 def simulate(schedule: pd.DataFrame, *, weights: np.ndarray, offsets: np.ndarray, reps: int, rng,
@@ -150,6 +145,34 @@ class TestWeightedRoundRobin:
         b = cyclic_schedule(10, JUDGES, generations=2, seed=8, shares=[1, 1, 1, 1, 1])
         pd.testing.assert_frame_equal(a, b)
 
+    def test_apportion_ties_go_to_the_order_then_the_index(self):
+        assert apportion(1, [1, 1, 1]).tolist() == [1, 0, 0]
+        assert apportion(1, [1, 1, 1], order=[2, 0, 1]).tolist() == [0, 0, 1]
+        assert apportion(5, [0.5, 0.5, 0.0]).tolist() == [3, 2, 0]
+        assert apportion(0, [1, 2]).tolist() == [0, 0]
+
+    @pytest.mark.parametrize("shares, match", [
+        ([0, 0], "finite numbers >= 0 with a positive sum"),
+        ([-1, 2], "finite numbers >= 0 with a positive sum"),
+        ([1.0, float("nan")], "finite numbers >= 0 with a positive sum"),
+        ([1.0, "x"], "must hold numbers. Got 'x' instead"),
+    ])
+    def test_apportion_refuses_bad_shares(self, shares, match):
+        with pytest.raises(CjstatsError, match=match):
+            apportion(5, shares)
+
+    def test_apportion_refuses_an_order_that_is_not_a_permutation(self):
+        with pytest.raises(CjstatsError, match="'order' argument of apportion must be a permutation"):
+            apportion(5, [1, 1], order=[0, 0])
+
+    @pytest.mark.parametrize("seed", [0, 1, 2, 3])
+    def test_weighted_counts_do_not_depend_on_the_seed(self, seed):
+        """Tied remainders (a and b have equal shares) go to the judge listed first, whatever the seed."""
+        shares = [2.0, 2.0, 1.0, 1.0, 1.0]
+        plan = cyclic_schedule(8, JUDGES, seed=seed, shares=shares)   # quotas 16/7, 16/7, 8/7 x 3: a and b tie
+        assert plan["judge"].value_counts().reindex(JUDGES, fill_value=0).tolist() == \
+            apportion(8, shares).tolist() == [3, 2, 1, 1, 1]
+
     def test_a_judge_without_a_call_is_an_error(self):
         with pytest.raises(CjstatsError, match="leaves judge 'e' without a call"):
             cyclic_schedule(20, JUDGES, seed=0, shares=[10, 10, 10, 10, 0.01])
@@ -201,7 +224,7 @@ class TestRealisedVariance:
         w = np.full(len(kept), 1 / len(kept)) if estimator == "mean" else 1 / (5 * b[j])
         x = simulate(kept, weights=w, offsets=panel_offsets(5, QWEN["judge_panel"]), reps=R,
                      rng=np.random.default_rng(7))
-        v, se = var_and_se(x)
+        v, se = variance_with_se(x)
         assert abs(v - rv.total) <= 4 * se
         # ignoring the failures (the balanced formula) would be wrong here
         naive = realised_variance(plan.drop(columns="ok"), COMPS, estimator=estimator).total
@@ -226,7 +249,7 @@ class TestRealisedVariance:
         rv = realised_variance(plan, COMPS, residual_by_judge=dict(zip(JUDGES, sd**2)))
         x = simulate(plan, weights=np.full(len(plan), 1 / len(plan)), offsets=panel_offsets(5, QWEN["judge_panel"]),
                      reps=R, rng=np.random.default_rng(10), resid_sd=sd)
-        v, se = var_and_se(x)
+        v, se = variance_with_se(x)
         assert abs(v - rv.total) <= 4 * se
 
     def test_from_a_fit_uses_its_judges(self, small_balanced_scores):
@@ -240,6 +263,37 @@ class TestRealisedVariance:
         assert rv.total == pytest.approx(strategy_variance(
             "cyclic", s2_generation=est["generation"], s2_residual=est["residual"], s2_judge_panel=est["judge_panel"],
             budget=3, n=12, k_total=4, s2_scenario=est["scenario"]), rel=1e-12)
+
+    def test_completed_as_zero_one(self):
+        plan = cyclic_schedule(8, JUDGES, generations=2, seed=5)
+        mask = np.random.default_rng(1).random(len(plan)) < 0.7
+        a = realised_variance(plan.assign(ok=mask.astype(int)), COMPS, completed="ok")
+        b = realised_variance(plan.assign(ok=mask), COMPS, completed="ok")
+        assert a.as_dict() == pytest.approx(b.as_dict(), nan_ok=True) and a.calls == int(mask.sum())
+
+    @pytest.mark.parametrize("values, bad", [(["ok", "failed"], "'ok'"), ([1, 2], "2"), ([True, None], "None"),
+                                             ([1.0, float("nan")], "nan")])
+    def test_completed_must_be_booleans_or_zero_one(self, values, bad):
+        plan = cyclic_schedule(4, JUDGES, seed=0)
+        status = (values * len(plan))[:len(plan)]
+        with pytest.raises(CjstatsError, match=r"'completed' argument of realised_variance must hold booleans "
+                                               r"\(True for a call that returned a score\) or 0/1. Got " + bad):
+            realised_variance(plan.assign(status=status), COMPS, completed="status")
+        with pytest.raises(CjstatsError, match="must hold booleans"):
+            realised_variance(plan, COMPS, completed=np.array(status, dtype=object))
+
+    @pytest.mark.parametrize("value", ["x", "1.5", None, True, float("inf"), -0.1])
+    def test_a_component_that_is_not_a_variance_is_one_sentence(self, value):
+        plan = cyclic_schedule(4, JUDGES, seed=0)
+        with pytest.raises(CjstatsError, match=r"The 'residual' component passed to realised_variance must be a "
+                                               r"finite variance >= 0. Got "):
+            realised_variance(plan, {**COMPS, "residual": value})
+
+    def test_bad_residual_by_judge_value(self):
+        plan = cyclic_schedule(4, JUDGES, seed=0)
+        with pytest.raises(CjstatsError, match=r"The 'residual_by_judge\['\w'\]' argument of realised_variance "
+                                               r"must be a finite number"):
+            realised_variance(plan, COMPS, residual_by_judge=dict.fromkeys(JUDGES, "big"))
 
     def test_errors(self):
         plan = cyclic_schedule(4, JUDGES, seed=0)
@@ -268,3 +322,25 @@ class TestInputErrors:
         args = {"scenarios": 5, "judges": JUDGES, **kwargs}
         with pytest.raises(CjstatsError, match=match):
             cyclic_schedule(args.pop("scenarios"), args.pop("judges"), **args)
+
+    @pytest.mark.parametrize("seed", [-1, "x", 1.5, True])
+    @pytest.mark.parametrize("make", [cyclic_schedule, random_schedule,
+                                      lambda *a, **k: all_judges_schedule(*a, budget=7, **k)])
+    def test_bad_seed_is_one_sentence(self, make, seed):
+        with pytest.raises(CjstatsError, match=r"'seed' argument of \w+ must be None, an integer >= 0 or a numpy "
+                                               r"Generator. Got "):
+            make(5, JUDGES, seed=seed)
+
+    def test_a_generator_is_a_seed(self):
+        a = cyclic_schedule(6, JUDGES, seed=np.random.default_rng(3))
+        pd.testing.assert_frame_equal(a, cyclic_schedule(6, JUDGES, seed=np.random.default_rng(3)))
+
+    @pytest.mark.parametrize("column", ["judge", "scenario", "generation"])
+    def test_a_missing_value_in_a_schedule_is_one_sentence(self, column):
+        plan = cyclic_schedule(6, JUDGES, seed=0)
+        plan[column] = plan[column].astype(object)
+        plan.loc[2, column] = np.nan
+        for check in (lambda p: schedule_audit(p), lambda p: realised_variance(p, COMPS)):
+            with pytest.raises(CjstatsError, match=rf"has no {column} in row 2 \(a missing value\); every call "
+                                                   r"needs a scenario, a generation and a judge"):
+                check(plan)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -17,8 +19,10 @@ import pytest
 from cjstats.exceptions import CjstatsError
 from cjstats.plan import all_judges_schedule, cyclic_schedule
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
+from cjstats.subsample import variance_with_se
 from cjstats.variance import (
-    STRATEGIES, ab_threshold, best_generations_per_scenario, budget_for_target_se, design_variance, fpc,
+    STRATEGIES, ab_threshold, best_generations_per_scenario, budget_for_target_se, design_coefficients,
+    design_variance, fpc,
     grand_mean_variance, judge_weight_variance, leftover_judge_variance, minimum_detectable_difference,
     neyman_shares, pool_constants, pool_variance, poststratified_variance, power_to_detect, preferred_baseline,
     scenario_generation_variance, scenarios_for_target_se, strategy_coefficients, strategy_gaps, strategy_variance,
@@ -30,15 +34,8 @@ K_TOT = 5
 R = 40_000
 
 
-def var_and_se(x: np.ndarray) -> tuple[float, float]:
-    """Sample variance and its Monte Carlo standard error from the fourth central moment."""
-    d = x - x.mean()
-    m2, m4 = np.mean(d**2), np.mean(d**4)
-    return float(np.var(x, ddof=1)), float(math.sqrt((m4 - m2 * m2) / x.size))
-
-
 def assert_within_mc(x: np.ndarray, predicted: float, bands: float = 4.0) -> float:
-    v, se = var_and_se(x)
+    v, se = variance_with_se(x)
     assert abs(v - predicted) <= bands * se, f"empirical {v:.6g} vs predicted {predicted:.6g} (SE {se:.3g})"
     return se
 
@@ -104,11 +101,19 @@ class TestProposition1:
                 tol = 0.0005 * coef[c] + 0.005e-3 + 1e-12
                 assert abs(got[c] - table[c][1][j] * 1e-3) <= tol, (bench, j, c)
 
-    def test_total_is_sum_of_terms_and_fpc_vanishes_at_full_panel(self):
-        args = (QWEN["scenario"], QWEN["generation"], QWEN["residual"], QWEN["judge_panel"])
-        c = variance_contributions(*args, n=80, m=10, k=5, k_total=5)
-        assert c["judge_panel"] == 0.0
-        assert grand_mean_variance(*args, n=80, m=10, k=5, k_total=5) == pytest.approx(sum(c.values()), rel=1e-15)
+    @pytest.mark.parametrize("n, m, k, kt", [(80, 10, 5, 5), (80, 1, 1, 5), (7, 3, 2, 5), (12, 2, 3, 8),
+                                             (1, 1, 1, 1), (30, 4, 1, 2)])
+    def test_total_and_terms_equal_proposition_1_written_out(self, n, m, k, kt):
+        """Eq. 2 typed in from the paper, independently of the library's coefficients."""
+        a, b, e, g = QWEN["scenario"], QWEN["generation"], QWEN["residual"], QWEN["judge_panel"]
+        bias = 0.0 if kt == 1 else g / k * (kt - k) / (kt - 1)
+        want = {"scenario": a / n, "generation": b / (n * m), "residual": e / (n * m * k), "judge_panel": bias}
+        got = variance_contributions(a, b, e, g, n=n, m=m, k=k, k_total=kt)
+        assert got == pytest.approx(want, rel=1e-14, abs=0.0)
+        assert grand_mean_variance(a, b, e, g, n=n, m=m, k=k, k_total=kt) == pytest.approx(
+            a / n + b / (n * m) + e / (n * m * k) + bias, rel=1e-14)
+        if k == kt:
+            assert got["judge_panel"] == 0.0
         assert fpc(1, 5) == 1.0 and fpc(5, 5) == 0.0 and fpc(2, 5) == pytest.approx(0.75)
 
     @pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
@@ -322,6 +327,31 @@ class TestScenarioCoverage:
         assert best_generations_per_scenario(a, b, e, generation_budget=800, n_max=80) == 10
         assert best_generations_per_scenario(a, b, e, generation_budget=810, n_max=80) == 10
 
+    def test_best_split_equals_a_full_scan_on_random_cases(self):
+        """The search looks only near the optimum; an exhaustive scan over m = 1..B_gen agrees (ties: smallest m)."""
+        rng = np.random.default_rng(22)
+        for trial in range(1500):
+            a, b, e = rng.gamma(0.5, 1.0, 3) * (rng.random(3) > 0.25)
+            bg = int(rng.integers(1, 300))
+            nmax = None if trial % 4 == 0 else int(rng.integers(1, 400))
+            m = np.arange(1, bg + 1)
+            n = np.minimum(bg if nmax is None else nmax, bg // m)
+            v = a / n + (b + e) / (n * m)
+            assert best_generations_per_scenario(a, b, e, generation_budget=bg, n_max=nmax) == int(m[np.argmin(v)])
+
+    @pytest.mark.parametrize("n_max, want", [(None, 1), (80, 10**9 // 80), (7 * 10**8, 1)])
+    def test_best_split_of_a_huge_budget_is_instant(self, n_max, want):
+        a, b, e = QWEN["scenario"], QWEN["generation"], QWEN["residual"]
+        tracemalloc.start()
+        try:
+            m = best_generations_per_scenario(a, b, e, generation_budget=10**9, n_max=n_max)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert m == want and peak < 5e6
+        # with no scenario variance, the whole budget spent beats fewer calls: 5e8 x 2 over 7e8 x 1
+        assert best_generations_per_scenario(0.0, b, e, generation_budget=10**9, n_max=7 * 10**8) == 2
+
     def test_split_matches_simulation(self):
         """B_gen = 12 generations as 12 x 1 or 4 x 3 (cycled judges), scenarios resampled."""
         g = panel_offsets(K_TOT, QWEN["judge_panel"])
@@ -350,12 +380,46 @@ class TestPoolPredictions:
         got = pool_constants(y)
         assert got == pytest.approx({"all": ca, "random": cb, "cyclic": cc}, rel=1e-14)
 
-    def test_predictions_at_multiples_are_c_over_nb(self):
+    @staticmethod
+    def enumerate_scheme(y: np.ndarray, strategy: str, budget: int) -> float:
+        """Exact variance of the grand mean of the subsampling scheme, by listing every outcome.
+
+        The scheme as subsample.py's docstring states it: generations drawn uniformly with replacement; the
+        r = B mod K extra calls of scenario position p go to the judges at rotation slots pr..pr+r-1 (mod K) of
+        a random judge order, over a random scenario order. All (scenario order, judge order, draws)
+        combinations are equally likely, so the variance is the plain variance over the full list.
+        """
+        n, _, k = y.shape
+        q, r = divmod(budget, k)
+        perms = [(None, None)] if strategy == "random" else list(itertools.product(
+            itertools.permutations(range(n)), itertools.permutations(range(k))))
+        outcomes = []
+        for order, jperm in perms:
+            slots = []                                      # each slot: equally likely values of one draw
+            for pos in range(n):
+                i = pos if order is None else order[pos]
+                extra = [] if jperm is None else [jperm[(pos * r + t) % k] for t in range(r)]
+                if strategy == "random":
+                    slots += [y[i].ravel()] * budget
+                elif strategy == "cyclic":
+                    slots += [y[i, :, l] for l in range(k) for _ in range(q)] + [y[i, :, l] for l in extra]
+                else:
+                    slots += [y[i].sum(axis=1)] * q + ([y[i][:, extra].sum(axis=1)] if r else [])
+            total = np.zeros(1)
+            for values in slots:
+                total = (total[:, None] + np.asarray(values)[None, :]).ravel()
+            outcomes.append(total / (n * budget))
+        return float(np.var(np.concatenate(outcomes)))
+
+    @pytest.mark.parametrize("strategy, budgets", [("cyclic", (1, 2, 3, 4, 5, 6)), ("all", (1, 2, 3, 4, 5, 6)),
+                                                   ("random", (1, 2, 3))])
+    def test_pool_variance_equals_exhaustive_enumeration(self, strategy, budgets):
         consts = pool_constants(self.Y)
-        for s in STRATEGIES:
-            for budget in (3, 6, 30):
-                pred = pool_variance(self.Y, strategy=s, budget=budget)
-                assert pred == pytest.approx(consts[s] / (2 * budget), rel=1e-13)
+        for budget in budgets:
+            exact = self.enumerate_scheme(self.Y, strategy, budget)
+            assert pool_variance(self.Y, strategy=strategy, budget=budget) == pytest.approx(exact, rel=1e-11)
+            if budget % 3 == 0:      # the paper's C/(nB) (Eqs. 36-38) holds at multiples of K_tot
+                assert exact == pytest.approx(consts[strategy] / (2 * budget), rel=1e-11)
 
     @pytest.mark.parametrize("n, budget", [(1, 2), (3, 4), (7, 3), (10, 13)])
     def test_leftover_reduces_to_population_term_without_interactions(self, n, budget):
@@ -424,6 +488,45 @@ class TestPower:
         with pytest.raises(CjstatsError, match="judge term alone"):
             scenarios_for_target_se(0.1, **{**kw, "k": 1}, assignment="fixed")
 
+    def test_scenarios_for_target_se_equals_a_full_scan_on_random_cases(self):
+        """Every assignment, panels of 1-8, components with zeros: the first n of a brute-force scan."""
+        rng = np.random.default_rng(20)
+        ns = np.arange(1, 1501)
+        for trial in range(150):
+            comps = rng.gamma(0.5, 1.0, 4) * (rng.random(4) > 0.2)
+            kt = int(rng.integers(1, 9))
+            k, m = int(rng.integers(1, kt + 1)), int(rng.integers(1, 4))
+            assignment = ("cyclic", "random", "fixed")[trial % 3]
+            c = design_coefficients(n=ns, m=m, k=k, k_total=kt, assignment=assignment)   # checked by simulation
+            v = c["scenario"] * comps[0] + c["generation"] * comps[1] + c["residual"] * comps[2] \
+                + c["judge_panel"] * comps[3]
+            if v.max() <= v.min():
+                continue
+            t = math.sqrt(rng.uniform(v.min(), v.max()))
+            kw = dict(s2_scenario=comps[0], s2_generation=comps[1], s2_residual=comps[2], s2_judge_panel=comps[3],
+                      m=m, k=k, k_total=kt, assignment=assignment, n_max=int(ns[-1]))
+            assert scenarios_for_target_se(t, **kw) == int(ns[np.argmax(v <= t * t)]), (trial, comps, kt, k, m)
+
+    @pytest.mark.parametrize("assignment", ["cyclic", "random", "fixed"])
+    def test_scenarios_for_a_tiny_se_is_instant(self, assignment):
+        """target 3e-4 needs ~3.6e7 scenarios: the answer comes from a closed-form start, not a scan from 1."""
+        kw = dict(s2_scenario=QWEN["scenario"], s2_generation=QWEN["generation"], s2_residual=QWEN["residual"],
+                  s2_judge_panel=QWEN["judge_panel"], m=1, k=5 if assignment == "fixed" else 1, k_total=5,
+                  assignment=assignment)
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            n = scenarios_for_target_se(3e-4, **kw)
+            elapsed, peak = time.perf_counter() - t0, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 5e6 and elapsed < 2.0, (peak, elapsed)
+        comps = [kw[c] for c in ("s2_scenario", "s2_generation", "s2_residual", "s2_judge_panel")]
+        v = [design_variance(*comps, n=x, m=1, k=kw["k"], k_total=5, assignment=assignment)
+             for x in range(n - 6, n + 1)]
+        assert v[-1] <= 9e-8 and all(x > 9e-8 for x in v[:-1])
+        assert n > 2 * 10**7
+
     @pytest.mark.parametrize("strategy", STRATEGIES)
     def test_budget_for_target_se_is_the_smallest(self, strategy):
         kw = dict(s2_generation=QWEN["generation"], s2_residual=QWEN["residual"], s2_judge_panel=QWEN["judge_panel"],
@@ -433,6 +536,39 @@ class TestPower:
         assert b == 1 or strategy_variance(strategy, budget=b - 1, **kw) > 0.03**2
         with pytest.raises(CjstatsError, match="scenario term alone"):
             budget_for_target_se(0.1, strategy=strategy, **kw, s2_scenario=1.0 * 40)
+
+    def test_budget_for_target_se_equals_a_full_scan_on_random_cases(self):
+        rng = np.random.default_rng(21)
+        bs = np.arange(1, 2001)
+        for trial in range(240):
+            comps = rng.gamma(0.5, 1.0, 4) * (rng.random(4) > 0.2)
+            kt, n = int(rng.integers(1, 9)), int(rng.integers(1, 6))
+            strategy = STRATEGIES[trial % 3]
+            scen = comps[0] if trial % 2 else None
+            kw = dict(s2_generation=comps[1], s2_residual=comps[2], s2_judge_panel=comps[3], n=n, k_total=kt,
+                      s2_scenario=scen)
+            c = strategy_coefficients(strategy, budget=bs, n=n, k_total=kt)              # checked by simulation
+            v = c["generation"] * comps[1] + c["residual"] * comps[2] + c["judge_panel"] * comps[3] \
+                + (0.0 if scen is None else comps[0] / n)
+            if v.max() <= v.min():
+                continue
+            t = math.sqrt(rng.uniform(v.min(), v.max()))
+            got = budget_for_target_se(t, strategy=strategy, budget_max=int(bs[-1]), **kw)
+            assert got == int(bs[np.argmax(v <= t * t)]), (trial, comps, kt, n, strategy)
+
+    @pytest.mark.parametrize("strategy", STRATEGIES)
+    def test_budget_for_a_tiny_se_is_instant(self, strategy):
+        kw = dict(s2_generation=QWEN["generation"], s2_residual=QWEN["residual"], s2_judge_panel=QWEN["judge_panel"],
+                  n=1, k_total=5)
+        tracemalloc.start()
+        try:
+            b = budget_for_target_se(3e-4, strategy=strategy, **kw)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 5e6
+        v = [strategy_variance(strategy, budget=x, **kw) for x in range(b - 6, b + 1)]
+        assert v[-1] <= 9e-8 and all(x > 9e-8 for x in v[:-1])
 
 
 class TestValidation:

@@ -22,7 +22,8 @@ __all__ = ["allocate"]
 @click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
               help="Estimator backend for the components.")
 @click.option("--model", default=None, help="Only this model.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the uncertainty draws.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed (an integer >= 0) of the uncertainty draws.")
 @scores_options
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
@@ -35,6 +36,8 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     from cjstats.estimators import estimate
     from cjstats.exceptions import CjstatsError
 
+    if seed < 0:
+        raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     prices = None
     if costs:
         prices = {}

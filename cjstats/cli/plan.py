@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from cjstats.cli._app import emit_frame, format_option, parse_mapping
 
@@ -21,30 +22,44 @@ def _scenarios(value: str):
     if text.isdigit():
         return int(text)
     path = Path(text)
-    if not path.exists():
+    if not path.is_file():
         raise CjstatsError(f"--scenarios takes a number or a file of scenario labels; `{text}` is neither a "
                            f"number nor an existing file.")
     name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz", ".tsv", ".jsonl", ".parquet")):
-        if name.endswith(".jsonl"):
-            df = pd.read_json(path, lines=True)
-        elif name.endswith(".parquet"):
-            df = pd.read_parquet(path)
+    try:
+        if name.endswith((".csv", ".csv.gz", ".tsv", ".jsonl", ".parquet")):
+            if name.endswith(".jsonl"):
+                df = pd.read_json(path, lines=True)
+            elif name.endswith(".parquet"):
+                df = pd.read_parquet(path)
+            else:
+                df = pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",")
+            if "scenario" in df.columns:
+                col = df["scenario"]
+            elif df.shape[1] == 1:
+                col = df.iloc[:, 0]
+            else:
+                raise CjstatsError(f"The scenario file `{path}` has no column 'scenario' (found: "
+                                   f"{', '.join(map(str, df.columns))}).")
+            labels = list(dict.fromkeys(col.dropna().tolist()))
         else:
-            df = pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",")
-        if "scenario" in df.columns:
-            col = df["scenario"]
-        elif df.shape[1] == 1:
-            col = df.iloc[:, 0]
-        else:
-            raise CjstatsError(f"The scenario file `{path}` has no column 'scenario' (found: "
-                               f"{', '.join(map(str, df.columns))}).")
-        labels = list(dict.fromkeys(col.dropna().tolist()))
-    else:
-        labels = list(dict.fromkeys(line.strip() for line in path.read_text().splitlines() if line.strip()))
+            labels = list(dict.fromkeys(line.strip() for line in path.read_text().splitlines() if line.strip()))
+    except pd.errors.EmptyDataError:
+        raise CjstatsError(f"The scenario file `{path}` is empty; it must list at least one scenario.") from None
+    except CjstatsError:
+        raise
+    except (ValueError, ImportError) as exc:      # parser errors, bad encodings, missing parquet engine
+        reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
+        raise CjstatsError(f"Could not read the scenario file `{path}`: {reason}.") from None
     if not labels:
         raise CjstatsError(f"The scenario file `{path}` lists no scenarios.")
     return labels
+
+
+def _not_applicable(option: str, strategy: str, why: str) -> None:
+    from cjstats.exceptions import CjstatsError
+
+    raise CjstatsError(f"The option {option} does not apply to --strategy {strategy} ({why}); leave it out.")
 
 
 @click.command("plan", short_help="Write a judge schedule: CyclicJudge or a baseline.")
@@ -52,9 +67,10 @@ def _scenarios(value: str):
               help="Number of scenarios, or a file of labels (a 'scenario' column, or one label per line).")
 @click.option("--judges", required=True, metavar="A,B,C", help="The judge panel, comma-separated.")
 @click.option("--generations", type=int, default=1, show_default=True, help="Generations per scenario.")
-@click.option("--seed", type=int, default=None, help="Seed of the scenario and judge shuffles.")
+@click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) of the scenario and judge shuffles.")
 @click.option("--strategy", type=click.Choice(["cyclic", "random", "all"]), default="cyclic", show_default=True)
-@click.option("--judges-per-generation", "k", type=int, default=1, show_default=True)
+@click.option("--judges-per-generation", "k", type=int, default=1, show_default=True,
+              help="cyclic and random: judges scoring each generation (all: every judge).")
 @click.option("--unit", type=click.Choice(["generation", "scenario"]), default="generation", show_default=True,
               help="cyclic: advance the rotation per generation or per scenario.")
 @click.option("--models", default=None, metavar="X,Y", help="Same assignment for each of these models.")
@@ -70,6 +86,14 @@ def plan(scenarios: str, judges: str, generations: int, seed: int | None, strate
     from cjstats.exceptions import CjstatsError
     from cjstats.plan import all_judges_schedule, cyclic_schedule, random_schedule, schedule_audit
 
+    given = {name for name in ("k", "unit") if click.get_current_context().get_parameter_source(name)
+             not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)}
+    if strategy == "all" and "k" in given:
+        _not_applicable("--judges-per-generation", "all", "every judge scores every generation")
+    if strategy != "cyclic" and "unit" in given:
+        _not_applicable("--unit", strategy, "only the cyclic rotation has a unit to advance over")
+    if seed is not None and seed < 0:
+        raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     panel = [j.strip() for j in judges.split(",") if j.strip()]
     model_list = [x.strip() for x in models.split(",") if x.strip()] if models else None
     scen = _scenarios(scenarios)

@@ -34,6 +34,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
 
     from cjstats.estimators import estimate
     from cjstats.exceptions import CjstatsError
+    from cjstats.plan import _fit_group
     from cjstats.variance import variance_contributions
 
     scores = load_scores(file, columns, duplicates, composite)
@@ -42,14 +43,12 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     fit = estimate(scores, method)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded = [], False
-    for key, part in fit.components.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        est = dict(zip(part["component"], part["estimate"].astype(float)))
-        des = fit.design
-        for name, value in zip(keys, key):
-            des = des[des[name].astype(str) == str(value)]
-        nn = int(des["n_scenarios"].iloc[0]) if n is None else n
-        kt = int(des["n_judges"].iloc[0]) if k_total is None else k_total
+    for key in fit.components[keys].drop_duplicates().itertuples(index=False):
+        sel = dict(zip(keys, key))
+        group = _fit_group(fit, sel["model"], sel.get("criterion"), "cjstats variance")
+        est = group.estimates
+        nn = group.n_scenarios if n is None else n
+        kt = group.n_judges if k_total is None else k_total
         s2b = est["generation"]
         if math.isnan(s2b):
             if m > 1:
@@ -59,7 +58,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
         c = variance_contributions(est["scenario"], s2b, est["residual"], est["judge_panel"], n=nn, m=m, k=k,
                                    k_total=kt)
         total = sum(c.values())
-        rows.append({**dict(zip(keys, key)), "n": nn, "m": m, "k": k, "k_total": kt, "variance": total,
+        rows.append({**sel, "n": nn, "m": m, "k": k, "k_total": kt, "variance": total,
                      "se": math.sqrt(total), **c, "judge_share": c["judge_panel"] / total if total else 0.0})
     out = pd.DataFrame(rows)
     note = ("\nscenario holds scenario + generation (m = 1 in FILE: generation not identifiable)." if folded else "")
