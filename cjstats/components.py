@@ -251,7 +251,8 @@ class VarianceComponents:
     def summary(self) -> Summary:
         """A printable summary (text, markdown, HTML)."""
         views = "judge_population: judges random (drawn from a population); every other row: judges fixed (the panel)."
-        notes = ["* at the boundary: the raw estimate was negative and is reported as 0 (see raw_estimate).", views]
+        notes = ["* at the boundary: reported as 0, the edge of the parameter space (method of moments: the raw "
+                 "estimate was negative, see raw_estimate; REML, lme4's isSingular: the likelihood peaks at 0).", views]
         seen = set()
         for n in self.components["note"]:
             if n and n not in seen:

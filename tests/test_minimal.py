@@ -1,4 +1,5 @@
-"""The core (scores, ANOVA backend, judge tables, report) needs only numpy, scipy, pandas and click.
+"""The core (scores, ANOVA and structured REML backends, judge tables, report) needs only numpy, scipy,
+pandas and click.
 
 Runs in a subprocess in which statsmodels, PyMC and ArviZ cannot be imported, as on an install without
 extras (ArviZ's test_minimal pattern).
@@ -21,9 +22,11 @@ SCRIPT = textwrap.dedent("""
     assert len(fit.components) == 11 * 6
     cj.judge_table(scores); cj.judge_f_test(scores)
     assert "cjstats demo" in demo_report("hanna")
-    for method, extra in (("reml", "reml"), ("bayes", "bayes")):
+    reml = cj.estimate(scores, "reml")          # the structured REML path needs no statsmodels
+    assert reml.diagnostics["GPT"]["path"] == "structured", reml.diagnostics["GPT"]
+    for method, extra, kw in (("reml", "reml", {"path": "statsmodels"}), ("bayes", "bayes", {})):
         try:
-            cj.estimate(scores, method)
+            cj.estimate(scores, method, **kw)
         except cj.CjstatsError as exc:
             assert f"pip install 'cjstats[{extra}]'" in str(exc), str(exc)
         else:

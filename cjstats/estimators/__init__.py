@@ -33,7 +33,7 @@ BACKENDS: dict[str, str] = {
 #: Packages each backend needs beyond numpy, scipy and pandas, with the extra that installs them.
 REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {
     "anova": ((), ""),
-    "reml": (("statsmodels",), "reml"),
+    "reml": ((), ""),  # the default structured path needs only numpy/scipy; path="statsmodels" checks its own
     "bayes": (("pymc", "arviz"), "bayes"),
 }
 

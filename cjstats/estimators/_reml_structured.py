@@ -32,26 +32,29 @@ Random judges (``judge_population``): add u ~ N(0, s2_judge I) on J and keep onl
 T = I + theta_j M, Woodbury gives J'H_R^{-1}J = M T^{-1}, J'H_R^{-1}y = T^{-1}b, y'H_R^{-1}y = c - theta_j b'T^{-1}b and
 log|H_R| = log|H| + log|T|, so the crossed random-judge REML (lme4's ``(1|judge)``) costs the same.
 
-The criterion is minimised over theta >= 0 by projected Newton steps (analytic gradient, Hessian from its
-differences); a variance whose optimum is theta = 0 is at the boundary (lme4's ``isSingular``).
+Cells are grouped by size (at most K distinct sizes S), so an evaluation costs O(n_scenarios S K + S K^2).
+The criterion is minimised over theta >= 0 by projected quasi-Newton steps (analytic gradient; a Hessian from
+its differences, then BFGS updates), and every boundary face is checked: a variance whose optimum is
+theta = 0 is reported as exactly 0 (lme4's ``isSingular``). Profile-likelihood intervals re-optimise the
+other variances at each point of a secant search on the standard-deviation scale (``profile_interval``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy import optimize, stats
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
 
-__all__ = ["Design", "YStats", "Evaluator", "FitResult", "build_design", "y_stats", "contr_sum_coding",
-           "fit_model", "profile_interval", "variance_hessian", "moment_start"]
+__all__ = ["Design", "Evaluator", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
+           "moment_start", "profile_interval", "variance_hessian", "within_cell_rss", "y_stats"]
 
 _LOG2PI = math.log(2.0 * math.pi)
-_DEBUG = False
 
 
 def contr_sum_coding(k: int) -> np.ndarray:
@@ -112,7 +115,7 @@ def build_design(cell: np.ndarray, judge: np.ndarray, cell_scenario: np.ndarray,
         dd[s] = sel.T @ sel
     key = (cell_scen * n_s + cell_size_idx)
     s_isk = np.zeros((n_scen * n_s, k))
-    np.add.at(s_isk, key, d_cell) if n_cells < 50_000 else _add_rows(s_isk, key, d_cell)
+    _add_rows(s_isk, key, d_cell)
     cnt = np.bincount(key, minlength=n_scen * n_s).astype(np.float64)
     m_per = np.bincount(cell_scen, minlength=n_scen)
     return Design(
@@ -125,6 +128,7 @@ def build_design(cell: np.ndarray, judge: np.ndarray, cell_scenario: np.ndarray,
 
 
 def _add_rows(out: np.ndarray, key: np.ndarray, vals: np.ndarray) -> None:
+    """out[key[i]] += vals[i] for every row i (one bincount per column: faster than np.add.at)."""
     for j in range(vals.shape[1]):
         out[:, j] += np.bincount(key, weights=vals[:, j], minlength=out.shape[0])
 
@@ -161,6 +165,21 @@ def y_stats(d: Design, y: np.ndarray, shift: np.ndarray | None = None) -> YStats
                   judge_sum=np.bincount(d.row_judge, weights=y0, minlength=d.k), yy=float(y0 @ y0), cell_sum=ysum)
 
 
+def within_cell_rss(d: Design, ys: YStats) -> tuple[float, float]:
+    """Residual and total sums of squares of the fixed-effects fit y ~ cell + judge.
+
+    With J_w and y_w centred within cells: J_w'J_w = diag(n_l) - sum_c D_c D_c'/n_c, J_w'y_w = J'y0 - sum_c D_c
+    ysum_c/n_c and y_w'y_w = y0'y0 - sum_c ysum_c^2/n_c; the RSS is y_w'y_w - b'(J_w'J_w)^+ b. It is what the
+    residual variance is estimated from; zero means the scores are exactly additive.
+    """
+    inv = 1.0 / d.sizes
+    jj = np.diag(d.judge_n) - np.tensordot(inv, d.dd, axes=1)
+    jy = ys.judge_sum - inv @ ys.dy
+    yy = ys.yy - float(inv @ ys.yyc)
+    rss = yy - float(jy @ np.linalg.pinv(jj) @ jy)
+    return max(rss, 0.0), float(ys.yy)
+
+
 # --------------------------------------------------------------------------------------------- evaluator
 class Evaluator:
     """REML criteria of the fixed-judge and random-judge models on one group's sufficient statistics.
@@ -186,37 +205,53 @@ class Evaluator:
         dd[:, :k, :k] = d.dd
         dd[:, :k, k] = dd[:, k, :k] = ys.dy
         dd[:, k, k] = ys.yyc
-        self._dd = dd.reshape(n_s, (k + 1) ** 2)
         s_aug = np.concatenate((d.s_isk, ys.ys[:, :, None]), axis=2)   # (n, S, K+1)
-        self._s_aug = np.ascontiguousarray(s_aug[:, 0, :]) if self._one_size else s_aug
         self._cnt = np.ascontiguousarray(d.cnt_is[:, 0]) if self._one_size else d.cnt_is
         self._sizes = d.sizes
         self._size_cells = d.size_cells
         # the stats are centred by judge means, which the intercept-only X of the random-judge model does
-        # not absorb: [J, y - const] = [J, y0] L with L = [[I, delta], [0, 1]]
+        # not absorb: [J, y - const] = [J, y0] L with L = [[I, delta], [0, 1]], so A_R = L'AL; the pieces of A
+        # are linear, so they are transformed once here
         delta = ys.shift - float(ys.shift @ d.judge_n) / d.n_obs
         lmat = np.eye(k + 1)
         lmat[:k, k] = delta
         self._lmat = lmat
+        k1 = k + 1
+        self._arrays = {}
+        for key, lm in (("fixed", None), ("random", lmat)):
+            b_ = base if lm is None else lm.T @ base @ lm
+            dd_ = dd if lm is None else lm.T @ dd @ lm
+            sa = s_aug if lm is None else s_aug @ lm
+            if self._one_size:
+                sa = np.ascontiguousarray(sa[:, 0, :])
+            else:   # (n*(K+1), S) so that Q = (sa @ a).reshape(n, K+1) is one matrix-vector product
+                sa = np.ascontiguousarray(sa.transpose(0, 2, 1).reshape(d.n_scen * k1, n_s))
+            self._arrays[key] = (b_, dd_.reshape(n_s, k1 * k1), sa)
         self._eye_k = np.eye(k)
         self._want_minv = False
+        #: REML (default) or ML criterion; ML only to check the profile search against lme4's ML profiles
+        self.reml = True
 
     # -- the Woodbury core ----------------------------------------------------------------------------
-    def core(self, ta: float, tb: float, grad: bool = False
+    def core(self, ta: float, tb: float, grad: bool = False, which: str = "fixed"
              ) -> tuple[np.ndarray, float, np.ndarray | None, np.ndarray | None]:
-        """A(theta) = [J y]'H^{-1}[J y], log|H| and, with ``grad``, their derivatives in (theta_a, theta_b)."""
+        """A(theta) = [J y]'H^{-1}[J y], log|H| and, with ``grad``, their derivatives in (theta_a, theta_b).
+
+        ``which="random"`` returns A for the scores centred by one constant (the random-judge model).
+        """
         self.counter += 1
         k1 = self.k + 1
+        base, ddf, sa = self._arrays[which]
         sizes = self._sizes
         a = 1.0 / (1.0 + tb * sizes)
         f = tb * a
-        amat = self._base - (f @ self._dd).reshape(k1, k1)
+        amat = base - (f @ ddf).reshape(k1, k1)
         ld = float(self._size_cells @ np.log1p(tb * sizes))
         if self._one_size:
-            q = self._s_aug * a[0]
+            q = sa * a[0]
             w = self._cnt * (sizes[0] * a[0])
         else:
-            q = np.einsum("isk,s->ik", self._s_aug, a)
+            q = (sa @ a).reshape(-1, k1)
             w = self._cnt @ (sizes * a)
         den = 1.0 + ta * w
         g = ta / den
@@ -231,14 +266,14 @@ class Evaluator:
         a2 = a * a
         dsz = -sizes * a2
         if self._one_size:
-            q_b = self._s_aug * dsz[0]
+            q_b = sa * dsz[0]
             w_b = self._cnt * (sizes[0] * dsz[0])
         else:
-            q_b = np.einsum("isk,s->ik", self._s_aug, dsz)
+            q_b = (sa @ dsz).reshape(-1, k1)
             w_b = self._cnt @ (sizes * dsz)
         gb = -(ta * ta) * w_b * ga
         cross = qg.T @ q_b
-        da_b = -(a2 @ self._dd).reshape(k1, k1) - (q * gb[:, None]).T @ q - cross - cross.T
+        da_b = -(a2 @ ddf).reshape(k1, k1) - (q * gb[:, None]).T @ q - cross - cross.T
         dld_b = float(self._size_cells @ (sizes * a)) + float((ta * w_b / den).sum())
         return amat, ld, np.stack((da_a, da_b)), np.array([dld_a, dld_b])
 
@@ -257,19 +292,18 @@ class Evaluator:
             return {"rss": -1.0, "logdet": math.inf, "eta": None, "minv": None}
         dg = np.diagonal(chol)
         rss = float(dg[k] * dg[k])
-        logdet = ld + 2.0 * float(np.log(dg[:k]).sum()) + self.logdet_c2
-        ainv, _ = _potri(chol, lower=1)
-        eta = -ainv[k, :k] * rss
-        out = {"rss": rss, "logdet": logdet, "eta": eta}
-        if grad or self._want_minv:
-            low = np.tril(ainv[:k, :k])
-            minv = low + low.T - np.diag(np.diagonal(low)) - np.outer(eta, eta) / rss
-            out["minv"] = minv
+        logdet = ld + (2.0 * float(np.log(dg[:k]).sum()) + self.logdet_c2 if self.reml else 0.0)
+        minv = _sym_from_lower(_potri(chol[:k, :k], lower=1)[0])
+        eta = minv @ amat[:k, k]
+        out = {"rss": rss, "logdet": logdet, "eta": eta, "minv": minv}
         if grad:
             n_t = len(theta)
             z = np.append(-eta, 1.0)
             out["drss"] = (da[:n_t] @ z) @ z
-            out["dlogdet"] = dld[:n_t] + (da[:n_t, :k, :k] * minv).sum(axis=(1, 2))
+            dl = dld[:n_t]
+            if self.reml:
+                dl = dl + (da[:n_t, :k, :k] * minv).sum(axis=(1, 2))
+            out["dlogdet"] = dl
         return out
 
     # -- random judges --------------------------------------------------------------------------------
@@ -281,9 +315,7 @@ class Evaluator:
         """
         tj = float(theta[-1])
         ta, tb = _unpack(theta[:-1])
-        amat, ld, da, dld = self.core(ta, tb, grad)
-        lm = self._lmat
-        amat = lm.T @ amat @ lm
+        amat, ld, da, dld = self.core(ta, tb, grad, which="random")
         k = self.k
         m, b, c = amat[:k, :k], amat[:k, k], float(amat[k, k])
         t_mat = self._eye_k + tj * m
@@ -291,9 +323,7 @@ class Evaluator:
         if info != 0:
             return {"rss": -1.0, "logdet": math.inf, "mu": math.nan, "xhx": math.nan}
         logdet_t = 2.0 * float(np.log(np.diagonal(chol)).sum())
-        low, _ = _potri(chol, lower=1)
-        low = np.tril(low)
-        tinv = low + low.T - np.diag(np.diagonal(low))
+        tinv = _sym_from_lower(_potri(chol, lower=1)[0])
         u = tinv.sum(axis=1)                 # T^{-1} 1
         v = tinv @ b                         # T^{-1} b
         w = m @ u                            # M T^{-1} 1
@@ -303,12 +333,12 @@ class Evaluator:
         rss = yhy - xhy * xhy / xhx
         if not xhx > 0:
             return {"rss": -1.0, "logdet": math.inf, "mu": math.nan, "xhx": xhx}
-        logdet = ld + logdet_t + math.log(xhx)
+        logdet = ld + logdet_t + (math.log(xhx) if self.reml else 0.0)
         out = {"rss": rss, "logdet": logdet, "mu": xhy / xhx, "xhx": xhx}
         if grad:
             n_t = len(theta)
             nv = n_t - 1
-            dai = lm.T @ da[:nv] @ lm                       # (nv, K+1, K+1)
+            dai = da[:nv]                                   # (nv, K+1, K+1)
             dm = np.concatenate((dai[:, :k, :k], np.zeros((1, k, k))))
             db = np.concatenate((dai[:, :k, k], np.zeros((1, k))))
             dc = np.append(dai[:, k, k], 0.0)
@@ -320,11 +350,14 @@ class Evaluator:
             dxhy = -((dt @ v) @ u) + db @ u
             dyhy = dc - dtj * float(b @ v) - tj * (2.0 * (db @ v) - (dt @ v) @ v)
             out["drss"] = dyhy - 2.0 * xhy * dxhy / xhx + xhy * xhy * dxhx / (xhx * xhx)
-            out["dlogdet"] = dldv + (dt * tinv).sum(axis=(1, 2)) + dxhx / xhx
+            out["dlogdet"] = dldv + (dt * tinv).sum(axis=(1, 2)) + (dxhx / xhx if self.reml else 0.0)
         return out
 
     # -- criteria --------------------------------------------------------------------------------------
     def p(self, model: str) -> int:
+        """Columns of X, subtracted from the rows by REML (0 for ML)."""
+        if not self.reml:
+            return 0
         return self.k if model == "fixed" else 1
 
     def parts(self, model: str, theta: np.ndarray, grad: bool = False) -> dict[str, Any]:
@@ -354,6 +387,13 @@ class Evaluator:
         return val, (pr["drss"] / s2 + pr["dlogdet"], pr["rss"])
 
 
+def _sym_from_lower(low: np.ndarray) -> np.ndarray:
+    """Full symmetric matrix from LAPACK's lower-triangle output (the upper triangle is zero after potrf)."""
+    out = low + low.T
+    out.flat[:: low.shape[0] + 1] *= 0.5
+    return out
+
+
 def _unpack(theta: np.ndarray) -> tuple[float, float]:
     return (float(theta[0]), float(theta[1])) if len(theta) > 1 else (float(theta[0]), 0.0)
 
@@ -376,7 +416,7 @@ class FitResult:
 
 
 def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
-              lower: np.ndarray, *, maxiter: int = 200, tol: float = 1e-12,
+              lower: np.ndarray, *, maxiter: int = 200, tol: float = 1e-16,
               hess0: np.ndarray | None = None) -> tuple[np.ndarray, float, dict]:
     """Minimise a smooth function of a few variables over x >= lower by projected (quasi-)Newton steps.
 
@@ -385,7 +425,9 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
     problem, as along a profile) the first steps use it with BFGS updates and fall back to differences only
     when they stall. Eigenvalues are replaced by their absolute values (floored), so every step descends, and a
     backtracking line search keeps x >= lower. It stops when the Newton decrement g'H^{-1}g falls below
-    ``tol`` (the criterion is -2 log-likelihood, so 1e-12 is far below any statistical resolution).
+    ``tol`` (the criterion is -2 log-likelihood; 1e-16 puts the variances within ~1e-9 relative of the
+    optimum, and near the optimum a step is also accepted when the criterion is flat to rounding but the
+    gradient shrinks).
     """
     lower = np.asarray(lower, dtype=float)
     x = np.maximum(np.asarray(x0, dtype=float), lower)
@@ -398,6 +440,7 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
         info["nfev"] = nfev
         return x, fx, info
     hess = None if hess0 is None else np.array(hess0, dtype=float)
+    last_hess = hess
     exact = hess is None
     for it in range(maxiter):
         info["nit"] = it + 1
@@ -407,27 +450,32 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
             info.update(success=True, message="every parameter at its bound")
             break
         if hess is None:
-            hess = np.zeros((q, q))
+            hess = np.eye(q) if last_hess is None else last_hess.copy()
             hf, nh = _fd_hessian(fun, x, gx, idx, lower)
             hess[np.ix_(idx, idx)] = hf
             nfev += nh
             exact = True
-        hf = hess[np.ix_(idx, idx)]
+        last_hess = hess
+        hf = hess[np.ix_(idx, idx)] if idx.size < q else hess
         gf = gx[idx]
-        w, v = np.linalg.eigh(hf)
-        if not np.all(np.isfinite(w)):
-            info["message"] = "Hessian not finite"
-            break
-        wabs = np.maximum(np.abs(w), 1e-10 * max(float(np.abs(w).max()), 1e-300))
-        proj = v.T @ gf
-        decrement = float(proj @ (proj / wabs))
-        if decrement < tol and np.all(w > 0):
-            if exact or decrement < 1e-3 * tol:
-                info.update(success=True, message=f"Newton decrement below {tol:g}")
+        chol, bad = _potrf(hf, lower=1)
+        if bad == 0 and np.all(np.diagonal(chol) > 1e-8 * np.sqrt(np.abs(np.diagonal(hf)).max())):
+            step = -_chol_solve_small(chol, gf)
+            decrement = -float(gf @ step)
+            pd_ok = True
+        else:
+            if not np.all(np.isfinite(hf)):
+                info["message"] = "Hessian not finite"
                 break
-            hess = None          # confirm with a differenced Hessian
-            continue
-        step = -(v @ (proj / wabs))
+            w, v = np.linalg.eigh(hf)
+            wabs = np.maximum(np.abs(w), 1e-10 * max(float(np.abs(w).max()), 1e-300))
+            proj = v.T @ gf
+            decrement = float(proj @ (proj / wabs))
+            step = -(v @ (proj / wabs))
+            pd_ok = False
+        if decrement < tol and pd_ok:
+            info.update(success=True, message=f"Newton decrement below {tol:g}")
+            break
         t = 1.0
         accepted = False
         for _ls in range(40):
@@ -435,8 +483,9 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
             xn[idx] = np.maximum(x[idx] + t * step, lower[idx])
             fn, gn = fun(xn)
             nfev += 1
-            if math.isfinite(fn) and fn <= fx + 1e-4 * float(gf @ (xn[idx] - x[idx])):
-                accepted = True
+            if math.isfinite(fn) and (fn <= fx + 1e-4 * float(gf @ (xn[idx] - x[idx])) or (
+                    abs(fn - fx) <= 1e-12 * max(1.0, abs(fx)) and float(gn[idx] @ gn[idx]) < float(gf @ gf))):
+                accepted = True      # Armijo, or (at the criterion's rounding level) a smaller gradient
                 break
             t *= 0.5
             if not exact and _ls >= 2:
@@ -455,9 +504,7 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
         if small:
             info.update(success=True, message="step below machine precision")
             break
-        if exact and hess0 is None:
-            hess = None          # plain Newton: a fresh differenced Hessian at every step
-        else:
+        if True:
             sy = float(sv @ yv)
             if sy > 1e-300:
                 hs = hess @ sv
@@ -467,8 +514,20 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
                 hess = None
     info["nfev"] = nfev
     info["grad"] = gx
-    info["hess"] = hess
+    info["hess"] = hess if hess is not None else last_hess
     return x, fx, info
+
+
+def _chol_solve_small(chol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve (L L') x = rhs for a small lower-triangular L (forward and back substitution)."""
+    n = rhs.shape[0]
+    y = np.empty(n)
+    for i in range(n):
+        y[i] = (rhs[i] - chol[i, :i] @ y[:i]) / chol[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        x[i] = (y[i] - chol[i + 1:, i] @ x[i + 1:]) / chol[i, i]
+    return x
 
 
 def _fd_hessian(fun, x: np.ndarray, gx: np.ndarray, idx: np.ndarray, lower: np.ndarray
@@ -547,7 +606,7 @@ def fit_model(ev: Evaluator, model: str, start: np.ndarray | None = None) -> Fit
                 return v, np.delete(g, i)
 
             if q > 1:
-                z, fz, info_i = _minimize(fun_i, np.delete(x, i), np.zeros(q - 1))
+                z, fz, _ = _minimize(fun_i, np.delete(x, i), np.zeros(q - 1))
                 cand = np.insert(z, i, 0.0)
             else:
                 cand = np.zeros(1)
@@ -638,10 +697,8 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
             def fun(x):
                 val, (g, _rss) = ev.full(model, v, x, grad=True)
                 return val, g
-            x, fx, info = _minimize(fun, x0, np.zeros(q), tol=1e-10, hess0=warm.get("H"))
+            x, fx, info = _minimize(fun, x0, np.zeros(q), tol=1e-9, hess0=warm.get("H"))
             warm["x"], warm["H"] = x, info["hess"]
-            if _DEBUG:
-                print("  inner0", v, info["nit"], info["nfev"], info["message"])
             return fx
         i = which - 1
         if v <= 0.0:
@@ -652,7 +709,9 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
                 full = np.insert(z, i, 0.0)
                 val, g = ev.profiled(model, full, grad=True)
                 return val, np.delete(g, i)
-            z, fz, _ = _minimize(fun0, np.delete(np.maximum(x0, 1e-3), i), np.zeros(q - 1), tol=1e-10)
+            h0 = warm.get("H")
+            h0 = None if h0 is None else np.delete(np.delete(h0, i, axis=0), i, axis=1)
+            _, fz, _ = _minimize(fun0, np.delete(np.maximum(x0, 1e-3), i), np.zeros(q - 1), tol=1e-9, hess0=h0)
             return fz
 
         def fun(x):
@@ -664,10 +723,8 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
         x0[i] = v / warm.get("s2", fit.s2)          # keep s2_residual where it was
         lower = np.zeros(q)
         lower[i] = 1e-12 * x0[i]
-        x, fx, info = _minimize(fun, x0, lower, tol=1e-10, hess0=warm.get("H"))
+        x, fx, info = _minimize(fun, x0, lower, tol=1e-9, hess0=warm.get("H"))
         warm["x"], warm["s2"], warm["H"] = x, v / x[i], info["hess"]
-        if _DEBUG:
-            print("  inner", v, info["nit"], info["nfev"], info["message"])
         return fx
 
     def zeta(s: float) -> float:
@@ -681,77 +738,109 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
 
     def side(sign: float) -> float:
         target = sign * zcut
-        warm.clear()
-        if s_hat > 0 and math.isfinite(sd_v):
-            s1 = math.sqrt(max(vhat + target * sd_v, 0.0))
+        warm.pop("x", None)
+        warm.pop("s2", None)
+        wald_lo = vhat - zcut * sd_v if math.isfinite(sd_v) else -1.0
+        near_zero = s_hat <= 0 or wald_lo <= 0.05 * vhat
+        if sign < 0 and which >= 1 and near_zero and (s_hat <= 0 or zeta(0.0) >= target):
+            return 0.0
+        # search on t = log(sd): zeta is close to linear there; first step from the Wald interval of log v
+        if s_hat > 0 and math.isfinite(sd_v) and sd_v > 0:
+            t1 = math.log(s_hat) + 0.5 * target * sd_v / vhat
         else:
-            s1 = s_hat + sign * 0.5 * max(s_hat, math.sqrt(fit.s2))
-        if sign < 0:
-            if which >= 1 and (s_hat <= 0 or s1 <= 0.2 * s_hat):
-                if s_hat <= 0 or zeta(0.0) >= target:
-                    return 0.0
-                s1 = max(s1, 0.0)
-            elif s1 <= 0:
-                s1 = 0.5 * s_hat
-        root = _secant_root(lambda s: zeta(s) - target, s_hat, -target, s1, sign,
-                            zero_ok=which >= 1)
-        return root * root if math.isfinite(root) else root
+            t1 = math.log(max(s_hat, math.sqrt(fit.s2))) + sign * 0.5
+        t1 = min(max(t1, math.log(s_hat) - 20.0), math.log(s_hat) + 20.0) if s_hat > 0 else t1
+        if s_hat <= 0:
+            return math.inf if sign > 0 and not math.isfinite(zeta(math.exp(t1)) - target) else _bisect_up(
+                lambda s: zeta(s) - target, math.exp(t1))
+        # zeta ~ (v - vhat)/sd_v near the optimum, and dv/dt = 2 v on t = log(sd)
+        slope0 = 2.0 * vhat / sd_v if s_hat > 0 and math.isfinite(sd_v) and sd_v > 0 else None
+        root = _secant_root(lambda t: zeta(math.exp(t)) - target, math.log(s_hat), -target, t1, sign,
+                            slope0=slope0)
+        if not math.isfinite(root):
+            return math.inf if root > 0 else 0.0
+        return math.exp(2.0 * root)
 
     upper = side(+1.0)
     lower = side(-1.0)
     return lower, upper, {"evaluations": ev.counter - n_eval0, "wald_variance": var_v / 2.0}
 
 
-def _secant_root(fun: Callable[[float], float], s0: float, f0: float, s1: float, sign: float, *,
-                 zero_ok: bool) -> float:
-    """Root of a nearly linear increasing function beyond s0 (in direction ``sign``), f(s0) = f0 < 0 * sign.
+def _bisect_up(fun: Callable[[float], float], s1: float) -> float:
+    """Upper root of an increasing function with fun(0) < 0 (estimate at the boundary): s^2 at the root."""
+    lo, hi = 0.0, s1
+    tries = 0
+    while fun(hi) < 0 and tries < 200:
+        lo, hi = hi, hi * 2.0
+        tries += 1
+    if tries >= 200:
+        return math.inf
+    root = optimize.brentq(fun, lo, hi, xtol=1e-12 * hi, rtol=1e-10)
+    return root * root
+
+
+def _secant_root(fun: Callable[[float], float], t0: float, f0: float, t1: float, sign: float, *,
+                 tol: float = 1e-4, slope0: float | None = None) -> float:
+    """Root of a nearly linear increasing function beyond t0 (in direction ``sign``), with f(t0) = f0.
 
     Secant steps (extrapolation limited to 4x the last step) until the root is bracketed, then secant steps
-    kept inside the bracket (bisection when a step would leave it). Returns inf (upper side) when the
-    function never reaches zero, and 0 (lower side) when it has not by s = 0.
+    kept inside the bracket (bisection when a step would leave it); with ``slope0`` (the derivative at t0)
+    the first step fits a quadratic through (t0, f0, slope0) and (t1, f1). It stops when |f| < ``tol``: for
+    zeta that is a bound whose chi-square statistic is within 2 z tol of the cutoff. Returns +-inf when the
+    function does not reach zero within 60 units of t (a factor e^60 in the standard deviation).
     """
-    inside = (s0, f0)               # last point short of the root
+    inside = (t0, f0)               # last point short of the root
     beyond: tuple[float, float] | None = None
-    prev = (s0, f0)
-    s = s1
+    prev = (t0, f0)
+    t = t1
     for _ in range(100):
-        f = fun(s)
+        if abs(t - t0) > 60.0:
+            return sign * math.inf
+        f = fun(t)
         if not math.isfinite(f):
-            f = sign * math.inf
-        if abs(f) < 1e-9:
-            return s
+            f = sign * 1e300
+        if abs(f) < tol:
+            return t
         if f * sign < 0:
-            inside = (s, f)
+            inside = (t, f)
         else:
-            beyond = (s, f)
+            beyond = (t, f)
         if beyond is not None:
             lo, hi = sorted((inside[0], beyond[0]))
-            if hi - lo <= 1e-11 * max(hi, 1e-300):
+            if hi - lo <= 1e-12:
                 return 0.5 * (lo + hi)
             nxt = math.nan
-            if math.isfinite(f) and f != prev[1] and math.isfinite(prev[1]):
-                nxt = s - f * (s - prev[0]) / (f - prev[1])
+            if f != prev[1]:
+                nxt = t - f * (t - prev[0]) / (f - prev[1])
             if not (lo < nxt < hi):
-                if math.isfinite(inside[1]) and math.isfinite(beyond[1]) and beyond[1] != inside[1]:
+                if beyond[1] != inside[1]:
                     nxt = inside[0] - inside[1] * (beyond[0] - inside[0]) / (beyond[1] - inside[1])
-                if not (lo < nxt < hi) or abs(nxt - lo) < 1e-3 * (hi - lo) or abs(hi - nxt) < 1e-3 * (hi - lo):
+                if not (lo < nxt < hi) or min(nxt - lo, hi - nxt) < 1e-3 * (hi - lo):
                     nxt = 0.5 * (lo + hi)
         else:
-            if f == prev[1] or not math.isfinite(f):
-                nxt = prev[0] + 2.0 * (s - prev[0])
+            if slope0 is not None and prev[0] == t0 and t != t0:
+                # quadratic through (t0, f0) with slope slope0 and (t, f)
+                dt = t - t0
+                curv = (f - f0 - slope0 * dt) / (dt * dt)
+                disc = slope0 * slope0 - 4.0 * curv * f0
+                nxt = math.nan
+                if disc >= 0 and curv != 0:
+                    r1 = (-slope0 + math.sqrt(disc)) / (2 * curv)
+                    r2 = (-slope0 - math.sqrt(disc)) / (2 * curv)
+                    cands = [r for r in (r1, r2) if r * sign > 0]
+                    nxt = t0 + min(cands, key=abs) if cands else math.nan
+                elif curv == 0 and slope0 != 0:
+                    nxt = t0 - f0 / slope0
+                if not math.isfinite(nxt) or (nxt - t) * sign <= 0 and f * sign < 0:
+                    nxt = t - f * (t - prev[0]) / (f - prev[1]) if f != prev[1] else t + (t - prev[0])
+            elif f == prev[1]:
+                nxt = prev[0] + 2.0 * (t - prev[0])
             else:
-                nxt = s - f * (s - prev[0]) / (f - prev[1])
-                lim = s + 4.0 * (s - prev[0])
+                nxt = t - f * (t - prev[0]) / (f - prev[1])
+                lim = t + 4.0 * (t - prev[0])
                 nxt = min(nxt, lim) if sign > 0 else max(nxt, lim)
-            if sign < 0 and nxt <= 0:
-                if zero_ok:
-                    if s == 0.0:
-                        return 0.0
-                    nxt = 0.0
-                else:
-                    nxt = 0.5 * s
-            if sign > 0 and nxt > 1e150:
-                return math.inf
-        prev = (s, f)
-        s = nxt
-    return math.inf if sign > 0 else 0.0
+                if (nxt - t) * sign <= 0:
+                    nxt = t + (t - prev[0])
+        prev = (t, f)
+        t = nxt
+    return sign * math.inf

@@ -1,0 +1,542 @@
+"""The REML backend: agreement with lme4 and statsmodels, REML = ANOVA on balanced data, known truth on
+unbalanced designs, interval coverage, the boundary, the statsmodels guards, diagnostics and errors.
+
+Reference numbers from lme4 are checked in under ``tests/data/lme4`` with the R script that made them
+(``fit_lme4.R``) and the tables it read (``make_inputs.py`` writes them); these tests need no R.
+
+Monte Carlo tolerances: with R replicates a mean is checked within 4 standard errors (sd / sqrt(R)); a 95%
+interval's coverage must fall in [0.93, 0.97], and with R = 1500 its binomial SE is
+sqrt(0.95 * 0.05 / 1500) = 0.56 points, so the band is +-3.6 SE (a coverage of 0.92 or 0.98 would be
+detected). Seeds are fixed in advance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import cjstats as cj
+from cjstats.components import COMPONENT_COLUMNS
+from cjstats.estimators import _reml_structured as rs
+from cjstats.estimators import reml
+from cjstats.exceptions import CjstatsError, CjstatsWarning
+from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+
+LME4 = Path(__file__).resolve().parents[1] / "data" / "lme4"
+REF = json.loads((LME4 / "lme4_reference.json").read_text())
+CASES = list(REF["cases"])
+SMALL_CASES = ["balanced", "unbalanced", "boundary", "one_generation"]
+REL = 1e-5
+
+
+def _case(name: str) -> cj.Scores:
+    return cj.read_scores(pd.read_csv(LME4 / f"{name}.csv"))
+
+
+def _comp(fit: cj.VarianceComponents) -> pd.DataFrame:
+    return fit.components.set_index("component")
+
+
+def _close(a: float, b: float, rel: float, zero_scale: float) -> bool:
+    """|a - b| <= rel * max(|b|, zero_scale): relative, with an absolute floor for variances at zero."""
+    return abs(a - b) <= rel * max(abs(b), zero_scale)
+
+
+@pytest.fixture(scope="module")
+def case_fits():
+    return {name: cj.estimate(_case(name), method="reml") for name in CASES}
+
+
+# ------------------------------------------------------------------------------------------------- lme4
+class TestAgreementWithLme4:
+    @pytest.mark.parametrize("case", CASES)
+    def test_reml_criterion_equals_lme4_remlcrit(self, case, case_fits):
+        """Same criterion, same optimum: -2 l_R agrees to 1e-9 relative."""
+        d = next(iter(case_fits[case].diagnostics.values()))
+        assert d["reml_criterion"] == pytest.approx(REF["cases"][case]["fixed"]["REMLcrit"], rel=1e-9)
+        assert d["random_judge_model"]["reml_criterion"] == pytest.approx(REF["cases"][case]["random"]["REMLcrit"],
+                                                                          rel=1e-9)
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_variances_match_lme4(self, case, case_fits):
+        ref = REF["cases"][case]
+        c = _comp(case_fits[case])
+        scale = ref["fixed"]["variances"]["residual"]
+        for name, value in ref["fixed"]["variances"].items():
+            assert _close(c.loc[name, "estimate"], value, REL, 1e-3 * scale), (case, name)
+        assert _close(c.loc["judge_population", "estimate"], ref["random"]["variances"]["judge"], REL,
+                      1e-3 * scale)
+        rj = next(iter(case_fits[case].diagnostics.values()))["random_judge_model"]["variances"]
+        for name, value in ref["random"]["variances"].items():
+            assert _close(rj[name], value, REL, 1e-3 * scale), (case, "random", name)
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_mu_gamma_and_their_standard_errors_match_lme4(self, case, case_fits):
+        """contr.sum: lme4's intercept is mu and its coefficients are gamma_1..gamma_{K-1}."""
+        ref = REF["cases"][case]["fixed"]
+        fit = case_fits[case]
+        c = _comp(fit)
+        vcov = np.asarray(ref["vcov"])
+        assert _close(c.loc["mu", "estimate"], ref["fixef"][0], REL, 1.0)
+        assert _close(c.loc["mu", "std_error"], math.sqrt(vcov[0, 0]), REL, 0.0)
+        off = fit.judge_offsets
+        assert list(off["judge"]) == REF["cases"][case]["judges"]
+        k = len(off)
+        gamma = off["estimate"].to_numpy()
+        np.testing.assert_allclose(gamma[: k - 1], ref["fixef"][1:], rtol=0, atol=REL)
+        # Var(gamma_K) = Var(-sum gamma_l) = 1' V 1 over the contrast block
+        var = np.append(np.diag(vcov)[1:], vcov[1:, 1:].sum())
+        np.testing.assert_allclose(off["std_error"].to_numpy(), np.sqrt(var), rtol=REL)
+
+    @pytest.mark.parametrize("case", [c for c in CASES if c != "boundary"])
+    def test_profile_search_reproduces_lme4_profile_intervals(self, case):
+        """lme4's confint(method="profile") profiles the ML deviance (profile() calls refitML()), so the
+        search is run on the ML criterion here; lme4 interpolates its profile with splines, hence 1e-3.
+        (cjstats reports REML-profile intervals; the search code is the same.) The boundary case is left
+        out: with both scenario and generation at zero lme4's ML refit stops early (see fit_lme4.R)."""
+        ref = REF["cases"][case]
+        g = next(_case(case).groups())
+        d = rs.build_design(g.cell, g.judge, g.cell_scenario, g.design.n_judges)
+        ev = rs.Evaluator(d, rs.y_stats(d, g.y))
+        ev.reml = False
+        for model, key in (("fixed", "fixed"), ("random", "random")):
+            fr = rs.fit_model(ev, model)
+            names = ["residual", "scenario"] + (["generation"] if d.has_generation else [])
+            names += ["judge"] if model == "random" else []
+            for which, name in enumerate(names):
+                lo, hi, _ = rs.profile_interval(ev, model, fr, which, 0.95)
+                rlo, rhi = ref[key]["ml_profile_ci"][name]
+                assert _close(lo, rlo, 1e-3, 1e-6), (case, model, name, lo, rlo)
+                assert _close(hi, rhi, 1e-3, 1e-6), (case, model, name, hi, rhi)
+
+    def test_boundary_optimum_is_below_lme4_default_optimizer(self, case_fits):
+        """lme4's default optimizer (nloptwrap) stops at generation 0.0034 on the boundary case; the REML optimum
+        (found by minqa's bobyqa too) has both variances at 0 and a criterion lower by 0.078."""
+        ref = REF["cases"]["boundary"]["fixed"]
+        d = case_fits["boundary"].diagnostics["GPT"]
+        assert ref["REMLcrit_by_optimizer"]["nloptwrap"] - d["reml_criterion"] > 0.05
+        assert d["reml_criterion"] == pytest.approx(ref["REMLcrit_by_optimizer"]["bobyqa"], rel=1e-9)
+        assert d["boundary"] == {"scenario": True, "generation": True, "judge_population": False}
+
+
+# ------------------------------------------------------------------------------------------- statsmodels
+class TestStatsmodelsReference:
+    @pytest.mark.parametrize("case", SMALL_CASES)
+    def test_statsmodels_path_agrees_with_structured_path(self, case, case_fits):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            sm = cj.estimate(_case(case), method="reml", path="statsmodels")
+        st = case_fits[case]
+        d = next(iter(sm.diagnostics.values()))
+        assert d["path"] == "statsmodels" and next(iter(st.diagnostics.values()))["path"] == "structured"
+        a, b = _comp(sm), _comp(st)
+        scale = b.loc["residual", "estimate"]
+        for name in ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population"):
+            if not b.loc[name, "identifiable"]:
+                continue
+            assert _close(a.loc[name, "estimate"], b.loc[name, "estimate"], REL, 1e-3 * scale), (case, name)
+            assert a.loc[name, "at_boundary"] == b.loc[name, "at_boundary"]
+        np.testing.assert_allclose(sm.judge_offsets["estimate"], st.judge_offsets["estimate"], atol=REL * scale)
+        if case == "boundary":     # statsmodels stops at a small positive variance here: the guard replaced it
+            assert d["statsmodels"]["criterion_gap"] > 1e-3 and d["statsmodels"]["guards"]
+        else:                      # statsmodels' own numbers, no guard involved
+            assert abs(d["statsmodels"]["criterion_gap"]) < 1e-6 and not d["statsmodels"]["guards"]
+
+    def test_statsmodels_model_keeps_the_scenario_intercept(self):
+        """vc_formula without re_formula='1' silently drops the scenario intercept; the backend's model has it,
+        and a model without it is refused."""
+        import statsmodels.formula.api as smf
+
+        g = next(_case("balanced").groups())
+        gm = reml._GroupModel(g)
+        model = reml._statsmodels_model(gm)
+        assert (model.k_re, model.k_vc) == (1, 1)
+        df = pd.read_csv(LME4 / "balanced.csv")
+        trap = smf.mixedlm("score ~ C(judge, Sum)", df, groups="scenario",
+                           vc_formula={"generation": "0 + C(generation)"})
+        assert trap.k_re == 0
+        with pytest.raises(CjstatsError, match="re_formula='1'"):
+            reml._check_statsmodels_structure(trap, has_generation=True)
+
+    def test_guards_catch_statsmodels_issue_10239(self):
+        """Started near a zero scenario variance, statsmodels reports convergence with mu = 0.0 (its GLS
+        drops the intercept once a variance is below 1e-10) and a generation variance far from the optimum.
+        Both guards fire and the reported fit is the REML optimum."""
+        g = next(_case("balanced").groups())
+        gm = reml._GroupModel(g)
+        model = reml._statsmodels_model(gm)
+        fe_bug, _ = model.get_fe_params(np.zeros((1, 1)), np.array([0.2]))
+        assert fe_bug[0] == 0.0                  # the statsmodels behaviour the guard exists for
+        optimum = rs.fit_model(gm.ev, "fixed")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fr, diag = reml._fit_statsmodels(gm, np.array([1e-20, 0.01]), optimum)
+        assert diag["converged"] is True and diag["fe_params"][0] == 0.0          # statsmodels' answer
+        assert any("10239" in s for s in diag["guards"])
+        assert any("above the REML optimum" in s for s in diag["guards"])
+        np.testing.assert_array_equal(fr.theta, optimum.theta)
+        fe = reml._fixed_effects(gm.ev, fr.theta, fr.s2)
+        assert fe["mu"] == pytest.approx(REF["cases"]["balanced"]["fixed"]["fixef"][0], rel=1e-9)
+
+    def test_statsmodels_failure_is_one_sentence(self):
+        g = next(_case("boundary").groups())
+        gm = reml._GroupModel(g)
+        optimum = rs.fit_model(gm.ev, "fixed")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(CjstatsError, match="statsmodels MixedLM failed for model 'GPT'.*path='structured'"):
+                reml._fit_statsmodels(gm, np.array([0.0, 0.01]), optimum)
+
+    def test_small_positive_statsmodels_variance_is_replaced_by_the_boundary_optimum(self):
+        """On the boundary case statsmodels stops at a small positive scenario variance; the REML optimum is
+        at 0, so the guard fires, the result is flagged, and the warning goes through CjstatsWarning."""
+        with pytest.warns(CjstatsWarning) as record:
+            fit = cj.estimate(_case("boundary"), method="reml", path="statsmodels", interval="none")
+        assert any("above the REML optimum" in str(w.message) for w in record)
+        c = _comp(fit)
+        assert c.loc["scenario", "at_boundary"] and c.loc["scenario", "estimate"] == 0.0
+        sm = fit.diagnostics["GPT"]["statsmodels"]
+        assert sm["variances"]["scenario"] > 0 and sm["criterion_gap"] > 1e-3
+        assert sm["warnings"], "statsmodels' own warnings are kept in the diagnostics"
+
+    def test_statsmodels_warnings_are_captured_not_printed(self, capsys):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            fit = cj.estimate(_case("boundary"), method="reml", path="statsmodels", interval="none")
+        out = capsys.readouterr()
+        assert out.out == "" and out.err == ""
+        assert any("ConvergenceWarning" in w for w in fit.diagnostics["GPT"]["statsmodels"]["warnings"])
+
+
+# ---------------------------------------------------------------------------------------- REML = ANOVA
+def _balanced(n, m, k, seed, model="Qwen"):
+    c = TABLE3_MTBENCH[model]
+    return cj.read_scores(simulate_scores(n=n, m=m, k=k, s2_scenario=c["scenario"], s2_generation=c["generation"],
+                                          s2_residual=c["residual"], judge_offsets=panel_offsets(k, c["judge_panel"]),
+                                          mu=c["mu"], model=model, seed=seed))
+
+
+class TestBalancedEqualsAnova:
+    @pytest.mark.parametrize("n,m,k", [(20, 3, 4), (40, 5, 5), (25, 1, 3)])
+    def test_reml_equals_anova_when_no_estimate_is_truncated(self, n, m, k):
+        compared = 0
+        for seed in range(6):
+            sc = _balanced(n, m, k, seed)
+            a = _comp(cj.estimate(sc, method="anova"))
+            if (a.loc[a["identifiable"], "raw_estimate"] < 0).any():
+                continue
+            fit = cj.estimate(sc, method="reml")
+            r = _comp(fit)
+            for name in ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population"):
+                if not a.loc[name, "identifiable"]:
+                    assert not r.loc[name, "identifiable"]
+                    continue
+                assert r.loc[name, "estimate"] == pytest.approx(a.loc[name, "estimate"], rel=1e-7), (seed, name)
+            # intervals built from the same quantities are the same
+            for name in ("mu", "judge_panel"):
+                assert r.loc[name, "lower"] == pytest.approx(a.loc[name, "lower"], rel=1e-6)
+                assert r.loc[name, "upper"] == pytest.approx(a.loc[name, "upper"], rel=1e-6)
+            ao = cj.estimate(sc, method="anova").judge_offsets
+            for col in ("estimate", "std_error", "lower", "upper"):
+                np.testing.assert_allclose(fit.judge_offsets[col], ao[col], rtol=1e-7, atol=1e-9)
+            compared += 1
+        assert compared >= 4, "too few untruncated replicates to compare"
+
+    def test_truncated_anova_generation_is_a_reml_boundary(self):
+        """When MS_G < MS_W the ANOVA truncates generation at zero; REML's optimum is on that boundary too."""
+        seen = 0
+        for seed in range(40):
+            sc = cj.read_scores(simulate_scores(n=15, m=2, k=3, s2_scenario=1.0, s2_generation=0.0, s2_residual=1.0,
+                                                judge_offsets=[-0.5, 0.0, 0.5], seed=seed))
+            a = _comp(cj.estimate(sc, method="anova"))
+            r = _comp(cj.estimate(sc, method="reml", interval="none"))
+            assert bool(r.loc["generation", "at_boundary"]) == bool(a.loc["generation", "raw_estimate"] < 0), seed
+            seen += bool(a.loc["generation", "at_boundary"])
+        assert seen >= 5
+
+
+# ----------------------------------------------------------------------------------- known truth, coverage
+QWEN = TABLE3_MTBENCH["Qwen"]
+COV_N, COV_M, COV_K, COV_R = 30, 3, 5, 1500
+S2_POP = QWEN["judge_panel"] * COV_K / (COV_K - 1)   # E[judge_panel] = s2_pop (K - 1)/K = Table 3's 0.947
+
+
+def _unbalanced_replicate(rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
+    """Random calls missing (10%), generation 2 lost in 6 scenarios, judge_4 absent from 6 scenarios."""
+    u = rng.standard_normal(COV_K) * math.sqrt(S2_POP)
+    gamma = u - u.mean()
+    df = simulate_scores(n=COV_N, m=COV_M, k=COV_K, s2_scenario=QWEN["scenario"], s2_generation=QWEN["generation"],
+                         s2_residual=QWEN["residual"], judge_offsets=gamma, mu=QWEN["mu"], missing=0.10, seed=rng)
+    keep = ~((df["scenario"] < 6) & (df["generation"] == 2)) & ~((df["scenario"] >= 24) & (df["judge"] == "judge_4"))
+    return df[keep].reset_index(drop=True), gamma
+
+
+@pytest.fixture(scope="module")
+def coverage_study():
+    """R unbalanced replicates, judges drawn afresh in each: truth for judge_population is s2_pop, for
+    judge_panel the realised mean(gamma^2) of the replicate (its interval is conditional on the panel)."""
+    rng = np.random.default_rng(20261122)
+    names = ["mu", "scenario", "generation", "residual", "judge_panel", "judge_population"]
+    est = {c: np.empty(COV_R) for c in names}
+    raw_panel = np.empty(COV_R)
+    truth_panel = np.empty(COV_R)
+    covered = {c: np.zeros(COV_R, dtype=bool) for c in names + ["gamma"]}
+    unbalanced = 0
+    for r in range(COV_R):
+        df, gamma = _unbalanced_replicate(rng)
+        fit = cj.estimate(df, method="reml")
+        c = _comp(fit)
+        truth = {"mu": QWEN["mu"], "scenario": QWEN["scenario"], "generation": QWEN["generation"],
+                 "residual": QWEN["residual"], "judge_panel": float(np.mean(gamma**2)), "judge_population": S2_POP}
+        for name in names:
+            est[name][r] = c.loc[name, "estimate"]
+            covered[name][r] = c.loc[name, "lower"] <= truth[name] <= c.loc[name, "upper"]
+        raw_panel[r] = c.loc["judge_panel", "raw_estimate"]
+        truth_panel[r] = truth["judge_panel"]
+        off = fit.judge_offsets
+        covered["gamma"][r] = bool(((off["lower"] <= gamma) & (gamma <= off["upper"])).to_numpy()[-1])  # judge_4
+        unbalanced += not fit.design["balanced"].iloc[0]
+    return {"est": est, "covered": covered, "raw_panel": raw_panel, "truth_panel": truth_panel,
+            "unbalanced": unbalanced}
+
+
+class TestUnbalancedKnownTruth:
+    def test_every_replicate_is_unbalanced(self, coverage_study):
+        assert coverage_study["unbalanced"] == COV_R
+
+    @pytest.mark.parametrize("name", ["mu", "scenario", "generation", "residual", "judge_population"])
+    def test_estimates_recover_truth(self, coverage_study, name):
+        truth = {"mu": QWEN["mu"], "scenario": QWEN["scenario"], "generation": QWEN["generation"],
+                 "residual": QWEN["residual"], "judge_population": S2_POP}[name]
+        x = coverage_study["est"][name]
+        se = x.std(ddof=1) / math.sqrt(COV_R)
+        assert abs(x.mean() - truth) <= 4 * se, (name, x.mean(), truth, se)
+
+    def test_judge_panel_is_unbiased_for_the_realised_panel(self, coverage_study):
+        """The corrected estimate (before truncation) minus the replicate's own mean(gamma^2) averages to 0."""
+        diff = coverage_study["raw_panel"] - coverage_study["truth_panel"]
+        assert abs(diff.mean()) <= 4 * diff.std(ddof=1) / math.sqrt(COV_R)
+
+    @pytest.mark.parametrize("name", ["mu", "scenario", "generation", "residual", "judge_panel", "judge_population",
+                                      "gamma"])
+    def test_interval_coverage_is_nominal(self, coverage_study, name):
+        rate = coverage_study["covered"][name].mean()
+        assert 0.93 <= rate <= 0.97, (name, rate)
+
+
+# -------------------------------------------------------------------------------------------- boundary
+class TestBoundary:
+    def test_truly_zero_scenario_variance_is_flagged_at_the_boundary(self, case_fits):
+        """Every scenario has the same mean of cell means: the REML optimum is s2_scenario = 0, reported as
+        exactly 0, flagged, with no Wald standard error and a profile interval starting at 0."""
+        fit = case_fits["boundary"]
+        c = _comp(fit)
+        row = c.loc["scenario"]
+        assert row["at_boundary"] and row["estimate"] == 0.0 and row["raw_estimate"] == 0.0
+        assert math.isnan(row["std_error"])
+        assert row["lower"] == 0.0 and row["upper"] > 0.0
+        assert row["ci_method"] == "profile likelihood (REML)"
+        d = fit.diagnostics["GPT"]
+        assert d["converged"] and d["singular"] and d["boundary"]["scenario"]
+        assert not c.loc["residual", "at_boundary"]
+
+    def test_boundary_flag_follows_the_mean_squares_replicate_by_replicate(self):
+        """Balanced data with s2_scenario = 0: REML puts scenario on the boundary exactly when MS_S <= MS_G
+        (MS_S/MS_G ~ F(n - 1, n(m - 1)) under the truth, so about P(F <= 1) of the time), and otherwise
+        reports a clearly positive variance, never a tiny 'converged' number."""
+        n, m, k = 20, 3, 4
+        rng = np.random.default_rng(777)
+        flagged, compared = 0, 0
+        for _ in range(200):
+            sc = cj.read_scores(simulate_scores(n=n, m=m, k=k, s2_scenario=0.0, s2_generation=0.6, s2_residual=1.0,
+                                                judge_offsets=[-0.6, -0.2, 0.2, 0.6], seed=rng))
+            an = cj.estimate(sc, method="anova")
+            if _comp(an).loc["generation", "raw_estimate"] < 0:
+                continue          # MS_G < MS_W changes the REML boundary condition; rare here
+            ms = an.diagnostics["model"]
+            r = _comp(cj.estimate(sc, method="reml", interval="none")).loc["scenario"]
+            expect = ms["ms_scenario"] <= ms["ms_generation"]
+            assert bool(r["at_boundary"]) == expect
+            if r["at_boundary"]:
+                assert r["estimate"] == 0.0
+            else:
+                assert r["estimate"] > 1e-6
+            flagged += expect
+            compared += 1
+        p = stats.f.cdf(1.0, n - 1, n * (m - 1))
+        assert abs(flagged / compared - p) <= 4 * math.sqrt(p * (1 - p) / compared)
+
+
+# ------------------------------------------------------------------------------------------- intervals
+class TestIntervals:
+    def test_profile_bounds_sit_on_the_chi2_cutoff(self):
+        """At each reported bound the REML profile is min + chi2_{1, 0.95} (re-optimised independently, to full
+        precision)."""
+        g = next(_case("unbalanced").groups())
+        d = rs.build_design(g.cell, g.judge, g.cell_scenario, g.design.n_judges)
+        ev = rs.Evaluator(d, rs.y_stats(d, g.y))
+        fr = rs.fit_model(ev, "fixed")
+        cut = stats.chi2.ppf(0.95, 1)
+        for which, (lo, hi) in enumerate(rs.profile_interval(ev, "fixed", fr, w, 0.95)[:2] for w in range(3)):
+            for v in (lo, hi):
+                if which == 0:
+                    def fun0(t, v=v):
+                        val, (gr, _rss) = ev.full("fixed", v, t, True)
+                        return val, gr
+                    _, val, _ = rs._minimize(fun0, fr.theta, np.zeros(2))
+                else:
+                    i = which - 1
+
+                    def fun(t, v=v, i=i):
+                        val, (gr, rss) = ev.full("fixed", v / t[i], t, True)
+                        gr = gr.copy()
+                        gr[i] += -(ev.n - ev.k) / t[i] + rss / v
+                        return val, gr
+                    x0 = fr.theta.copy()
+                    x0[i] = v / fr.s2
+                    lower = np.zeros(2)
+                    lower[i] = 1e-12
+                    _, val, _ = rs._minimize(fun, x0, lower)
+                # the search stops at |zeta - z| < 1e-4, i.e. |statistic - z^2| < 2 z 1e-4 = 3.9e-4
+                assert val - fr.deviance == pytest.approx(cut, abs=5e-4), (which, v)
+
+    def test_bootstrap_is_seeded_and_reproducible(self):
+        sc = _case("balanced")
+        a = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=60, seed=5)
+        b = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=60, seed=5)
+        c = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=60, seed=6)
+        pd.testing.assert_frame_equal(a.components, b.components)
+        pd.testing.assert_frame_equal(a.draws, b.draws)
+        assert not np.allclose(a.components["lower"].dropna(), c.components["lower"].dropna())
+        assert a.provenance["seed"] == 5
+        assert list(a.draws.columns) == ["model", "chain", "draw", "mu", "scenario", "generation", "residual",
+                                         "judge_panel", "judge_population"]
+        assert len(a.draws) == 60
+        comp = _comp(a)
+        assert (comp["ci_method"] == "parametric bootstrap percentile").all()
+        assert ((comp["lower"] <= comp["estimate"]) & (comp["estimate"] <= comp["upper"])).all()
+
+    def test_bootstrap_spread_matches_the_reml_information(self):
+        """The bootstrap SD of s2_residual and of mu agree with the Wald standard errors within 4 times the
+        SE of an SD estimated from B draws, SD / sqrt(2 (B - 1))."""
+        sc = _case("unbalanced")
+        n_boot = 300
+        fit = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=n_boot, seed=11)
+        c = _comp(fit)
+        tol = 4.0 / math.sqrt(2 * (n_boot - 1))
+        for name in ("residual", "mu"):
+            sd = fit.draws[name].std(ddof=1)
+            assert abs(sd / c.loc[name, "std_error"] - 1.0) <= tol, (name, sd, c.loc[name, "std_error"])
+
+    def test_progress_bar_only_when_asked(self, capsys):
+        sc = _case("balanced")
+        cj.estimate(sc, method="reml", interval="bootstrap", n_boot=20, seed=1)
+        assert capsys.readouterr().err == ""
+        cj.estimate(sc, method="reml", interval="bootstrap", n_boot=20, seed=1, progress=True)
+        out = capsys.readouterr()
+        assert out.out == "" and "bootstrap" in out.err and "100%" in out.err
+
+    def test_interval_none_gives_point_estimates_only(self):
+        c = _comp(cj.estimate(_case("balanced"), method="reml", interval="none"))
+        assert c.loc[["scenario", "generation", "residual", "judge_population"], "lower"].isna().all()
+        assert (c.loc[["scenario", "generation", "residual"], "ci_method"] == "none").all()
+
+
+# ------------------------------------------------------------------------------------------ the numerics
+class TestStructuredCore:
+    @pytest.mark.parametrize("model,theta", [("fixed", [0.7, 0.3]), ("random", [0.7, 0.3, 0.5]),
+                                             ("fixed", [0.0, 0.4]), ("random", [0.2, 0.0, 1.5])])
+    def test_analytic_gradient_matches_finite_differences(self, model, theta):
+        g = next(_case("unbalanced").groups())
+        d = rs.build_design(g.cell, g.judge, g.cell_scenario, g.design.n_judges)
+        ev = rs.Evaluator(d, rs.y_stats(d, g.y))
+        th = np.asarray(theta, dtype=float)
+        _, grad = ev.profiled(model, th, grad=True)
+        for i in range(len(th)):
+            h = 1e-6
+            e = np.zeros(len(th))
+            e[i] = h
+            if th[i] - h < 0:
+                fd = (ev.profiled(model, th + e)[0] - ev.profiled(model, th)[0]) / h
+                assert grad[i] == pytest.approx(fd, rel=1e-4, abs=1e-3)
+            else:
+                fd = (ev.profiled(model, th + e)[0] - ev.profiled(model, th - e)[0]) / (2 * h)
+                assert grad[i] == pytest.approx(fd, rel=1e-5, abs=1e-5)
+
+    def test_criterion_matches_a_dense_computation(self):
+        """The O(rows) Woodbury criterion equals -2 l_R computed with dense V on a small unbalanced table."""
+        df = pd.read_csv(LME4 / "unbalanced.csv")
+        df = df[df["scenario"] < 8]
+        g = next(cj.read_scores(df).groups())
+        d = rs.build_design(g.cell, g.judge, g.cell_scenario, g.design.n_judges)
+        ev = rs.Evaluator(d, rs.y_stats(d, g.y))
+        ta, tb, s2 = 0.8, 0.3, 1.1
+        n_obs = len(g.y)
+        zs = (g.scenario[:, None] == np.arange(d.n_scen)).astype(float)
+        zc = (g.cell[:, None] == np.arange(d.n_cells)).astype(float)
+        v = s2 * (np.eye(n_obs) + ta * zs @ zs.T + tb * zc @ zc.T)
+        x = rs.contr_sum_coding(d.k)[g.judge]
+        vi = np.linalg.inv(v)
+        xvx = x.T @ vi @ x
+        beta = np.linalg.solve(xvx, x.T @ vi @ g.y)
+        r = g.y - x @ beta
+        dense = ((n_obs - d.k) * math.log(2 * math.pi) + np.linalg.slogdet(v)[1] + np.linalg.slogdet(xvx)[1]
+                 + r @ vi @ r)
+        assert ev.full("fixed", s2, np.array([ta, tb]))[0] == pytest.approx(dense, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------- diagnostics, errors
+class TestDiagnostics:
+    def test_diagnostics_say_which_path_ran_and_how_it_converged(self, case_fits):
+        d = case_fits["unbalanced"].diagnostics["Llama"]
+        assert d["path"] == "structured" and d["converged"] is True
+        assert "Newton" in d["optimizer"] and d["iterations"] >= 1
+        assert d["boundary"] == {"scenario": False, "generation": False, "judge_population": False}
+        assert not d["singular"] and d["warnings"] == []
+        assert d["n_missing"] > 0 and not d["balanced"]
+        assert d["random_judge_model"]["path"] == "structured"
+
+    def test_fit_prints_nothing_and_keeps_the_input(self, capsys):
+        df = pd.read_csv(LME4 / "unbalanced.csv")
+        before = df.copy(deep=True)
+        fit = cj.estimate(df, method="reml")
+        pd.testing.assert_frame_equal(df, before)
+        out = capsys.readouterr()
+        assert out.out == "" and out.err == ""
+        assert list(fit.components.columns) == list(COMPONENT_COLUMNS)
+        assert (fit.components["method"] == "reml").all()
+
+    def test_views_are_fixed_except_judge_population(self, case_fits):
+        c = case_fits["real_hanna"].components
+        assert dict(zip(c["component"], c["view"])) == {
+            "mu": "fixed", "scenario": "fixed", "generation": "fixed", "residual": "fixed", "judge_panel": "fixed",
+            "judge_population": "random"}
+
+    def test_one_generation_marks_generation_not_identifiable(self, case_fits):
+        c = _comp(case_fits["real_mentalalign"])
+        assert not c.loc["generation", "identifiable"] and np.isnan(c.loc["generation", "estimate"])
+        assert "sigma2_alpha + sigma2_beta" in c.loc["scenario", "note"]
+
+
+class TestErrors:
+    @pytest.mark.parametrize("opts,match", [({"interval": "wald"}, "'interval' argument"),
+                                            ({"path": "lme4"}, "'path' argument"),
+                                            ({"interval": "bootstrap", "n_boot": 1}, "'n_boot' argument"),
+                                            ({"progress": "yes"}, "'progress' argument")])
+    def test_bad_options_raise_one_sentence(self, opts, match):
+        with pytest.raises(CjstatsError, match=match):
+            cj.estimate(_case("balanced"), method="reml", **opts)
+
+    def test_no_residual_degrees_of_freedom_raises(self):
+        """Every cell scored by a single judge: the residual cannot be separated from generation."""
+        rows = [{"model": "m", "scenario": s, "generation": gen, "judge": f"j{(s + gen) % 2}",
+                 "score": float((s * 7 + gen * 3) % 5)} for s in range(6) for gen in range(3)]
+        with pytest.raises(CjstatsError, match="no degrees of freedom for the residual"):
+            cj.estimate(pd.DataFrame(rows), method="reml")
