@@ -1,4 +1,4 @@
-r"""The Gaussian model of the Bayesian backend, with scenario and generation effects integrated out.
+r"""The Gaussian model of the Bayesian backend, with its random effects integrated out analytically.
 
 Private helper of :mod:`cjstats.estimators.bayes`. Only numpy is needed here; PyMC and PyTensor are imported
 inside :func:`build_pymc_gaussian`, the one function that builds the PyMC version of the same model.
@@ -33,7 +33,14 @@ beta = (1, -(mu - ybar), -gamma) whose coefficients depend on the data only thro
 
 One evaluation therefore costs O(n H (K + 2)) for n scenarios, H distinct cell sizes and K judges, whatever
 the number of rows, and unbalanced data (scenarios with different numbers of generations, cells missing some
-judges) need no special case: they only add cell sizes and change the counts m_ih.
+judges) need no special case: they only add cell sizes and change the counts m_ih. Scenarios sharing a
+pattern of counts share W_i, so :class:`MarginalDensity` pools them into blocks (a balanced design is one
+block, and costs the same at 4,000 or 1,000,000 rows).
+
+Two densities are built on these statistics: :class:`GaussianDensity` over (mu, log scales, gamma), exactly the
+PyMC model of :func:`build_pymc_gaussian`; and :class:`MarginalDensity`, the sampler's default, over the log
+scales alone, with (mu, gamma) integrated out too and drawn afterwards from their exact conditional normal.
+Both have analytic gradients, a numpy reference implementation and a numba-compiled one (cached on disk).
 """
 
 from __future__ import annotations
@@ -46,10 +53,33 @@ import numpy as np
 
 from cjstats.scores import GroupData
 
-__all__ = ["GaussianStats", "gaussian_stats", "GaussianPriors", "GaussianDensity", "zerosum_basis",
-           "build_pymc_gaussian", "collapsed_loglik"]
+__all__ = [
+    "NU",
+    "GaussianDensity",
+    "GaussianPriors",
+    "GaussianStats",
+    "MarginalDensity",
+    "build_pymc_gaussian",
+    "collapsed_loglik",
+    "gaussian_stats",
+    "generation_identifiable",
+    "half_t_logp",
+    "zerosum_basis",
+]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+#: Degrees of freedom of the half-Student-t prior on every scale. A half-normal prior has a light right tail
+#: that becomes a steep wall on the log scale where NUTS moves (divergences when a scale such as sigma_gamma,
+#: informed by K - 1 degrees of freedom only, is prior-dominated); the half-t tail keeps the gradient bounded.
+NU = 3.0
+
+
+def half_t_logp(t: Any, scale: Any) -> tuple[Any, Any]:
+    """log HalfStudentT(exp(t); nu=3, scale) + t (the log-transform Jacobian), up to a constant, and d/dt."""
+    r2 = np.exp(2.0 * np.asarray(t, dtype=np.float64)) / np.asarray(scale, dtype=np.float64) ** 2
+    return -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + t, 1.0 - (NU + 1.0) * r2 / (NU + r2)
 
 
 def zerosum_basis(k: int) -> np.ndarray:
@@ -87,6 +117,22 @@ class GaussianStats:
     v: np.ndarray            # (n, H, D)
     m_count: np.ndarray      # (n, H)
     judge_offsets0: np.ndarray  # (K,) raw judge means minus their mean (starting values only)
+    # scenarios grouped by pattern (their cell-size counts m_i.): blocks share u_i, so their contribution
+    # depends only on T_p[h, h'] = sum_{i in p} V_ih V_ih'^T; the rest stay one by one.
+    blk_t: np.ndarray        # (P, H, H, D, D)
+    blk_m: np.ndarray        # (P, H)
+    blk_n: np.ndarray        # (P,)
+    single_v: np.ndarray     # (n_single, H, D)
+    single_m: np.ndarray     # (n_single, H)
+
+
+def generation_identifiable(g: GroupData) -> bool:
+    """Whether sigma2_beta can be told apart from the other variances.
+
+    It cannot when every scenario has one generation (m = 1: alpha_i + beta_i1 is one constant per scenario)
+    or when every (scenario, generation) cell holds a single judge call (beta_ij + eps_ijl is then one draw).
+    """
+    return bool(g.design.generations_max > 1 and g.design.n_rows > len(g.cell_scenario))
 
 
 def gaussian_stats(g: GroupData) -> GaussianStats:
@@ -121,12 +167,40 @@ def gaussian_stats(g: GroupData) -> GaussianStats:
     m_count = np.zeros((n, h))
     np.add.at(m_count, (g.cell_scenario, size_idx), 1.0)
     judge_means = np.where(n_l > 0, y_l / np.maximum(n_l, 1.0), 0.0)
+    blk_t, blk_m, blk_n, single = _pattern_blocks(v, m_count)
     return GaussianStats(
         n_obs=len(y), n_cells=n_cells, n_scenarios=n, k=k, ybar=ybar, sd=sd,
-        has_generation=bool(g.design.generations_max > 1), sizes=sizes,
+        has_generation=generation_identifiable(g), sizes=sizes,
         cells_per_size=np.bincount(size_idx, minlength=h).astype(np.float64), ssw0=ssw0, b_w=b_w, g_w=g_w,
         m_h=m_h, v=v, m_count=m_count, judge_offsets0=judge_means - judge_means.mean(),
+        blk_t=blk_t, blk_m=blk_m, blk_n=blk_n, single_v=np.ascontiguousarray(v[single]),
+        single_m=np.ascontiguousarray(m_count[single]),
     )
+
+
+def _pattern_blocks(v: np.ndarray, m_count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group scenarios with the same cell-size counts; keep a group as a block when that is cheaper.
+
+    A block of n_p scenarios using H_p cell sizes costs H_p^2 D^2 per evaluation instead of
+    n_p (H_p D + D^2) one by one. A balanced design is one block whatever its size.
+    """
+    _n, h, d = v.shape
+    _, inverse, counts = np.unique(m_count, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    blocks, single = [], []
+    for p in range(len(counts)):
+        idx = np.flatnonzero(inverse == p)
+        h_p = int((m_count[idx[0]] > 0).sum())
+        if len(idx) * (h_p * d + d * d) > h_p * h_p * d * d:
+            blocks.append(idx)
+        else:
+            single.extend(idx.tolist())
+    blk_t = np.zeros((len(blocks), h, h, d, d))
+    for b, idx in enumerate(blocks):
+        blk_t[b] = np.einsum("iha,igb->hgab", v[idx], v[idx])
+    blk_m = np.array([m_count[idx[0]] for idx in blocks]).reshape(len(blocks), h)
+    blk_n = np.array([len(idx) for idx in blocks], dtype=np.float64)
+    return blk_t, blk_m, blk_n, np.array(sorted(single), dtype=np.int64)
 
 
 def collapsed_loglik(st: GaussianStats, mu: float, gamma: np.ndarray, s2a: float, s2b: float, s2e: float,
@@ -235,10 +309,11 @@ def _logpost_loops(theta, ybar, prior_mu_sd, scales, has_gen, basis, ssw0, b_w, 
             q += acc * eh[h]
             w += m_count[i, h] * eh[h]
         u = 1.0 + s2a * w
-        big_l += np.log(u) - s2a * q * q / u
-        r = s2a * q / u
-        dl_ds2a += w / u - q * q / (u * u)
-        c = s2a / u + r * r
+        inv_u = 1.0 / u
+        r = s2a * q * inv_u
+        big_l += np.log(u) - r * q
+        dl_ds2a += (w - q * q * inv_u) * inv_u
+        c = s2a * inv_u + r * r
         for h in range(h_n):
             dl_de[h] += m_count[i, h] * c - 2.0 * r * p[h]
             f = 2.0 * eh[h] * r
@@ -262,9 +337,9 @@ def _logpost_loops(theta, ybar, prior_mu_sd, scales, has_gen, basis, ssw0, b_w, 
     out[0] = 0.5 * dl_dbeta[1] - dmu / prior_mu_sd
     for i in range(ns):
         sig = np.exp(theta[1 + i])
-        ratio = sig / scales[i]
-        lp += -0.5 * ratio * ratio + theta[1 + i]
-        out[1 + i] = 1.0 - ratio * ratio
+        r2 = (sig / scales[i]) ** 2
+        lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[1 + i]
+        out[1 + i] = 1.0 - (NU + 1.0) * r2 / (NU + r2)
     out[1] += -0.5 * dl_ds2a * 2.0 * s2a
     if has_gen:
         out[2] += -0.5 * dl_ds2b * 2.0 * s2b
@@ -291,9 +366,9 @@ def _logpost_loops(theta, ybar, prior_mu_sd, scales, has_gen, basis, ssw0, b_w, 
 _COMPILED: dict[str, Any] = {}
 
 
-def _loglik_kernel() -> Any:
-    """The numba-compiled :func:`_logpost_loops` (cached on disk), or ``None`` when numba is unavailable."""
-    if "kernel" not in _COMPILED:
+def jit_kernel(name: str, fn: Any) -> Any:
+    """``fn`` compiled by numba (cached on disk, GIL released, IEEE division), or ``None`` without numba."""
+    if name not in _COMPILED:
         try:
             import warnings
 
@@ -301,16 +376,26 @@ def _loglik_kernel() -> Any:
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _COMPILED["kernel"] = numba.njit(cache=True, nogil=True, fastmath=False)(_logpost_loops)
-        except Exception:  # numba missing or unusable: the numpy path is exact, only slower
-            _COMPILED["kernel"] = None
-    return _COMPILED["kernel"]
+                _COMPILED[name] = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")(fn)
+        except Exception:  # noqa: BLE001 - numba missing or unusable: the numpy path is exact, only slower
+            _COMPILED[name] = None
+    return _COMPILED[name]
+
+
+def _loglik_kernel() -> Any:
+    return jit_kernel("joint", _logpost_loops)
+
+
+#: Largest distance, in log units, of a log-scale coordinate from log(sd_y): beyond it (scales below
+#: e^-300 or above e^300 times the score SD) the density is taken as zero, which keeps exp() finite. The bound
+#: is far outside any posterior mass, so the sampler never meets it as an artificial wall.
+LOG_SCALE_BOUND = 300.0
 
 
 # -------------------------------------------------------------------------------------------------- priors
 @dataclass(frozen=True, slots=True)
 class GaussianPriors:
-    """Prior scales in score units: mu ~ N(ybar, mu^2); each sigma ~ HalfNormal(scale)."""
+    """Prior scales in score units: mu ~ N(ybar, mu^2); each sigma ~ HalfStudentT(nu = 3, scale)."""
 
     mu: float
     sigma_scenario: float
@@ -326,12 +411,13 @@ class GaussianDensity:
     Coordinates, in order: ``mu``; ``log sigma_scenario``; ``log sigma_generation`` (only when some scenario
     has two generations or more); ``log sigma_residual``; ``log sigma_judge``; the K - 1 coordinates ``z`` of
     ``gamma = H z`` (:func:`zerosum_basis`). These are exactly PyMC's default transforms of the variables of
-    :func:`build_pymc_gaussian` (log for the half-normal scales, zero-sum for gamma, Jacobians included), so
+    :func:`build_pymc_gaussian` (log for the half-t scales, zero-sum for gamma, Jacobians included), so
     the two densities agree up to a constant; the tests check it.
     """
 
     def __init__(self, st: GaussianStats, priors: GaussianPriors, *, compiled: bool = True) -> None:
         self.st = st
+        self._log_sd = math.log(st.sd) if st.sd > 0 else 0.0
         self.kernel = _loglik_kernel() if compiled else None
         self.priors = priors
         self.k = st.k
@@ -343,6 +429,12 @@ class GaussianDensity:
         self.n_sigma = len(self.scales)
         self._scales = np.asarray(self.scales, dtype=np.float64)
         self.ndim = 1 + self.n_sigma + st.k - 1
+        if self.kernel is not None:  # compile (or load from the on-disk cache) now, quietly
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.logp(self.initial_point(np.random.default_rng(0)))
 
     # ---- parts
     def unpack(self, theta: np.ndarray) -> dict[str, Any]:
@@ -354,13 +446,16 @@ class GaussianDensity:
     def logp(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """Log posterior density (up to a constant) and its gradient at the unconstrained point ``theta``."""
         theta = np.asarray(theta, dtype=np.float64)
+        t = theta[1:1 + self.n_sigma]
+        if not (np.all(np.isfinite(theta)) and np.all(np.abs(t - self._log_sd) <= LOG_SCALE_BOUND)):
+            return -math.inf, np.zeros_like(theta)
         if self.kernel is not None:
             out = np.empty_like(theta)
             st = self.st
             lp = self.kernel(theta, st.ybar, self.priors.mu, self._scales, st.has_generation, self.basis, st.ssw0,
                              st.b_w, st.g_w, st.sizes, st.cells_per_size, st.m_h, st.v, st.m_count,
                              float(st.n_obs), float(st.n_cells), out)
-            if not math.isfinite(lp):
+            if not (math.isfinite(lp) and np.all(np.isfinite(out))):
                 return -math.inf, np.zeros_like(theta)
             return lp, out
         return self.logp_numpy(theta)
@@ -380,13 +475,14 @@ class GaussianDensity:
         pm_sd = self.priors.mu
         lp = ll - 0.5 * ((p["mu"] - st.ybar) / pm_sd) ** 2
         out[0] = gr["mu"] - (p["mu"] - st.ybar) / pm_sd**2
-        # half-normal scales on the log scale: log p = -sigma^2/(2 s^2) + log sigma (Jacobian)
+        # half-t scales on the log scale (Jacobian included): see half_t_logp
         dvar = {"sigma_scenario": gr["s2a"], "sigma_generation": gr["s2b"], "sigma_residual": gr["s2e"],
                 "sigma_judge": 0.0}
         for i, (name, scale) in enumerate(zip(self.sigma_names, self.scales)):
             sig = p[name]
-            lp += -0.5 * (sig / scale) ** 2 + math.log(sig)
-            out[1 + i] = -(sig / scale) ** 2 + 1.0 + dvar[name] * 2.0 * sig * sig
+            lpi, gi = half_t_logp(theta[1 + i], scale)
+            lp += lpi
+            out[1 + i] = gi + dvar[name] * 2.0 * sig * sig
         # gamma ~ ZeroSumNormal(sigma_judge): -sum z^2/(2 s^2) - (K - 1) log s
         z = p["z"]
         zz = float(z @ z)
@@ -419,6 +515,12 @@ class GaussianDensity:
             names.append("generation")
         return names + ["residual", "judge_panel", "judge_population"]
 
+    def expanded_dims(self) -> dict[str, tuple[str, ...]]:
+        return {"gamma": ("judge",)}
+
+    def coords(self) -> dict[str, list[Any]]:
+        return {}
+
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         """A jittered starting point near moment-like values (sd/2 for every scale, raw judge offsets)."""
         st = self.st
@@ -431,12 +533,433 @@ class GaussianDensity:
         return theta
 
 
+# ------------------------------------------------------------------------- mu and gamma integrated out too
+def _marginal_numpy(theta, scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, sizes, cps, n_obs, n_cells, p_mat):
+    """Reference (numpy) implementation of the fully collapsed log density; see :class:`MarginalDensity`.
+
+    Returns (log density, gradient, conditional mean of (mu - ybar, z), L^{-1} where L L' = A is the Cholesky
+    factorisation of the conditional precision A).
+    """
+    ns = len(scales)
+    sig = np.exp(theta)
+    s2a = sig[0] ** 2
+    s2b = sig[1] ** 2 if has_gen else 0.0
+    s2e = sig[ns - 2] ** 2
+    s_g = sig[ns - 1]
+    dh = s2b + s2e / sizes
+    eh = 1.0 / dh
+    q = np.einsum("ihd,h->id", v, eh)                          # (n, D)
+    w = m_count @ eh
+    u = 1.0 + s2a * w
+    phi = s_mat / s2e + np.einsum("h,hab->ab", eh, m_h) - s2a * np.einsum("i,ia,ib->ab", 1.0 / u, q, q)
+    lam = np.full(k, 1.0 / s_g**2)
+    lam[0] = 1.0 / s_mu**2
+    a_mat = p_mat.T @ phi @ p_mat + np.diag(lam)
+    g = p_mat.T @ phi[:, 0]
+    chol = np.linalg.cholesky(a_mat)
+    a_inv = np.linalg.inv(a_mat)
+    b = a_inv @ g
+    e0 = np.zeros(k + 2)
+    e0[0] = 1.0
+    bt = e0 - p_mat @ b
+    big_g = np.outer(bt, bt) + p_mat @ a_inv @ p_mat.T
+    ll = -0.5 * ((n_obs - n_cells) * math.log(s2e) + cps @ np.log(dh) + np.sum(np.log(u)) + phi[0, 0])
+    ll += -np.sum(np.log(np.diag(chol))) + 0.5 * g @ b - (k - 1) * math.log(s_g)
+    gq = q @ big_g                                            # (n, D)
+    qgq = np.einsum("id,id->i", gq, q)
+    vgq = np.einsum("ihd,id->ih", v, gq)                      # (n, H)
+    dl_ds2a = -0.5 * np.sum(w / u - qgq / u**2)
+    acc = (-cps / eh + np.einsum("ab,hab->h", big_g, m_h)
+           + (m_count * (s2a / u)[:, None]).sum(0) - 2.0 * s2a * (vgq / u[:, None]).sum(0)
+           + s2a**2 * (m_count * (qgq / u**2)[:, None]).sum(0))
+    dl_de = -0.5 * acc
+    dl_ds2e = -0.5 * ((n_obs - n_cells) / s2e - np.sum(big_g * s_mat) / s2e**2) + np.sum(dl_de * -eh**2 / sizes)
+    dl_ds2b = np.sum(dl_de * -eh**2)
+    grad = np.empty(ns)
+    grad[0] = dl_ds2a * 2.0 * s2a
+    if has_gen:
+        grad[1] = dl_ds2b * 2.0 * s2b
+    grad[ns - 2] = dl_ds2e * 2.0 * s2e
+    grad[ns - 1] = (np.sum(np.diag(a_inv)[1:]) + np.sum(b[1:] ** 2)) / s_g**2 - (k - 1)
+    lp_prior, g_prior = half_t_logp(theta, scales)
+    lp = ll + float(np.sum(lp_prior))
+    grad += g_prior
+    return float(lp), grad, -b, np.linalg.inv(chol)
+
+
+def _marginal_loops(theta, scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, sizes, cps, n_obs, n_cells, p_mat,
+                    blk_t, blk_m, blk_n, lo, hi, out, cond_mean, chol_inv):  # pragma: no cover - numba
+    """:func:`_marginal_numpy` as explicit loops (compiled with numba when it is installed).
+
+    ``v`` and ``m_count`` hold only the scenarios handled one by one; pattern blocks come in ``blk_*``.
+    Returns -inf outside lo <= theta <= hi or where anything is not finite.
+    """
+    ns = scales.shape[0]
+    for i in range(ns):
+        if not (lo <= theta[i] <= hi):
+            return -np.inf
+    d = k + 2
+    h_n = sizes.shape[0]
+    n = v.shape[0]
+    s_a = np.exp(theta[0])
+    s2a = s_a * s_a
+    s2b = 0.0
+    if has_gen:
+        s2b = np.exp(2.0 * theta[1])
+    s2e = np.exp(2.0 * theta[ns - 2])
+    s_g = np.exp(theta[ns - 1])
+    eh = np.empty(h_n)
+    big_l = (n_obs - n_cells) * np.log(s2e)
+    for h in range(h_n):
+        dh = s2b + s2e / sizes[h]
+        eh[h] = 1.0 / dh
+        big_l += cps[h] * np.log(dh)
+    phi = np.empty((d, d))
+    for a in range(d):
+        for b in range(d):
+            acc = s_mat[a, b] / s2e
+            for h in range(h_n):
+                acc += eh[h] * m_h[h, a, b]
+            phi[a, b] = acc
+    q = np.zeros((n, d))
+    u = np.empty(n)
+    w = np.empty(n)
+    for i in range(n):
+        wi = 0.0
+        for h in range(h_n):
+            wi += m_count[i, h] * eh[h]
+            for a in range(d):
+                q[i, a] += eh[h] * v[i, h, a]
+        w[i] = wi
+        u[i] = 1.0 + s2a * wi
+        big_l += np.log(u[i])
+        f = s2a / u[i]
+        for a in range(d):
+            fa = f * q[i, a]
+            for b in range(d):
+                phi[a, b] -= fa * q[i, b]
+    n_blk = blk_n.shape[0]
+    u_b = np.empty(n_blk)
+    w_b = np.empty(n_blk)
+    for p in range(n_blk):
+        wi = 0.0
+        for h in range(h_n):
+            wi += blk_m[p, h] * eh[h]
+        w_b[p] = wi
+        u_b[p] = 1.0 + s2a * wi
+        big_l += blk_n[p] * np.log(u_b[p])
+        f = s2a / u_b[p]
+        for h in range(h_n):
+            if blk_m[p, h] == 0.0:
+                continue
+            for h2 in range(h_n):
+                if blk_m[p, h2] == 0.0:
+                    continue
+                c = f * eh[h] * eh[h2]
+                for a in range(d):
+                    for b in range(d):
+                        phi[a, b] -= c * blk_t[p, h, h2, a, b]
+    big_l += phi[0, 0]
+    # A = P' phi P + Lambda, g = P' phi e0
+    tmp = np.zeros((d, k))
+    for a in range(d):
+        for c in range(k):
+            acc = 0.0
+            for b in range(d):
+                acc += phi[a, b] * p_mat[b, c]
+            tmp[a, c] = acc
+    a_mat = np.zeros((k, k))
+    g = np.zeros(k)
+    for c1 in range(k):
+        for c2 in range(k):
+            acc = 0.0
+            for a in range(d):
+                acc += p_mat[a, c1] * tmp[a, c2]
+            a_mat[c1, c2] = acc
+        acc = 0.0
+        for a in range(d):
+            acc += p_mat[a, c1] * phi[a, 0]
+        g[c1] = acc
+    a_mat[0, 0] += 1.0 / (s_mu * s_mu)
+    for c in range(1, k):
+        a_mat[c, c] += 1.0 / (s_g * s_g)
+    # Cholesky A = L L'
+    chol = np.zeros((k, k))
+    logdet = 0.0
+    for j in range(k):
+        acc = a_mat[j, j]
+        for p in range(j):
+            acc -= chol[j, p] * chol[j, p]
+        if acc <= 0.0:
+            return -np.inf
+        chol[j, j] = np.sqrt(acc)
+        logdet += np.log(chol[j, j])
+        for i in range(j + 1, k):
+            acc = a_mat[i, j]
+            for p in range(j):
+                acc -= chol[i, p] * chol[j, p]
+            chol[i, j] = acc / chol[j, j]
+    # A^{-1} from L: solve L X = I, then A^{-1} = X' X
+    x = np.zeros((k, k))
+    for c in range(k):
+        for i in range(k):
+            acc = 1.0 if i == c else 0.0
+            for p in range(i):
+                acc -= chol[i, p] * x[p, c]
+            x[i, c] = acc / chol[i, i]
+    for i in range(k):
+        for j in range(k):
+            chol_inv[i, j] = x[i, j]
+    a_inv = np.zeros((k, k))
+    for i in range(k):
+        for j in range(k):
+            acc = 0.0
+            for p in range(k):
+                acc += x[p, i] * x[p, j]
+            a_inv[i, j] = acc
+    bvec = np.zeros(k)
+    gb = 0.0
+    for i in range(k):
+        acc = 0.0
+        for j in range(k):
+            acc += a_inv[i, j] * g[j]
+        bvec[i] = acc
+        gb += g[i] * acc
+        cond_mean[i] = -acc
+    lp = -0.5 * big_l - logdet + 0.5 * gb - (k - 1) * theta[ns - 1]
+    # G = bt bt' + P A^{-1} P', bt = e0 - P b
+    bt = np.zeros(d)
+    bt[0] = 1.0
+    for a in range(d):
+        for c in range(k):
+            bt[a] -= p_mat[a, c] * bvec[c]
+    pa = np.zeros((d, k))
+    for a in range(d):
+        for c in range(k):
+            acc = 0.0
+            for c2 in range(k):
+                acc += p_mat[a, c2] * a_inv[c2, c]
+            pa[a, c] = acc
+    big_g = np.empty((d, d))
+    gs = 0.0
+    for a in range(d):
+        for b in range(d):
+            acc = bt[a] * bt[b]
+            for c in range(k):
+                acc += pa[a, c] * p_mat[b, c]
+            big_g[a, b] = acc
+            gs += acc * s_mat[a, b]
+    dl_de = np.zeros(h_n)
+    for h in range(h_n):
+        acc = -cps[h] / eh[h]
+        for a in range(d):
+            for b in range(d):
+                acc += big_g[a, b] * m_h[h, a, b]
+        dl_de[h] = acc
+    dsa = 0.0
+    gq = np.empty(d)
+    for i in range(n):
+        qgq = 0.0
+        for a in range(d):
+            acc = 0.0
+            for b in range(d):
+                acc += big_g[a, b] * q[i, b]
+            gq[a] = acc
+            qgq += acc * q[i, a]
+        inv_u = 1.0 / u[i]
+        dsa += (w[i] - qgq * inv_u) * inv_u
+        for h in range(h_n):
+            vgq = 0.0
+            for a in range(d):
+                vgq += v[i, h, a] * gq[a]
+            dl_de[h] += (s2a * m_count[i, h] * inv_u - 2.0 * s2a * vgq * inv_u
+                         + s2a * s2a * m_count[i, h] * qgq * inv_u * inv_u)
+    cg = np.zeros((h_n, h_n))
+    for p in range(n_blk):
+        for h in range(h_n):
+            for h2 in range(h_n):
+                cg[h, h2] = 0.0
+                if blk_m[p, h] == 0.0 or blk_m[p, h2] == 0.0:
+                    continue
+                acc = 0.0
+                for a in range(d):
+                    for b in range(d):
+                        acc += big_g[a, b] * blk_t[p, h, h2, a, b]
+                cg[h, h2] = acc
+        qgq = 0.0
+        for h in range(h_n):
+            for h2 in range(h_n):
+                qgq += eh[h] * eh[h2] * cg[h, h2]
+        inv_u = 1.0 / u_b[p]
+        dsa += (blk_n[p] * w_b[p] - qgq * inv_u) * inv_u
+        for h in range(h_n):
+            vgq = 0.0
+            for h2 in range(h_n):
+                vgq += eh[h2] * cg[h2, h]
+            dl_de[h] += (blk_n[p] * s2a * blk_m[p, h] * inv_u - 2.0 * s2a * vgq * inv_u
+                         + s2a * s2a * blk_m[p, h] * qgq * inv_u * inv_u)
+    dl_ds2e = -0.5 * ((n_obs - n_cells) / s2e - gs / (s2e * s2e))
+    dl_ds2b = 0.0
+    for h in range(h_n):
+        dl_de[h] *= -0.5
+        dl_ds2e -= dl_de[h] * eh[h] * eh[h] / sizes[h]
+        dl_ds2b -= dl_de[h] * eh[h] * eh[h]
+    out[0] = -0.5 * dsa * 2.0 * s2a
+    if has_gen:
+        out[1] = dl_ds2b * 2.0 * s2b
+    out[ns - 2] = dl_ds2e * 2.0 * s2e
+    acc = 0.0
+    for c in range(1, k):
+        acc += a_inv[c, c] + bvec[c] * bvec[c]
+    out[ns - 1] = acc / (s_g * s_g) - (k - 1)
+    for i in range(ns):
+        r2 = (np.exp(theta[i]) / scales[i]) ** 2
+        lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[i]
+        out[i] += 1.0 - (NU + 1.0) * r2 / (NU + r2)
+    if not np.isfinite(lp):
+        return -np.inf
+    for i in range(ns):
+        if not np.isfinite(out[i]):
+            return -np.inf
+    return lp
+
+
+def _marginal_kernel() -> Any:
+    return jit_kernel("marginal", _marginal_loops)
+
+
+class MarginalDensity:
+    r"""The Gaussian model with alpha, beta, mu and gamma all integrated out: a density over the log scales.
+
+    Given the variances, the collapsed likelihood (module docstring) is a quadratic form in
+    beta = (1, -(mu - ybar), -gamma) with matrix Phi(s2), and the priors mu ~ N(ybar, s_mu^2),
+    gamma = H z with z ~ N(0, sigma_gamma^2 I) are Gaussian, so (mu, z) can be integrated out exactly. With
+    beta = e0 + P (mu - ybar, z), A = P' Phi P + diag(1/s_mu^2, 1/sigma_gamma^2, ...) and g = P' Phi e0:
+
+        log p(s2 | X) = const - 1/2 [(N - C) log s2_eps + sum_h C_h log d_h + sum_i log u_i + Phi_00]
+                        - 1/2 log|A| + 1/2 g' A^{-1} g - (K - 1) log sigma_gamma + log priors + Jacobians
+
+    and (mu - ybar, z) | s2, X ~ N(-A^{-1} g, A^{-1}) exactly. NUTS samples the 3 or 4 log scales; each draw
+    then gets (mu, gamma) from that conditional normal, so the draws are from the same joint posterior as the
+    PyMC model, without the funnel between sigma_gamma and gamma (weak judge effects) or the steep wall of
+    log sigma_gamma given gamma (strong ones). The gradient is analytic: with G = E[beta beta' | s2, X],
+    d log p = -1/2 <G, dPhi> + (direct terms).
+
+    Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``log sigma_residual``, ``log sigma_judge``.
+    """
+
+    def __init__(self, st: GaussianStats, priors: GaussianPriors, *, compiled: bool = True) -> None:
+        self.st = st
+        self.priors = priors
+        self.k = st.k
+        self.basis = zerosum_basis(st.k)
+        self.sigma_names = ["sigma_scenario"] + (["sigma_generation"] if st.has_generation else []) + [
+            "sigma_residual", "sigma_judge"]
+        self.scales = np.array([getattr(priors, nm) for nm in self.sigma_names], dtype=np.float64)
+        self.ndim = len(self.sigma_names)
+        k, d = st.k, st.k + 2
+        s_mat = np.zeros((d, d))
+        s_mat[0, 0] = st.ssw0
+        s_mat[0, 2:] = st.b_w
+        s_mat[2:, 0] = st.b_w
+        s_mat[2:, 2:] = st.g_w
+        self.s_mat = s_mat
+        p_mat = np.zeros((d, k))
+        p_mat[1, 0] = -1.0
+        p_mat[2:, 1:] = -self.basis
+        self.p_mat = p_mat
+        self._log_sd = math.log(st.sd) if st.sd > 0 else 0.0
+        self.kernel = _marginal_kernel() if compiled else None
+        if self.kernel is not None:  # compile (or load from the on-disk cache) now, quietly
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.logp(self.initial_point(np.random.default_rng(0)))
+
+    def _args(self, *, blocks: bool) -> tuple:
+        st = self.st
+        v, m = (st.single_v, st.single_m) if blocks else (st.v, st.m_count)
+        return (self.scales, st.has_generation, float(self.priors.mu), st.k, self.s_mat, st.m_h, v, m,
+                st.sizes, st.cells_per_size, float(st.n_obs), float(st.n_cells), self.p_mat)
+
+    def evaluate(self, theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(log density, gradient, conditional mean of (mu - ybar, z), L^{-1} with L L' = A)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if self.kernel is None:
+            if not np.all(np.abs(theta - self._log_sd) <= LOG_SCALE_BOUND):
+                return -math.inf, np.zeros_like(theta), np.zeros(self.k), np.eye(self.k)
+            try:
+                return _marginal_numpy(theta, *self._args(blocks=False))
+            except np.linalg.LinAlgError:
+                return -math.inf, np.zeros_like(theta), np.zeros(self.k), np.eye(self.k)
+        out = np.empty_like(theta)
+        mean = np.empty(self.k)
+        chol_inv = np.zeros((self.k, self.k))
+        st = self.st
+        lp = self.kernel(theta, *self._args(blocks=True), st.blk_t, st.blk_m, st.blk_n,
+                         self._log_sd - LOG_SCALE_BOUND, self._log_sd + LOG_SCALE_BOUND, out, mean, chol_inv)
+        return lp, out, mean, chol_inv
+
+    def logp(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        lp, grad = self.evaluate(theta)[:2]
+        if not math.isfinite(lp):  # the compiled kernel also returns -inf for a non-finite gradient
+            return -math.inf, np.zeros(self.ndim)
+        if self.kernel is None and not np.all(np.isfinite(grad)):
+            return -math.inf, np.zeros(self.ndim)
+        return lp, grad
+
+    def draw_conditional(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[float, np.ndarray]:
+        """One exact draw of (mu, gamma) given the log scales ``theta``."""
+        _, _, mean, chol_inv = self.evaluate(theta)
+        eps = rng.standard_normal(self.k)
+        # x = mean + L^{-T} eps has covariance (L L')^{-1} = A^{-1}
+        x = mean + chol_inv.T @ eps
+        return float(x[0] + self.st.ybar), self.basis @ x[1:]
+
+    def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        theta = np.asarray(theta, dtype=np.float64)
+        sig = np.exp(theta)
+        mu, g = self.draw_conditional(theta, rng)
+        p = dict(zip(self.sigma_names, sig))
+        out = {"mu": np.asarray(mu)}
+        for name in self.sigma_names:
+            out[name] = np.asarray(p[name])
+        out["gamma"] = np.asarray(g)
+        out["scenario"] = np.asarray(p["sigma_scenario"] ** 2)
+        if self.st.has_generation:
+            out["generation"] = np.asarray(p["sigma_generation"] ** 2)
+        out["residual"] = np.asarray(p["sigma_residual"] ** 2)
+        out["judge_panel"] = np.asarray(float(g @ g) / self.k)
+        out["judge_population"] = np.asarray(p["sigma_judge"] ** 2)
+        return out
+
+    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        return self.expand_with(theta, np.random.default_rng(0))
+
+    def expanded_names(self) -> list[str]:
+        names = ["mu", *self.sigma_names, "gamma", "scenario"]
+        if self.st.has_generation:
+            names.append("generation")
+        return names + ["residual", "judge_panel", "judge_population"]
+
+    def expanded_dims(self) -> dict[str, tuple[str, ...]]:
+        return {"gamma": ("judge",)}
+
+    def coords(self) -> dict[str, list[Any]]:
+        return {}
+
+    def initial_point(self, rng: np.random.Generator) -> np.ndarray:
+        sd = self.st.sd if self.st.sd > 0 else 1.0
+        return math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.ndim)
+
+
 # --------------------------------------------------------------------------------------------- PyMC model
 def build_pymc_gaussian(st: GaussianStats, priors: GaussianPriors, judge_labels: tuple[str, ...]) -> Any:
     """The same model written in PyMC: free variables, the collapsed likelihood as a ``Potential``, and
     Deterministics for every estimand (score units).
 
-    Variables: ``mu ~ Normal(ybar, priors.mu)``; ``sigma_* ~ HalfNormal(scale)``;
+    Variables: ``mu ~ Normal(ybar, priors.mu)``; ``sigma_* ~ HalfStudentT(nu=3, scale)``;
     ``gamma ~ ZeroSumNormal(sigma_judge)`` over the panel; Deterministics ``scenario = sigma_scenario^2``,
     ``generation``, ``residual``, ``judge_panel = mean(gamma^2)``, ``judge_population = sigma_judge^2``.
     """
@@ -445,10 +968,10 @@ def build_pymc_gaussian(st: GaussianStats, priors: GaussianPriors, judge_labels:
 
     with pm.Model(coords={"judge": list(judge_labels)}) as model:
         mu = pm.Normal("mu", mu=st.ybar, sigma=priors.mu)
-        s_a = pm.HalfNormal("sigma_scenario", sigma=priors.sigma_scenario)
-        s_b = pm.HalfNormal("sigma_generation", sigma=priors.sigma_generation) if st.has_generation else None
-        s_e = pm.HalfNormal("sigma_residual", sigma=priors.sigma_residual)
-        s_g = pm.HalfNormal("sigma_judge", sigma=priors.sigma_judge)
+        s_a = pm.HalfStudentT("sigma_scenario", nu=NU, sigma=priors.sigma_scenario)
+        s_b = pm.HalfStudentT("sigma_generation", nu=NU, sigma=priors.sigma_generation) if st.has_generation else None
+        s_e = pm.HalfStudentT("sigma_residual", nu=NU, sigma=priors.sigma_residual)
+        s_g = pm.HalfStudentT("sigma_judge", nu=NU, sigma=priors.sigma_judge)
         gamma = pm.ZeroSumNormal("gamma", sigma=s_g, dims="judge")
         s2a, s2e = s_a**2, s_e**2
         s2b = s_b**2 if s_b is not None else pt.constant(0.0)

@@ -18,7 +18,7 @@ from cjstats.estimators import BACKENDS, REQUIRES, _missing_packages
 from cjstats.estimators._base import M1_NOTE
 
 # Small but honest settings so the suite stays fast for sampling backends.
-FAST_OPTIONS: dict[str, dict] = {"anova": {}, "reml": {}, "bayes": {"draws": 200, "tune": 200, "chains": 2}}
+FAST_OPTIONS: dict[str, dict] = {"anova": {}, "reml": {}, "bayes": {"draws": 400, "tune": 300, "chains": 2}}
 KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
@@ -107,6 +107,9 @@ CHECKS = [
 ]
 
 
+# Short MCMC runs may miss the Bayesian backend's ESS check and say so with a CjstatsWarning (its documented
+# behaviour, tested in test_bayes.py); the contract checks here are about shape, not convergence.
+@pytest.mark.filterwarnings("ignore:The Bayesian fit of model")
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("method", sorted(BACKENDS))
 def test_backend_contract(method, check, request, small_balanced_scores, small_balanced_frame,
