@@ -405,7 +405,31 @@ class GaussianPriors:
 
 
 # ----------------------------------------------------------------------------------- unconstrained density
-class GaussianDensity:
+class _CollapsedOutputs:
+    """What both collapsed densities report per draw: names and dimensions of the expanded variables."""
+
+    st: GaussianStats
+    sigma_names: list[str]
+
+    @staticmethod
+    def _sigma_names(has_generation: bool) -> list[str]:
+        return ["sigma_scenario"] + (["sigma_generation"] if has_generation else []) + [
+            "sigma_residual", "sigma_judge"]
+
+    def expanded_names(self) -> list[str]:
+        names = ["mu", *self.sigma_names, "gamma", "scenario"]
+        if self.st.has_generation:
+            names.append("generation")
+        return names + ["residual", "judge_panel", "judge_population"]
+
+    def expanded_dims(self) -> dict[str, tuple[str, ...]]:
+        return {"gamma": ("judge",)}
+
+    def coords(self) -> dict[str, list[Any]]:
+        return {}
+
+
+class GaussianDensity(_CollapsedOutputs):
     """The log posterior of the collapsed Gaussian model on PyMC's unconstrained space, with its gradient.
 
     Coordinates, in order: ``mu``; ``log sigma_scenario``; ``log sigma_generation`` (only when some scenario
@@ -424,8 +448,7 @@ class GaussianDensity:
         self.basis = zerosum_basis(st.k)
         self.scales = [priors.sigma_scenario] + ([priors.sigma_generation] if st.has_generation else []) + [
             priors.sigma_residual, priors.sigma_judge]
-        self.sigma_names = ["sigma_scenario"] + (["sigma_generation"] if st.has_generation else []) + [
-            "sigma_residual", "sigma_judge"]
+        self.sigma_names = self._sigma_names(st.has_generation)
         self.n_sigma = len(self.scales)
         self._scales = np.asarray(self.scales, dtype=np.float64)
         self.ndim = 1 + self.n_sigma + st.k - 1
@@ -508,18 +531,6 @@ class GaussianDensity:
         out["judge_panel"] = np.asarray(float(g @ g) / self.k)
         out["judge_population"] = np.asarray(p["sigma_judge"] ** 2)
         return out
-
-    def expanded_names(self) -> list[str]:
-        names = ["mu", *self.sigma_names, "gamma", "scenario"]
-        if self.st.has_generation:
-            names.append("generation")
-        return names + ["residual", "judge_panel", "judge_population"]
-
-    def expanded_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"gamma": ("judge",)}
-
-    def coords(self) -> dict[str, list[Any]]:
-        return {}
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         """A jittered starting point near moment-like values (sd/2 for every scale, raw judge offsets)."""
@@ -828,7 +839,7 @@ def _marginal_kernel() -> Any:
     return jit_kernel("marginal", _marginal_loops)
 
 
-class MarginalDensity:
+class MarginalDensity(_CollapsedOutputs):
     r"""The Gaussian model with alpha, beta, mu and gamma all integrated out: a density over the log scales.
 
     Given the variances, the collapsed likelihood (module docstring) is a quadratic form in
@@ -853,8 +864,7 @@ class MarginalDensity:
         self.priors = priors
         self.k = st.k
         self.basis = zerosum_basis(st.k)
-        self.sigma_names = ["sigma_scenario"] + (["sigma_generation"] if st.has_generation else []) + [
-            "sigma_residual", "sigma_judge"]
+        self.sigma_names = self._sigma_names(st.has_generation)
         self.scales = np.array([getattr(priors, nm) for nm in self.sigma_names], dtype=np.float64)
         self.ndim = len(self.sigma_names)
         k, d = st.k, st.k + 2
@@ -936,18 +946,6 @@ class MarginalDensity:
 
     def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
         return self.expand_with(theta, np.random.default_rng(0))
-
-    def expanded_names(self) -> list[str]:
-        names = ["mu", *self.sigma_names, "gamma", "scenario"]
-        if self.st.has_generation:
-            names.append("generation")
-        return names + ["residual", "judge_panel", "judge_population"]
-
-    def expanded_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"gamma": ("judge",)}
-
-    def coords(self) -> dict[str, list[Any]]:
-        return {}
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         sd = self.st.sd if self.st.sd > 0 else 1.0
