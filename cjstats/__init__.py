@@ -15,6 +15,7 @@ from cjstats.components import VarianceComponents
 from cjstats.estimators import BACKENDS, compare, estimate
 from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
 from cjstats.judges import judge_f_test, judge_table
+from cjstats.predictive import predictive_design_variance
 from cjstats.plan import (
     all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
 )
@@ -33,5 +34,5 @@ __all__ = [
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
-    "subsample_strategies",
+    "subsample_strategies", "predictive_design_variance",
 ]

@@ -474,6 +474,15 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     'cyclic'
     """
     caller = "optimise"
+    # --- ordinal fits: posterior-predictive simulation on the score scale (cjstats.predictive) -------------
+    if getattr(fit, "provenance", {}).get("options", {}).get("likelihood") == "ordinal":
+        from cjstats.predictive import optimise_ordinal
+
+        return optimise_ordinal(fit, budget=budget, k_total=k_total, n_max=n_max, judge_costs=judge_costs,
+                                generation_cost=generation_cost, target_se=target_se, model=model,
+                                criterion=criterion, m_max=m_max, residual_by_judge=residual_by_judge,
+                                strategies=strategies, seed=seed)
+    # --- end of the ordinal dispatch ------------------------------------------------------------------------
     if budget is None and target_se is None:
         raise CjstatsError(f"{caller} needs a budget (calls or money) or a target_se to aim for.")
     if budget is not None:
