@@ -2,7 +2,8 @@ r"""Structured REML for the crossed judge model in O(rows): the numerical core o
 
 Model (paper Eq. 1, ``eq:model``), one evaluated model (and criterion) at a time::
 
-    y = X beta + Z_s alpha + Z_c b + e,   alpha ~ N(0, s2_scenario I), b ~ N(0, s2_generation I), e ~ N(0, s2_residual I)
+    y = X beta + Z_s alpha + Z_c b + e,
+    alpha ~ N(0, s2_scenario I), b ~ N(0, s2_generation I), e ~ N(0, s2_residual I)
 
 with X the judge columns (intercept plus sum-to-zero contrasts, the paper's mu and gamma_l), Z_s the scenario
 indicators and Z_c the (scenario, generation) cell indicators. Write V = s2_residual H with relative variances
@@ -47,12 +48,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, sparse, stats
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
+from scipy.sparse import csgraph
 
 __all__ = ["Design", "Evaluator", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
-           "moment_start", "profile_interval", "variance_hessian", "within_cell_rss", "y_stats"]
+           "moment_start", "profile_interval", "variance_hessian", "wald_covariance", "within_cell_rss", "y_stats"]
 
 _LOG2PI = math.log(2.0 * math.pi)
 
@@ -91,11 +93,18 @@ class Design:
     row_cell: np.ndarray       # (N,)
     row_judge: np.ndarray      # (N,)
     has_generation: bool       # some scenario has at least two cells
+    n_linked: int              # connected components of the cell-judge graph (1 when judges share cells)
 
     @property
     def df_residual(self) -> int:
-        """Rows minus (cells + K - 1): the within-cell judge-contrast degrees of freedom (balanced: (nm-1)(K-1))."""
-        return int(self.n_obs - self.n_cells - (self.k - 1))
+        """Rows minus rank[Z_cell | J] = N - (cells + K - n_linked): the within-cell degrees of freedom.
+
+        The rank of the cell and judge indicators together is cells + K minus the number of connected
+        components of the bipartite graph "judge l scored cell c" (one when every judge shares a cell with
+        another, directly or through a chain): balanced, (nm - 1)(K - 1). A judge that only ever scores cells
+        alone, or two judge sets that never meet in a cell, add a component.
+        """
+        return int(self.n_obs - self.n_cells - self.k + self.n_linked)
 
 
 def build_design(cell: np.ndarray, judge: np.ndarray, cell_scenario: np.ndarray, k: int) -> Design:
@@ -118,12 +127,14 @@ def build_design(cell: np.ndarray, judge: np.ndarray, cell_scenario: np.ndarray,
     _add_rows(s_isk, key, d_cell)
     cnt = np.bincount(key, minlength=n_scen * n_s).astype(np.float64)
     m_per = np.bincount(cell_scen, minlength=n_scen)
+    edges = sparse.coo_matrix((np.ones(cell.shape[0]), (cell, n_cells + judge)), shape=(n_cells + k,) * 2)
+    n_linked = int(csgraph.connected_components(edges, directed=False, return_labels=False))
     return Design(
         n_obs=int(cell.shape[0]), n_scen=n_scen, n_cells=n_cells, k=k, sizes=sizes.astype(np.float64),
         size_cells=np.bincount(cell_size_idx, minlength=n_s).astype(np.float64), dd=dd,
         judge_n=np.bincount(judge, minlength=k).astype(np.float64), s_isk=s_isk.reshape(n_scen, n_s, k),
         cnt_is=cnt.reshape(n_scen, n_s), cell_size_idx=cell_size_idx, cell_scen=cell_scen, d_cell=d_cell,
-        row_cell=cell, row_judge=judge, has_generation=bool(m_per.max() >= 2),
+        row_cell=cell, row_judge=judge, has_generation=bool(m_per.max() >= 2), n_linked=n_linked,
     )
 
 
@@ -165,19 +176,23 @@ def y_stats(d: Design, y: np.ndarray, shift: np.ndarray | None = None) -> YStats
                   judge_sum=np.bincount(d.row_judge, weights=y0, minlength=d.k), yy=float(y0 @ y0), cell_sum=ysum)
 
 
-def within_cell_rss(d: Design, ys: YStats) -> tuple[float, float]:
-    """Residual and total sums of squares of the fixed-effects fit y ~ cell + judge.
+def within_cell_rss(d: Design, y: np.ndarray) -> tuple[float, float]:
+    """Residual sum of squares of the fixed-effects fit y ~ cell + judge, and the within-cell sum of squares.
 
-    With J_w and y_w centred within cells: J_w'J_w = diag(n_l) - sum_c D_c D_c'/n_c, J_w'y_w = J'y0 - sum_c D_c
-    ysum_c/n_c and y_w'y_w = y0'y0 - sum_c ysum_c^2/n_c; the RSS is y_w'y_w - b'(J_w'J_w)^+ b. It is what the
-    residual variance is estimated from; zero means the scores are exactly additive.
+    With y_w = y - (its cell mean) and J_w the judge indicators centred within cells: J_w'J_w = diag(n_l) -
+    sum_c D_c D_c'/n_c, J_w'y_w = J'y_w, and RSS = y_w'y_w - b'(J_w'J_w)^+ b with b = J'y_w. It is what the
+    residual variance is estimated from; zero means the scores are exactly additive. y_w is formed directly,
+    so rounding is relative to the within-cell variation, not to the spread of the cell means (a residual SD
+    1e-6 of the scenario SD is still seen).
     """
-    inv = 1.0 / d.sizes
-    jj = np.diag(d.judge_n) - np.tensordot(inv, d.dd, axes=1)
-    jy = ys.judge_sum - inv @ ys.dy
-    yy = ys.yy - float(inv @ ys.yyc)
-    rss = yy - float(jy @ np.linalg.pinv(jj) @ jy)
-    return max(rss, 0.0), float(ys.yy)
+    y = np.asarray(y, dtype=np.float64)
+    cell_n = d.sizes[d.cell_size_idx]
+    yw = y - (np.bincount(d.row_cell, weights=y, minlength=d.n_cells) / cell_n)[d.row_cell]
+    jj = np.diag(d.judge_n) - np.tensordot(1.0 / d.sizes, d.dd, axes=1)
+    jy = np.bincount(d.row_judge, weights=yw, minlength=d.k)
+    within = float(yw @ yw)
+    rss = within - float(jy @ np.linalg.pinv(jj) @ jy)
+    return max(rss, 0.0), within
 
 
 # --------------------------------------------------------------------------------------------- evaluator
@@ -228,7 +243,6 @@ class Evaluator:
                 sa = np.ascontiguousarray(sa.transpose(0, 2, 1).reshape(d.n_scen * k1, n_s))
             self._arrays[key] = (b_, dd_.reshape(n_s, k1 * k1), sa)
         self._eye_k = np.eye(k)
-        self._want_minv = False
         #: REML (default) or ML criterion; ML only to check the profile search against lme4's ML profiles
         self.reml = True
 
@@ -412,7 +426,6 @@ class FitResult:
     gradient: np.ndarray
     boundary: np.ndarray
     message: str
-    hessian: np.ndarray | None = None
 
 
 def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
@@ -504,14 +517,13 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
         if small:
             info.update(success=True, message="step below machine precision")
             break
-        if True:
-            sy = float(sv @ yv)
-            if sy > 1e-300:
-                hs = hess @ sv
-                hess = hess + np.outer(yv, yv) / sy - np.outer(hs, hs) / float(sv @ hs)
-                exact = False
-            else:
-                hess = None
+        sy = float(sv @ yv)
+        if sy > 1e-300:     # BFGS update of the carried Hessian
+            hs = hess @ sv
+            hess = hess + np.outer(yv, yv) / sy - np.outer(hs, hs) / float(sv @ hs)
+            exact = False
+        else:
+            hess = None
     info["nfev"] = nfev
     info["grad"] = gx
     info["hess"] = hess if hess is not None else last_hess
@@ -553,7 +565,7 @@ def moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
     cell_n = d.sizes[d.cell_size_idx]
     cmean = ys.cell_sum / cell_n
     within = max(ys.yy - float(ys.cell_sum @ cmean), 1e-12)
-    s2e = within / max(d.n_obs - d.n_cells - d.k + 1, 1)
+    s2e = within / max(d.df_residual, 1)
     scen_sum = np.bincount(d.cell_scen, weights=cmean, minlength=d.n_scen)
     m_per = np.bincount(d.cell_scen, minlength=d.n_scen)
     smean = scen_sum / m_per
@@ -589,8 +601,7 @@ def fit_model(ev: Evaluator, model: str, start: np.ndarray | None = None) -> Fit
     before = ev.counter
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        v, g = ev.profiled(model, x, grad=True)
-        return v, g
+        return ev.profiled(model, x, grad=True)
 
     x, fx, info = _minimize(fun, start, lower)
     nit = info["nit"]
@@ -659,6 +670,19 @@ def variance_hessian(ev: Evaluator, model: str, fit: FitResult) -> np.ndarray:
     return 0.5 * (h + h.T)
 
 
+def wald_covariance(hess: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Asymptotic covariance 2 H^{-1} of the variances phi = (s2_residual, s2_residual * theta).
+
+    H is the Hessian of -2 l_R in phi (:func:`variance_hessian`), so the inverse information is 2 H^{-1}. It is
+    taken over the free variances only: the rows and columns of a variance at the boundary (theta_i = 0) are
+    NaN. Raises ``numpy.linalg.LinAlgError`` when H is singular on the free variances.
+    """
+    free = [0] + [1 + i for i in range(len(theta)) if theta[i] > 0]
+    out = np.full(hess.shape, math.nan)
+    out[np.ix_(free, free)] = 2.0 * np.linalg.inv(hess[np.ix_(free, free)])
+    return out
+
+
 def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, level: float,
                      hess: np.ndarray | None = None) -> tuple[float, float, dict[str, Any]]:
     """Profile-likelihood interval for one variance on the REML criterion.
@@ -680,10 +704,8 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
     n_eval0 = ev.counter
     if hess is None:
         hess = variance_hessian(ev, model, fit)
-    free = [0] + [1 + i for i in range(q) if fit.theta[i] > 0]
     try:
-        hinv = np.linalg.inv(hess[np.ix_(free, free)])
-        var_v = 2.0 * float(hinv[free.index(which), free.index(which)]) if which in free else math.nan
+        var_v = float(wald_covariance(hess, fit.theta)[which, which])
     except np.linalg.LinAlgError:
         var_v = math.nan
     sd_v = math.sqrt(var_v) if var_v > 0 else math.nan   # v - vhat ~ sd_v per unit of zeta
@@ -757,13 +779,13 @@ def profile_interval(ev: Evaluator, model: str, fit: FitResult, which: int, leve
         slope0 = 2.0 * vhat / sd_v if s_hat > 0 and math.isfinite(sd_v) and sd_v > 0 else None
         root = _secant_root(lambda t: zeta(math.exp(t)) - target, math.log(s_hat), -target, t1, sign,
                             slope0=slope0)
-        if not math.isfinite(root):
+        if math.isinf(root):      # the profile stays within the cutoff: the bound is 0 or unbounded
             return math.inf if root > 0 else 0.0
-        return math.exp(2.0 * root)
+        return math.exp(2.0 * root)   # NaN (search failed) passes through
 
     upper = side(+1.0)
     lower = side(-1.0)
-    return lower, upper, {"evaluations": ev.counter - n_eval0, "wald_variance": var_v / 2.0}
+    return lower, upper, {"evaluations": ev.counter - n_eval0}
 
 
 def _bisect_up(fun: Callable[[float], float], s1: float) -> float:
@@ -787,7 +809,8 @@ def _secant_root(fun: Callable[[float], float], t0: float, f0: float, t1: float,
     kept inside the bracket (bisection when a step would leave it); with ``slope0`` (the derivative at t0)
     the first step fits a quadratic through (t0, f0, slope0) and (t1, f1). It stops when |f| < ``tol``: for
     zeta that is a bound whose chi-square statistic is within 2 z tol of the cutoff. Returns +-inf when the
-    function does not reach zero within 60 units of t (a factor e^60 in the standard deviation).
+    function does not reach zero within 60 units of t (a factor e^60 in the standard deviation), and NaN when
+    100 steps do not find the root (a failed search is never reported as a bound).
     """
     inside = (t0, f0)               # last point short of the root
     beyond: tuple[float, float] | None = None
@@ -843,4 +866,4 @@ def _secant_root(fun: Callable[[float], float], t0: float, f0: float, t1: float,
                     nxt = t + (t - prev[0])
         prev = (t, f)
         t = nxt
-    return sign * math.inf
+    return math.nan
