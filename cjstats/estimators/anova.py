@@ -44,11 +44,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, VarianceComponents
 from cjstats.estimators._base import M1_NOTE, GroupFit, fit_groups
+from cjstats.estimators._intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupData, Scores
 
@@ -222,47 +223,6 @@ def satterthwaite_interval(c1: float, ms1: float, df1: float, c2: float, ms2: fl
     nu = est**2 / ((c1 * ms1) ** 2 / df1 + (c2 * ms2) ** 2 / df2)
     a = (1.0 - level) / 2.0
     return nu * est / _chi2_ppf(1 - a, nu), nu * est / _chi2_ppf(a, nu)
-
-
-def _invert_noncentral(cdf, df1: float, x_obs: float, level: float) -> tuple[float, float]:
-    """Bounds on lambda with cdf(x_obs; lambda_L) = 1 - a and cdf(x_obs; lambda_U) = a (cdf decreases in lambda)."""
-    a = (1.0 - level) / 2.0
-    if not np.isfinite(x_obs):
-        return _NAN, _NAN
-
-    def solve(target: float) -> float:
-        if cdf(0.0) <= target:
-            return 0.0
-        # lambda is near x_obs - df1 in expectation; grow an upper bracket from there.
-        hi = max(10.0, 2.0 * x_obs + 10.0)
-        while cdf(hi) > target:
-            hi *= 2.0
-            if hi > 1e12:
-                return _NAN
-        return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
-
-    return solve(1 - a), solve(a)
-
-
-def noncentral_f_interval(f_obs: float, df1: float, df2: float, level: float) -> tuple[float, float]:
-    """Interval for the noncentrality lambda of an observed F ~ F'(df1, df2, lambda).
-
-    lambda_L solves P(F' <= f_obs; lambda_L) = 1 - a and lambda_U solves P(F' <= f_obs; lambda_U) = a; a
-    bound is 0 when even lambda = 0 puts less probability below f_obs. Exact for the ratio
-    lambda = nm sum(gamma^2)/s2_eps.
-    """
-    def cdf(lam: float) -> float:
-        return float(special.fdtr(df1, df2, f_obs)) if lam <= 0 else float(special.ncfdtr(df1, df2, lam, f_obs))
-
-    return _invert_noncentral(cdf, df1, df1 * f_obs, level)
-
-
-def noncentral_chi2_interval(x_obs: float, df: float, level: float) -> tuple[float, float]:
-    """Interval for the noncentrality lambda of an observed X ~ chi2'(df, lambda), by inverting its CDF."""
-    def cdf(lam: float) -> float:
-        return float(special.chdtr(df, x_obs)) if lam <= 0 else float(special.chndtr(x_obs, df, lam))
-
-    return _invert_noncentral(cdf, df, x_obs, level)
 
 
 # ---------------------------------------------------------------------------------------------- F test

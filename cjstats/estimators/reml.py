@@ -87,16 +87,17 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import stats
 
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.components import ComponentRow, VarianceComponents
 from cjstats.estimators import _reml_structured as _rs
 from cjstats.estimators._base import M1_NOTE, GroupFit, fit_groups, group_name
+from cjstats.estimators._intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
 
-__all__ = ["fit", "noncentral_chi2_interval"]
+__all__ = ["fit"]
 
 Interval = Literal["profile", "bootstrap", "none"]
 Path = Literal["auto", "structured", "statsmodels"]
@@ -110,33 +111,6 @@ _T_METHOD = "t (REML GLS, Satterthwaite df)"
 #: structured REML resolves (at 1e8 the criterion still agrees with a dense computation to 1e-6; at 1e12 the
 #: judge offsets were off by 40 residual SDs).
 _MAX_SPREAD = 1e10
-
-
-# ------------------------------------------------------------------------------------------ small numerics
-def noncentral_chi2_interval(x_obs: float, df: float, level: float) -> tuple[float, float]:
-    """Interval for the noncentrality lambda of an observed X ~ chi2'(df, lambda), by inverting its CDF.
-
-    lambda_L solves P(X' <= x_obs; lambda_L) = 1 - a and lambda_U solves P(X' <= x_obs; lambda_U) = a
-    (a = (1 - level)/2); a bound is 0 when even lambda = 0 puts less probability below x_obs.
-    """
-    a = (1.0 - level) / 2.0
-    if not np.isfinite(x_obs):
-        return _NAN, _NAN
-
-    def cdf(lam: float) -> float:   # scipy.special directly: the stats wrappers cost ~50x more per call
-        return float(special.chdtr(df, x_obs)) if lam <= 0 else float(special.chndtr(x_obs, df, lam))
-
-    def solve(target: float) -> float:
-        if cdf(0.0) <= target:
-            return 0.0
-        hi = max(10.0, 2.0 * x_obs + 10.0)
-        while cdf(hi) > target:
-            hi *= 2.0
-            if hi > 1e12:
-                return _NAN
-        return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
-
-    return solve(1 - a), solve(a)
 
 
 # ------------------------------------------------------------------------------------------ BLAS threads
