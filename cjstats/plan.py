@@ -204,6 +204,20 @@ def _spread(counts: np.ndarray, rank: np.ndarray) -> np.ndarray:
 
 
 # -------------------------------------------------------------------------------------------- schedules
+def _schedule_args(scenarios: Any, judges: Any, generations: Any, judges_per_generation: Any, seed: Any,
+                   caller: str) -> tuple[np.ndarray, list[str], int, int, int, np.random.Generator]:
+    """Validate the arguments every schedule shares: (labels, judge names, m, k, K_tot, rng)."""
+    scen = _scenario_labels(scenarios, caller)
+    names = _judge_names(judges, caller)
+    m = check_positive_int("generations", generations, caller=caller)
+    k = check_positive_int("judges_per_generation", judges_per_generation, caller=caller)
+    kt = len(names)
+    if k > kt:
+        raise CjstatsError(f"The 'judges_per_generation' argument of {caller} must be at most the panel size "
+                           f"{kt}. Got {k} instead.")
+    return scen, names, m, k, kt, _rng(seed, caller)
+
+
 def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str], *, generations: int = 1,
                     seed: Seed = None, unit: Literal["generation", "scenario"] = "generation",
                     judges_per_generation: int = 1, models: Sequence[str] | None = None,
@@ -252,15 +266,7 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
     """
     caller = "cyclic_schedule"
     unit = check_choice("unit", unit, ("generation", "scenario"), caller=caller)
-    scen = _scenario_labels(scenarios, caller)
-    names = _judge_names(judges, caller)
-    m = check_positive_int("generations", generations, caller=caller)
-    k = check_positive_int("judges_per_generation", judges_per_generation, caller=caller)
-    kt = len(names)
-    if k > kt:
-        raise CjstatsError(f"The 'judges_per_generation' argument of {caller} must be at most the panel size "
-                           f"{kt}. Got {k} instead.")
-    rng = _rng(seed, caller)
+    scen, names, m, k, kt, rng = _schedule_args(scenarios, judges, generations, judges_per_generation, seed, caller)
     n = scen.size
     order = rng.permutation(n)
     jperm = rng.permutation(kt)
@@ -302,15 +308,7 @@ def random_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
     independently across generations. Returns ``[model,] scenario, generation, judge``.
     """
     caller = "random_schedule"
-    scen = _scenario_labels(scenarios, caller)
-    names = _judge_names(judges, caller)
-    m = check_positive_int("generations", generations, caller=caller)
-    k = check_positive_int("judges_per_generation", judges_per_generation, caller=caller)
-    kt = len(names)
-    if k > kt:
-        raise CjstatsError(f"The 'judges_per_generation' argument of {caller} must be at most the panel size "
-                           f"{kt}. Got {k} instead.")
-    rng = _rng(seed, caller)
+    scen, names, m, k, kt, rng = _schedule_args(scenarios, judges, generations, judges_per_generation, seed, caller)
     n = scen.size
     pick = np.argsort(rng.random((n * m, kt)), axis=1)[:, :k]
     rows_s = np.repeat(np.arange(n), m * k)

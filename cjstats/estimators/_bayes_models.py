@@ -410,6 +410,7 @@ class _CollapsedOutputs:
 
     st: GaussianStats
     sigma_names: list[str]
+    k: int
 
     @staticmethod
     def _sigma_names(has_generation: bool) -> list[str]:
@@ -424,6 +425,20 @@ class _CollapsedOutputs:
 
     def expanded_dims(self) -> dict[str, tuple[str, ...]]:
         return {"gamma": ("judge",)}
+
+    def _outputs(self, mu: float, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored variables of one draw: mu, the scales, gamma and every estimand (DESIGN.md §1)."""
+        out = {"mu": np.asarray(mu)}
+        for name in self.sigma_names:
+            out[name] = np.asarray(sig[name])
+        out["gamma"] = np.asarray(g)
+        out["scenario"] = np.asarray(sig["sigma_scenario"] ** 2)
+        if self.st.has_generation:
+            out["generation"] = np.asarray(sig["sigma_generation"] ** 2)
+        out["residual"] = np.asarray(sig["sigma_residual"] ** 2)
+        out["judge_panel"] = np.asarray(float(g @ g) / self.k)
+        out["judge_population"] = np.asarray(sig["sigma_judge"] ** 2)
+        return out
 
     def coords(self) -> dict[str, list[Any]]:
         return {}
@@ -519,18 +534,7 @@ class GaussianDensity(_CollapsedOutputs):
     def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
         """The stored variables of one draw, in score units."""
         p = self.unpack(np.asarray(theta, dtype=np.float64))
-        g = p["gamma"]
-        out = {"mu": np.asarray(p["mu"])}
-        for name in self.sigma_names:
-            out[name] = np.asarray(p[name])
-        out["gamma"] = np.asarray(g)
-        out["scenario"] = np.asarray(p["sigma_scenario"] ** 2)
-        if self.st.has_generation:
-            out["generation"] = np.asarray(p["sigma_generation"] ** 2)
-        out["residual"] = np.asarray(p["sigma_residual"] ** 2)
-        out["judge_panel"] = np.asarray(float(g @ g) / self.k)
-        out["judge_population"] = np.asarray(p["sigma_judge"] ** 2)
-        return out
+        return self._outputs(p["mu"], p, p["gamma"])
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         """A jittered starting point near moment-like values (sd/2 for every scale, raw judge offsets)."""
@@ -931,18 +935,7 @@ class MarginalDensity(_CollapsedOutputs):
         theta = np.asarray(theta, dtype=np.float64)
         sig = np.exp(theta)
         mu, g = self.draw_conditional(theta, rng)
-        p = dict(zip(self.sigma_names, sig))
-        out = {"mu": np.asarray(mu)}
-        for name in self.sigma_names:
-            out[name] = np.asarray(p[name])
-        out["gamma"] = np.asarray(g)
-        out["scenario"] = np.asarray(p["sigma_scenario"] ** 2)
-        if self.st.has_generation:
-            out["generation"] = np.asarray(p["sigma_generation"] ** 2)
-        out["residual"] = np.asarray(p["sigma_residual"] ** 2)
-        out["judge_panel"] = np.asarray(float(g @ g) / self.k)
-        out["judge_population"] = np.asarray(p["sigma_judge"] ** 2)
-        return out
+        return self._outputs(mu, dict(zip(self.sigma_names, sig)), g)
 
     def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
         return self.expand_with(theta, np.random.default_rng(0))
