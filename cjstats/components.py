@@ -227,6 +227,15 @@ class VarianceComponents:
         """A copy of the tidy components table."""
         return self.components.copy()
 
+    def resolve_group(self, model: str | None = None, criterion: str | None = None) -> tuple[str, str | None]:
+        """The (model, criterion) a call refers to; ``None`` means the only one (one clear sentence otherwise)."""
+        self.estimates(model=model, criterion=criterion)
+        t = self.components
+        model = str(model) if model is not None else str(t["model"].iloc[0])
+        if self.has_criterion and criterion is None:
+            criterion = str(t.loc[t["model"].astype(str) == model, "criterion"].iloc[0])
+        return model, criterion
+
     def estimates(self, model: str | None = None, criterion: str | None = None) -> dict[str, float]:
         """The point estimates of one group as ``{component: estimate}`` (NaN where not identifiable)."""
         t = self.components

@@ -589,11 +589,8 @@ def _fit_group(components: Any, model: str | None, criterion: str | None, caller
     if fit.provenance.get("options", {}).get("likelihood") == "ordinal":
         raise CjstatsError(f"{caller} needs score-scale components, but this fit used likelihood='ordinal', whose "
                            f"components are on the latent scale. Fit with likelihood='gaussian' to plan.")
-    fit.estimates(model=model, criterion=criterion)           # one clear sentence when the group is ambiguous
+    model, criterion = fit.resolve_group(model, criterion)
     t = fit.components
-    model = str(model) if model is not None else str(t["model"].iloc[0])
-    if fit.has_criterion and criterion is None:
-        criterion = str(t.loc[t["model"].astype(str) == model, "criterion"].iloc[0])
     rows = t[_select(t, model, criterion)].drop_duplicates("component").set_index("component")
     est, lower, upper = ({c: float(rows.at[c, col]) for c in COMPONENTS} for col in ("estimate", "lower", "upper"))
     draws = None

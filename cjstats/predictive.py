@@ -69,11 +69,7 @@ def _group_key(fit: Any, model: str | None, criterion: str | None, caller: str) 
     if not posterior:
         raise CjstatsError(f"{caller} needs a fit from cjstats.estimate(..., method='bayes', "
                            f"likelihood='ordinal'), which keeps the posterior.")
-    fit.estimates(model=model, criterion=criterion)           # one clear sentence when the group is ambiguous
-    t = fit.components
-    model = str(model) if model is not None else str(t["model"].iloc[0])
-    if fit.has_criterion and criterion is None:
-        criterion = str(t.loc[t["model"].astype(str) == model, "criterion"].iloc[0])
+    model, criterion = fit.resolve_group(model, criterion)
     key = model if criterion is None else f"{model} / {criterion}"
     if key not in posterior:
         raise CjstatsError(f"The fit passed to {caller} has no posterior for '{key}'.")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["TABLE3_MTBENCH", "panel_offsets", "simulate_array", "simulate_scores"]
+__all__ = ["TABLE3_MTBENCH", "panel_offsets", "simulate_array", "simulate_ordinal_scores", "simulate_scores"]
 
 #: Per-observation components of the paper's Table 3 (a), MT-Bench, n = 80, m = 10, K = 5:
 #: (scenario, generation, judge_panel, residual) for each evaluated model.
@@ -85,3 +85,22 @@ def simulate_scores(*, n: int, m: int, k: int, s2_scenario: float, s2_generation
     if missing > 0:
         df = df[rng.random(len(df)) >= missing].reset_index(drop=True)
     return df
+
+
+def simulate_ordinal_scores(n: int, m: int, k: int, *, s2a: float, s2b: float, gamma: np.ndarray,
+                            cuts: np.ndarray, seed: int | np.random.Generator | None = None,
+                            model: str = "x") -> pd.DataFrame:
+    """Ordinal scores 1..J from the cumulative-logit model with known latent effects.
+
+    eta_ijl = alpha_i + beta_ij + gamma_l with alpha_i ~ N(0, s2a), beta_ij ~ N(0, s2b); the score is
+    1 + #{c : eta_ijl + logistic noise > cuts[c]}, the generative model of ``likelihood="ordinal"``.
+    Judges are named ``j0 .. j{K-1}``.
+    """
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0.0, np.sqrt(s2a), n)
+    b = rng.normal(0.0, np.sqrt(s2b), (n, m))
+    i, j, l = np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij")
+    eta = a[i] + b[i, j] + np.asarray(gamma)[l]
+    score = 1 + (rng.logistic(eta[..., None]) > np.asarray(cuts)).sum(axis=-1)
+    return pd.DataFrame({"model": model, "scenario": i.ravel(), "generation": j.ravel(),
+                         "judge": np.char.add("j", l.ravel().astype(str)), "score": score.ravel()})

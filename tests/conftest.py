@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
 from cjstats.scores import read_scores
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
@@ -40,3 +41,17 @@ def criterion_scores():
     a = _sim(10, 2, 3, seed=4).assign(criterion="helpful")
     b = _sim(10, 2, 3, seed=5).assign(criterion="safe")
     return read_scores(pd.concat([a, b], ignore_index=True))
+
+
+@pytest.fixture
+def runner():
+    """click's in-process CLI runner."""
+    return CliRunner()
+
+
+@pytest.fixture
+def score_file(tmp_path, small_balanced_frame):
+    """The small balanced table written to a CSV file."""
+    p = tmp_path / "scores.csv"
+    small_balanced_frame.to_csv(p, index=False)
+    return p

@@ -7,21 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from cjstats.cli import cli
 
-
-@pytest.fixture
-def runner():
-    return CliRunner()
-
-
-@pytest.fixture
-def score_file(tmp_path, small_balanced_frame):
-    p = tmp_path / "scores.csv"
-    small_balanced_frame.to_csv(p, index=False)
-    return p
 
 
 class TestDecompose:

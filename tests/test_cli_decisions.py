@@ -22,17 +22,6 @@ from cjstats.plan import cyclic_schedule
 from cjstats.variance import variance_contributions
 
 
-@pytest.fixture
-def runner():
-    return CliRunner()
-
-
-@pytest.fixture
-def score_file(tmp_path, small_balanced_frame):
-    p = tmp_path / "scores.csv"
-    small_balanced_frame.to_csv(p, index=False)
-    return p
-
 
 def run_main(args: list[str]) -> tuple[int, str, str]:
     """Run the console entry point in-process; return (exit code, stdout, stderr)."""

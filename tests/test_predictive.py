@@ -17,21 +17,11 @@ from scipy import integrate, stats
 import cjstats as cj
 from cjstats.exceptions import CjstatsError
 from cjstats.predictive import predictive_design_variance, simulate_design_variance
-from cjstats.simulate import panel_offsets
+from cjstats.simulate import panel_offsets, simulate_ordinal_scores
 
 Z = 4.0
 
 
-def ordinal_frame(n, m, k, *, s2a, s2b, gamma, cuts, seed):
-    """Scores 1..J from the cumulative-logit model with known latent effects (as in tests/estimators)."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(0.0, math.sqrt(s2a), n)
-    b = rng.normal(0.0, math.sqrt(s2b), (n, m))
-    i, j, l = np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij")
-    eta = a[i] + b[i, j] + gamma[l]
-    score = 1 + (rng.logistic(eta[..., None]) > cuts).sum(axis=-1)
-    return pd.DataFrame({"model": "x", "scenario": i.ravel(), "generation": j.ravel(),
-                         "judge": np.char.add("j", l.ravel().astype(str)), "score": score.ravel()})
 
 
 def one_draw(cuts, gamma, s2a, s2b, values):
@@ -142,7 +132,7 @@ def test_seeded_and_deterministic():
 def ordinal_fit():
     k = 3
     gam = panel_offsets(k, 0.8)
-    df = ordinal_frame(20, 2, k, s2a=1.0, s2b=0.3, gamma=gam, cuts=np.array([-2.0, -0.7, 0.5, 1.8]), seed=7)
+    df = simulate_ordinal_scores(20, 2, k, s2a=1.0, s2b=0.3, gamma=gam, cuts=np.array([-2.0, -0.7, 0.5, 1.8]), seed=7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return cj.estimate(df, "bayes", likelihood="ordinal", seed=1, draws=200, tune=200, chains=2)
@@ -182,7 +172,7 @@ def test_optimise_ordinal_refuses_prices(ordinal_fit):
 
 # ---------------------------------------------------------------------------------------- (e) errors
 def test_gaussian_fit_is_refused():
-    df = ordinal_frame(10, 2, 3, s2a=1.0, s2b=0.3, gamma=panel_offsets(3, 0.5), cuts=np.array([-1.0, 0.0, 1.0]),
+    df = simulate_ordinal_scores(10, 2, 3, s2a=1.0, s2b=0.3, gamma=panel_offsets(3, 0.5), cuts=np.array([-1.0, 0.0, 1.0]),
                        seed=1)
     fit = cj.estimate(df)
     with pytest.raises(CjstatsError, match="likelihood='ordinal'"):

@@ -21,7 +21,7 @@ from cjstats.estimators import available_backends
 from cjstats.estimators._base import M1_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import read_scores
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_ordinal_scores, simulate_scores
 
 pytest.importorskip("pymc")
 pytest.importorskip("arviz_stats")
@@ -366,17 +366,6 @@ class TestOneGeneration:
 
 
 # ---------------------------------------------------------------------------------------------- ordinal
-def ordinal_frame(n: int, m: int, k: int, *, s2a: float, s2b: float, gamma: np.ndarray, cuts: np.ndarray,
-                  seed: int) -> pd.DataFrame:
-    """Scores 1..J from the cumulative-logit model with known latent effects."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(0.0, math.sqrt(s2a), n)
-    b = rng.normal(0.0, math.sqrt(s2b), (n, m))
-    i, j, l = np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij")
-    eta = a[i] + b[i, j] + gamma[l]
-    score = 1 + (rng.logistic(eta[..., None]) > cuts).sum(axis=-1)
-    return pd.DataFrame({"model": "x", "scenario": i.ravel(), "generation": j.ravel(),
-                         "judge": np.char.add("j", l.ravel().astype(str)), "score": score.ravel()})
 
 
 class TestOrdinal:
@@ -384,7 +373,7 @@ class TestOrdinal:
         k = 4
         gam = panel_offsets(k, 0.6)
         cuts = np.array([-2.5, -1.0, 0.0, 1.2, 2.5])
-        df = ordinal_frame(80, 2, k, s2a=1.0, s2b=0.3, gamma=gam, cuts=cuts, seed=5)
+        df = simulate_ordinal_scores(80, 2, k, s2a=1.0, s2b=0.3, gamma=gam, cuts=cuts, seed=5)
         # sigma_generation of the ordinal model mixes slowly (bulk ESS about 0.2 per draw), hence 2,000 draws
         with warnings.catch_warnings():
             warnings.simplefilter("error", CjstatsWarning)
