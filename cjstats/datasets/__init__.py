@@ -3,8 +3,16 @@
 ``hanna``: HANNA story ratings (Chhun et al., COLING 2022; TACL 2024; MIT licence, see
 ``data/LICENSE-hanna.txt``). 11 story sources (``model``) x 96 WritingPrompts prompts (``scenario``) x
 5 LLM judges (Beluga-13B, ChatGPT, Llama-13B, Mistral-7B, OrcaPlatypus) x 6 criteria, each under 4 judge
-prompt variants (``eval_prompt``); one story per source and prompt (m = 1). Each score is the mean of 3
+prompt variants (``eval_prompt``); one story per source and prompt (m = 1). Each LLM score is the mean of 3
 sampled LLM ratings on a 1-5 scale (0.8% are below 1 because the authors coded unparsed answers 0 or -1).
+The table also holds 3 human rater slots per story (``judge_type == "human"``; different crowd workers per
+story, so humans are raters nested in stories, not crossed judges).
+
+``mentalalign``: MentalAlign-70k (Badawi et al. 2025, arXiv:2510.19032; MIT licence, see
+``data/LICENSE-mentalalign.txt``). 10 response sources (``model``) x 1,000 mental-health contexts
+(``scenario``) x 4 LLM judges (claude-3-7-sonnet, gemini-2.5-flash, gpt-4o, o4-mini) x 7 criteria on 1-5,
+plus ``Overall`` (LLM judges only, derived) and one ``human-expert`` rating per item on 981 contexts. The
+judges belong to evaluated model families (gpt-4o judges gpt-4o), so self-preference is possible.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from cjstats.scores import Scores, read_scores
 __all__ = ["load", "load_frame", "NAMES"]
 
 #: Bundled datasets: name -> file in ``cjstats/datasets/data``.
-NAMES: dict[str, str] = {"hanna": "hanna_llm.csv.gz"}
+NAMES: dict[str, str] = {"hanna": "hanna.csv.gz", "mentalalign": "mentalalign.csv.gz"}
 
 
 def _check_name(name: str) -> str:
@@ -30,7 +38,7 @@ def _check_name(name: str) -> str:
 
 
 def load_frame(name: str = "hanna") -> pd.DataFrame:
-    """The bundled table as a plain DataFrame, every column as shipped."""
+    """The bundled table as a plain DataFrame, every column and every rater (LLM and human) as shipped."""
     path = resources.files("cjstats.datasets") / "data" / NAMES[_check_name(name)]
     with resources.as_file(path) as p:
         return pd.read_csv(p)
@@ -38,25 +46,33 @@ def load_frame(name: str = "hanna") -> pd.DataFrame:
 
 def load(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1,
          composite: bool = False) -> Scores:
-    """A bundled dataset as a validated :class:`~cjstats.scores.Scores` table.
+    """A bundled dataset as a validated :class:`~cjstats.scores.Scores` table of its LLM judges.
 
     Parameters
     ----------
+    name : {"hanna", "mentalalign"}
+        The dataset. Only LLM-judge rows are kept (the human ratings are in :func:`load_frame`);
+        for ``"mentalalign"`` the derived ``Overall`` criterion is dropped, leaving the 7 rated attributes.
     eval_prompt : int or "as_generation"
-        HANNA rates every story under 4 judge prompt variants. An int (1-4) keeps one variant, giving the
-        m = 1 design of the source. ``"as_generation"`` keeps all four and uses the variant as the
+        HANNA only. HANNA rates every story under 4 judge prompt variants. An int (1-4) keeps one variant,
+        giving the m = 1 design of the source. ``"as_generation"`` keeps all four and uses the variant as the
         ``generation`` index (m = 4): a pool of repeated measurements per (scenario, judge) for subsampling
         experiments (paper App. F), not four generated stories.
     composite : bool
-        Average the 6 criteria of each cell into one composite score (as the paper does for MindEval).
+        Average the criteria of each cell into one composite score (as the paper does for MindEval).
     """
     df = load_frame(name)
-    if eval_prompt == "as_generation":
-        df = df.assign(generation=df["eval_prompt"])
-    elif eval_prompt in (1, 2, 3, 4):
-        df = df[df["eval_prompt"] == eval_prompt]
+    df = df[df["judge_type"] == "llm"]
+    if name == "hanna":
+        if eval_prompt == "as_generation":
+            df = df.assign(generation=df["eval_prompt"])
+        elif eval_prompt in (1, 2, 3, 4):
+            df = df[df["eval_prompt"] == eval_prompt]
+        else:
+            raise CjstatsError(f"The 'eval_prompt' argument of load must be 1, 2, 3, 4 or 'as_generation'. "
+                               f"Got {eval_prompt!r} instead.")
+        df = df.drop(columns=["eval_prompt", "judge_type", "n_samples_averaged", "in_scale"])
     else:
-        raise CjstatsError(f"The 'eval_prompt' argument of load must be 1, 2, 3, 4 or 'as_generation'. "
-                           f"Got {eval_prompt!r} instead.")
-    scores = read_scores(df.drop(columns="eval_prompt"))
+        df = df[df["criterion"] != "Overall"].drop(columns=["judge_type"])
+    scores = read_scores(df.reset_index(drop=True))
     return scores.composite() if composite else scores
