@@ -35,5 +35,10 @@ __all__ = [
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
-    "plots",
+    "plots", "report",
 ]
+
+# ``report`` names the HTML-report function; the text-report module cjstats.report stays importable by its full
+# name (``from cjstats.report import demo_report``) because it is loaded first.
+from cjstats import report as _text_report  # noqa: E402,F401
+from cjstats.reporting import report  # noqa: E402
