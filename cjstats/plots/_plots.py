@@ -1,6 +1,6 @@
 """The figures of cjstats: each function takes the result it draws and returns a matplotlib Figure.
 
-Drawing only (STYLE.md: "plots/ and report/ only draw and render results, and never compute a statistic"):
+Drawing only: plots and reports draw and render results and never compute a statistic;
 every number on a figure comes from a result object or from a formula function of :mod:`cjstats.variance`.
 Nothing here calls ``show()``; matplotlib is imported inside the functions.
 """
@@ -44,7 +44,7 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
     """Models x judges heatmap of judge bias: each model's mean under each judge minus the panel mean (paper Fig. 2).
 
     The cell for model p and judge l is gamma[l] = (mean score of p under judge l) - (panel mean of p), the
-    judge offsets of DESIGN.md. From a :class:`~cjstats.scores.Scores` table the values come from
+    judge offsets (``fit.judge_offsets``). From a :class:`~cjstats.scores.Scores` table the values come from
     :func:`cjstats.judge_table` (judge mean minus the ``panel`` pseudo-judge); from a
     :class:`~cjstats.components.VarianceComponents` they are ``fit.judge_offsets["estimate"]`` (equal on
     complete, balanced data). A diverging colour map is centred at 0 and every cell is annotated.

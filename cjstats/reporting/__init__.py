@@ -38,7 +38,6 @@ SECTION_TITLES: dict[str, str] = {
     "human_agreement": "Human agreement",
 }
 
-_VARIANCES = ("scenario", "generation", "residual", "judge_panel", "judge_population")
 _TEXT_KINDS = ("O", "b", "S", "U")
 
 
@@ -113,20 +112,12 @@ def _heading(text: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ sections
 def _components_table(fit: Any) -> pd.DataFrame:
-    """Components with standard deviations beside variances (users quote sigma, the paper's tables variances)."""
+    """Components with standard deviations beside variances (:func:`cjstats.tables.long`), notes as markers."""
+    from cjstats.tables import long
+
     t = fit.components
-    keys = ["model"] + (["criterion"] if "criterion" in t.columns else [])
-    is_var = t["component"].isin(_VARIANCES).to_numpy()
-
-    def sd(x: pd.Series) -> np.ndarray:
-        v = x.to_numpy(dtype=float)
-        with np.errstate(invalid="ignore"):
-            return np.where(is_var, np.sqrt(np.maximum(v, 0.0)), np.nan)
-
-    out = t[keys + ["component", "estimate", "std_error", "lower", "upper"]].copy()
-    out["sd"], out["sd_lower"], out["sd_upper"] = sd(t["estimate"]), sd(t["lower"]), sd(t["upper"])
-    out["at_boundary"] = t["at_boundary"]
-    out["ci_method"] = t["ci_method"]
+    out = long(fit).drop(columns=["method", "ci_level", "identifiable"])
+    out["ci_method"] = t["ci_method"].to_numpy()
     notes = list(dict.fromkeys(n for n in t["note"] if n))
     out["note"] = [f"[{notes.index(n) + 1}]" if n else "" for n in t["note"]]
     return out
