@@ -16,7 +16,7 @@ import pandas as pd
 from cjstats._defaults import COMPONENTS
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["wide", "long", "as_latex"]
+__all__ = ["wide", "long", "as_latex", "components_latex"]
 
 _VARIANCES = ("scenario", "generation", "residual", "judge_panel", "judge_population")
 _STATS = ("estimate", "std_error", "lower", "upper", "sd", "sd_lower", "sd_upper")
@@ -30,13 +30,7 @@ def _fit_check(fit: Any, caller: str) -> pd.DataFrame:
     return fit.components
 
 
-def long(fit: Any) -> pd.DataFrame:
-    """The components with standard deviations beside the variances.
-
-    Columns ``model, [criterion], component, estimate, std_error, lower, upper, sd, sd_lower, sd_upper, method,
-    ci_level, at_boundary, identifiable``; ``sd = sqrt(estimate)`` for the variance components (NaN for ``mu``).
-    """
-    t = _fit_check(fit, "tables.long")
+def _long_frame(t: pd.DataFrame) -> pd.DataFrame:
     keys = ["model"] + (["criterion"] if "criterion" in t.columns else [])
     out = t[keys + ["component", "estimate", "std_error", "lower", "upper"]].copy()
     is_var = t["component"].isin(_VARIANCES).to_numpy()
@@ -47,6 +41,15 @@ def long(fit: Any) -> pd.DataFrame:
     for c in ("method", "ci_level", "at_boundary", "identifiable"):
         out[c] = t[c].to_numpy()
     return out
+
+
+def long(fit: Any) -> pd.DataFrame:
+    """The components with standard deviations beside the variances.
+
+    Columns ``model, [criterion], component, estimate, std_error, lower, upper, sd, sd_lower, sd_upper, method,
+    ci_level, at_boundary, identifiable``; ``sd = sqrt(estimate)`` for the variance components (NaN for ``mu``).
+    """
+    return _long_frame(_fit_check(fit, "tables.long"))
 
 
 def wide(fit: Any, *, stats: Sequence[str] = ("estimate", "sd")) -> pd.DataFrame:
@@ -116,31 +119,7 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
     from cjstats.components import VarianceComponents
 
     if isinstance(obj, VarianceComponents):
-        t = long(obj)
-        index = ["model"] + (["criterion"] if "criterion" in t.columns else [])
-        rows: dict[tuple, dict[tuple[str, str], str]] = {}
-        comps = [c for c in COMPONENTS if c in set(t.loc[t["identifiable"], "component"])]
-        for r in t.itertuples(index=False):
-            if r.component not in comps:
-                continue
-            key = tuple(getattr(r, k) for k in index)
-            cell = rows.setdefault(key, {})
-            mark = "$^*$" if r.at_boundary else ""
-            cell[(r.component, "estimate [CI]")] = (f"{_fmt(r.estimate, digits)}{mark} "
-                                                    f"[{_fmt(r.lower, digits)}, {_fmt(r.upper, digits)}]")
-            if r.component in _VARIANCES:
-                cell[(r.component, "sd")] = _fmt(r.sd, digits)
-        frame = pd.DataFrame.from_dict(rows, orient="index")
-        frame.index = pd.MultiIndex.from_tuples(frame.index, names=index) if len(index) > 1 else \
-            pd.Index([k[0] for k in frame.index], name="model")
-        frame.columns = pd.MultiIndex.from_tuples(frame.columns)
-        frame = frame[[c for c in [(c, s) for c in comps for s in ("estimate [CI]", "sd")] if c in frame.columns]]
-        frame = frame.fillna("--")
-        level = obj.ci_level
-        caption = caption or (f"Variance components ({obj.method}), estimate with {100 * level:g}\\% interval and "
-                              "standard deviation sd = sqrt(variance); $^*$ at the boundary.")
-        styler = frame.style.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
-        styler = styler.format(escape=None)
+        return components_latex(obj.components, caption=caption, label=label, digits=digits)
     elif isinstance(obj, pd.DataFrame):
         styler = obj.style.format(precision=digits, escape="latex", na_rep="--").hide(axis="index")
         p_cols = [c for c in obj.columns if str(c) in ("p", "p_value", "p_adjusted")]
@@ -151,3 +130,35 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
         raise CjstatsError(f"as_latex takes a VarianceComponents or a DataFrame; got {type(obj).__name__}.")
     return styler.to_latex(hrules=True, caption=caption, label=label, position_float="centering",
                            multicol_align="c", column_format=None)
+
+
+def components_latex(components: pd.DataFrame, *, caption: str | None = None, label: str | None = None,
+                     digits: int = 3) -> str:
+    """Booktabs LaTeX of a tidy components table (``fit.components``): see :func:`as_latex`."""
+    t = _long_frame(components)
+    index = ["model"] + (["criterion"] if "criterion" in t.columns else [])
+    rows: dict[tuple, dict[tuple[str, str], str]] = {}
+    comps = [c for c in COMPONENTS if c in set(t.loc[t["identifiable"], "component"])]
+    for r in t.itertuples(index=False):
+        if r.component not in comps:
+            continue
+        cell = rows.setdefault(tuple(getattr(r, k) for k in index), {})
+        mark = "$^*$" if r.at_boundary else ""
+        cell[(r.component, "estimate [CI]")] = (f"{_fmt(r.estimate, digits)}{mark} "
+                                                f"[{_fmt(r.lower, digits)}, {_fmt(r.upper, digits)}]")
+        if r.component in _VARIANCES:
+            cell[(r.component, "sd")] = _fmt(r.sd, digits)
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index = (pd.MultiIndex.from_tuples(frame.index, names=index) if len(index) > 1
+                   else pd.Index([k[0] for k in frame.index], name="model"))
+    frame.columns = pd.MultiIndex.from_tuples(frame.columns)
+    frame = frame[[c for c in [(c, s) for c in comps for s in ("estimate [CI]", "sd")] if c in frame.columns]]
+    frame = frame.fillna("--")
+    lvl = components["ci_level"].dropna()
+    level = float(lvl.iloc[0]) if len(lvl) else float("nan")
+    method = ", ".join(map(str, pd.unique(components["method"])))
+    caption = caption or (f"Variance components ({method}), estimate with {100 * level:g}\\% interval and "
+                          "standard deviation sd = sqrt(variance); $^*$ at the boundary.")
+    styler = frame.style.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
+    return styler.format(escape=None).to_latex(hrules=True, caption=caption, label=label,
+                                               position_float="centering", multicol_align="c")

@@ -164,3 +164,16 @@ def test_coverage_plot_draws_coverage_with_mc_band():
     half = 2 * math.sqrt(0.95 * 0.05 / 2000)
     lo, hi = band.get_x(), band.get_x() + band.get_width()
     assert lo == pytest.approx(0.95 - half) and hi == pytest.approx(0.95 + half)
+
+
+def test_without_matplotlib_a_plot_names_the_extra_to_install():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "import cjstats as cj\n"
+            "try:\n    cj.plots.judge_bias_heatmap(cj.datasets.load('hanna', composite=True))\n"
+            "except cj.CjstatsError as e:\n    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout == ("judge_bias_heatmap requires package(s): matplotlib. Install them with "
+                        "pip install 'cjstats[plots]'.\n"), r.stderr

@@ -34,6 +34,7 @@ def test_latex_is_booktabs_with_variance_interval_and_sd(fit):
     row = fit.components.set_index(["model", "component"]).loc[("GPT", "judge_panel")]
     assert f"{row.estimate:.3f} [{row.lower:.3f}, {row.upper:.3f}] & {np.sqrt(row.estimate):.3f}" in tex
     assert "judge\\_panel" in tex and "generation" not in tex
+    assert fit.summary().as_latex(label="tab:vc") == tex          # the fit summary renders the same table
 
 
 def test_latex_of_any_frame_keeps_p_values_visible(fit):

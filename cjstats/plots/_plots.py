@@ -16,7 +16,7 @@ import pandas as pd
 
 from cjstats._defaults import CI_LEVEL
 from cjstats.exceptions import CjstatsError
-from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, new_axes, require_columns
+from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, new_axes, require_columns, require_packages
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
            "rank_plot", "coverage_plot"]
@@ -65,11 +65,12 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
     -------
     matplotlib.figure.Figure
     """
+    caller = "judge_bias_heatmap"
+    require_packages(caller, "matplotlib")
     from matplotlib.colors import TwoSlopeNorm
 
     from cjstats.scores import Scores
 
-    caller = "judge_bias_heatmap"
     if isinstance(scores_or_fit, Scores):
         from cjstats.judges import judge_table
 
@@ -269,6 +270,7 @@ def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = No
     rows = list(pd.unique(t["row"]))
     height = 0.9 + 0.22 * len(rows)
     if ax is None:
+        require_packages(caller, "matplotlib")
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=(min(2.3 * len(comps) + 1.4, 14), height), layout="constrained")
@@ -392,6 +394,7 @@ def posterior(fit: Any, components: Sequence[str] | None = None, *, model: str |
         raise CjstatsError(f"{caller} needs posterior draws, which a VarianceComponents from the '{fit.method}' "
                            "backend does not have; fit with cj.estimate(scores, method='bayes') or draw the "
                            "intervals with components_forest(fit).")
+    require_packages(caller, "matplotlib", "arviz_plots")
     import arviz_plots as azp
 
     model, criterion = fit.resolve_group(model, criterion)
@@ -483,6 +486,7 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
     designs = [str(d) for d in pd.unique(s["design"])]
     methods = [str(m) for m in pd.unique(s["method"])]
     if ax is None:
+        require_packages(caller, "matplotlib")
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=(min(2.4 * len(comps) + 1.5, 14), 1.6 + 0.3 * len(designs) * max(1, len(methods))),

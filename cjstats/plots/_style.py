@@ -6,7 +6,7 @@ from typing import Any
 
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["PALETTE", "STRATEGY_COLOURS", "set_style", "new_axes", "require_columns"]
+__all__ = ["PALETTE", "STRATEGY_COLOURS", "set_style", "new_axes", "require_columns", "require_packages"]
 
 #: Okabe-Ito colour-blind-safe palette (Okabe & Ito 2008), black last.
 PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
@@ -25,11 +25,28 @@ _RC: dict[str, Any] = {
 }
 
 
+def require_packages(caller: str, *packages: str, extra: str = "plots") -> None:
+    """Refuse, in one sentence naming the extra to install, a call whose optional packages are missing."""
+    import importlib.util
+
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ValueError:                       # sys.modules[name] is None: import blocked
+            return True
+
+    missing = [p for p in packages if absent(p)]
+    if missing:
+        raise CjstatsError(f"{caller} requires package(s): {', '.join(missing)}. Install them with "
+                           f"pip install 'cjstats[{extra}]'.")
+
+
 def set_style() -> None:
     """Apply cjstats' figure style: paper-size fonts, light grid, the colour-blind-safe :data:`PALETTE`.
 
     Optional: every plot function reads colours from :data:`PALETTE` itself, so figures look the same without it.
     """
+    require_packages("set_style", "matplotlib")
     import matplotlib as mpl
     from cycler import cycler
 
@@ -41,6 +58,7 @@ def new_axes(ax: Any, *, figsize: tuple[float, float]) -> tuple[Any, Any]:
     """``(figure, axes)``: the given axes and its figure, or a new figure of ``figsize`` inches."""
     if ax is not None:
         return ax.figure, ax
+    require_packages("cjstats.plots", "matplotlib")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, layout="constrained")   # no pyplot state: nothing to close, nothing shown
