@@ -133,6 +133,10 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     the pool's exact :func:`~cjstats.variance.pool_variance`. The subsampling experiment is drawn as points,
     sqrt(``variance``), with error bars +-2 Monte Carlo SE of the sd (delta method: mc_se / (2 sd)).
 
+    Points over a fit compare two different things: the fit's lines predict new generations drawn from the
+    fitted population, the points resample the table's own finite pool of generations (whose exact predictions
+    are the table's ``predicted`` column; pass the table alone to draw those as the lines).
+
     With one generation per scenario in the fit (m = 1) sigma2_beta is not identifiable; the lines then use
     sigma2_beta = 0, a lower bound, and the title says so (the optimiser does the same).
 

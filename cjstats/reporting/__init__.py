@@ -160,8 +160,12 @@ def _generic_section(obj: Any, what: str) -> list[dict[str, Any]]:
 
 
 def _group_of(fit: Any, model: str | None, criterion: str | None) -> tuple[str, str | None]:
+    t = fit.components
     if model is None:
-        model = str(fit.components["model"].iloc[0])
+        model = str(t["model"].iloc[0])
+    sel = t["model"].astype(str) == str(model)
+    if criterion is None and "criterion" in t.columns and sel.any():
+        criterion = str(t.loc[sel, "criterion"].iloc[0])
     return fit.resolve_group(model, criterion)
 
 
@@ -338,9 +342,14 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
 
         sub = subsample_strategies(scores, model=gmodel, criterion=gcrit, reps=subsample_reps, seed=seed)
         items.append(format_table(sub, caption=f"subsampling experiment, {group}, {subsample_reps} repetitions"))
-    items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit, subsampling=sub),
-                            f"sd of the grand mean of {group} against judge calls per scenario: lines exact "
-                            "(Eqs. 3-5), points subsampled when the data allow.", "strategy curves"))
+    items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit),
+                            f"sd of the grand mean of {group} against judge calls per scenario, from the fitted "
+                            "components (Eqs. 3-5, new generations from the fitted population).",
+                            "strategy curves"))
+    if sub is not None:
+        items.insert(1, _figure(plots.strategy_curves(sub), "The subsampling experiment of App. F on this table's "
+                                "own generations (points, +-2 Monte Carlo SE) and its exact predictions for this "
+                                "finite pool (lines).", "subsampling experiment"))
     sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [
         "A: every judge scores each generation; B: one random judge per generation; C: CyclicJudge, judges in "
         "one rotation across scenarios."], "items": items})
