@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from cjstats import datasets, plots, tables
+from cjstats import datasets
 from cjstats.allocate import (
     Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
 )
@@ -35,8 +35,11 @@ __all__ = [
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
-    "plots", "report", "tables",
 ]
+
+# figures, the HTML report and paper tables (issue 12); matplotlib and jinja2 load only when used
+from cjstats import plots, tables  # noqa: E402
+__all__ += ["plots", "report", "tables"]
 
 # ``report`` names the HTML-report function; the text-report module cjstats.report stays importable by its full
 # name (``from cjstats.report import demo_report``) because it is loaded first.
