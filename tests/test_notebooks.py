@@ -35,3 +35,18 @@ def test_notebook_executes_without_error(path, monkeypatch):
     client.execute()                  # raises CellExecutionError, naming the cell, on any error
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors == []
+
+
+def test_stored_notebooks_are_the_builders_notebooks():
+    """docs/scripts/make_notebooks.py defines every notebook; the stored ones are its executed output."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_notebooks", ROOT / "docs" / "scripts" / "make_notebooks.py")
+    if importlib.util.find_spec("nbclient") is None or importlib.util.find_spec("nbformat") is None:
+        pytest.skip("nbclient/nbformat are not installed (cjstats[notebooks])")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    assert sorted(builder.NOTEBOOKS) == [p.stem for p in NOTEBOOKS]
+    for path in NOTEBOOKS:
+        stored = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+        assert stored == [src for _, src in builder.NOTEBOOKS[path.stem]], f"rebuild {path.name}"

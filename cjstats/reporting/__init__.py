@@ -287,7 +287,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         f"{scores.design['n_rows'].sum():,} scores: {len(d)} model/criterion groups, up to "
         f"{int(d['n_scenarios'].max())} scenarios and {int(d['n_judges'].max())} judges "
         f"({', '.join(map(str, scores.judges))}). Complete and balanced: "
-        f"{'yes' if bool(d['balanced'].all()) else 'no'}."], "items": [format_table(d.drop(columns=["judges"], errors="ignore"), caption="design")]})
+        f"{'yes' if bool(d['balanced'].all()) else 'no'}."],
+        "items": [format_table(d.drop(columns=["judges"], errors="ignore"), caption="design")]})
 
     # components ----------------------------------------------------------------------------------------
     items: list[dict[str, Any]] = []

@@ -43,7 +43,8 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
         ("md", "ChatGPT scores every source about one point below the panel and Llama-13B well above it. The "
                "forest plot sets the components of two backends side by side (on balanced data REML equals ANOVA "
                "wherever no estimate is truncated; the intervals differ):"),
-        ("code", "reml = cj.estimate(scores, method=\"reml\")\nplots.components_forest({\"anova\": fit, \"reml\": reml}, "
+        ("code", "reml = cj.estimate(scores, method=\"reml\")\n"
+                 "plots.components_forest({\"anova\": fit, \"reml\": reml}, "
                  "components=[\"scenario\", \"residual\", \"judge_panel\"])"),
         ("md", "## Bayesian posterior of one model\n\nA short run (2 chains x 300 draws) for one model; "
                "`judge_population` is wide and prior-sensitive with 5 judges."),
@@ -107,7 +108,8 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
                "each number."),
         ("code", SETUP + "\nimport time\nfrom types import SimpleNamespace\n\nimport numpy as np\nimport pandas as pd\n"
                  "from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores\n\n"
-                 "truth = TABLE3_MTBENCH[\"Qwen\"]\nK = 4\ngamma = panel_offsets(K, truth[\"judge_panel\"])   # a fixed "
+                 "truth = TABLE3_MTBENCH[\"Qwen\"]\nK = 4\n"
+                 "gamma = panel_offsets(K, truth[\"judge_panel\"])   # a fixed "
                  "panel: mean(gamma^2) = judge_panel exactly\nCOMPS = [\"scenario\", \"generation\", \"residual\", "
                  "\"judge_panel\"]"),
         ("code", "rows = []\nfor design, missing, methods in [(\"complete\", 0.0, (\"anova\", \"reml\")), "
@@ -116,7 +118,8 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
                  "s2_generation=truth[\"generation\"],\n                             s2_residual=truth[\"residual\"], "
                  "judge_offsets=gamma, mu=truth[\"mu\"], missing=missing, seed=rep)\n"
                  "        scores = cj.read_scores(df)\n        for method in methods:\n"
-                 "            t0 = time.perf_counter()\n            fit = cj.estimate(scores, method=method, seed=rep)\n"
+                 "            t0 = time.perf_counter()\n"
+                 "            fit = cj.estimate(scores, method=method, seed=rep)\n"
                  "            seconds = time.perf_counter() - t0\n"
                  "            for r in fit.components[fit.components[\"component\"].isin(COMPS)].itertuples():\n"
                  "                rows.append({\"design\": design, \"method\": method, \"component\": r.component,\n"
@@ -172,7 +175,7 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
         ("md", "## The schedule\n\nOne rotation of the judges across a seeded shuffle of the scenarios; the "
                "audit checks the balance, and the realised variance accounts for the exact assignment."),
         ("code", "schedule = cj.cyclic_schedule(range(96), judges, generations=1, seed=0)\nschedule.head()"),
-        ("code", "audit = cj.schedule_audit(schedule)\naudit"),
+        ("code", "audit = cj.schedule_audit(schedule)\naudit.per_judge"),
         ("code", "cj.realised_variance(schedule, fit, model=\"GPT\")"),
         ("md", "For a target precision instead of a budget: `cj.scenarios_for_target_se(...)` and "
                "`cj.optimise(fit, target_se=0.05, model=\"GPT\")`; see the docs page *Planning a budget*."),
