@@ -156,3 +156,15 @@ def test_optional_sections_render_tidy_frames_generically():
 def test_unknown_backend_is_one_sentence():
     with pytest.raises(CjstatsError, match="The 'method' argument of report must be one of"):
         cj.report(cj.datasets.load("hanna", composite=True), method="lmer")
+
+
+def test_a_failed_write_leaves_no_file_behind(tmp_path, monkeypatch):
+    import os
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError):
+        cj.reporting.write_html("<html></html>", tmp_path / "r.html")
+    assert list(tmp_path.iterdir()) == []
