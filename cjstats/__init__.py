@@ -36,3 +36,12 @@ __all__ = [
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
 ]
+
+# figures, the HTML report and paper tables (issue 12); matplotlib and jinja2 load only when used
+from cjstats import plots, tables  # noqa: E402
+__all__ += ["plots", "report", "tables"]
+
+# ``report`` names the HTML-report function; the text-report module cjstats.report stays importable by its full
+# name (``from cjstats.report import demo_report``) because it is loaded first.
+from cjstats import report as _text_report  # noqa: E402,F401
+from cjstats.reporting import report  # noqa: E402

@@ -166,6 +166,12 @@ class Summary:
         return (f"<h4>{html.escape(self.title)}</h4><ul>{meta}</ul>"
                 f"{self._display_table().to_html(index=False)}{notes}")
 
+    def as_latex(self, *, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
+        """Booktabs LaTeX: one row per group, each component's estimate [interval] and its sd beside it."""
+        from cjstats.tables import components_latex
+
+        return components_latex(self.table, caption=caption, label=label, digits=digits)
+
     def __str__(self) -> str:
         return self.as_text()
 

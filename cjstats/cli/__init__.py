@@ -25,9 +25,10 @@ def _register() -> None:
     from cjstats.cli.demo import demo
     from cjstats.cli.judges import judges
     from cjstats.cli.plan import plan
+    from cjstats.cli.report import report
     from cjstats.cli.variance import variance
 
-    for cmd in (decompose, judges, demo, variance, allocate, plan):
+    for cmd in (decompose, judges, demo, variance, allocate, plan, report):
         cli.add_command(cmd)
 
 

@@ -1,0 +1,37 @@
+"""``cjstats report FILE -o report.html``: a self-contained HTML report (mirrors :func:`cjstats.report`)."""
+
+from __future__ import annotations
+
+import click
+
+from cjstats.cli._app import load_scores, scores_options
+
+__all__ = ["report"]
+
+
+@click.command(short_help="Write a self-contained HTML report (figures embedded, opens offline).")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="HTML file to write (its folder must exist).")
+@click.option("--method", "methods", type=click.Choice(["anova", "reml", "bayes"]), multiple=True,
+              default=("anova",), show_default=True, help="Backend(s); repeat for several, e.g. --method anova "
+              "--method reml.")
+@click.option("--budget", type=float, default=None, help="Judge-call budget of the allocation (default: the data's).")
+@click.option("--model", default=None, help="Model drawn in the strategy and allocation sections (default: first).")
+@click.option("--criterion", default=None, help="Criterion of those sections (default: first).")
+@click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the backends and subsampling.")
+@click.option("--title", default=None, help="Title of the report.")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@scores_options
+def report(file: str, output: str, methods: tuple[str, ...], budget: float | None, model: str | None,
+           criterion: str | None, ci_level: float | None, seed: int, title: str | None, force: bool,
+           columns: str | None, duplicates: str, composite: bool) -> None:
+    """Design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
+    from cjstats.reporting import _check_output, report as make_report
+
+    _check_output(output, force)          # before reading and fitting: nothing is written on a bad path
+    scores = load_scores(file, columns, duplicates, composite)
+    make_report(scores, output=output, method=list(methods), budget=budget, model=model, criterion=criterion,
+                ci_level=ci_level, seed=seed, title=title, force=force)
+    click.echo(f"Wrote {output}", err=True)

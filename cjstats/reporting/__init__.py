@@ -1,0 +1,391 @@
+"""A self-contained HTML report of a score table: design, components, judges, strategies, allocation.
+
+:func:`report` fits the backends asked for, draws the figures of :mod:`cjstats.plots`, and renders one HTML file
+with the Jinja2 template ``templates/report.html.j2`` shipped with the package: figures are embedded as base64
+PNG, the style is inline, and nothing is loaded from elsewhere, so the file opens offline and can be mailed.
+This module renders results; every number comes from the library's result objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cjstats.exceptions import CjstatsError
+
+__all__ = ["report", "write_html", "format_table", "SECTION_TITLES"]
+
+#: The report's sections, in order (``comparisons`` and ``human_agreement`` appear only when given).
+SECTION_TITLES: dict[str, str] = {
+    "design": "Design summary",
+    "components": "Variance components",
+    "judges": "Judge tables and judge-bias heatmap",
+    "f_tests": "F tests of the judge effect",
+    "strategies": "Strategy curves",
+    "allocation": "Allocation recommendation and frontier",
+    "comparisons": "Model comparisons",
+    "human_agreement": "Human agreement",
+}
+
+_TEXT_KINDS = ("O", "b", "S", "U")
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+def _decimals(se: float) -> int | None:
+    """Decimals that show a number to the precision its standard error supports (2 significant digits of se)."""
+    if not (isinstance(se, float | int | np.floating) and math.isfinite(se) and se > 0):
+        return None
+    return int(min(max(1 - math.floor(math.log10(se)), 0), 8))
+
+
+def _num(v: Any, decimals: int | None = None, *, p_value: bool = False) -> str:
+    if v is None or (isinstance(v, float | np.floating) and not math.isfinite(v)):
+        return "–"
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, int | np.integer):
+        return f"{int(v):,}"
+    if isinstance(v, float | np.floating):
+        v = float(v)
+        if p_value:
+            return "< 1e-16" if v < 1e-16 else f"{v:.2g}"
+        if decimals is not None:
+            return f"{v:.{decimals}f}"
+        if v == int(v) and abs(v) < 1e15:
+            return f"{int(v):,}"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(frame: pd.DataFrame, *, caption: str = "", se_column: str | None = None,
+                 value_columns: Sequence[str] = ()) -> dict[str, Any]:
+    """A DataFrame as template data: column names, one formatted string per cell, which columns are text.
+
+    Integers print as integers, booleans as yes/no, NaN as a dash, p-values (columns ``p_value``, ``p_adjusted``,
+    ``p``) with two significant digits, and the ``value_columns`` of each row to the decimals its ``se_column``
+    supports (two significant digits of the standard error); other floats with four significant digits.
+    """
+    cols = [str(c) for c in frame.columns]
+    rows = []
+    for rec in frame.itertuples(index=False):
+        vals = list(rec)
+        dec = _decimals(getattr(rec, se_column)) if se_column and se_column in cols else None
+        row = []
+        for c, v in zip(cols, vals):
+            if c in value_columns:
+                row.append(_num(v, dec))
+            else:
+                row.append(_num(v, p_value=c in ("p_value", "p_adjusted", "p")))
+        rows.append(row)
+    text = [frame[c].dtype.kind in _TEXT_KINDS and not pd.api.types.is_bool_dtype(frame[c]) for c in frame.columns]
+    return {"kind": "table", "caption": caption, "columns": cols, "rows": rows, "text": text}
+
+
+def _figure(fig: Any, caption: str, alt: str) -> dict[str, Any]:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)           # arviz-plots figures are registered with pyplot; ours are not (no-op then)
+    return {"kind": "figure", "png": base64.b64encode(buf.getvalue()).decode("ascii"), "caption": caption,
+            "alt": alt}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"kind": "text", "text": text}
+
+
+def _heading(text: str) -> dict[str, Any]:
+    return {"kind": "heading", "text": text}
+
+
+# ------------------------------------------------------------------------------------------------ sections
+def _components_table(fit: Any) -> pd.DataFrame:
+    """Components with standard deviations beside variances (:func:`cjstats.tables.long`), notes as markers."""
+    from cjstats.tables import long
+
+    t = fit.components
+    out = long(fit).drop(columns=["method", "ci_level", "identifiable"])
+    out["ci_method"] = t["ci_method"].to_numpy()
+    notes = list(dict.fromkeys(n for n in t["note"] if n))
+    out["note"] = [f"[{notes.index(n) + 1}]" if n else "" for n in t["note"]]
+    return out
+
+
+def _component_notes(fit: Any) -> list[dict[str, Any]]:
+    notes = list(dict.fromkeys(n for n in fit.components["note"] if n))
+    return [_text(f"[{i}] {n}") for i, n in enumerate(notes, 1)]
+
+
+def _frames_of(obj: Any) -> list[tuple[str, pd.DataFrame]]:
+    """The tidy frames a result object carries (a DataFrame itself, its DataFrame attributes, or to_frame())."""
+    if isinstance(obj, pd.DataFrame):
+        return [("table", obj)]
+    frames: list[tuple[str, pd.DataFrame]] = []
+    names = ([f.name for f in dataclasses.fields(obj)] if dataclasses.is_dataclass(obj)
+             else [n for n in vars(obj)] if hasattr(obj, "__dict__") else [])
+    for n in names:
+        v = getattr(obj, n, None)
+        if isinstance(v, pd.DataFrame) and not n.startswith("_"):
+            frames.append((n, v))
+    if not frames and callable(getattr(obj, "to_frame", None)):
+        frames.append(("table", obj.to_frame()))
+    return frames
+
+
+def _generic_section(obj: Any, what: str) -> list[dict[str, Any]]:
+    objs = obj.items() if isinstance(obj, Mapping) else [(None, obj)]
+    items: list[dict[str, Any]] = []
+    for label, o in objs:
+        frames = _frames_of(o)
+        if not frames:
+            raise CjstatsError(f"The '{what}' argument of report must be a DataFrame or a result with DataFrame "
+                               f"attributes; got {type(o).__name__}.")
+        if label is not None:
+            items.append(_heading(str(label)))
+        for name, frame in frames:
+            items.append(format_table(frame, caption=name))
+    return items
+
+
+def _group_of(fit: Any, model: str | None, criterion: str | None) -> tuple[str, str | None]:
+    t = fit.components
+    if model is None:
+        model = str(t["model"].iloc[0])
+    sel = t["model"].astype(str) == str(model)
+    if criterion is None and "criterion" in t.columns and sel.any():
+        criterion = str(t.loc[sel, "criterion"].iloc[0])
+    return fit.resolve_group(model, criterion)
+
+
+def _resolve_methods(method: str | Sequence[str]) -> list[str]:
+    from cjstats._validate import check_choice
+    from cjstats.estimators import BACKENDS
+
+    methods = [method] if isinstance(method, str) else list(method)
+    if not methods:
+        raise CjstatsError("The 'method' argument of report is empty; give at least one of "
+                           f"{', '.join(sorted(BACKENDS))}.")
+    return list(dict.fromkeys(check_choice("method", m, BACKENDS, caller="report") for m in methods))
+
+
+def _check_output(output: str | os.PathLike[str], force: bool) -> Path:
+    path = Path(output)
+    if not path.parent.is_dir():
+        raise CjstatsError(f"The folder `{path.parent}` of the output `{path}` does not exist; create it first or "
+                           "choose another path.")
+    if path.is_dir():
+        raise CjstatsError(f"The output `{path}` is a folder; give a file name such as `{path / 'report.html'}`.")
+    if path.exists() and not force:
+        raise CjstatsError(f"The output `{path}` already exists; pass force=True (--force) to overwrite it.")
+    return path
+
+
+def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Write ``text`` to ``output`` atomically: a temporary file in the same folder, then a rename.
+
+    Nothing is half-written: a missing folder or an existing file (without ``force``) is refused before
+    anything is written, and a failure while writing leaves no file behind.
+    """
+    path = _check_output(output, force)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method: str | Sequence[str] = "anova",
+           budget: float | None = None, model: str | None = None, criterion: str | None = None,
+           comparisons: Any = None, human_agreement: Any = None, ci_level: float | None = None,
+           seed: int | None = 0, title: str | None = None, force: bool = False,
+           subsample_reps: int = 1000) -> str:
+    """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
+
+    Sections: design summary; the components of every backend asked for, with intervals and standard
+    deviations beside variances, and a forest plot; the judge tables (paper Table 1), judge offsets and the
+    judge-bias heatmap (paper Fig. 2); the judge F tests (App. G); strategy curves (paper Fig. 1, exact
+    Eqs. 3-5, with the App. F subsampling experiment when the table has several generations per scenario);
+    the allocation recommendation (:func:`cjstats.optimise`) and its frontier; for a Bayesian fit, posterior
+    densities; and, when given, model comparisons and human agreement (their tidy frames, rendered generically).
+
+    Parameters
+    ----------
+    scores : Scores
+        A validated score table (:func:`cjstats.read_scores`, :func:`cjstats.datasets.load`).
+    output : path, optional
+        Write the HTML here (atomically; the folder must exist; an existing file needs ``force=True``).
+    method : str or sequence of str
+        Backends to fit (``anova``, ``reml``, ``bayes``); the first drives the strategy and allocation sections.
+    budget : float, optional
+        Judge-call budget for the allocation (default: the calls in the data for the chosen model).
+    model, criterion : str, optional
+        The group drawn in the strategy, allocation and posterior sections (default: the first).
+    comparisons, human_agreement : result object, DataFrame or mapping of them, optional
+        Rendered as tables (every DataFrame attribute); a comparison with ``.ranks`` also gets a rank plot.
+    ci_level : float, optional
+        Interval level (default 0.95).
+    seed : int, optional
+        Seed of the backends and the subsampling experiment.
+    subsample_reps : int
+        Repetitions per (strategy, budget) of the subsampling experiment.
+
+    Returns
+    -------
+    str
+        The HTML text.
+
+    Examples
+    --------
+    >>> import cjstats as cj
+    >>> html = cj.report(cj.datasets.load("hanna", composite=True))      # doctest: +SKIP
+    >>> cj.report(scores, output="report.html", method=["anova", "reml"])  # doctest: +SKIP
+    """
+    from cjstats.plots._style import require_packages
+
+    require_packages("report", "jinja2", "matplotlib", extra="report")
+    import jinja2
+
+    from cjstats import __version__, plots
+    from cjstats._validate import resolve_ci_level
+    from cjstats.allocate import optimise
+    from cjstats.estimators import estimate
+    from cjstats.judges import judge_f_test, judge_table
+    from cjstats.scores import Scores
+
+    if not isinstance(scores, Scores):
+        raise CjstatsError(f"report takes a Scores table (cj.read_scores(path) or cj.datasets.load(name)); got "
+                           f"{type(scores).__name__}.")
+    methods = _resolve_methods(method)
+    level = resolve_ci_level(ci_level)
+    if output is not None:
+        _check_output(output, force)                 # refuse before the (slow) fitting starts
+    fits = {m: estimate(scores, m, ci_level=level, seed=seed) for m in methods}
+    main = fits[methods[0]]
+    gmodel, gcrit = _group_of(main, model, criterion)
+    group = gmodel + (f" / {gcrit}" if gcrit else "")
+    sections = []
+
+    # design --------------------------------------------------------------------------------------------
+    d = main.design
+    sections.append({"id": "design", "title": SECTION_TITLES["design"], "intro": [
+        f"{scores.design['n_rows'].sum():,} scores: {len(d)} model/criterion groups, up to "
+        f"{int(d['n_scenarios'].max())} scenarios and {int(d['n_judges'].max())} judges "
+        f"({', '.join(map(str, scores.judges))}). Complete and balanced: "
+        f"{'yes' if bool(d['balanced'].all()) else 'no'}."],
+        "items": [format_table(d.drop(columns=["judges"], errors="ignore"), caption="design")]})
+
+    # components ----------------------------------------------------------------------------------------
+    items: list[dict[str, Any]] = []
+    for m, fit in fits.items():
+        items.append(_heading(f"Backend {m}"))
+        items.append(format_table(_components_table(fit), caption=f"{m}: estimate, sd = sqrt(variance), "
+                                  f"{100 * level:g}% interval", se_column="std_error",
+                                  value_columns=("estimate", "std_error", "lower", "upper", "sd", "sd_lower",
+                                                 "sd_upper")))
+        items.extend(_component_notes(fit))
+    items.append(_figure(plots.components_forest(fits), "Every component with its interval, backends side by side "
+                         "(hollow: at the boundary, reported as 0).", "forest plot of variance components"))
+    if "bayes" in fits:
+        items.append(_figure(plots.posterior(fits["bayes"], model=gmodel, criterion=gcrit),
+                             f"Posterior densities of the Bayesian components of {group}.", "posterior densities"))
+    sections.append({"id": "components", "title": SECTION_TITLES["components"], "intro": [
+        "mu is the panel-mean score; scenario, generation, residual are variances; judge_panel is the paper's "
+        "sigma2_gamma of this panel (judges fixed); judge_population treats judges as drawn from a population. "
+        "Variances in score points squared, sd and mu in score points."], "items": items})
+
+    # judges --------------------------------------------------------------------------------------------
+    heat_scores = scores.composite() if scores.has_criterion and len(scores.criteria) > 1 else scores
+    jt = judge_table(scores, ci_level=level)
+    off = main.judge_offsets
+    items = [format_table(jt.wide().reset_index(), caption="mean ± half-width under each single judge; (1) marks "
+                          "the judge's top model; panel averages all judges"),
+             format_table(jt.rankings().reset_index(), caption="rank under each single judge (1 = highest)"),
+             format_table(off.drop(columns=["method"]), caption=f"judge offsets gamma[l] ({methods[0]})",
+                          se_column="std_error", value_columns=("estimate", "std_error", "lower", "upper")),
+             _figure(plots.judge_bias_heatmap(heat_scores), "Each model's mean under each judge minus its panel mean"
+                     + (" (criteria averaged)" if heat_scores is not scores else "") + "; red: the judge scores "
+                     "the model higher than the panel does.", "judge bias heatmap")]
+    sections.append({"id": "judges", "title": SECTION_TITLES["judges"], "intro": [],
+                     "callout": "The top model changes across single judges." if jt.top_model_changes else
+                     "Every single judge puts the same model first.", "items": items})
+
+    # F tests -------------------------------------------------------------------------------------------
+    complete = bool(d["complete"].all())
+    ft = judge_f_test(scores, incomplete="error" if complete else "drop")
+    sections.append({"id": "f_tests", "title": SECTION_TITLES["f_tests"], "intro": [
+        "F = MS_J / MS_W with (K - 1, (n m - 1)(K - 1)) degrees of freedom (paper App. G)"
+        + ("" if complete else "; incomplete cells dropped") + "."],
+        "items": [format_table(ft, caption="judge main effect")]})
+
+    # strategies ----------------------------------------------------------------------------------------
+    items = []
+    sub = None
+    grow = d[(d["model"].astype(str) == gmodel) & ((d["criterion"].astype(str) == gcrit) if gcrit else True)]
+    gens = grow["generations"].iloc[0] if "generations" in grow.columns and len(grow) else float("nan")
+    if complete and isinstance(gens, int | float | np.integer | np.floating) and gens == gens and gens >= 2:
+        from cjstats.subsample import subsample_strategies
+
+        sub = subsample_strategies(scores, model=gmodel, criterion=gcrit, reps=subsample_reps, seed=seed)
+        items.append(format_table(sub, caption=f"subsampling experiment, {group}, {subsample_reps} repetitions"))
+    items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit),
+                            f"sd of the grand mean of {group} against judge calls per scenario, from the fitted "
+                            "components (Eqs. 3-5, new generations from the fitted population).",
+                            "strategy curves"))
+    if sub is not None:
+        items.insert(1, _figure(plots.strategy_curves(sub), "The subsampling experiment of App. F on this table's "
+                                "own generations (points, +-2 Monte Carlo SE) and its exact predictions for this "
+                                "finite pool (lines).", "subsampling experiment"))
+    sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [
+        "A: every judge scores each generation; B: one random judge per generation; C: CyclicJudge, judges in "
+        "one rotation across scenarios."], "items": items})
+
+    # allocation ----------------------------------------------------------------------------------------
+    alloc = optimise(main, budget=budget if budget is not None else float(grow["n_rows"].iloc[0]),
+                     model=gmodel, criterion=gcrit, seed=seed)
+    r = alloc.recommendation
+    items = [format_table(alloc.strategies, caption="best design per strategy"),
+             _figure(plots.allocation_frontier(alloc), "Predicted SE against cost; star: recommendation.",
+                     "allocation frontier")]
+    sections.append({"id": "allocation", "title": SECTION_TITLES["allocation"], "intro": list(alloc.notes),
+                     "callout": f"Recommended for {group} at budget {alloc.budget:g} {alloc.budget_unit}: "
+                     f"{r['strategy']}, {r['judges_per_generation']} judge(s) per generation, n = {r['n']} "
+                     f"scenarios x m = {r['m']} generations ({r['calls']} calls); predicted SE {r['se']:.3g}; "
+                     f"P(best) = {r['p_best']:.2f}.", "items": items})
+
+    # optional ------------------------------------------------------------------------------------------
+    if comparisons is not None:
+        items = _generic_section(comparisons, "comparisons")
+        for c in (comparisons.values() if isinstance(comparisons, Mapping) else [comparisons]):
+            if isinstance(getattr(c, "ranks", None), pd.DataFrame):
+                items.append(_figure(plots.rank_plot(c), "Rank of each model with its interval.", "rank plot"))
+        sections.append({"id": "comparisons", "title": SECTION_TITLES["comparisons"], "intro": [], "items": items})
+    if human_agreement is not None:
+        sections.append({"id": "human_agreement", "title": SECTION_TITLES["human_agreement"], "intro": [],
+                         "items": _generic_section(human_agreement, "human_agreement")})
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("cjstats.reporting", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
+                             lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    source = scores.provenance.get("source", "score table") if isinstance(scores.provenance, Mapping) else "scores"
+    html = env.get_template("report.html.j2").render(
+        title=title or "cjstats report", version=__version__, sections=sections, level=f"{100 * level:g}%",
+        created=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), source=str(source))
+    if output is not None:
+        write_html(html, output, force=force)
+    return html
