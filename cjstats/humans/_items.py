@@ -54,9 +54,9 @@ def _resolve(scores: Scores, reference: str | list[str] | None, caller: str) -> 
     ref = scores.reference_frame()
     if reference is None:
         if not scores.has_reference:
-            raise CjstatsError(f"scores has no reference raters: name them with {caller}(scores, "
-                               f"reference='<judge>') or read the table with read_scores(..., reference=...) or a "
-                               f"judge_type column (judges: {', '.join(scores.judges)}).")
+            raise CjstatsError(f"scores has no reference raters: name the human raters with reference='<judge>' "
+                               f"(command line: --reference) or mark them in a judge_type column "
+                               f"(judges: {', '.join(scores.judges)}).")
         return scores, ref
     names = [reference] if isinstance(reference, str) else reference
     if not isinstance(names, (list, tuple)) or not names or not all(isinstance(x, str) for x in names):

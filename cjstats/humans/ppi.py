@@ -93,6 +93,10 @@ def _estimate(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, *, lam: float
     out["human_only_se"] = float(y.std() / np.sqrt(n))
     out["human_only_lower"], out["human_only_upper"] = _z_interval(out["human_only"], out["human_only_se"], z)
     out["sigma2_human"] = float(y.var(ddof=1))
+    if np.std(y) == 0:
+        note = "; ".join(x for x in (note, f"every human label is {y[0]:g}, so the normal interval has zero "
+                                           f"width and does not cover the uncertainty") if x)
+        out["note"] = note
     out["rho"] = float(np.corrcoef(y, f_lab)[0, 1]) if np.std(y) > 0 and np.std(f_lab) > 0 else np.nan
     if big_n == 0 or np.var(f_all) == 0:
         out.update(estimate=out["human_only"], std_error=out["human_only_se"], lower=out["human_only_lower"],
@@ -160,7 +164,8 @@ class PPIMeans:
             r = r._asdict()
             base = {k: r[k] for k in keys}
             if not (np.isfinite(r["sigma2_human"]) and np.isfinite(r["rho"])):
-                rows.append({**base, "note": "no estimate of Var(Y) and rho (fewer than 2 labelled units)"})
+                rows.append({**base, "note": "no estimate of Var(Y) and rho: fewer than 2 labelled units or "
+                                             "labels (or judge predictions) that never vary"})
                 continue
             cap = n_max if n_max is not None else int(r["n_labeled"] + r["n_unlabeled"])
             res = label_budget(sigma2=r["sigma2_human"], rho=r["rho"], label_cost=label_cost, judge_cost=judge_cost,
@@ -253,14 +258,14 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
         raise CjstatsError(f"The 'judge' argument of ppi_means must be one of the LLM judges "
                            f"({', '.join(paired.judges)}) or None for the panel mean. Got {judge!r} instead.")
     items = paired.items
-    labeled = (items["n_human"] > 0).to_numpy()
+    labeled = (items["n_human"] > 0).to_numpy().copy()
     prov: dict[str, Any] = {"engine": "ppi_py", "unit": "scenario", "seed": seed}
     if n_labels is not None:
         n_labels = check_positive_int("n_labels", n_labels, caller="ppi_means", minimum=2)
         pool = np.sort(pd.unique(items.loc[labeled, "scenario"]))
         rng = np.random.default_rng(seed)
         chosen = rng.choice(pool, size=min(n_labels, len(pool)), replace=False)
-        labeled &= items["scenario"].isin(chosen).to_numpy()
+        labeled = labeled & items["scenario"].isin(chosen).to_numpy()
         prov["n_labels"] = f"{min(n_labels, len(pool))} of {len(pool)} labelled scenarios used (seed {seed})"
     mean_rows, diff_rows = [], []
     clustered = False
