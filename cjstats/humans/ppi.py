@@ -289,7 +289,7 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
         if not differences:
             continue
         for a, b in itertools.combinations(sorted(units), 2):
-            j = units[a].join(units[b], how="inner", lsuffix="_a", rsuffix="_b")
+            j = units[a].add_suffix("_a").join(units[b].add_suffix("_b"), how="inner")
             d = pd.DataFrame({"y": j["y_a"] - j["y_b"], "f_lab": j["f_lab_a"] - j["f_lab_b"],
                               "f_all": j["f_all_a"] - j["f_all_b"]})
             y, fl, fu = _split(d)
