@@ -25,6 +25,7 @@ the labelled units, the judge-only mean of all units (on the judges' scale, bias
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from dataclasses import dataclass, field
@@ -69,6 +70,11 @@ def ppi_mean_tuned(y: np.ndarray, f: np.ndarray, f_unlabeled: np.ndarray, *, lam
     return est, se, float(lam)
 
 
+@functools.lru_cache(maxsize=8)
+def _z(ci_level: float) -> float:
+    return float(stats.norm.ppf(0.5 + ci_level / 2))
+
+
 def _z_interval(est: float, se: float, z: float) -> tuple[float, float]:
     return est - z * se, est + z * se
 
@@ -76,7 +82,7 @@ def _z_interval(est: float, se: float, z: float) -> tuple[float, float]:
 def _estimate(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, *, lam: float | None, ci_level: float,
               note: str) -> dict[str, Any]:
     """One PPI++ row with its human-only and judge-only companions (y, f_lab: labelled units; f_unl: others)."""
-    z = float(stats.norm.ppf(0.5 + ci_level / 2))
+    z = _z(ci_level)
     n, big_n = len(y), len(f_unl)
     out: dict[str, Any] = dict.fromkeys(_COLS, np.nan)
     out.update(ci_level=ci_level, n_labeled=n, n_unlabeled=big_n, note=note, method="ppi++" if lam is None else
@@ -288,11 +294,15 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
                               **_estimate(y, fl, fu, lam=lam, ci_level=ci_level, note=note)})
         if not differences:
             continue
-        for a, b in itertools.combinations(sorted(units), 2):
-            j = units[a].add_suffix("_a").join(units[b].add_suffix("_b"), how="inner")
-            d = pd.DataFrame({"y": j["y_a"] - j["y_b"], "f_lab": j["f_lab_a"] - j["f_lab_b"],
-                              "f_all": j["f_all_a"] - j["f_all_b"]})
-            y, fl, fu = _split(d)
+        names = sorted(units)
+        scen = pd.Index(sorted(set().union(*(u.index for u in units.values()))))
+        cube = np.stack([units[m].reindex(scen)[["y", "f_lab", "f_all"]].to_numpy(dtype=np.float64) for m in names])
+        for ia, ib in itertools.combinations(range(len(names)), 2):
+            a, b = names[ia], names[ib]
+            d = cube[ia] - cube[ib]                      # NaN wherever either model lacks the value
+            common = np.isfinite(d[:, 2])
+            lab = common & np.isfinite(d[:, 0])
+            y, fl, fu = d[lab, 0], d[lab, 1], d[common & ~lab, 2]
             note = "" if len(y) >= 2 else "fewer than 2 scenarios with a human label on both models"
             diff_rows.append({"model_a": a, "model_b": b, "criterion": crit, "estimand": f"difference[{a},{b}]",
                               **_estimate(y, fl, fu, lam=lam, ci_level=ci_level, note=note)})
