@@ -122,6 +122,11 @@ class Scores:
         and balanced, and the number of missing and duplicate cells.
     provenance : Mapping[str, Any]
         Where the table came from and what loading did to it (rows dropped, duplicates averaged, ...).
+
+    Reference (human) raters, when ``read_scores`` was given ``reference=`` or a ``judge_type`` column, are
+    kept apart: :meth:`groups` and every analysis see the LLM judges only; ``reference_judges``,
+    ``has_reference`` and :meth:`reference_frame` give the reference ratings, and ``design`` gains
+    ``n_reference_raters`` and ``reference_items`` (judged cells with at least one reference rating).
     """
 
     __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
