@@ -233,3 +233,27 @@ class TestRealData:
         assert (res.means["n_labeled"] <= 100).all() and (res.means["n_unlabeled"] >= 880).all()
         plan = res.label_budgets(label_cost=1.0, judge_cost=0.001, target_se=0.05)
         assert len(plan) == 2
+
+
+class TestGenerationsClustered:
+    def test_generations_are_averaged_into_their_scenario_before_ppi(self):
+        rng = np.random.default_rng(21)
+        rows = []
+        for s in range(50):
+            a = rng.normal(0, 0.7)
+            for gen in range(2):
+                t = 3 + a + rng.normal(0, 0.4)
+                for j in ("j1", "j2"):
+                    rows.append(("m", s, gen, j, t + 0.4 + rng.normal(0, 0.5), "llm"))
+                if s < 20:
+                    rows.append(("m", s, gen, "expert", t + rng.normal(0, 0.5), "human"))
+        df = pd.DataFrame(rows, columns=["model", "scenario", "generation", "judge", "score", "judge_type"])
+        res = cj.ppi_means(cj.read_scores(df), differences=False)
+        row = res.means.iloc[0]
+        assert row["n_labeled"] == 20 and row["n_unlabeled"] == 30
+        assert "generations averaged into their scenario" in row["note"]
+        assert "clustered" in res.provenance
+        f = df[df["judge_type"] == "llm"].groupby("scenario")["score"].mean().to_numpy()
+        y = df[df["judge_type"] == "human"].groupby("scenario")["score"].mean().to_numpy()
+        lo, hi = ppi_py.ppi_mean_ci(y, f[:20], f[20:], alpha=0.05)
+        assert (row["lower"], row["upper"]) == pytest.approx((float(np.squeeze(lo)), float(np.squeeze(hi))), abs=1e-10)

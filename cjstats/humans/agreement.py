@@ -138,7 +138,7 @@ class Agreement:
     Attributes
     ----------
     table : DataFrame
-        ``criterion, judge, n_items, n_scenarios, bias, bias_se, bias_lower, bias_upper, slope, slope_lower,
+        ``criterion, judge, estimand ("bias[l]"), n_items, n_scenarios, bias, bias_se, bias_lower, bias_upper, slope, slope_lower,
         slope_upper, intercept, intercept_lower, intercept_upper, pearson, spearman, r_single, alpha,
         alpha_level, ci_level, note``. ``judge == "panel"`` is the mean over the judges of each item.
     humans : DataFrame
@@ -201,7 +201,8 @@ def _judge_rows(items: pd.DataFrame, wide_ratings: np.ndarray, judges: list[str]
         x = items[judge].to_numpy(dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(h)
         xo, ho, so = x[ok], h[ok], scen[ok]
-        row: dict[str, Any] = {"criterion": crit, "judge": judge, "n_items": int(ok.sum())}
+        row: dict[str, Any] = {"criterion": crit, "judge": judge, "estimand": f"bias[{judge}]",
+                               "n_items": int(ok.sum())}
         note = ""
         g = int(np.unique(so).size)
         row["n_scenarios"] = g
