@@ -192,6 +192,14 @@ class TestLabelBudget:
         # n T / (n + (1 - rho^2)(T - n)) = sigma2 / V
         assert effective_labels(100, 1000, 0.8) == pytest.approx(1.0 / ppi_variance(1.0, 0.8, n=100, n_total=1000))
 
+    def test_free_judges_use_every_available_unit(self):
+        out = label_budget(sigma2=1.0, rho=0.8, label_cost=1.0, judge_cost=0.0, target_se=0.05, n_max=1000)
+        assert out["n_judged"] == 1000
+        # V = (1 - rho^2)/n + rho^2/1000 <= 0.0025  ->  n >= 0.36 / (0.0025 - 0.00064) = 193.5
+        assert out["n_labels"] == 194
+        with pytest.raises(CjstatsError, match="needs n_max"):
+            label_budget(sigma2=1.0, rho=0.8, label_cost=1.0, judge_cost=0.0, target_se=0.05)
+
     def test_needs_exactly_one_goal(self):
         with pytest.raises(CjstatsError, match="exactly one of target_se= and budget="):
             label_budget(sigma2=1.0, rho=0.5, label_cost=1.0, judge_cost=0.1)

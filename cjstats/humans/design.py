@@ -95,6 +95,9 @@ def label_budget(*, sigma2: float, rho: float, label_cost: float, judge_cost: fl
                            f"target_se={target_se!r}, budget={budget!r}.")
     if c_h <= 0:
         raise CjstatsError(f"The 'label_cost' argument of label_budget must be > 0. Got {label_cost!r} instead.")
+    if c_f == 0 and n_max is None:
+        raise CjstatsError("label_budget with free judge calls (judge_cost=0) needs n_max, the number of units "
+                           "available: otherwise it would judge infinitely many.")
     r2 = min(rho * rho, 1.0)
     a, b = sigma2 * (1 - r2), sigma2 * r2
     s = math.sqrt(a * c_h) + math.sqrt(b * c_f)
@@ -114,7 +117,7 @@ def label_budget(*, sigma2: float, rho: float, label_cost: float, judge_cost: fl
         if not judges_pay:
             return {**_design(h_n, 0, sigma2, rho, c_h, c_f), **human, "saving": 0.0, "note": note}
         t = math.sqrt(b / c_f) * s / v if c_f > 0 else cap
-        if t > cap:
+        if t >= cap:
             t = cap
             n = a / (v - b / t)
         else:
@@ -134,7 +137,7 @@ def label_budget(*, sigma2: float, rho: float, label_cost: float, judge_cost: fl
         return {**_design(h_n, 0, sigma2, rho, c_h, c_f), **human, "saving": math.nan, "note": note}
     n = budget * math.sqrt(a / c_h) / s
     t = budget * math.sqrt(b / c_f) / s if c_f > 0 else cap
-    if t > cap:
+    if t >= cap:
         t = cap
         n = min((budget - t * c_f) / c_h, t)
     n_i = max(2, math.floor(n + 1e-9))
