@@ -176,6 +176,19 @@ class TestLabelBudget:
         assert ours["cost"] <= best + c_h + c_f   # within one unit of rounding
         assert ours["cost"] < ours["human_only_cost"]
 
+    def test_budget_mode_is_near_the_smallest_integer_variance(self):
+        sigma2, rho, c_h, c_f, budget = 0.8, 0.7, 1.0, 0.1, 300.0
+        ours = label_budget(sigma2=sigma2, rho=rho, label_cost=c_h, judge_cost=c_f, budget=budget)
+        ns = np.arange(2, 301)[:, None]
+        ts = np.arange(2, 3001)[None, :]
+        v = np.where((ts >= ns) & (ns * c_h + ts * c_f <= budget),
+                     sigma2 * (1 - rho ** 2) / ns + sigma2 * rho ** 2 / ts, np.inf)
+        # flooring n and T costs at most one label and one judged unit: the gap to the integer optimum is at
+        # most the variance step of one such unit
+        ours_v = ours["se"] ** 2
+        step = ppi_variance(sigma2, rho, n=ours["n_labels"] - 1, n_total=ours["n_judged"] - 1) - ours_v
+        assert ours["cost"] <= budget and 0 <= ours_v - v.min() <= step
+
     def test_judges_do_not_pay_when_weakly_correlated_and_dear(self):
         out = label_budget(sigma2=1.0, rho=0.1, label_cost=1.0, judge_cost=0.5, target_se=0.1)
         assert out["n_judged"] == 0 and out["n_labels"] == 100 and "human labels only" in out["note"]
