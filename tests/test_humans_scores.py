@@ -42,7 +42,8 @@ class TestJudgeTypeColumn:
     def test_unknown_judge_type_value_is_one_sentence(self):
         df = _table()
         df.loc[5, "judge_type"] = "crowd"
-        with pytest.raises(CjstatsError, match=r"Column 'judge_type' must hold 'human' or 'llm' but has 'crowd' in row 5"):
+        msg = r"Column 'judge_type' must hold 'human' or 'llm' but has 'crowd' in row 5"
+        with pytest.raises(CjstatsError, match=msg):
             cj.read_scores(df)
 
     def test_table_of_reference_rows_only_is_refused(self):

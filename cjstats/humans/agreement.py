@@ -138,9 +138,9 @@ class Agreement:
     Attributes
     ----------
     table : DataFrame
-        ``criterion, judge, estimand ("bias[l]"), n_items, n_scenarios, bias, bias_se, bias_lower, bias_upper, slope, slope_lower,
-        slope_upper, intercept, intercept_lower, intercept_upper, pearson, spearman, r_single, alpha,
-        alpha_level, ci_level, note``. ``judge == "panel"`` is the mean over the judges of each item.
+        ``criterion, judge, estimand ("bias[l]"), n_items, n_scenarios, bias, bias_se, bias_lower,
+        bias_upper, slope, slope_lower, slope_upper, intercept, intercept_lower, intercept_upper, pearson,
+        spearman, r_single, alpha, alpha_level, ci_level, note``. ``judge == "panel"`` is the mean over the judges of each item.
     humans : DataFrame
         The human ceiling where items have several reference ratings: ``criterion, n_raters_max, n_items,
         human_alpha, human_alpha_level, human_r``; empty otherwise.

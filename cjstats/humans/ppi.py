@@ -286,8 +286,9 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
             y, fl, fu = _split(u)
             if len(y) < 2:
                 where = f"model '{model}'" + ("" if crit is None else f", criterion '{crit}'")
-                msg = (f"{where[0].upper() + where[1:]} has {'no human label' if len(y) == 0 else 'a single human label'}"
-                       f" among its judged items, so its human-scale mean is not estimable (NaN).")
+                what = "no human label" if len(y) == 0 else "a single human label"
+                msg = (f"{where[0].upper() + where[1:]} has {what} among its judged items, so its human-scale "
+                       f"mean is not estimable (NaN).")
                 warnings.warn(msg, CjstatsWarning, stacklevel=2)
                 note = "; ".join(x for x in (note, msg) if x)
             mean_rows.append({"model": str(model), "criterion": crit, "estimand": f"human_mean[{model}]",
