@@ -132,18 +132,24 @@ class TestCoverage:
         r = np.asarray(ratios)
         assert r.mean() - 1 <= 3 * r.std(ddof=1) / np.sqrt(R)
 
-    def test_ppi_means_end_to_end_covers_known_human_means(self):
+    def test_ppi_means_end_to_end_covers_known_human_means_and_differences(self):
         reps = 120                       # each replicate runs the public call on a new table
         tol = 3 * np.sqrt(LEVEL * (1 - LEVEL) / (3 * reps))   # 3 models per replicate, treated as independent
-        hits = total = 0
+        hits = total = d_hits = d_total = 0
         for rep in range(reps):
-            res = cj.ppi_means(_scores(100 + rep, g=60), n_labels=20, seed=rep, differences=False)
+            res = cj.ppi_means(_scores(100 + rep, g=60), n_labels=20, seed=rep)
             for k, row in enumerate(res.means.itertuples()):
                 truth = 3 + 0.3 * k          # scenario effects a_s have mean 0 in the population
                 hits += row.lower <= truth <= row.upper
                 total += 1
-        # the scenario effects are shared by the 3 models, so their hits are correlated: widen by sqrt(3)
+            for row in res.differences.itertuples():
+                ka, kb = int(row.model_a[1]), int(row.model_b[1])
+                d_hits += row.lower <= 0.3 * (ka - kb) <= row.upper
+                d_total += 1
+        # the scenario effects are shared by the 3 models (and pairs), so hits within a replicate are
+        # correlated: widen by sqrt(3), the bound for perfectly correlated hits
         assert abs(hits / total - LEVEL) <= tol * np.sqrt(3)
+        assert abs(d_hits / d_total - LEVEL) <= tol * np.sqrt(3)
 
     def test_ppi_variance_formula_matches_simulated_variance(self):
         rng = np.random.default_rng(9)
