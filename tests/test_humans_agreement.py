@@ -104,6 +104,17 @@ class TestJudgeAgreement:
         assert t.loc["panel", "bias_lower"] <= 0.4 <= t.loc["panel", "bias_upper"]
         assert t.loc["j3", "bias"] - t.loc["j1", "bias"] == pytest.approx(0.4, abs=0.1)
 
+    def test_judge_agreement_bias_interval_covers_known_bias(self):
+        reps = 100                       # each replicate runs the public call on a new table
+        tol = 3 * np.sqrt(LEVEL * (1 - LEVEL) / reps)
+        hits = {"j1": 0, "panel": 0}
+        for rep in range(reps):
+            t = cj.judge_agreement(_scores(500 + rep)).table.set_index("judge")
+            hits["j1"] += t.loc["j1", "bias_lower"] <= 0.2 <= t.loc["j1", "bias_upper"]
+            hits["panel"] += t.loc["panel", "bias_lower"] <= 0.4 <= t.loc["panel", "bias_upper"]
+        assert abs(hits["j1"] / reps - LEVEL) <= tol
+        assert abs(hits["panel"] / reps - LEVEL) <= tol
+
     def test_bias_row_is_the_cluster_mean_of_the_same_items(self):
         s = _scores(1)
         agr = cj.judge_agreement(s)
