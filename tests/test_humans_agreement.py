@@ -126,6 +126,15 @@ class TestJudgeAgreement:
         assert row["bias"] == pytest.approx(b["estimate"], abs=1e-12)
         assert row["bias_upper"] == pytest.approx(b["upper"], abs=1e-12)
 
+    def test_by_model_splits_rows_and_pooled_bias_is_their_item_weighted_mean(self):
+        s = _scores(2)
+        pooled = cj.judge_agreement(s).table.set_index("judge")
+        split = cj.judge_agreement(s, by_model=True).table
+        assert len(split) == 3 * 4 and set(split["model"]) == {"m1", "m2", "m3"}
+        j2 = split[split["judge"] == "j2"]
+        weighted = float((j2["bias"] * j2["n_items"]).sum() / j2["n_items"].sum())
+        assert weighted == pytest.approx(pooled.loc["j2", "bias"], abs=1e-12)
+
     def test_human_ceiling_reported_when_items_have_several_raters(self):
         agr = cj.judge_agreement(_scores())
         assert len(agr.humans) == 1 and agr.humans.loc[0, "n_raters_max"] == 2

@@ -58,6 +58,13 @@ class TestHumans:
         means = [row for row in rows if row["table"] == "means"]
         assert len(means) == 6 and all(row["n_labeled"] <= 50 for row in means)
 
+    def test_agreement_by_model(self, ma_file):
+        r = CliRunner().invoke(cli, ["humans", ma_file, "--reference", "human-expert", "--show", "agreement",
+                                     "--by-model", "--format", "json"])
+        assert r.exit_code == 0, r.output
+        rows = json.loads(r.output)
+        assert len(rows) == 3 * 2 * 5 and {row["model"] for row in rows} == {"gpt-4o", "qwen3-4b", "human-original"}
+
     def test_label_budget_question(self, ma_file):
         r = CliRunner().invoke(cli, ["humans", ma_file, "--reference", "human-expert", "--labels", "50",
                                      "--show", "means", "--label-cost", "1", "--judge-cost", "0.001",

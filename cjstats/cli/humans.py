@@ -21,6 +21,7 @@ _SHOW = ("all", "agreement", "means", "differences")
               help="The human (reference) raters in column 'judge' (default: rows with judge_type=human).")
 @click.option("--show", type=click.Choice(_SHOW), default="all", show_default=True,
               help="Agreement table, PPI++ means, paired differences, or agreement + means.")
+@click.option("--by-model", "by_model", is_flag=True, help="Agreement per model x criterion, not pooled over models.")
 @click.option("--judge", default=None, help="Predict with this judge instead of the panel mean (PPI).")
 @click.option("--labels", "n_labels", type=int, default=None,
               help="Use human labels on only this many scenarios (drawn with --seed).")
@@ -34,7 +35,7 @@ _SHOW = ("all", "agreement", "means", "differences")
               help="Rename columns, e.g. rater=judge,item=scenario.")
 @click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score.")
 @format_option
-def humans(file: str, reference: str | None, show: str, judge: str | None, n_labels: int | None, seed: int,
+def humans(file: str, reference: str | None, show: str, by_model: bool, judge: str | None, n_labels: int | None, seed: int,
            ci_level: float | None, label_cost: float | None, judge_cost: float | None, target_se: float | None,
            budget: float | None, columns: str | None, composite: bool, fmt: str) -> None:
     """Bias (judge - human) with scenario-clustered intervals, calibration, alpha; PPI++ means per model."""
@@ -53,7 +54,7 @@ def humans(file: str, reference: str | None, show: str, judge: str | None, n_lab
     frames: list[pd.DataFrame] = []
     texts: list[str] = []
     if show in ("all", "agreement"):
-        agr = judge_agreement(scores, ci_level=ci_level)
+        agr = judge_agreement(scores, by_model=by_model, ci_level=ci_level)
         frames += [agr.table.assign(table="agreement"), agr.humans.assign(table="human_ceiling")]
         texts.append(agr.as_text())
     if show in ("all", "means", "differences") or label_cost is not None:

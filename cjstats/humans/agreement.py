@@ -171,7 +171,7 @@ class Agreement:
 
     def as_text(self, digits: int = 3) -> str:
         pct = f"{100 * self.ci_level:g}%"
-        cols = ["criterion", "judge", "n_items", "bias", "bias_lower", "bias_upper", "slope", "intercept",
+        cols = ["model", "criterion", "judge", "n_items", "bias", "bias_lower", "bias_upper", "slope", "intercept",
                 "pearson", "r_single", "alpha"]
         t = self.table[[c for c in cols if c in self.table.columns]].copy()
         if t["criterion"].isna().all():
@@ -252,7 +252,7 @@ def _ceiling_row(slots: np.ndarray, crit: Any) -> dict[str, Any] | None:
             "human_alpha": alpha, "human_alpha_level": level, "human_r": float(np.mean(rs)) if rs else np.nan}
 
 
-def judge_agreement(scores: Scores, reference: str | list[str] | None = None, *,
+def judge_agreement(scores: Scores, reference: str | list[str] | None = None, *, by_model: bool = False,
                     ci_level: float | None = None) -> Agreement:
     """Bias, calibration, correlation and Krippendorff's alpha of every LLM judge (and the panel) vs humans.
 
@@ -264,6 +264,9 @@ def judge_agreement(scores: Scores, reference: str | list[str] | None = None, *,
     reference : str or list of str, optional
         The reference raters; by default the table's own. A name of an LLM judge of ``scores`` moves that
         judge to the reference side.
+    by_model : bool
+        Also split by model: one row per model x criterion x judge (a judge's bias can differ by model, e.g.
+        for its own family); the items of one model are still clustered by scenario.
     ci_level : float, optional
         Interval level (default 0.95).
 
@@ -288,18 +291,22 @@ def judge_agreement(scores: Scores, reference: str | list[str] | None = None, *,
     paired: PairedItems = paired_items(scores, reference=reference, caller="judge_agreement")
     items = paired.items[paired.items["n_human"] > 0]
     rows, ceil = [], []
-    for crit, part in items.groupby("criterion", dropna=False, sort=True):
+    keys = ["criterion", "model"] if by_model else ["criterion"]
+    for key, part in items.groupby(keys, dropna=False, sort=True):
+        crit = key[0] if isinstance(key, tuple) else key
         crit = None if (isinstance(crit, float) and np.isnan(crit)) else crit
         rat = paired.ratings if crit is None else paired.ratings[paired.ratings["criterion"] == crit]
         slots = _slot_matrix(part, rat)
-        rows += _judge_rows(part, slots, paired.judges, crit, ci_level)
+        extra = {"model": key[1]} if by_model else {}
+        rows += [{**extra, **r} for r in _judge_rows(part, slots, paired.judges, crit, ci_level)]
         c = _ceiling_row(slots, crit)
         if c is not None:
-            ceil.append(c)
+            ceil.append({**extra, **c})
     table = pd.DataFrame(rows)
-    humans = pd.DataFrame(ceil, columns=["criterion", "n_raters_max", "n_items", "human_alpha",
-                                         "human_alpha_level", "human_r"])
-    prov = {"items": "pooled over models within criterion", "se": "cluster-robust (CR1) by scenario",
+    humans = pd.DataFrame(ceil, columns=[*(["model"] if by_model else []), "criterion", "n_raters_max", "n_items",
+                                         "human_alpha", "human_alpha_level", "human_r"])
+    pooled = "per model and criterion" if by_model else "pooled over models within criterion"
+    prov = {"items": pooled, "se": "cluster-robust (CR1) by scenario",
             "alpha": "krippendorff package"}
     return Agreement(table=table, humans=humans, reference=tuple(paired.reference), ci_level=ci_level,
                      provenance=prov)
