@@ -15,6 +15,7 @@ from cjstats.components import VarianceComponents
 from cjstats.estimators import BACKENDS, compare, estimate
 from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
 from cjstats.judges import judge_f_test, judge_table
+from cjstats.humans import Agreement, PPIMeans, judge_agreement, label_budget, ppi_means
 from cjstats.predictive import predictive_design_variance
 from cjstats.plan import (
     all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
@@ -35,6 +36,7 @@ __all__ = [
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
+    "judge_agreement", "Agreement", "ppi_means", "PPIMeans", "label_budget",
 ]
 
 # figures, the HTML report and paper tables (issue 12); matplotlib and jinja2 load only when used

@@ -122,16 +122,25 @@ class Scores:
         and balanced, and the number of missing and duplicate cells.
     provenance : Mapping[str, Any]
         Where the table came from and what loading did to it (rows dropped, duplicates averaged, ...).
+
+    Reference (human) raters, when ``read_scores`` was given ``reference=`` or a ``judge_type`` column, are
+    kept apart: :meth:`groups` and every analysis see the LLM judges only; ``reference_judges``,
+    ``has_reference`` and :meth:`reference_frame` give the reference ratings, and ``design`` gains
+    ``n_reference_raters`` and ``reference_items`` (judged cells with at least one reference rating).
     """
 
-    __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "__weakref__")
+    __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
 
     def __init__(self, frame: pd.DataFrame, *, provenance: Mapping[str, Any] | None = None,
-                 _n_duplicates: Mapping[tuple, int] | None = None) -> None:
+                 _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None) -> None:
         # ``frame`` must come from read_scores (validated, canonical columns); users call read_scores.
         self._has_criterion = "criterion" in frame.columns
         self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {})
-        self._provenance = MappingProxyType(dict(provenance or {}))
+        self._reference = _reference_rows(_reference)
+        provenance = dict(provenance or {})
+        if self._reference is not None:
+            provenance["reference"] = _reference_note(self._reference)
+        self._provenance = MappingProxyType(provenance)
 
     # -- public accessors ----------------------------------------------------------------------------
     @property
@@ -163,6 +172,8 @@ class Scores:
         out["generations"] = out["generations"].astype("Int64")
         if not self._has_criterion:
             out = out.drop(columns="criterion")
+        if self._reference is not None:
+            out = _reference_design(out, self._reference, self._frame, self._has_criterion)
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -231,7 +242,12 @@ class Scores:
             f = f[f[col].astype(str).isin(keep)]
         if f.empty:
             raise CjstatsError("The subset is empty: no rows match the models, criteria and judges asked for.")
-        return Scores(f.reset_index(drop=True), provenance={**self._provenance, "subset": True})
+        ref = self._reference
+        if ref is not None:
+            for col, keep in (("model", models), ("criterion", criteria)):
+                if keep is not None:
+                    ref = ref[ref[col].astype(str).isin([str(k) for k in keep])]
+        return Scores(f.reset_index(drop=True), provenance={**self._provenance, "subset": True}, _reference=ref)
 
     def composite(self) -> Scores:
         """Average the criteria of each (model, scenario, generation, judge) cell into one composite score.
@@ -248,7 +264,31 @@ class Scores:
         partial = int((grouped.size().to_numpy() < n_crit).sum())
         prov = {**self._provenance, "composite_of": sorted(self._frame["criterion"].astype(str).unique()),
                 "composite_partial_cells": partial}
-        return Scores(out, provenance=prov)
+        ref = self._reference
+        if ref is not None:
+            ref = ref.groupby(keys, sort=False, observed=True)["score"].mean().reset_index()
+        return Scores(out, provenance=prov, _reference=ref)
+
+    # -- reference (human) raters --------------------------------------------------------------------
+    @property
+    def has_reference(self) -> bool:
+        """True when the table holds reference (human) ratings, kept apart from the LLM judges."""
+        return self._reference is not None
+
+    @property
+    def reference_judges(self) -> list[str]:
+        """Names of the reference raters (empty when there are none)."""
+        return [] if self._reference is None else sorted(set(self._reference["judge"].astype(str)))
+
+    def reference_frame(self) -> pd.DataFrame:
+        """A copy of the reference ratings as a long table (same columns as :meth:`to_frame`).
+
+        Reference raters never enter :meth:`groups`, so every analysis of the table sees the LLM judges only;
+        :func:`cjstats.judge_agreement` and :func:`cjstats.ppi_means` read these rows.
+        """
+        if self._reference is None:
+            return pd.DataFrame(columns=self._frame.columns)
+        return self._reference.copy()
 
 
 # ---------------------------------------------------------------------------------------------- indexing
@@ -405,7 +445,7 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
 
 
 def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str] | None = None,
-                duplicates: Literal["error", "mean"] = "error") -> Scores:
+                duplicates: Literal["error", "mean"] = "error", reference: str | list[str] | None = None) -> Scores:
     """Read and validate a long score table.
 
     Parameters
@@ -420,6 +460,10 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     duplicates : {"error", "mean"}
         What to do when a (model, [criterion], scenario, generation, judge) cell has more than one row:
         raise (default), or average the rows into one and count them in the design summary.
+    reference : str or list of str, optional
+        Judges that are reference (human) raters rather than LLM judges. Without it, a ``judge_type`` column
+        (values ``human`` / ``llm``) marks the human rows as reference raters. Reference rows are kept apart
+        (:meth:`Scores.reference_frame`): every analysis sees only the LLM judges, and ``provenance`` says so.
 
     Returns
     -------
@@ -462,8 +506,10 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
                            f"Map yours with read_scores(path, columns={guess!r}).")
     if len(df) == 0:
         raise CjstatsError("scores is empty: it has the columns but no rows to analyse.")
+    is_reference = _reference_mask(df, reference)
     keep = [c for c in (*SCORE_COLUMNS, "criterion") if c in df.columns]
     df = df[keep].copy()
+    df["_reference"] = is_reference
     if "generation" not in df.columns:
         df.insert(2, "generation", 0)
         provenance["generation"] = "absent: one generation per scenario assumed (m = 1)"
@@ -473,7 +519,8 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     for col in ("model", "judge", "criterion"):
         if col in df.columns:
             df[col] = df[col].astype(str)
-    df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score") if c in df.columns]].reset_index(drop=True)
+    df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score", "_reference")
+             if c in df.columns]].reset_index(drop=True)
     key_cols = ["model"] + (["criterion"] if "criterion" in df.columns else []) + ["scenario", "generation", "judge"]
     dup = df.duplicated(key_cols, keep=False).to_numpy()
     n_dup: dict[tuple, int] = {}
@@ -493,9 +540,79 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         for key, count in per_group.items():
             key = key if isinstance(key, tuple) else (key,)
             n_dup[(str(key[0]), str(key[1]) if len(key) > 1 else None)] = int(count)
-        df = df.groupby(key_cols, sort=False, observed=True, as_index=False)["score"].mean()
+        df = df.groupby(key_cols, sort=False, observed=True, as_index=False).agg(
+            score=("score", "mean"), _reference=("_reference", "first"))
         provenance["duplicate_cells_averaged"] = int(dups)
-    return Scores(df, provenance=provenance, _n_duplicates=n_dup)
+    df, ref = _split_reference(df)
+    return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref)
+
+
+# -------------------------------------------------------------------------------- reference (human) raters
+_JUDGE_TYPES = ("human", "llm")
+
+
+def _reference_mask(df: pd.DataFrame, reference: str | list[str] | None) -> np.ndarray:
+    """Which rows are reference ratings: the judges named in ``reference``, else ``judge_type == 'human'``."""
+    judges = df["judge"].astype(str)
+    if reference is not None:
+        names = [reference] if isinstance(reference, str) else reference
+        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(x, str) for x in names):
+            raise CjstatsError(f"The 'reference' argument of read_scores must be a judge name or a list of judge "
+                               f"names. Got {reference!r} instead.")
+        found = set(judges)
+        unknown = [x for x in names if x not in found]
+        if unknown:
+            raise CjstatsError(f"The reference rater '{unknown[0]}' is not in column 'judge' (judges: "
+                               f"{', '.join(sorted(found))}); name the human raters exactly as they appear there.")
+        return judges.isin(names).to_numpy()
+    if "judge_type" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    kind = df["judge_type"]
+    bad = (kind.isna() | ~kind.astype(str).str.strip().str.lower().isin(_JUDGE_TYPES)).to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CjstatsError(f"Column 'judge_type' must hold 'human' or 'llm' but has {kind.iloc[i]!r} in row "
+                           f"{df.index[i]}; recode it or drop the column.")
+    return (kind.astype(str).str.strip().str.lower() == "human").to_numpy()
+
+
+def _split_reference(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    mask = df["_reference"].to_numpy(dtype=bool)
+    df = df.drop(columns="_reference")
+    if not mask.any():
+        return df, None
+    if mask.all():
+        names = ", ".join(sorted(set(df["judge"].astype(str))))
+        raise CjstatsError(f"Every row of scores is a reference rating ({names}): there are no LLM-judge rows to "
+                           f"analyse; add the judges' scores or mark fewer raters as reference.")
+    return df[~mask].reset_index(drop=True), df[mask].reset_index(drop=True)
+
+
+def _reference_rows(ref: pd.DataFrame | None) -> pd.DataFrame | None:
+    if ref is None or len(ref) == 0:
+        return None
+    cols = [c for c in ("model", "criterion", "scenario", "generation", "judge") if c in ref.columns]
+    return ref.sort_values(cols, kind="stable").reset_index(drop=True)
+
+
+def _reference_note(ref: pd.DataFrame) -> str:
+    names = sorted(set(ref["judge"].astype(str)))
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return (f"reference raters excluded from the analysis: {shown} ({len(ref):,} ratings); "
+            f"see Scores.reference_frame()")
+
+
+def _reference_design(out: pd.DataFrame, ref: pd.DataFrame, frame: pd.DataFrame, has_criterion: bool) -> pd.DataFrame:
+    """Add ``n_reference_raters`` and ``reference_items`` (judged cells with >= 1 reference rating) per group."""
+    gcols = ["model", "criterion"] if has_criterion else ["model"]
+    cell = [*gcols, "scenario", "generation"]
+    raters = ref.groupby(gcols, observed=True)["judge"].nunique().rename("n_reference_raters")
+    both = frame[cell].drop_duplicates().merge(ref[cell].drop_duplicates(), on=cell, how="inner")
+    items = both.groupby(gcols, observed=True).size().rename("reference_items")
+    out = out.merge(raters.reset_index(), on=gcols, how="left").merge(items.reset_index(), on=gcols, how="left")
+    for col in ("n_reference_raters", "reference_items"):
+        out[col] = out[col].fillna(0).astype(np.int64)
+    return out
 
 
 # --------------------------------------------------------------------------------------- MT-Bench loader

@@ -23,6 +23,7 @@ def _register() -> None:
     from cjstats.cli.allocate import allocate
     from cjstats.cli.decompose import decompose
     from cjstats.cli.demo import demo
+    from cjstats.cli.humans import humans
     from cjstats.cli.judges import judges
     from cjstats.cli.plan import plan
     from cjstats.cli.report import report
@@ -30,6 +31,7 @@ def _register() -> None:
 
     for cmd in (decompose, judges, demo, variance, allocate, plan, report):
         cli.add_command(cmd)
+    cli.add_command(humans)
 
 
 _register()

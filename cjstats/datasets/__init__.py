@@ -45,13 +45,13 @@ def load_frame(name: str = "hanna") -> pd.DataFrame:
 
 
 def load(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1,
-         composite: bool = False) -> Scores:
+         composite: bool = False, humans: bool = False) -> Scores:
     """A bundled dataset as a validated :class:`~cjstats.scores.Scores` table of its LLM judges.
 
     Parameters
     ----------
     name : {"hanna", "mentalalign"}
-        The dataset. Only LLM-judge rows are kept (the human ratings are in :func:`load_frame`);
+        The dataset. Only LLM-judge rows are kept unless ``humans=True`` (all rows are in :func:`load_frame`);
         for ``"mentalalign"`` the derived ``Overall`` criterion is dropped, leaving the 7 rated attributes.
     eval_prompt : int or "as_generation"
         HANNA only. HANNA rates every story under 4 judge prompt variants. An int (1-4) keeps one variant,
@@ -60,19 +60,27 @@ def load(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1
         experiments (paper App. F), not four generated stories.
     composite : bool
         Average the criteria of each cell into one composite score (as the paper does for MindEval).
+    humans : bool
+        Also keep the human ratings, as reference raters (:meth:`Scores.reference_frame`); every analysis of
+        the table still sees only the LLM judges. HANNA: 3 crowd-worker slots per story (different workers per
+        story); MentalAlign: one ``human-expert`` rating per item on 981 of the 1,000 contexts.
     """
     df = load_frame(name)
-    df = df[df["judge_type"] == "llm"]
+    human = df["judge_type"] == "human"
+    df = df[(df["judge_type"] == "llm") | human] if humans else df[~human]
     if name == "hanna":
         if eval_prompt == "as_generation":
+            if humans:
+                raise CjstatsError("load('hanna', humans=True) needs one eval_prompt (1-4): the humans rated each "
+                                   "story once, so the prompt variants cannot act as generations they rated.")
             df = df.assign(generation=df["eval_prompt"])
         elif eval_prompt in (1, 2, 3, 4):
-            df = df[df["eval_prompt"] == eval_prompt]
+            df = df[(df["eval_prompt"] == eval_prompt) | (df["judge_type"] == "human")]
         else:
             raise CjstatsError(f"The 'eval_prompt' argument of load must be 1, 2, 3, 4 or 'as_generation'. "
                                f"Got {eval_prompt!r} instead.")
-        df = df.drop(columns=["eval_prompt", "judge_type", "n_samples_averaged", "in_scale"])
+        df = df.drop(columns=["eval_prompt", "n_samples_averaged", "in_scale"])
     else:
-        df = df[df["criterion"] != "Overall"].drop(columns=["judge_type"])
+        df = df[df["criterion"] != "Overall"]
     scores = read_scores(df.reset_index(drop=True))
     return scores.composite() if composite else scores
