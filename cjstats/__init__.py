@@ -36,3 +36,9 @@ __all__ = [
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
 ]
+
+from cjstats.comparisons import (  # noqa: E402  (issue 10: model comparisons)
+    JointFit, ModelComparison, SelfPreference, compare_models, fit_joint, self_preference,
+)
+
+__all__ += ["compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit"]

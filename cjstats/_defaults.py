@@ -8,7 +8,8 @@ __all__ = ["CI_LEVEL", "COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS
 CI_LEVEL: float = 0.95
 
 #: The estimand names of DESIGN.md §1, in report order. The ``component`` column holds only these.
-COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
+COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population",
+                                 "model_scenario", "judge_model")
 
 #: Required columns of a score table, in canonical order.
 SCORE_COLUMNS: tuple[str, ...] = ("model", "scenario", "generation", "judge", "score")
