@@ -1,0 +1,183 @@
+r"""Designs for comparing two models: variance of a paired difference under strategies A/B/C and schedules.
+
+Pure formulas (floats in, floats out). Two models a and b are each evaluated on n scenarios with B judge calls
+per scenario (paper §4, strategies A = every judge per generation, B = one random judge per generation,
+C = CyclicJudge rotation). Under the joint model (DESIGN.md §4), the difference of their panel means is
+
+    d = mu_a - mu_b + [alpha terms] + mean (alpha p) + mean beta + judge terms + mean eps
+
+and, with ``shared_scenarios`` (both models answer the same n scenarios) the alpha_i cancel:
+
+    Var(d) = 2 s2_ms/n  [+ 2 s2_scenario/n if scenarios are not shared]
+             + 2 (c_gen s2_generation + c_res s2_residual) + c_judge J
+
+with the per-model coefficients c of :func:`cjstats.variance.strategy_coefficients` (Eqs. 3-5 with the
+leftover term) and the judge term
+
+    J = s2_judge_difference = mean_l (g_al - g_bl)^2      shared schedule (same judge for a and b per call slot)
+    J = 2 s2_judge_panel                                  independent schedules,
+
+where g_pl = gamma_l + (gamma p)_pl is judge l's offset on model p (what the per-model fit reports) and
+s2_judge_panel = mean_l g_pl^2 is the per-model ``judge_panel`` (the mean of the two models').
+
+Why: with a shared schedule, call slot s of model a and of model b goes to the same judge l(s), so gamma_l
+enters both panel means identically and cancels from d; only the interaction difference
+g_al - g_bl = (gamma p)_al - (gamma p)_bl is left, with per-call variance mean_l (g_al - g_bl)^2 over a
+uniformly used panel. Independent schedules draw l_a(s) and l_b(s) separately, so g_{a,l_a} - g_{b,l_b} has
+variance mean_l g_al^2 + mean_l g_bl^2. Averaged over the pairs of a joint fit, s2_judge_difference is
+2P/(P - 1) x ``judge_model`` (panel) and s2_judge_panel is ``judge_panel`` + ``judge_model`` (the identities
+tested in ``test_compare_anova.py``). Strategy A and a complete CyclicJudge rotation use every judge equally,
+so c_judge is only the leftover term (zero when K_tot divides nB); strategy B pays c_judge = 1/(nB), and a
+shared schedule then keeps only the interaction: the judge offsets gamma_l cancel from paired differences.
+The simulation in ``tests/comparisons/test_design.py`` checks these variances.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from cjstats._validate import check_choice, check_number, check_positive_int
+from cjstats.exceptions import CjstatsError
+from cjstats.variance import STRATEGIES, strategy_coefficients
+
+__all__ = ["difference_variance", "difference_coefficients", "optimise_difference", "simulate_difference"]
+
+Strategy = Literal["all", "random", "cyclic"]
+Schedule = Literal["shared", "independent"]
+
+
+def difference_coefficients(strategy: Strategy, *, schedule: Schedule = "shared", budget: int, n: int,
+                            k_total: int, shared_scenarios: bool = True) -> dict[str, float]:
+    """Coefficients c of Var(d) = sum c_x s2_x for the difference of two models' panel means (module docstring).
+
+    Keys: ``scenario``, ``model_scenario``, ``generation``, ``residual``, ``judge_panel``, ``judge_difference``.
+    """
+    caller = "difference_coefficients"
+    check_choice("strategy", strategy, STRATEGIES, caller=caller)
+    check_choice("schedule", schedule, ("shared", "independent"), caller=caller)
+    n = check_positive_int("n", n, caller=caller)
+    c = {key: float(v) for key, v in strategy_coefficients(strategy, budget=budget, n=n, k_total=k_total).items()}
+    cj = c["judge_panel"]
+    return {"scenario": 0.0 if shared_scenarios else 2.0 / n, "model_scenario": 2.0 / n,
+            "generation": 2 * c["generation"], "residual": 2 * c["residual"],
+            "judge_panel": 0.0 if schedule == "shared" else 2 * cj,
+            "judge_difference": cj if schedule == "shared" else 0.0}
+
+
+def difference_variance(strategy: Strategy, *, s2_model_scenario: float, s2_generation: float,
+                        s2_residual: float, s2_judge_panel: float, s2_judge_difference: float, budget: int, n: int,
+                        k_total: int, schedule: Schedule = "shared", shared_scenarios: bool = True,
+                        s2_scenario: float = 0.0) -> float:
+    """Variance of the difference of two models' panel means (module docstring).
+
+    Var(d) = 2 s2_ms/n [+ 2 s2_scenario/n] + 2 (c_gen s2_beta + c_res s2_eps) + c_judge J with
+    J = s2_judge_difference (shared schedule) or 2 s2_judge_panel (independent schedules).
+
+    Examples
+    --------
+    >>> kw = dict(s2_model_scenario=0.2, s2_generation=0.1, s2_residual=0.4, s2_judge_panel=0.5,
+    ...           s2_judge_difference=0.0, budget=1, n=100, k_total=4)
+    >>> difference_variance("random", schedule="independent", **kw) > difference_variance("random", **kw)
+    True
+    >>> difference_variance("cyclic", **kw) == difference_variance("cyclic", schedule="independent", **kw)
+    True
+    """
+    caller = "difference_variance"
+    vals = {"scenario": s2_scenario, "model_scenario": s2_model_scenario, "generation": s2_generation,
+            "residual": s2_residual, "judge_panel": s2_judge_panel, "judge_difference": s2_judge_difference}
+    for key, v in vals.items():
+        check_number(f"s2_{key}", v, caller=caller, minimum=0.0)
+    c = difference_coefficients(strategy, schedule=schedule, budget=budget, n=n, k_total=k_total,
+                                shared_scenarios=shared_scenarios)
+    return float(sum(c[key] * vals[key] for key in c))
+
+
+def optimise_difference(*, s2_model_scenario: float, s2_generation: float, s2_residual: float,
+                        s2_judge_panel: float, s2_judge_difference: float, budget: int, k_total: int, n_max: int,
+                        s2_scenario: float = 0.0, shared_scenarios: bool = True,
+                        schedules: tuple[str, ...] = ("shared", "independent")) -> pd.DataFrame:
+    """Designs for a paired comparison ranked by Var(d), for a total of ``budget`` judge calls (both models).
+
+    Every (strategy, schedule, n <= n_max) with B = budget // (2n) >= 1 calls per scenario and model is
+    scored with :func:`difference_variance`; the table is sorted by ``variance`` (best first) with columns
+    ``strategy, schedule, n, calls_per_scenario, calls, variance, se``.
+    """
+    caller = "optimise_difference"
+    budget = check_positive_int("budget", budget, caller=caller, minimum=2)
+    n_max = check_positive_int("n_max", n_max, caller=caller)
+    rows = []
+    for strategy in STRATEGIES:
+        for schedule in schedules:
+            check_choice("schedule", schedule, ("shared", "independent"), caller=caller)
+            for n in range(1, min(n_max, budget // 2) + 1):
+                b = budget // (2 * n)
+                v = difference_variance(strategy, s2_model_scenario=s2_model_scenario, s2_generation=s2_generation,
+                                        s2_residual=s2_residual, s2_judge_panel=s2_judge_panel,
+                                        s2_judge_difference=s2_judge_difference, budget=b, n=n, k_total=k_total,
+                                        schedule=schedule, shared_scenarios=shared_scenarios,
+                                        s2_scenario=s2_scenario)
+                rows.append({"strategy": strategy, "schedule": schedule, "n": n, "calls_per_scenario": b,
+                             "calls": 2 * n * b, "variance": v, "se": math.sqrt(v)})
+    if not rows:
+        raise CjstatsError(f"The 'budget' argument of {caller} ({budget}) leaves no design with at least one call "
+                           f"per scenario and model. Raise the budget.")
+    return pd.DataFrame(rows).sort_values(["variance", "calls"], kind="stable").reset_index(drop=True)
+
+
+def simulate_difference(strategy: Strategy, *, schedule: Schedule, n: int, budget: int, gamma: np.ndarray,
+                        judge_model: np.ndarray, s2_model_scenario: float, s2_generation: float,
+                        s2_residual: float, s2_scenario: float = 0.0, shared_scenarios: bool = True,
+                        replicates: int = 2000, seed: int | None = 0) -> np.ndarray:
+    """Monte Carlo draws of d (model 0 minus model 1, true difference 0) for a fixed judge panel.
+
+    ``gamma`` (K,) and ``judge_model`` (2, K) are fixed (panel view); the scenario, generation and residual
+    effects are redrawn in every replicate. Strategy A: B // K generations scored by all K judges plus one
+    generation scored by the next B mod K judges of a rotation; B: each of the B generations by a uniformly
+    random judge; C: each generation by the next judge of one rotation over all n B calls (random start).
+    ``shared``: model 1 uses model 0's judge for every call slot; ``independent``: its own draw / rotation.
+    """
+    rng = np.random.default_rng(seed)
+    gamma = np.asarray(gamma, dtype=float)
+    gp = np.asarray(judge_model, dtype=float)
+    k = len(gamma)
+    t = n * budget
+
+    def judges() -> np.ndarray:  # (n, B) judge of each call slot
+        if strategy == "random":
+            return rng.integers(0, k, size=(n, budget))
+        if strategy == "cyclic":
+            return ((rng.integers(0, k) + np.arange(t)) % k).reshape(n, budget)
+        q, r = divmod(budget, k)
+        out = np.empty((n, budget), dtype=int)
+        out[:, :q * k] = np.tile(np.arange(k), q)
+        if r:
+            out[:, q * k:] = ((rng.integers(0, k) + np.arange(n * r)) % k).reshape(n, r)
+        return out
+
+    def generation_of_slot() -> np.ndarray:
+        if strategy != "all":
+            return np.arange(budget)
+        q, r = divmod(budget, k)
+        return np.r_[np.repeat(np.arange(q), k), np.full(r, q)].astype(int)
+
+    g_of = generation_of_slot()
+    n_gen = int(g_of.max()) + 1
+    out = np.empty(replicates)
+    for rep in range(replicates):
+        la = judges()
+        lb = la if schedule == "shared" else judges()
+        means = []
+        alpha = rng.normal(0, math.sqrt(s2_scenario), n)
+        for p, lab in ((0, la), (1, lb)):
+            a = alpha if shared_scenarios else rng.normal(0, math.sqrt(s2_scenario), n)
+            ap = rng.normal(0, math.sqrt(s2_model_scenario), n)
+            beta = rng.normal(0, math.sqrt(s2_generation), (n, n_gen))[:, g_of]
+            eps = rng.normal(0, math.sqrt(s2_residual), (n, budget))
+            x = a[:, None] + ap[:, None] + beta + gamma[lab] + gp[p][lab] + eps
+            means.append(x.mean())
+        out[rep] = means[0] - means[1]
+    return out
