@@ -30,6 +30,10 @@ def _register() -> None:
     for cmd in (decompose, judges, demo, variance, allocate, plan):
         cli.add_command(cmd)
 
+    from cjstats.cli.compare import compare  # issue 10
+
+    cli.add_command(compare)
+
 
 _register()
 
