@@ -124,14 +124,19 @@ class SelfPreference:
 
     def as_text(self) -> str:
         t = self.test
-        dfs = f"({t['df1']}, {t['df2']:g})" if "df2" in t else f"({t['df1']})"
+        if t:
+            dfs = f"({t['df1']}, {t['df2']:g})" if "df2" in t else f"({t['df1']})"
+            test_line = (f"test of no interaction: {t['test']} = {t['statistic']:.4g} on {dfs} df, "
+                         f"p = {t['p_value']:.3g}")
+        else:
+            test_line = "no test of the interaction for this backend: read the judge_model interval"
         lines = [f"Judge self-preference ({self.fit.method})", "",
                  self.contrasts.drop(columns=["ci_level", "method"]).to_string(index=False,
                                                                               float_format=lambda x: f"{x:.4g}"),
                  "", "Judge x model interaction (judge_model)",
                  self.interaction[["view", "estimate", "lower", "upper", "ci_method"]].to_string(
                      index=False, float_format=lambda x: f"{x:.4g}"),
-                 f"test of no interaction: {t['test']} = {t['statistic']:.4g} on {dfs} df, p = {t['p_value']:.3g}"]
+                 test_line]
         return "\n".join(lines)
 
     def __str__(self) -> str:
