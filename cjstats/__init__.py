@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 from cjstats.comparisons import (  # noqa: E402  (issue 10: model comparisons)
-    JointFit, ModelComparison, SelfPreference, compare_models, fit_joint, self_preference,
+    JointFit, ModelComparison, SelfPreference, compare_models, difference_components, difference_variance, fit_joint,
+    optimise_difference, self_preference,
 )
 
-__all__ += ["compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit"]
+__all__ += ["compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
+            "difference_variance", "difference_components", "optimise_difference"]

@@ -11,8 +11,9 @@
 from __future__ import annotations
 
 from cjstats.comparisons._joint import JointFit
+from cjstats.comparisons.design import difference_components, difference_variance, optimise_difference
 from cjstats.comparisons.models import ModelComparison, compare_models, fit_joint
 from cjstats.comparisons.self_preference import SelfPreference, parse_families, self_preference
 
-__all__ = ["JointFit", "ModelComparison", "SelfPreference", "compare_models", "fit_joint", "parse_families",
+__all__ = ["JointFit", "difference_components", "difference_variance", "optimise_difference", "ModelComparison", "SelfPreference", "compare_models", "fit_joint", "parse_families",
            "self_preference"]

@@ -44,7 +44,8 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
 from cjstats.variance import STRATEGIES, strategy_coefficients
 
-__all__ = ["difference_variance", "difference_coefficients", "optimise_difference", "simulate_difference"]
+__all__ = ["difference_variance", "difference_coefficients", "difference_components", "optimise_difference",
+           "simulate_difference"]
 
 Strategy = Literal["all", "random", "cyclic"]
 Schedule = Literal["shared", "independent"]
@@ -181,3 +182,42 @@ def simulate_difference(strategy: Strategy, *, schedule: Schedule, n: int, budge
             means.append(x.mean())
         out[rep] = means[0] - means[1]
     return out
+
+
+def difference_components(fit, model_a: str, model_b: str) -> dict[str, float]:
+    """The inputs of :func:`difference_variance` for models a and b, from a joint fit (``cj.fit_joint``).
+
+    ``s2_model_scenario``, ``s2_generation`` (0 when not identifiable; then ``model_scenario`` holds it) and
+    ``s2_residual`` are the joint components; with g_pl = eta_pl - mean_l eta_pl the judge offsets on each model,
+    ``s2_judge_difference`` = mean_l (g_al - g_bl)^2 and ``s2_judge_panel`` = mean over a, b of mean_l g_pl^2,
+    each minus the mean sampling variance of the estimated terms (the bias correction of ``judge_panel``),
+    truncated at 0.
+    """
+    models = list(fit.models)
+    for m in (model_a, model_b):
+        if m not in models:
+            raise CjstatsError(f"The fit has no model '{m}' (models: {', '.join(models)}).")
+    p, k = fit.cell_means.shape
+    a, b = models.index(model_a), models.index(model_b)
+    g = fit.cell_means - fit.cell_means.mean(axis=1, keepdims=True)
+    center = np.eye(k) - 1.0 / k
+
+    def var_of(coef_rows: dict[int, np.ndarray]) -> float:
+        c = np.zeros((p, k))
+        for row, v in coef_rows.items():
+            c[row] = v
+        return fit.contrast(c, "panel")[1] ** 2
+
+    v_diff = np.mean([var_of({a: center[l], b: -center[l]}) for l in range(k)])
+    v_a = np.mean([var_of({a: center[l]}) for l in range(k)])
+    v_b = np.mean([var_of({b: center[l]}) for l in range(k)])
+    t = fit.components.set_index(["component", "view"])["estimate"]
+
+    def comp(name: str) -> float:
+        x = float(t.get((name, "fixed"), float("nan")))
+        return 0.0 if math.isnan(x) else x
+
+    return {"s2_model_scenario": comp("model_scenario"), "s2_generation": comp("generation"),
+            "s2_residual": comp("residual"),
+            "s2_judge_difference": max(float(((g[a] - g[b]) ** 2).mean()) - v_diff, 0.0),
+            "s2_judge_panel": max(float((g[a] ** 2).mean() + (g[b] ** 2).mean()) / 2 - (v_a + v_b) / 2, 0.0)}

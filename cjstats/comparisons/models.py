@@ -20,7 +20,9 @@ model means, with the df of the pairwise differences); model p then ranks betwee
 pairwise intervals hold together with probability >= level, so the rank intervals do too.
 ``p_best`` is the probability that a model has the highest mean under the approximate sampling distribution
 of the means (multivariate t with the joint covariance; a flat-prior posterior), by Monte Carlo with a fixed
-seed; the probabilities sum to 1. The Bayes backend uses posterior draws for both ranks and ``p_best``.
+seed; the probabilities sum to 1. The Bayes backend uses posterior draws for both: rank intervals are equal-tailed posterior rank
+intervals widened until all of them hold jointly in ``level`` of the draws (simultaneous), ``p_best`` the
+share of draws in which a model is best.
 """
 
 from __future__ import annotations
@@ -239,6 +241,22 @@ def _p_best(means: np.ndarray, cov: np.ndarray, df: float, rng: np.random.Genera
     return np.bincount(best, minlength=p) / n_draws
 
 
+def _simultaneous_posterior_ranks(draws_means: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rank intervals from posterior draws that contain every model's rank jointly in >= level of the draws.
+
+    Equal-tailed marginal intervals at level 1 - 2t are widened (t decreasing) until the share of draws whose
+    ranks all fall inside reaches ``level``.
+    """
+    ranks = (-draws_means).argsort(axis=1).argsort(axis=1) + 1
+    lo = hi = None
+    for tail in np.linspace((1 - level) / 2, 0.0, 51):
+        lo = np.quantile(ranks, tail, axis=0, method="inverted_cdf")
+        hi = np.quantile(ranks, 1 - tail, axis=0, method="inverted_cdf")
+        if ((ranks >= lo) & (ranks <= hi)).all(axis=1).mean() >= level:
+            break
+    return lo.astype(int), hi.astype(int)
+
+
 def _rank_bounds(order_models: list[int], sig_above: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """sig_above[a, b] = True when a is significantly above b (simultaneous). Returns rank lower/upper per model."""
     p = sig_above.shape[0]
@@ -323,11 +341,10 @@ def compare_models(scores: Scores | pd.DataFrame, method: Method = "anova", *, c
     # simultaneous rank intervals and p_best
     if fit.draws is not None and method == "bayes":
         draws_means = fit.draws.mean(axis=2)  # (S, P)
-        ranks_draws = (-draws_means).argsort(axis=1).argsort(axis=1) + 1
-        lo_q, hi_q = np.quantile(ranks_draws, [a_, 1 - a_], axis=0, method="inverted_cdf")
-        r_lower, r_upper = lo_q.astype(int), hi_q.astype(int)
+        r_lower, r_upper = _simultaneous_posterior_ranks(draws_means, level)
         p_best = np.bincount(np.argmax(draws_means, axis=1), minlength=p) / draws_means.shape[0]
-        rank_method = "posterior rank quantiles (marginal, equal-tailed)"
+        rank_method = ("posterior ranks: equal-tailed intervals widened until they hold jointly in "
+                       f"{100 * level:g}% of the draws")
     else:
         cov, df_min = fit.model_mean_covariance(view)
         if method == "anova":

@@ -84,3 +84,18 @@ class TestPairedPower:
     def test_both_forms_at_once_are_refused(self):
         with pytest.raises(CjstatsError, match="not both"):
             cj.power_to_detect(0.1, 0.01, var_difference=0.02)
+
+
+class TestFromAJointFit:
+    def test_difference_components_recover_the_planted_judge_terms(self):
+        from cjstats.comparisons.design import difference_components
+        from cjstats.comparisons.simulate import simulate_joint
+
+        f = simulate_joint(n=200, m=2, mu=[0, 0.1], gamma=GAMMA, judge_model=GP, rng=4, **V, s2_scenario=0.3)
+        comps = difference_components(cj.fit_joint(f), "m0", "m1")
+        # estimation error of mean_l (g_a - g_b)^2 here is about 2 sqrt(2 s2_eps/(nm)) |g_a - g_b| ~ 0.02
+        assert comps["s2_judge_difference"] == pytest.approx(S2_DIFF, abs=0.05)
+        assert comps["s2_judge_panel"] == pytest.approx(S2_PANEL, abs=0.1)
+        assert comps["s2_residual"] == pytest.approx(V["s2_residual"], rel=0.1)
+        v = cj.difference_variance("cyclic", budget=4, n=50, k_total=4, **comps)
+        assert v > 0
