@@ -148,7 +148,7 @@ class TestSelfPreference:
         c = self_preference_contrast(self.P, self.K, 1, 2, [0, 1, 3])
         gp = self._planted(0.3, 0)
         truth = float((c * gp).sum())
-        rej_null = cover = 0
+        rej_null = cover = rej_f = 0
         for _ in range(R):
             for planted in (False, True):
                 y = simulate_joint_array(n=self.N, m=self.M, mu=np.zeros(self.P), gamma=np.linspace(-.3, .3, self.K),
@@ -161,8 +161,10 @@ class TestSelfPreference:
                     cover += abs(est - truth) <= q * se
                 else:
                     rej_null += abs(est) > q * se
+                    rej_f += stats.f.sf(t.ms["JM"] / t.ms["W"], t.df["JM"], t.df["W"]) < 0.05
         tol = 3 * np.sqrt(0.05 * 0.95 / R)
         assert abs(rej_null / R - 0.05) < tol
+        assert abs(rej_f / R - 0.05) < tol  # the F test of no judge x model interaction holds its level too
         assert abs(cover / R - level) < tol
 
     def test_library_matches_the_core_formula(self):
