@@ -22,16 +22,44 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats.components import COMPONENT_COLUMNS, ComponentRow
+from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
+from cjstats.components import COMPONENT_COLUMNS
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 
-__all__ = ["JointFit", "JointData", "joint_data", "as_scores", "components_frame", "JOINT_LABEL"]
+__all__ = ["JointFit", "JointData", "JointRow", "joint_data", "as_scores", "components_frame", "JOINT_LABEL"]
 
 View = Literal["panel", "population"]
 
 #: The ``model`` label of the rows of the joint components table that belong to no single model.
 JOINT_LABEL = "(joint)"
+
+
+@dataclass(frozen=True, slots=True)
+class JointRow:
+    """One estimand of the joint fit (the fields of ``cjstats.components.ComponentRow``; the joint names too)."""
+
+    component: str
+    estimate: float
+    lower: float = float("nan")
+    upper: float = float("nan")
+    std_error: float = float("nan")
+    ci_method: str = ""
+    view: str = "fixed"
+    raw_estimate: float = float("nan")
+    at_boundary: bool = False
+    identifiable: bool = True
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.component not in COMPONENTS + JOINT_COMPONENTS:
+            raise CjstatsError(f"Unknown component '{self.component}' "
+                               f"(known: {', '.join(COMPONENTS + JOINT_COMPONENTS)}).")
+
+    @classmethod
+    def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> JointRow:
+        """A row with no number, carrying the reason."""
+        return cls(component, float("nan"), identifiable=False, note=reason, view=view)
 
 
 def as_scores(scores: Any, caller: str) -> Scores:
@@ -113,7 +141,7 @@ def check_shared_scenarios(d: JointData) -> None:
                            f"separately with cj.estimate.")
 
 
-def components_frame(rows: list[tuple[str, ComponentRow]], *, method: str, ci_level: float) -> pd.DataFrame:
+def components_frame(rows: list[tuple[str, JointRow]], *, method: str, ci_level: float) -> pd.DataFrame:
     """The tidy joint components table, with the same columns as ``VarianceComponents.components``."""
     data: dict[str, list] = {c: [] for c in COMPONENT_COLUMNS}
     for model, r in rows:

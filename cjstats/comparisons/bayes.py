@@ -25,20 +25,19 @@ from __future__ import annotations
 import numpy as np
 
 from cjstats.comparisons._joint import (
-    JOINT_LABEL, JointFit, as_scores, check_shared_scenarios, components_frame, joint_data,
+    JOINT_LABEL, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
 )
-from cjstats.components import ComponentRow
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
 
 __all__ = ["fit_joint"]
 
 
-def _row(component: str, x: np.ndarray, level: float, view: str = "fixed", note: str = "") -> ComponentRow:
+def _row(component: str, x: np.ndarray, level: float, view: str = "fixed", note: str = "") -> JointRow:
     a = (1 - level) / 2
     lo, hi = np.quantile(x, [a, 1 - a])
     m = float(np.mean(x))
-    return ComponentRow(component, m, float(lo), float(hi), float(np.std(x, ddof=1)), "posterior (equal-tailed)",
+    return JointRow(component, m, float(lo), float(hi), float(np.std(x, ddof=1)), "posterior (equal-tailed)",
                         view, m, False, True, note)
 
 
@@ -105,7 +104,7 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     if has_gen:
         rows.append((J, _row("generation", flat("sigma_generation") ** 2, level)))
     else:
-        rows.append((J, ComponentRow.not_identifiable(
+        rows.append((J, JointRow.not_identifiable(
             "generation", "not identifiable: one generation per (model, scenario) (m = 1)")))
     rows.append((J, _row("residual", flat("sigma_residual") ** 2, level)))
     rows.append((J, _row("judge_panel", (gamma_d**2).mean(axis=1), level)))

@@ -54,9 +54,8 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from cjstats.comparisons._joint import (
-    JOINT_LABEL, JointData, JointFit, as_scores, check_shared_scenarios, components_frame, joint_data,
+    JOINT_LABEL, JointData, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
 )
-from cjstats.components import ComponentRow
 from cjstats.estimators._intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores
@@ -293,7 +292,7 @@ def _wald_cov(fit: NestedFit, cs: CellStatistics, t: np.ndarray) -> tuple[np.nda
 
 
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
-                scale: float = 1.0, view: str = "fixed", note: str = "") -> ComponentRow:
+                scale: float = 1.0, view: str = "fixed", note: str = "") -> JointRow:
     """(|g|^2 - tr Cov g)/count (times scale) with the noncentral chi-square interval of the module docstring."""
     raw = (float(g @ g) - float(np.trace(cov))) / count * scale
     est, boundary = (0.0, True) if raw < 0 else (raw, False)
@@ -306,19 +305,19 @@ def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: 
     lo, hi = noncentral_chi2_interval(w, int(nz.sum()), level)
     to_value = mean_ev / count * scale
     se = to_value * math.sqrt(2 * (int(nz.sum()) + 2 * max(w - nz.sum(), 0.0)))
-    return ComponentRow(component, est, lo * to_value, hi * to_value, se,
+    return JointRow(component, est, lo * to_value, hi * to_value, se,
                         "noncentral chi-square inversion (GLS effects)", view, raw, boundary, True, note)
 
 
 def _variance_row(component: str, est: float, var: float, level: float, boundary: bool, note: str = ""
-                  ) -> ComponentRow:
+                  ) -> JointRow:
     if boundary:
-        return ComponentRow(component, 0.0, _NAN, _NAN, _NAN, "Wald (log scale)", "fixed", 0.0, True, True,
+        return JointRow(component, 0.0, _NAN, _NAN, _NAN, "Wald (log scale)", "fixed", 0.0, True, True,
                             (note + "; " if note else "") + "REML optimum at 0: no Wald interval")
     se = math.sqrt(var) if var > 0 else _NAN
     z = float(special.ndtri(1 - (1 - level) / 2))
     f = math.exp(z * se / est) if est > 0 and np.isfinite(se) else _NAN
-    return ComponentRow(component, est, est / f, est * f, se, "Wald (log scale)", "fixed", est, False, True, note)
+    return JointRow(component, est, est / f, est * f, se, "Wald (log scale)", "fixed", est, False, True, note)
 
 
 def _single_thread_blas() -> Any:
@@ -359,7 +358,7 @@ def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
     names = ["residual", "scenario", "model_scenario", "generation"]
     used = [n for n, f in zip(names, np.r_[True, free]) if f]
     level = ci_level
-    rows: list[tuple[str, ComponentRow]] = []
+    rows: list[tuple[str, JointRow]] = []
     n_scen_model = np.bincount(_group_model(d), minlength=p)
     a = (1 - level) / 2
     for q, name in enumerate(d.models):
@@ -369,12 +368,12 @@ def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
         se = math.sqrt(float(c @ cov @ c))
         df = max(int(n_scen_model[q]) - 1, 1)
         tq = float(special.stdtrit(df, 1 - a))
-        rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
+        rows.append((name, JointRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
                                         "fixed", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     for comp in ("scenario", "model_scenario", "generation", "residual"):
         if comp not in used:
-            rows.append((JOINT_LABEL, ComponentRow.not_identifiable(
+            rows.append((JOINT_LABEL, JointRow.not_identifiable(
                 comp, "not identifiable: one generation per (model, scenario) (m = 1)")))
             continue
         i = used.index(comp)
@@ -395,7 +394,7 @@ def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
     jm_panel = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level)
     jm_pop = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level, scale=p * k / dfi, view="random")
     raw_pop_j = (float(g_judge @ g_judge) - float(np.trace(cov_judge))) / (k - 1) - max(jm_pop.raw_estimate, 0) / p
-    rows.append((JOINT_LABEL, ComponentRow("judge_population", max(raw_pop_j, 0.0), _NAN, _NAN, _NAN, "", "random",
+    rows.append((JOINT_LABEL, JointRow("judge_population", max(raw_pop_j, 0.0), _NAN, _NAN, _NAN, "", "random",
                                            raw_pop_j, raw_pop_j < 0, True,
                                            f"judges random: {k} judges give {k - 1} degrees of freedom; no "
                                            f"interval in the joint REML fit (see cj.estimate)")))
