@@ -28,12 +28,13 @@ def case(request):
 
 
 class TestAgreesWithLme4:
-    # lme4 (bobyqa) and our L-BFGS-B stop at slightly different points of a flat optimum; both criteria are
-    # within ~1e-7 of each other, which moves variances by ~1e-5 relative. Tolerances are set from that.
+    # lme4 (bobyqa) and our L-BFGS-B stop at slightly different points of a flat optimum: measured, the
+    # variances differ by at most 2e-7 relative, the cell means by 5e-9 and the ML log-likelihoods by 2e-12.
+    # Tolerances allow 10-50x that for other BLAS/optimiser builds.
     def test_variances(self, case):
         name, fit, ref = case
         for comp in ("scenario", "model_scenario", "generation", "residual"):
-            assert _est(fit, comp) == pytest.approx(ref["variances"][comp], rel=1e-4, abs=1e-6), comp
+            assert _est(fit, comp) == pytest.approx(ref["variances"][comp], rel=1e-5, abs=1e-8), comp
 
     def test_cell_means_and_their_covariance(self, case):
         name, fit, ref = case
@@ -53,13 +54,13 @@ class TestAgreesWithLme4:
                 cov[a, b] = fit.contrast(c)[1] ** 2  # Var(e_a + e_b)
         var = np.diag(cov) / 4
         cov = (cov - var[:, None] - var[None, :]) / 2
-        np.testing.assert_allclose(cov, np.array(ref["cell_cov"]), rtol=1e-4, atol=1e-8)
+        np.testing.assert_allclose(cov, np.array(ref["cell_cov"]), rtol=1e-5, atol=1e-9)
 
     def test_likelihood_ratio_of_the_interaction(self, case):
         name, fit, ref = case
         t = fit.tests["judge_model"]
-        assert t["loglik_full_ml"] == pytest.approx(ref["loglik_ml_full"], abs=1e-5)
-        assert t["loglik_additive_ml"] == pytest.approx(ref["loglik_ml_additive"], abs=1e-5)
+        assert t["loglik_full_ml"] == pytest.approx(ref["loglik_ml_full"], abs=1e-7)
+        assert t["loglik_additive_ml"] == pytest.approx(ref["loglik_ml_additive"], abs=1e-7)
 
     def test_boundary_is_flagged_when_lme4_is_singular(self, case):
         name, fit, ref = case
