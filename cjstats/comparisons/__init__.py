@@ -15,5 +15,5 @@ from cjstats.comparisons.design import difference_components, difference_varianc
 from cjstats.comparisons.models import ModelComparison, compare_models, fit_joint
 from cjstats.comparisons.self_preference import SelfPreference, parse_families, self_preference
 
-__all__ = ["JointFit", "difference_components", "difference_variance", "optimise_difference", "ModelComparison", "SelfPreference", "compare_models", "fit_joint", "parse_families",
-           "self_preference"]
+__all__ = ["JointFit", "ModelComparison", "SelfPreference", "compare_models", "difference_components",
+           "difference_variance", "fit_joint", "optimise_difference", "parse_families", "self_preference"]

@@ -122,7 +122,8 @@ def joint_data(scores: Scores) -> JointData:
     cell, _ = pd.factorize(cell_key, sort=True)
     ms_code, _ = pd.factorize(ms, sort=True)
     order = np.lexsort((jcode, cell))
-    return JointData(y=f["score"].to_numpy(np.float64)[order], model=mcode[order], scenario=scode.astype(np.int64)[order],
+    return JointData(y=f["score"].to_numpy(np.float64)[order], model=mcode[order],
+                     scenario=scode.astype(np.int64)[order],
                      judge=jcode.astype(np.int64)[order], cell=cell.astype(np.int64)[order],
                      ms=ms_code.astype(np.int64)[order], models=models, scenarios=np.asarray(scen, dtype=object),
                      judges=tuple(str(j) for j in judges))

@@ -16,8 +16,8 @@ panel's own effects, so no bias correction is needed); ``judge_population`` = si
 ``judge_model`` (population) = sigma_judge_model^2. Contrasts use the posterior draws of eta: the estimate is
 the posterior mean, the standard error the posterior SD, df = inf; the population view adds the posterior
 mean of C sigma_judge_model^2 + D sigma_judge^2 (C = sum c^2, D = sum_l (sum_p c_pl)^2). Ranks and ``p_best``
-come from the posterior draws of the model means. Sampling: ``pm.sample`` (NUTS; ``nuts_sampler="pymc"`` by default, whose compile is
-faster than nutpie's on small tables), ``chains`` x ``draws``.
+come from the posterior draws of the model means. Sampling: ``pm.sample`` (NUTS; ``nuts_sampler="pymc"`` by
+default, whose compile is faster than nutpie's on small tables), ``chains`` x ``draws``.
 """
 
 from __future__ import annotations

@@ -36,7 +36,6 @@ from scipy import special
 
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.comparisons._joint import JointFit
-from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
 
 __all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]

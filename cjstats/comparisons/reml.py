@@ -126,7 +126,7 @@ def cell_statistics(d: JointData) -> CellStatistics:
 
 def _grouped_outer(local: np.ndarray, weight: np.ndarray, starts: np.ndarray, p: int, k: int,
                    out: np.ndarray) -> None:
-    """out -= sum over rows of weight * e e', rows grouped by model (contiguous), e = [local[:K] in model block, local[K]]."""
+    """out -= sum_rows weight e e', rows grouped by model (contiguous); e = local[:K] in the model's block, y last."""
     wl = local * weight[:, None]
     blocks = np.add.reduceat(np.einsum("ca,cb->cab", wl, local), starts, axis=0)  # (P, K+1, K+1)
     y = p * k

@@ -38,7 +38,8 @@ class TestAgreesWithLme4:
 
     def test_cell_means_and_their_covariance(self, case):
         name, fit, ref = case
-        ours = {(m, j): fit.cell_means[fit.models.index(m), fit.judges.index(j)] for m in fit.models for j in fit.judges}
+        ours = {(m, j): fit.cell_means[fit.models.index(m), fit.judges.index(j)]
+                for m in fit.models for j in fit.judges}
         theirs = np.array(ref["cell_means"])
         np.testing.assert_allclose([ours[(m, j)] for m, j in zip(ref["cell_models"], ref["cell_judges"])], theirs,
                                    rtol=1e-6, atol=1e-7)
