@@ -24,6 +24,16 @@ def unbalanced(seed: int, s2_ms: float) -> "pd.DataFrame":  # noqa: F821
     return f[keep].reset_index(drop=True)
 
 
+def real_mentalalign(n_scenarios: int = 100) -> "pd.DataFrame":  # noqa: F821
+    """MentalAlign composite (mean of the 7 criteria), all 10 models and 4 judges, the first contexts (m = 1)."""
+    import cjstats as cj
+
+    f = cj.datasets.load("mentalalign", composite=True).to_frame()
+    keep = sorted(f["scenario"].unique())[:n_scenarios]
+    return f[f["scenario"].isin(keep)].reset_index(drop=True)
+
+
 if __name__ == "__main__":
     unbalanced(1, 0.2).to_csv(HERE / "unbalanced.csv", index=False)
     unbalanced(2, 0.0).to_csv(HERE / "boundary.csv", index=False)
+    real_mentalalign().to_csv(HERE / "real_mentalalign.csv", index=False, float_format="%.10g")
