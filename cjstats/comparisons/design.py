@@ -45,7 +45,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.variance import STRATEGIES, strategy_coefficients
 
 __all__ = ["difference_variance", "difference_coefficients", "difference_components", "optimise_difference",
-           "simulate_difference"]
+           "difference_allocation", "simulate_difference"]
 
 Strategy = Literal["all", "random", "cyclic"]
 Schedule = Literal["shared", "independent"]
@@ -126,7 +126,12 @@ def optimise_difference(*, s2_model_scenario: float, s2_generation: float, s2_re
     if not rows:
         raise CjstatsError(f"The 'budget' argument of {caller} ({budget}) leaves no design with at least one call "
                            f"per scenario and model. Raise the budget.")
-    return pd.DataFrame(rows).sort_values(["variance", "calls"], kind="stable").reset_index(drop=True)
+    out = pd.DataFrame(rows)
+    # ties (e.g. B and C when nothing judge-related is left): prefer CyclicJudge, then A, then shared schedules
+    out["_pref"] = out["strategy"].map({"cyclic": 0, "all": 1, "random": 2}) * 2 + (out["schedule"] != "shared")
+    out["_v"] = out["variance"].round(15)
+    return (out.sort_values(["_v", "calls", "_pref"], kind="stable").drop(columns=["_pref", "_v"])
+            .reset_index(drop=True))
 
 
 def simulate_difference(strategy: Strategy, *, schedule: Schedule, n: int, budget: int, gamma: np.ndarray,
@@ -221,3 +226,57 @@ def difference_components(fit, model_a: str, model_b: str) -> dict[str, float]:
             "s2_residual": comp("residual"),
             "s2_judge_difference": max(float(((g[a] - g[b]) ** 2).mean()) - v_diff, 0.0),
             "s2_judge_panel": max(float((g[a] ** 2).mean() + (g[b] ** 2).mean()) / 2 - (v_a + v_b) / 2, 0.0)}
+
+
+def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None = None, k_total: int | None = None,
+                          n_max: int | None = None, shared_scenarios: bool = True):
+    """``cj.optimise(fit, target="difference", ...)``: the design that minimises Var(difference of two models).
+
+    ``fit`` is a joint fit (:func:`cjstats.fit_joint`; ``models`` names the pair, default the two highest
+    means) or a mapping with the inputs of :func:`difference_variance`. ``budget`` counts judge calls for both
+    models together. Returns an :class:`cjstats.allocate.Allocation` whose table also has a ``schedule``
+    column (shared or independent); the variances are point predictions (``uncertainty = "none"``).
+    """
+    from collections.abc import Mapping
+
+    from cjstats.allocate import Allocation
+
+    caller = "optimise"
+    if budget is None:
+        raise CjstatsError(f"{caller}(target='difference') needs a budget of judge calls (both models together).")
+    if isinstance(fit, Mapping):
+        comps = {key: float(fit[key]) for key in ("s2_model_scenario", "s2_generation", "s2_residual",
+                                                   "s2_judge_panel", "s2_judge_difference")}
+        if k_total is None or n_max is None:
+            raise CjstatsError(f"{caller}(target='difference') needs k_total and n_max when fit is a mapping.")
+        pair = models
+    else:
+        if not hasattr(fit, "cell_means"):
+            raise CjstatsError(f"{caller}(target='difference') needs a joint fit from cj.fit_joint (or a mapping "
+                               f"of difference_variance inputs). Got {type(fit).__name__} instead.")
+        if models is None:
+            order = np.argsort(-fit.model_means())
+            models = (fit.models[order[0]], fit.models[order[1]])
+        pair = tuple(models)
+        comps = difference_components(fit, pair[0], pair[1])
+        k_total = len(fit.judges) if k_total is None else k_total
+        n_max = int(fit.diagnostics.get("n", 0)) if n_max is None else n_max
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    designs = optimise_difference(budget=int(budget), k_total=kt, n_max=n_max, shared_scenarios=shared_scenarios,
+                                  **comps)
+    designs = designs.assign(
+        judges_per_generation=np.where(designs["strategy"] == "all", kt, 1),
+        m=np.where(designs["strategy"] == "all", np.maximum(designs["calls_per_scenario"] // kt, 1),
+                   designs["calls_per_scenario"]),
+        budget_per_scenario=designs["calls_per_scenario"], cost=designs["calls"].astype(float),
+        max_cost=designs["calls"].astype(float), variance_lower=np.nan, variance_upper=np.nan, p_best=np.nan)
+    best = designs.groupby(["strategy", "schedule"], sort=False).head(1).reset_index(drop=True)
+    best["strategy"] = best["strategy"] + " (" + best["schedule"] + ")"
+    best.insert(0, "rank", np.arange(1, len(best) + 1))
+    rec = best.iloc[0].to_dict()
+    note = (f"target='difference': Var(mean of '{pair[0]}' - mean of '{pair[1]}') with both models on the same "
+            f"scenarios; budget = judge calls of both models." if pair else "target='difference'")
+    return Allocation(table=best, strategies=best, designs=designs, recommendation=rec, budget=float(budget),
+                      budget_unit="calls", target_se=None, k_total=kt, n_max=int(n_max), components=comps,
+                      judge_costs={}, generation_cost=0.0, frequencies=None, uncertainty="none",
+                      ci_level=float(getattr(fit, "ci_level", 0.95)), model=None, notes=(note,))

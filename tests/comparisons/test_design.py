@@ -99,3 +99,21 @@ class TestFromAJointFit:
         assert comps["s2_residual"] == pytest.approx(V["s2_residual"], rel=0.1)
         v = cj.difference_variance("cyclic", budget=4, n=50, k_total=4, **comps)
         assert v > 0
+
+
+class TestOptimiseTargetDifference:
+    def test_optimise_dispatches_to_the_paired_design(self):
+        from cjstats.comparisons.simulate import simulate_joint
+
+        f = simulate_joint(n=40, m=2, mu=[0, 0.1, 0.3], gamma=[-1, 0, 0.5, 0.5], rng=2, s2_scenario=0.3, **V)
+        fit = cj.fit_joint(f)
+        alloc = cj.optimise(fit, budget=400, target="difference", models=("m2", "m1"))
+        rec = alloc.recommendation
+        assert rec["schedule"] == "shared" and rec["strategy"].endswith("(shared)") and rec["calls"] <= 400
+        assert rec["variance"] == alloc.designs["variance"].min()
+        assert "Recommended" in alloc.as_text()
+
+    def test_optimise_still_refuses_an_unknown_target(self):
+        with pytest.raises(CjstatsError, match="'target'"):
+            cj.optimise({"scenario": 1, "generation": 0, "residual": 1, "judge_panel": 1}, budget=10, n_max=5,
+                        k_total=2, target="median")
