@@ -100,3 +100,12 @@ def test_reml_pair_sharing_no_scenario_is_refused():
     f.loc[f.model == "m2", "scenario"] += 1000
     with pytest.raises(cj.CjstatsError, match="share no scenario"):
         cj.compare_models(f, method="reml")
+
+
+def test_balanced_population_view_standard_errors_agree_with_anova():
+    gp = np.outer([1, -1, 0], [.3, 0, -.3])
+    f = simulate_joint(n=15, m=2, mu=[0, .3, .1], gamma=[-.2, 0, .2], s2_scenario=.5, s2_model_scenario=.2,
+                       s2_generation=.1, s2_residual=.4, judge_model=gp, rng=9)
+    a = cj.compare_models(f, method="anova", view="population").differences
+    r = cj.compare_models(f, method="reml", view="population").differences
+    np.testing.assert_allclose(r["std_error"], a["std_error"], rtol=1e-5)
