@@ -1,4 +1,4 @@
-"""Coverage of the joint REML intervals and level of its LR test on simulated unbalanced tables (about 80 s).
+"""Coverage of the joint REML intervals and level of its LR test on simulated unbalanced tables (about 40-80 s).
 
     PYTHONPATH=. .venv/bin/python benchmarks/coverage_compare_reml.py
 
