@@ -47,3 +47,11 @@ __all__ += ["plots", "report", "tables"]
 # name (``from cjstats.report import demo_report``) because it is loaded first.
 from cjstats import report as _text_report  # noqa: E402,F401
 from cjstats.reporting import report  # noqa: E402
+
+from cjstats.comparisons import (  # noqa: E402  (issue 10: model comparisons)
+    JointFit, ModelComparison, SelfPreference, compare_models, difference_components, difference_variance, fit_joint,
+    optimise_difference, self_preference,
+)
+
+__all__ += ["compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
+            "difference_variance", "difference_components", "optimise_difference"]

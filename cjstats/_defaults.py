@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["CI_LEVEL", "COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
+__all__ = ["CI_LEVEL", "COMPONENTS", "JOINT_COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
 
 #: Default level of every interval the package reports.
 CI_LEVEL: float = 0.95
 
 #: The estimand names of DESIGN.md §1, in report order. The ``component`` column holds only these.
 COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
+
+#: Extra estimand names of the joint multi-model fit (DESIGN.md §4), used by :mod:`cjstats.comparisons`.
+JOINT_COMPONENTS: tuple[str, ...] = ("model_scenario", "judge_model")
 
 #: Required columns of a score table, in canonical order.
 SCORE_COLUMNS: tuple[str, ...] = ("model", "scenario", "generation", "judge", "score")

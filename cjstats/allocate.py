@@ -22,7 +22,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -412,7 +412,8 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
              judge_costs: Mapping[str, float] | None = None, generation_cost: float = 0.0,
              target_se: float | None = None, model: str | None = None, criterion: str | None = None,
              m_max: int | None = None, residual_by_judge: Mapping[str, float] | None = None,
-             strategies: Sequence[str] | None = None, n_draws: int = 4000, seed: int | None = 0) -> Allocation:
+             strategies: Sequence[str] | None = None, n_draws: int = 4000, seed: int | None = 0,
+             target: Literal["mean", "difference"] = "mean", models: tuple[str, str] | None = None) -> Allocation:
     """Find the design with the smallest predicted variance for a budget (or the cheapest that reaches a SE).
 
     Parameters
@@ -444,6 +445,10 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
         add ``weighted``.
     strategies : sequence, optional
         Subset of :data:`OPTIMISE_STRATEGIES`.
+    target : {"mean", "difference"}
+        ``"difference"``: minimise the variance of the difference of two models' panel means instead, from a
+        joint fit (:func:`cjstats.fit_joint`; ``models=(a, b)``, default the two best), over strategies A/B/C
+        and shared or independent judge schedules (:func:`cjstats.comparisons.design.difference_allocation`).
     n_draws, seed
         Draws used for intervals and probabilities (posterior draws are used as given when the fit has them;
         otherwise approximate draws matched to the component intervals).
@@ -474,6 +479,12 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     'cyclic'
     """
     caller = "optimise"
+    # --- target="difference": the variance of a paired difference of two models (cjstats.comparisons) --------
+    if target == "difference":
+        from cjstats.comparisons.design import difference_allocation
+
+        return difference_allocation(fit, budget=budget, models=models, k_total=k_total, n_max=n_max)
+    check_choice("target", target, ("mean", "difference"), caller=caller)
     # --- ordinal fits: posterior-predictive simulation on the score scale (cjstats.predictive) -------------
     if getattr(fit, "provenance", {}).get("options", {}).get("likelihood") == "ordinal":
         from cjstats.predictive import optimise_ordinal

@@ -797,9 +797,24 @@ def _diff_se(var_a: float, var_b: float | None, covariance: float, caller: str) 
     return math.sqrt(v)
 
 
-def minimum_detectable_difference(var_a: float, var_b: float | None = None, *, covariance: float = 0.0,
+def _paired_or_diff_se(var_a: float | None, var_b: float | None, covariance: float,
+                       var_difference: float | None, caller: str) -> float:
+    if var_difference is not None:
+        if var_a is not None or var_b is not None:
+            raise CjstatsError(f"Pass either var_a (and var_b) or var_difference to {caller}, not both.")
+        v = _var("var_difference", var_difference, caller)
+        if v <= 0:
+            raise CjstatsError(f"The 'var_difference' argument of {caller} must be positive. Got {v!r} instead.")
+        return math.sqrt(v)
+    if var_a is None:
+        raise CjstatsError(f"{caller} needs var_a (the variance of a model's score) or var_difference.")
+    return _diff_se(var_a, var_b, covariance, caller)
+
+
+def minimum_detectable_difference(var_a: float | None = None, var_b: float | None = None, *, covariance: float = 0.0,
                                   alpha: float = 0.05, power: float = 0.8,
-                                  alternative: Literal["two-sided", "one-sided"] = "two-sided") -> float:
+                                  alternative: Literal["two-sided", "one-sided"] = "two-sided",
+                                  var_difference: float | None = None) -> float:
     """Smallest difference between two models' panel means detected with the given power (normal z-test).
 
     MDD = (z_{1−α/2} + z_{power}) · sqrt(V_a + V_b − 2 Cov),
@@ -808,22 +823,28 @@ def minimum_detectable_difference(var_a: float, var_b: float | None = None, *, c
     defaults to ``var_a``). Scores from the same scenarios and the same judge assignment are positively
     correlated (shared scenario effects, shared offsets): a positive ``covariance`` shrinks the MDD, so 0 is
     conservative then. The z-test ignores the (small) error in estimating the variances. (Beyond the paper.)
+
+    ``var_difference`` gives Var(a − b) directly instead, e.g. the paired variance of two models that share
+    scenarios and a judge schedule (:func:`cjstats.comparisons.design.difference_variance`).
     """
     caller = "minimum_detectable_difference"
     za, zb = _z(alpha, power, alternative, caller)
-    return (za + zb) * _diff_se(var_a, var_b, covariance, caller)
+    return (za + zb) * _paired_or_diff_se(var_a, var_b, covariance, var_difference, caller)
 
 
-def power_to_detect(difference: float, var_a: float, var_b: float | None = None, *, covariance: float = 0.0,
-                    alpha: float = 0.05, alternative: Literal["two-sided", "one-sided"] = "two-sided") -> float:
+def power_to_detect(difference: float, var_a: float | None = None, var_b: float | None = None, *,
+                    covariance: float = 0.0, alpha: float = 0.05,
+                    alternative: Literal["two-sided", "one-sided"] = "two-sided",
+                    var_difference: float | None = None) -> float:
     """Power of the z-test of "equal panel means" against a true ``difference`` (the inverse of the MDD).
 
     Two-sided: Φ(|d|/SE − z_{1−α/2}) + Φ(−|d|/SE − z_{1−α/2}); one-sided: Φ(|d|/SE − z_{1−α}).
+    ``var_difference`` gives Var(a − b) directly (paired designs), as in :func:`minimum_detectable_difference`.
     """
     caller = "power_to_detect"
     d = abs(check_number("difference", difference, caller=caller))
     za, _ = _z(alpha, None, alternative, caller)
-    se = _diff_se(var_a, var_b, covariance, caller)
+    se = _paired_or_diff_se(var_a, var_b, covariance, var_difference, caller)
     p = stats.norm.cdf(d / se - za)
     if alternative == "two-sided":
         p += stats.norm.cdf(-d / se - za)

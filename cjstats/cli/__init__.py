@@ -33,6 +33,10 @@ def _register() -> None:
         cli.add_command(cmd)
     cli.add_command(humans)
 
+    from cjstats.cli.compare import compare  # issue 10
+
+    cli.add_command(compare)
+
 
 _register()
 

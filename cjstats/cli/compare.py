@@ -1,0 +1,64 @@
+"""``cjstats compare FILE``: paired model differences, rank intervals and judge self-preference.
+
+Mirrors :func:`cjstats.compare_models` (and :func:`cjstats.self_preference` with ``--families``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from cjstats.cli._app import format_option, load_scores, scores_options
+
+__all__ = ["compare"]
+
+
+@click.command(short_help="Which model is better: paired differences, rank intervals, self-preference.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
+              help="Joint fit: anova (complete balanced tables), reml (any missing cells) or bayes.")
+@click.option("--population", is_flag=True,
+              help="Treat the judges as a sample of a population (judge x model variance enters the SEs).")
+@click.option("--families", default=None, metavar="JUDGE=MODEL,...",
+              help="Each judge's own model family, e.g. gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini (repeat a judge for "
+                   "several models); adds the self-preference table.")
+@click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
+@click.option("--adjust", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True,
+              help="Multiplicity adjustment of the pairwise p-values.")
+@click.option("--incomplete", type=click.Choice(["error", "drop"]), default=None,
+              help="anova only: fail on an incomplete scenario, or drop it.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo behind p_best.")
+@scores_options
+@format_option
+def compare(file: str, method: str, population: bool, families: str | None, ci_level: float | None, adjust: str,
+            incomplete: str | None, seed: int, columns: str | None, duplicates: str, composite: bool,
+            fmt: str) -> None:
+    """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best."""
+    import json
+
+    import pandas as pd
+
+    from cjstats.cli._app import frame_to_json
+    from cjstats.comparisons import compare_models, parse_families, self_preference
+
+    scores = load_scores(file, columns, duplicates, composite)
+    options = {"incomplete": incomplete} if incomplete else {}
+    res = compare_models(scores, method, ci_level=ci_level, adjust=adjust,
+                         view="population" if population else "panel", seed=seed, **options)
+    sp = None
+    if families:
+        sp = self_preference(scores, parse_families(families), ci_level=ci_level, adjust=adjust, fit=res.fit)
+    if fmt == "json":
+        out = {"differences": json.loads(frame_to_json(res.differences)),
+               "ranks": json.loads(frame_to_json(res.ranks)),
+               "self_preference": json.loads(frame_to_json(sp.contrasts)) if sp is not None else []}
+        click.echo(json.dumps(out, indent=2))
+    elif fmt == "csv":
+        parts = [res.differences.assign(table="differences"), res.ranks.assign(table="ranks")]
+        if sp is not None:
+            parts.append(sp.contrasts.assign(table="self_preference"))
+        click.echo(pd.concat(parts, ignore_index=True).to_csv(index=False), nl=False)
+    else:
+        click.echo(res.as_text())
+        if sp is not None:
+            click.echo("")
+            click.echo(sp.as_text())

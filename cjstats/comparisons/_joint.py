@@ -1,0 +1,248 @@
+r"""The joint multi-model fit: its result type, the input table it reads, and linear contrasts of it.
+
+Joint model (DESIGN.md §4), for models p, scenarios i, generations j (nested in p x i) and judges l::
+
+    X_pijl = mu_p + alpha_i + (alpha p)_pi + beta_pij + gamma_l + (gamma p)_pl + eps_pijl
+
+with alpha_i ~ N(0, s2_scenario), (alpha p)_pi ~ N(0, s2_model_scenario), beta_pij ~ N(0, s2_generation),
+eps ~ N(0, s2_residual) (all independent; the *unrestricted* mixed model, which is what lme4's
+``(1|scenario) + (1|scenario:model) + (1|scenario:model:generation)`` fits). Model and judge are fixed:
+eta_pl = mu_p + gamma_l + (gamma p)_pl are the P x K "cell means" of the judge x model table. Every
+question of the comparison layer (a difference of two models' panel means, a self-preference contrast) is a
+linear contrast sum_pl c_pl eta_pl of that table, so a fit only has to say how to compute the variance and
+degrees of freedom of a contrast (:meth:`JointFit.contrast`, STYLE.md §13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
+from cjstats.components import COMPONENT_COLUMNS
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import Scores, read_scores
+
+__all__ = ["JointFit", "JointData", "JointRow", "joint_data", "as_scores", "components_frame", "JOINT_LABEL"]
+
+View = Literal["panel", "population"]
+
+#: The ``model`` label of the rows of the joint components table that belong to no single model.
+JOINT_LABEL = "(joint)"
+
+
+@dataclass(frozen=True, slots=True)
+class JointRow:
+    """One estimand of the joint fit (the fields of ``cjstats.components.ComponentRow``; the joint names too)."""
+
+    component: str
+    estimate: float
+    lower: float = float("nan")
+    upper: float = float("nan")
+    std_error: float = float("nan")
+    ci_method: str = ""
+    view: str = "fixed"
+    raw_estimate: float = float("nan")
+    at_boundary: bool = False
+    identifiable: bool = True
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.component not in COMPONENTS + JOINT_COMPONENTS:
+            raise CjstatsError(f"Unknown component '{self.component}' "
+                               f"(known: {', '.join(COMPONENTS + JOINT_COMPONENTS)}).")
+
+    @classmethod
+    def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> JointRow:
+        """A row with no number, carrying the reason."""
+        return cls(component, float("nan"), identifiable=False, note=reason, view=view)
+
+
+def as_scores(scores: Any, caller: str) -> Scores:
+    """A validated :class:`Scores` with one score per (model, scenario, generation, judge) and no criterion."""
+    if isinstance(scores, pd.DataFrame):
+        scores = read_scores(scores)
+    if not isinstance(scores, Scores):
+        raise CjstatsError(f"{caller} takes a Scores table (from read_scores) or a DataFrame. "
+                           f"Got {type(scores).__name__} instead.")
+    if scores.has_criterion:
+        raise CjstatsError(f"scores has a 'criterion' column ({len(scores.criteria)} criteria), but {caller} "
+                           f"compares models on one score. Pass scores.composite() or "
+                           f"scores.subset(criteria=[...]).")
+    if len(scores.models) < 2:
+        raise CjstatsError(f"scores has only one model ('{scores.models[0]}'); {caller} needs at least 2 "
+                           f"models to compare.")
+    return scores
+
+
+@dataclass(frozen=True, slots=True)
+class JointData:
+    """Integer-coded arrays of a multi-model table, sorted by (model, scenario, generation, judge).
+
+    ``cell`` indexes (model, scenario, generation) triples; ``ms`` indexes (model, scenario) pairs.
+    """
+
+    y: np.ndarray
+    model: np.ndarray
+    scenario: np.ndarray
+    judge: np.ndarray
+    cell: np.ndarray
+    ms: np.ndarray
+    models: tuple[str, ...]
+    scenarios: np.ndarray
+    judges: tuple[str, ...]
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_judges(self) -> int:
+        return len(self.judges)
+
+
+def joint_data(scores: Scores) -> JointData:
+    """Code the long table of ``scores`` for the joint fit (checks: 2+ judges, 2+ scenarios)."""
+    f = scores.to_frame()
+    models = tuple(str(m) for m in scores.models)
+    mcode = pd.Categorical(f["model"].astype(str), categories=list(models)).codes.astype(np.int64)
+    scode, scen = pd.factorize(f["scenario"], sort=True)
+    jcode, judges = pd.factorize(f["judge"].astype(str), sort=True)
+    gcode, _ = pd.factorize(f["generation"], sort=True)
+    if len(judges) < 2:
+        raise CjstatsError(f"scores has only one judge ('{judges[0]}'): judge x model terms need at least 2 judges.")
+    if len(scen) < 2:
+        raise CjstatsError("scores has only one scenario: the joint fit needs at least 2.")
+    ms = mcode * len(scen) + scode
+    cell_key = ms.astype(np.int64) * (gcode.max() + 1) + gcode
+    cell, _ = pd.factorize(cell_key, sort=True)
+    ms_code, _ = pd.factorize(ms, sort=True)
+    order = np.lexsort((jcode, cell))
+    return JointData(y=f["score"].to_numpy(np.float64)[order], model=mcode[order],
+                     scenario=scode.astype(np.int64)[order],
+                     judge=jcode.astype(np.int64)[order], cell=cell.astype(np.int64)[order],
+                     ms=ms_code.astype(np.int64)[order], models=models, scenarios=np.asarray(scen, dtype=object),
+                     judges=tuple(str(j) for j in judges))
+
+
+def check_shared_scenarios(d: JointData) -> None:
+    """Every pair of models must share at least one scenario (else their difference rests on no pairing)."""
+    p = d.n_models
+    seen = np.zeros((p, len(d.scenarios)), dtype=bool)
+    seen[d.model, d.scenario] = True
+    shared = seen.astype(np.int64) @ seen.T.astype(np.int64)
+    a, b = np.nonzero(shared == 0)
+    if a.size:
+        raise CjstatsError(f"Models '{d.models[a[0]]}' and '{d.models[b[0]]}' share no scenario, so their "
+                           f"difference cannot be paired. Score both on common scenarios, or compare them "
+                           f"separately with cj.estimate.")
+
+
+def components_frame(rows: list[tuple[str, JointRow]], *, method: str, ci_level: float) -> pd.DataFrame:
+    """The tidy joint components table, with the same columns as ``VarianceComponents.components``."""
+    data: dict[str, list] = {c: [] for c in COMPONENT_COLUMNS}
+    for model, r in rows:
+        data["model"].append(model)
+        data["component"].append(r.component)
+        for c in ("estimate", "std_error", "lower", "upper", "ci_method", "view", "raw_estimate", "at_boundary",
+                  "identifiable", "note"):
+            data[c].append(getattr(r, c))
+        data["ci_level"].append(ci_level if r.identifiable else float("nan"))
+        data["method"].append(method)
+    out = pd.DataFrame(data)
+    for c in ("estimate", "std_error", "lower", "upper", "ci_level", "raw_estimate"):
+        out[c] = out[c].astype(np.float64)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class JointFit:
+    """A joint fit of several models: components with intervals, the judge x model table and its contrasts.
+
+    Attributes
+    ----------
+    method : str
+        ``"anova"``, ``"reml"`` or ``"bayes"``.
+    models, judges : tuple of str
+        Row and column labels of ``cell_means``.
+    cell_means : ndarray, shape (P, K)
+        Estimated eta_pl = mu_p + gamma_l + (gamma p)_pl (GLS for REML, posterior means for Bayes).
+    components : DataFrame
+        Tidy, the columns of ``VarianceComponents.components``. Rows ``mu`` carry each model's panel mean;
+        the shared components (``scenario``, ``model_scenario``, ``generation``, ``residual``, ``judge_panel``,
+        ``judge_population``, ``judge_model``) have ``model == "(joint)"``.
+    tests : Mapping
+        ``{"judge_model": {...}}``: the test of no judge x model interaction (F for ANOVA, likelihood ratio for
+        REML), with its statistic, degrees of freedom and p-value.
+    ci_level : float
+        Level of every interval.
+    diagnostics : Mapping
+        Mean squares, dropped scenarios, optimiser state, as the backend reports them.
+    """
+
+    method: str
+    models: tuple[str, ...]
+    judges: tuple[str, ...]
+    cell_means: np.ndarray
+    components: pd.DataFrame
+    tests: Mapping[str, Any]
+    ci_level: float
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    contrast_fn: Callable[[np.ndarray, str], tuple[float, float]] | None = None
+    draws: np.ndarray | None = None  # (S, P, K) posterior draws of eta (Bayes only)
+
+    def contrast(self, c: np.ndarray, view: View = "panel") -> tuple[float, float, float]:
+        """Estimate, standard error and degrees of freedom of sum_pl c_pl eta_pl.
+
+        ``view="panel"``: the judges in the data are fixed. ``view="population"``: the judges are a sample, so
+        the judge x model variance (and, unless the contrast sums to zero within each model, the judge
+        variance) enters the standard error.
+        """
+        c = np.asarray(c, dtype=np.float64)
+        if c.shape != self.cell_means.shape:
+            raise CjstatsError(f"A contrast needs shape {self.cell_means.shape} (models x judges). Got {c.shape}.")
+        est = float(np.sum(c * self.cell_means))
+        var, df = self.contrast_fn(c, view)
+        return est, float(np.sqrt(max(var, 0.0))), float(df)
+
+    def model_means(self) -> np.ndarray:
+        """Panel means mu_p + mean_l(gamma_l + (gamma p)_pl): the row means of ``cell_means``."""
+        return self.cell_means.mean(axis=1)
+
+    def model_mean_covariance(self, view: View = "panel") -> tuple[np.ndarray, float]:
+        """Covariance of the model panel means up to a shared constant (differences are exact) and one df.
+
+        Built from the contrast variances: Cov_ab = (Var_a + Var_b - Var(a - b))/2, with Var_a of the
+        contrast e_a/K. The df is the smallest df of the pairwise differences (conservative for max-t).
+        """
+        p, k = self.cell_means.shape
+        var = np.zeros(p)
+        dfs = []
+        for a in range(p):
+            c = np.zeros((p, k))
+            c[a] = 1.0 / k
+            var[a] = self.contrast_fn(c, view)[0]
+        cov = np.diag(var)
+        for a in range(p):
+            for b in range(a + 1, p):
+                c = np.zeros((p, k))
+                c[a], c[b] = 1.0 / k, -1.0 / k
+                v, df = self.contrast_fn(c, view)
+                dfs.append(df)
+                cov[a, b] = cov[b, a] = (var[a] + var[b] - v) / 2
+        return cov, float(min(dfs))
+
+    def summary_text(self) -> str:
+        from cjstats.components import Summary
+
+        notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n)
+        return Summary(title=f"Joint variance components ({self.method})",
+                       header=(("models", str(len(self.models))), ("judges", str(len(self.judges)))),
+                       table=self.components, offsets=pd.DataFrame(), footnotes=notes).as_text()
+
+    def __str__(self) -> str:
+        return self.summary_text()

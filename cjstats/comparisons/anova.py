@@ -1,0 +1,259 @@
+r"""Joint method-of-moments fit of several models on a complete, balanced table (model x scenario x judge).
+
+Three-factor mixed ANOVA: model p fixed (P levels), scenario i random (n), judge l fixed (K), generation j
+random and nested in model x scenario (m per cell). With G the grand mean and dotted means over the dropped
+indices (Y_p, Y_i, Y_pi, Y_pij, Y_l, Y_pl):
+
+    SS_M  = nmK sum_p (Y_p - G)^2                               df P - 1
+    SS_S  = PmK sum_i (Y_i - G)^2                               df n - 1
+    SS_MS = mK sum_pi (Y_pi - Y_p - Y_i + G)^2                  df (P - 1)(n - 1)
+    SS_G  = K sum_pij (Y_pij - Y_pi)^2                          df P n (m - 1)
+    SS_J  = Pnm sum_l (Y_l - G)^2                               df K - 1
+    SS_JM = nm sum_pl (Y_pl - Y_p - Y_l + G)^2                  df (P - 1)(K - 1)
+    SS_W  = the rest                                            df P (nm - 1)(K - 1)
+
+Expected mean squares in the unrestricted model (the one lme4 fits):
+
+    E MS_W = s2_eps                 E MS_G = s2_eps + K s2_beta
+    E MS_MS = s2_eps + K s2_beta + mK s2_ms            E MS_S = E MS_MS + PmK s2_alpha
+    E MS_JM = s2_eps + nm sum_pl (gamma p)_pl^2 / ((P - 1)(K - 1))
+    E MS_J = s2_eps + Pnm sum_l gamma_l^2 / (K - 1)
+
+so ``scenario`` = (MS_S - MS_MS)/(PmK), ``model_scenario`` = (MS_MS - MS_G)/(mK) (m = 1: (MS_MS - MS_W)/K,
+holding s2_ms + s2_beta), ``generation`` = (MS_G - MS_W)/K, ``residual`` = MS_W,
+``judge_panel`` = (K - 1)(MS_J - MS_W)/(K P nm) (the paper's App. C correction on the pooled table),
+``judge_model`` panel view = (P - 1)(K - 1)(MS_JM - MS_W)/(PK nm) (mean of (gamma p)^2 over the P x K table,
+bias-corrected like ``judge_panel``), population view = (MS_JM - MS_W)/(nm); ``judge_population`` (judges and
+judge x model random) = (MS_J - MS_JM)/(Pnm). Intervals reuse the per-model backend's: MLS for differences
+of mean squares, exact chi-square for the residual, noncentral chi-square inversion (of SS/MS_W) for the
+panel views. The judge x model test is F = MS_JM/MS_W on ((P - 1)(K - 1), P(nm - 1)(K - 1)) df.
+
+Agreement with the per-model ANOVA (exact identities, tested): SS_W is the sum of the per-model SS_W, so the
+joint ``residual`` is the pooled per-model residual; each ``mu`` row is the per-model ANOVA's ``mu`` row; the
+mean over models of the per-model raw ``judge_panel`` equals joint raw ``judge_panel`` + raw ``judge_model``
+(panel), and the mean of the per-model raw ``scenario`` equals joint raw ``scenario`` + raw ``model_scenario``.
+
+Contrasts. Var(sum c_pl Y_pl) = A (MS_S - MS_MS)/(PnmK) + B (MS_MS - MS_W)/(nmK) + C MS_W/(nm) with
+A = (sum c)^2, B = sum_p (sum_l c_pl)^2, C = sum c^2 (panel view); the population view adds
+D (MS_J - MS_JM)/(Pnm) + C (MS_JM - MS_W)/(nm) with D = sum_l (sum_p c_pl)^2 (each added variance truncated
+at 0). Degrees of freedom: Satterthwaite over the mean squares, which gives exactly (P - 1)(n - 1) for a
+difference of two model means (the paired t on per-scenario means when P = 2) and P(nm - 1)(K - 1) for an
+interaction contrast (self-preference).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from scipy import special
+
+from cjstats.comparisons._joint import (
+    JOINT_LABEL, JointData, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
+)
+from cjstats.estimators._intervals import noncentral_chi2_interval
+
+try:  # the per-model backend's interval helpers, wherever the estimators refactor puts them
+    from cjstats.estimators._intervals import chi2_interval, mls_interval
+except ImportError:  # pragma: no cover - depends on the version of cjstats.estimators
+    from cjstats.estimators.anova import chi2_interval, mls_interval
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import Scores
+
+__all__ = ["JointMeanSquares", "dense_joint", "fit_joint"]
+
+_NAN = float("nan")
+
+
+class JointMeanSquares:
+    """Sums of squares and means of a balanced (P, n, m, K) array (see the module docstring)."""
+
+    def __init__(self, y: np.ndarray) -> None:
+        y = np.asarray(y, dtype=np.float64)
+        p, n, m, k = y.shape
+        self.p, self.n, self.m, self.k = p, n, m, k
+        g = y.mean()
+        y_p = y.mean(axis=(1, 2, 3))
+        y_i = y.mean(axis=(0, 2, 3))
+        y_pi = y.mean(axis=(2, 3))
+        y_pij = y.mean(axis=3)
+        y_l = y.mean(axis=(0, 1, 2))
+        y_pl = y.mean(axis=(1, 2))
+        self.grand_mean = float(g)
+        self.model_means = y_p
+        self.cell_means = y_pl
+        self.scenario_means = y_pi  # (P, n): per-model scenario means
+        self.ss = {
+            "M": n * m * k * float(((y_p - g) ** 2).sum()),
+            "S": p * m * k * float(((y_i - g) ** 2).sum()),
+            "MS": m * k * float(((y_pi - y_p[:, None] - y_i[None, :] + g) ** 2).sum()),
+            "G": k * float(((y_pij - y_pi[:, :, None]) ** 2).sum()),
+            "J": p * n * m * float(((y_l - g) ** 2).sum()),
+            "JM": n * m * float(((y_pl - y_p[:, None] - y_l[None, :] + g) ** 2).sum()),
+        }
+        # residual of the per-model crossed fits: X - Y_pij - Y_pl + Y_p, summed directly (no cancellation)
+        r = y - y_pij[..., None] - (y_pl - y_p[:, None])[:, None, None, :]
+        self.ss["W"] = float(np.einsum("pijl,pijl->", r, r))
+        self.df = {"M": p - 1, "S": n - 1, "MS": (p - 1) * (n - 1), "G": p * n * (m - 1), "J": k - 1,
+                   "JM": (p - 1) * (k - 1), "W": p * (n * m - 1) * (k - 1)}
+        self.ms = {key: (self.ss[key] / self.df[key] if self.df[key] > 0 else _NAN) for key in self.ss}
+
+
+def dense_joint(d: JointData, incomplete: Literal["error", "drop"] = "error") -> tuple[np.ndarray, dict]:
+    """The (P, n, m, K) array of a complete balanced joint table; ``"drop"`` drops incomplete scenarios."""
+    p, k = d.n_models, d.n_judges
+    n_all = len(d.scenarios)
+    seen = np.zeros((p, n_all), dtype=bool)
+    seen[d.model, d.scenario] = True
+    if not seen.all(axis=0).any():
+        raise CjstatsError("No scenario was scored for every model, so the ANOVA joint fit has nothing to pair. "
+                           "Use method='reml', which handles models that do not share scenarios.")
+    n_cells = int(d.cell.max()) + 1
+    cell_ms = np.zeros(n_cells, dtype=np.int64)
+    cell_ms[d.cell] = d.ms
+    first_cell = np.full(int(d.ms.max()) + 1, n_cells, dtype=np.int64)
+    np.minimum.at(first_cell, cell_ms, np.arange(n_cells))
+    gen_local = d.cell - first_cell[d.ms]
+    m_per_ms = np.bincount(cell_ms)
+    m = int(m_per_ms.max())
+    y = np.full((p, n_all, m, k), np.nan)
+    y[d.model, d.scenario, gen_local, d.judge] = d.y
+    complete = ~np.isnan(y).any(axis=(0, 2, 3))
+    n_bad = int((~complete).sum())
+    if n_bad:
+        bad = int(np.flatnonzero(~complete)[0])
+        if incomplete == "error":
+            pm, jj, ll = np.argwhere(np.isnan(y[:, bad]))[0]
+            what = (f"model '{d.models[pm]}' has fewer generations there" if m_per_ms.min() != m else
+                    f"model '{d.models[pm]}', judge '{d.judges[ll]}' is missing")
+            raise CjstatsError(
+                f"The ANOVA joint fit needs a complete balanced table (every model x judge on every scenario, "
+                f"the same number of generations): {n_bad} scenarios are not (first: scenario {d.scenarios[bad]!r}, "
+                f"{what}). Pass incomplete='drop' to drop those scenarios, or use method='reml'.")
+    y = y[:, complete]
+    if y.shape[1] < 2:
+        raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA joint "
+                           "fit cannot estimate the scenario variance. Use method='reml'.")
+    return y, {"dropped_scenarios": n_bad, "n_scenarios": int(y.shape[1])}
+
+
+def _t_ppf(p: float, df: float) -> float:
+    return float(special.stdtrit(df, p))
+
+
+def _truncate(raw: float) -> tuple[float, bool]:
+    return (0.0, True) if raw < 0 else (raw, False)
+
+
+def _mls_row(component: str, c: float, ms1: float, df1: int, ms2: float, df2: int, level: float,
+             view: str = "fixed", note: str = "") -> JointRow:
+    raw = c * (ms1 - ms2)
+    est, boundary = _truncate(raw)
+    lo, hi = mls_interval(c, ms1, df1, c, ms2, df2, level)
+    se = math.sqrt(2 * (c * ms1) ** 2 / df1 + 2 * (c * ms2) ** 2 / df2)
+    return JointRow(component, est, max(lo, 0.0), max(hi, 0.0), se, "MLS (Ting et al. 1990)", view, raw,
+                        boundary, True, note)
+
+
+def _panel_row(component: str, ss: float, df: int, ms_w: float, df_w: int, scale_n: float, level: float,
+               note: str = "") -> JointRow:
+    """Fixed-effects 'mean square' (sum of squared effects / count) with its noncentral chi-square interval.
+
+    raw = (SS - df MS_W)/scale_n; SS/s2_eps ~ chi2'(df, lambda) with lambda = scale_n * value / s2_eps.
+    """
+    raw = (ss - df * ms_w) / scale_n
+    est, boundary = _truncate(raw)
+    if not ms_w > 0:
+        return JointRow(component, est, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "fixed", raw,
+                            boundary, True, "no residual variance: the interval is undefined")
+    lam_lo, lam_hi = noncentral_chi2_interval(ss / ms_w, df, level)
+    scale = ms_w / scale_n
+    lam_hat = max(0.0, ss / ms_w - df)
+    var1 = 2 * ms_w**2 * (df + 2 * lam_hat) / df**2
+    se = df / scale_n * math.sqrt(var1 + 2 * ms_w**2 / df_w)
+    return JointRow(component, est, lam_lo * scale, lam_hi * scale, se, "noncentral chi-square inversion",
+                        "fixed", raw, boundary, True, note)
+
+
+def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tuple[str, JointRow]]:
+    p, n, m, k = t.p, t.n, t.m, t.k
+    ms, df, ss = t.ms, t.df, t.ss
+    nm = n * m
+    rows: list[tuple[str, JointRow]] = []
+    a = (1 - level) / 2
+    tq = _t_ppf(1 - a, n - 1)
+    for q, name in enumerate(models):
+        s_q = t.scenario_means[q]
+        ms_s_q = m * k * float(((s_q - s_q.mean()) ** 2).sum()) / (n - 1)
+        se = math.sqrt(ms_s_q / (nm * k))
+        g = float(t.model_means[q])
+        rows.append((name, JointRow("mu", g, g - tq * se, g + tq * se, se, "t (per-model MS_S)", "fixed", g)))
+    J = JOINT_LABEL
+    rows.append((J, _mls_row("scenario", 1 / (p * m * k), ms["S"], df["S"], ms["MS"], df["MS"], level)))
+    if m > 1:
+        rows.append((J, _mls_row("model_scenario", 1 / (m * k), ms["MS"], df["MS"], ms["G"], df["G"], level)))
+        rows.append((J, _mls_row("generation", 1 / k, ms["G"], df["G"], ms["W"], df["W"], level)))
+    else:
+        rows.append((J, _mls_row("model_scenario", 1 / k, ms["MS"], df["MS"], ms["W"], df["W"], level,
+                                 note="m = 1: holds s2_model_scenario + s2_generation (generation not separable)")))
+        rows.append((J, JointRow.not_identifiable(
+            "generation", "not identifiable: one generation per (model, scenario) (m = 1)")))
+    lo, hi = chi2_interval(ss["W"], df["W"], level)
+    rows.append((J, JointRow("residual", ms["W"], lo, hi, ms["W"] * math.sqrt(2 / df["W"]),
+                                 "chi-square (exact)", "fixed", ms["W"])))
+    rows.append((J, _panel_row("judge_panel", ss["J"], df["J"], ms["W"], df["W"], p * nm * k, level)))
+    rows.append((J, _mls_row("judge_population", 1 / (p * nm), ms["J"], df["J"], ms["JM"], df["JM"], level,
+                             view="random", note=f"judges random: {k} judges give {k - 1} degrees of freedom")))
+    rows.append((J, _panel_row("judge_model", ss["JM"], df["JM"], ms["W"], df["W"], p * k * nm, level)))
+    rows.append((J, _mls_row("judge_model", 1 / nm, ms["JM"], df["JM"], ms["W"], df["W"], level, view="random")))
+    return rows
+
+
+def _contrast_fn(t: JointMeanSquares):
+    p, n, m, k = t.p, t.n, t.m, t.k
+    nm = n * m
+    ms, df = t.ms, t.df
+
+    def fn(c: np.ndarray, view: str) -> tuple[float, float]:
+        A = float(c.sum()) ** 2
+        B = float((c.sum(axis=1) ** 2).sum())
+        C = float((c**2).sum())
+        D = float((c.sum(axis=0) ** 2).sum())
+        coef = {"S": A / (p * nm * k), "MS": -A / (p * nm * k) + B / (nm * k), "W": -B / (nm * k) + C / nm}
+        if view == "population":
+            if ms["JM"] > ms["W"]:
+                coef["JM"] = C / nm
+                coef["W"] -= C / nm
+            if ms["J"] > ms["JM"]:
+                coef["J"] = D / (p * nm)
+                coef["JM"] = coef.get("JM", 0.0) - D / (p * nm)
+        terms = {key: coef[key] * ms[key] for key in coef if abs(coef[key]) > 1e-14 * max(1.0, abs(C))}
+        var = sum(terms.values())
+        denom = sum(v**2 / df[key] for key, v in terms.items())
+        dof = var**2 / denom if denom > 0 else math.inf
+        # exact cases, free of rounding: one mean square only
+        if len(terms) == 1:
+            dof = float(df[next(iter(terms))])
+        return var, dof
+
+    return fn
+
+
+def fit_joint(scores: Scores, *, ci_level: float, incomplete: Literal["error", "drop"] = "error") -> JointFit:
+    """Joint ANOVA fit (module docstring) of a complete, balanced multi-model table."""
+    scores = as_scores(scores, "compare_models")
+    d = joint_data(scores)
+    check_shared_scenarios(d)
+    y, dropped = dense_joint(d, incomplete)
+    t = JointMeanSquares(y)
+    rows = _rows(t, ci_level, d.models)
+    f = t.ms["JM"] / t.ms["W"] if t.ms["W"] > 0 else math.inf
+    from scipy import stats
+
+    test = {"test": "F", "statistic": f, "df1": t.df["JM"], "df2": t.df["W"],
+            "p_value": float(stats.f.sf(f, t.df["JM"], t.df["W"]))}
+    diag = {"ms": dict(t.ms), "ss": dict(t.ss), "df": dict(t.df), "n": t.n, "m": t.m, "k": t.k, "p": t.p, **dropped}
+    return JointFit(method="anova", models=d.models, judges=d.judges, cell_means=t.cell_means,
+                    components=components_frame(rows, method="anova", ci_level=ci_level),
+                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t))

@@ -1,0 +1,371 @@
+r"""Which model is better, and how sure: paired differences, simultaneous rank intervals and ``p_best``.
+
+All numbers come from one joint fit of every model (:mod:`cjstats.comparisons._joint`), so differences are
+paired: the scenario effects alpha_i are shared by the models and cancel. ``difference[a,b]`` (DESIGN.md §4)
+is the panel mean of model a minus that of model b, the contrast c = (e_a - e_b)/K of the judge x model table.
+
+- Panel view (``view="panel"``): the judges in the data are the population of interest, so the judge offsets
+  cancel exactly and only their interaction with the model, (gamma p)_pl, stays in the difference as a fixed
+  quantity. With two models on a complete balanced table the ANOVA difference and standard error are those
+  of the paired t test on the per-scenario means (the identity is tested to 1e-10).
+- Population view (``view="population"``): the judges are a sample of a population of judges, so
+  2 s2_judge_model / K enters the variance of the difference.
+
+Multiplicity: ``p_adjusted`` is Holm's step-down (or Bonferroni, or none) over the P(P - 1)/2 pairs.
+Rank intervals are simultaneous: every pairwise difference gets a simultaneous interval d_ab +- q se_ab
+with q the (1 - a) quantile of max_ab |t_ab| (ANOVA: Tukey's studentized range, exact for the balanced
+design, q = q_{P, df}/sqrt 2; REML: the same max-t quantile by Monte Carlo from the joint covariance of the
+model means, with the df of the pairwise differences); model p then ranks between
+1 + #{b: b significantly above p} and P - #{b: b significantly below p} (rank 1 = highest mean). All the
+pairwise intervals hold together with probability >= level, so the rank intervals do too.
+``p_best`` is the probability that a model has the highest mean under the approximate sampling distribution
+of the means (multivariate t with the joint covariance; a flat-prior posterior), by Monte Carlo with a fixed
+seed; the probabilities sum to 1. The Bayes backend uses posterior draws for both: rank intervals are equal-tailed posterior rank
+intervals widened until all of them hold jointly in ``level`` of the draws (simultaneous), ``p_best`` the
+share of draws in which a model is best.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
+from cjstats.comparisons._joint import JointFit
+from cjstats.scores import Scores
+
+__all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
+
+Method = Literal["anova", "reml", "bayes"]
+Adjust = Literal["holm", "bonferroni", "none"]
+View = Literal["panel", "population"]
+
+DIFFERENCE_COLUMNS = ("model_a", "model_b", "difference", "std_error", "df", "lower", "upper", "p_value",
+                      "p_adjusted", "ci_level", "method", "view")
+RANK_COLUMNS = ("model", "mean", "rank", "rank_lower", "rank_upper", "p_best")
+
+_JOINT_BACKENDS = {"anova": "cjstats.comparisons.anova", "reml": "cjstats.comparisons.reml",
+                   "bayes": "cjstats.comparisons.bayes"}
+
+
+def fit_joint(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_level: float | None = None,
+              seed: int | None = None, **options: Any) -> JointFit:
+    """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
+
+    Returns a :class:`~cjstats.comparisons._joint.JointFit` with the tidy ``components`` table
+    (``model_scenario`` and ``judge_model`` besides the per-model names) and the judge x model cell means.
+
+    Examples
+    --------
+    >>> import cjstats as cj
+    >>> s = cj.datasets.load("hanna", composite=True).subset(models=["GPT-2", "Human"])
+    >>> fit = cj.fit_joint(s, method="anova")
+    >>> sorted(set(fit.components["component"]))[:3]
+    ['generation', 'judge_model', 'judge_panel']
+    """
+    from importlib import import_module
+
+    method = check_choice("method", method, _JOINT_BACKENDS, caller="fit_joint")
+    level = resolve_ci_level(ci_level)
+    mod = import_module(_JOINT_BACKENDS[method])
+    if method == "bayes":
+        return mod.fit_joint(scores, ci_level=level, seed=seed, **options)
+    return mod.fit_joint(scores, ci_level=level, **options)
+
+
+def holm(p: np.ndarray, adjust: str = "holm") -> np.ndarray:
+    """Adjusted p-values: Holm's step-down max_{j <= i} min(1, (m - j + 1) p_(j)), Bonferroni min(1, m p), or p.
+
+    (Three lines, so written out rather than importing statsmodels, whose import alone costs about a second.)
+    """
+    p = np.asarray(p, dtype=np.float64)
+    m = p.size
+    if adjust == "none" or m == 0:
+        return p.copy()
+    if adjust == "bonferroni":
+        return np.minimum(1.0, m * p)
+    order = np.argsort(p)
+    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adj
+    return out
+
+
+def _t_sf2(t: float, df: float) -> float:
+    """Two-sided p-value of a t statistic (normal when df is infinite)."""
+    if not np.isfinite(df):
+        return float(2 * special.ndtr(-abs(t)))
+    return float(2 * special.stdtr(df, -abs(t)))
+
+
+def _t_ppf(p: float, df: float) -> float:
+    return float(special.ndtri(p)) if not np.isfinite(df) else float(special.stdtrit(df, p))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelComparison:
+    """Paired differences and simultaneous ranks of several models from one joint fit.
+
+    Attributes
+    ----------
+    differences : DataFrame
+        One row per pair (a, b), a ranked above b: ``model_a, model_b, difference, std_error, df, lower,
+        upper, p_value, p_adjusted, ci_level, method, view``. ``lower``/``upper`` are the per-pair interval
+        at ``ci_level`` (not adjusted); ``p_adjusted`` is adjusted by ``adjust``.
+    ranks : DataFrame
+        ``model, mean, rank, rank_lower, rank_upper, p_best``; rank 1 is the highest mean.
+    fit : JointFit
+        The joint fit, with its tidy ``components`` table.
+    """
+
+    differences: pd.DataFrame
+    ranks: pd.DataFrame
+    fit: JointFit
+    method: str
+    view: str
+    ci_level: float
+    adjust: str
+    rank_method: str
+
+    def significance_matrix(self) -> pd.DataFrame:
+        """P x P matrix: '>' row model significantly above column model (p_adjusted < 1 - ci_level), '<', or '='."""
+        models = list(self.ranks["model"])
+        mat = pd.DataFrame("", index=models, columns=models)
+        alpha = 1 - self.ci_level
+        for r in self.differences.itertuples(index=False):
+            sig = r.p_adjusted < alpha
+            mat.loc[r.model_a, r.model_b] = (">" if r.difference > 0 else "<") if sig else "="
+            mat.loc[r.model_b, r.model_a] = ("<" if r.difference > 0 else ">") if sig else "="
+        for m in models:
+            mat.loc[m, m] = "."
+        return mat
+
+    def letters(self) -> pd.Series:
+        """Compact letter display: models sharing a letter are not significantly different (insert-absorb).
+
+        Piepho (2004), J. Comput. Graph. Stat. 13:456-466, on the adjusted p-values.
+        """
+        models = list(self.ranks["model"])
+        idx = {m: i for i, m in enumerate(models)}
+        alpha = 1 - self.ci_level
+        diff = np.zeros((len(models), len(models)), dtype=bool)
+        for r in self.differences.itertuples(index=False):
+            if r.p_adjusted < alpha:
+                diff[idx[r.model_a], idx[r.model_b]] = diff[idx[r.model_b], idx[r.model_a]] = True
+        cols = [set(range(len(models)))]
+        for a in range(len(models)):
+            for b in range(a + 1, len(models)):
+                if not diff[a, b]:
+                    continue
+                new = []
+                for c in cols:
+                    if a in c and b in c:
+                        new += [c - {a}, c - {b}]
+                    else:
+                        new.append(c)
+                # absorb: drop columns contained in another
+                new = [c for i, c in enumerate(new) if c and not any(
+                    (c < o) or (c == o and j < i) for j, o in enumerate(new) if j != i)]
+                cols = new
+        cols.sort(key=lambda c: min(c))
+        letters = {m: "" for m in models}
+        for li, c in enumerate(cols):
+            for i in sorted(c):
+                letters[models[i]] += chr(ord("a") + li) if li < 26 else f"[{li}]"
+        return pd.Series(letters, name="letters")
+
+    def as_text(self) -> str:
+        pct = f"{100 * self.ci_level:g}%"
+        r = self.ranks.copy()
+        r["letters"] = self.letters().reindex(r["model"]).to_numpy()
+        r["rank interval"] = [f"[{lo}, {hi}]" for lo, hi in zip(r["rank_lower"], r["rank_upper"])]
+        r = r[["model", "mean", "rank", "rank interval", "p_best", "letters"]]
+        d = self.differences.copy()
+        d[f"{pct} interval"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(d["lower"], d["upper"])]
+        d = d[["model_a", "model_b", "difference", "std_error", "df", f"{pct} interval", "p_value", "p_adjusted"]]
+        head = (f"Model comparison ({self.method}, {self.view} view, {self.fit.diagnostics.get('n', '?')} "
+                f"scenarios, {len(self.fit.judges)} judges)")
+        lines = [head, "=" * len(head), "", "Ranks (rank 1 = highest panel mean)",
+                 r.to_string(index=False, float_format=lambda x: f"{x:.4g}"), "",
+                 "Paired differences (a minus b)",
+                 d.to_string(index=False, float_format=lambda x: f"{x:.4g}"), "",
+                 "Significance matrix (row vs column; '>' significantly higher at adjusted p < "
+                 f"{1 - self.ci_level:g})", self.significance_matrix().to_string(), "",
+                 f"rank intervals: {self.rank_method}; p-values adjusted: {self.adjust}; models sharing a "
+                 "letter are not significantly different."]
+        return "\n".join(lines)
+
+    def as_markdown(self) -> str:
+        def md(t: pd.DataFrame) -> str:
+            head = "| " + " | ".join(map(str, t.columns)) + " |"
+            sep = "| " + " | ".join("---" for _ in t.columns) + " |"
+            body = ["| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |"
+                    for row in t.itertuples(index=False)]
+            return "\n".join([head, sep, *body])
+
+        r = self.ranks.copy()
+        r["letters"] = self.letters().reindex(r["model"]).to_numpy()
+        return "\n".join([f"**Model comparison ({self.method}, {self.view} view)**", "", md(r), "",
+                          md(self.differences[list(DIFFERENCE_COLUMNS[:10])]), "",
+                          f"Rank intervals: {self.rank_method}. p-values adjusted: {self.adjust}."])
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+def _max_t_quantile(cov: np.ndarray, df: float, level: float, rng: np.random.Generator,
+                    n_draws: int) -> float:
+    """(level) quantile of max_{a<b} |Z_a - Z_b| / se_ab, Z ~ t_df(0, cov) (multivariate t, Monte Carlo)."""
+    p = cov.shape[0]
+    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / p * np.eye(p))
+    z = rng.standard_normal((n_draws, p)) @ chol.T
+    if np.isfinite(df):
+        z /= np.sqrt(rng.chisquare(df, size=n_draws) / df)[:, None]
+    a, b = np.triu_indices(p, 1)
+    se = np.sqrt(cov[a, a] + cov[b, b] - 2 * cov[a, b])
+    return float(np.quantile(np.max(np.abs(z[:, a] - z[:, b]) / se, axis=1), level))
+
+
+def _p_best(means: np.ndarray, cov: np.ndarray, df: float, rng: np.random.Generator, n_draws: int) -> np.ndarray:
+    p = len(means)
+    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / p * np.eye(p))
+    z = rng.standard_normal((n_draws, p)) @ chol.T
+    if np.isfinite(df):
+        z /= np.sqrt(rng.chisquare(df, size=n_draws) / df)[:, None]
+    best = np.argmax(means[None, :] + z, axis=1)
+    return np.bincount(best, minlength=p) / n_draws
+
+
+def _simultaneous_posterior_ranks(draws_means: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rank intervals from posterior draws that contain every model's rank jointly in >= level of the draws.
+
+    Equal-tailed marginal intervals at level 1 - 2t are widened (t decreasing) until the share of draws whose
+    ranks all fall inside reaches ``level``.
+    """
+    ranks = (-draws_means).argsort(axis=1).argsort(axis=1) + 1
+    lo = hi = None
+    for tail in np.linspace((1 - level) / 2, 0.0, 51):
+        lo = np.quantile(ranks, tail, axis=0, method="inverted_cdf")
+        hi = np.quantile(ranks, 1 - tail, axis=0, method="inverted_cdf")
+        if ((ranks >= lo) & (ranks <= hi)).all(axis=1).mean() >= level:
+            break
+    return lo.astype(int), hi.astype(int)
+
+
+def _rank_bounds(order_models: list[int], sig_above: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sig_above[a, b] = True when a is significantly above b (simultaneous). Returns rank lower/upper per model."""
+    p = sig_above.shape[0]
+    lower = 1 + sig_above.sum(axis=0)   # models significantly above me
+    upper = p - sig_above.sum(axis=1)   # minus models significantly below me
+    return lower, upper
+
+
+def compare_models(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_level: float | None = None,
+                   adjust: Adjust = "holm", view: View = "panel", seed: int | None = 0,
+                   n_draws: int = 20_000, fit: JointFit | None = None, **options: Any) -> ModelComparison:
+    """Paired differences of every pair of models, simultaneous rank intervals and the probability of being best.
+
+    Parameters
+    ----------
+    scores : Scores or DataFrame
+        One score per (model, scenario, generation, judge); no criterion column (use ``.composite()``).
+    method : {"anova", "reml", "bayes"}
+        Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC.
+    ci_level : float, optional
+        Level of the intervals (default 0.95) and the significance threshold 1 - ci_level.
+    adjust : {"holm", "bonferroni", "none"}
+        Multiplicity adjustment of ``p_adjusted`` over the P(P - 1)/2 pairs.
+    view : {"panel", "population"}
+        ``panel``: the judges in the data (judge x model interaction fixed); ``population``: judges as a
+        sample (s2_judge_model enters every standard error).
+    seed : int, optional
+        Seed of the Monte Carlo draws behind ``p_best`` (and REML's max-t quantile). Default 0: reproducible.
+    n_draws : int
+        Monte Carlo draws (the MC standard error of ``p_best`` is at most 0.5/sqrt(n_draws)).
+    fit : JointFit, optional
+        A joint fit to reuse (from :func:`fit_joint`); otherwise one is made.
+    **options
+        Passed to the joint fit, e.g. ``incomplete="drop"`` for ANOVA.
+
+    Returns
+    -------
+    ModelComparison
+        ``.differences``, ``.ranks``, ``.fit``; ``print()`` shows a table, letters and a significance matrix.
+
+    Examples
+    --------
+    >>> import cjstats as cj
+    >>> s = cj.datasets.load("hanna", composite=True).subset(models=["GPT-2", "Human", "GPT"])
+    >>> res = cj.compare_models(s)
+    >>> round(float(res.ranks["p_best"].sum()), 6)
+    1.0
+    """
+    level = resolve_ci_level(ci_level)
+    check_choice("adjust", adjust, ("holm", "bonferroni", "none"), caller="compare_models")
+    check_choice("view", view, ("panel", "population"), caller="compare_models")
+    n_draws = check_positive_int("n_draws", n_draws, caller="compare_models", minimum=1000)
+    if fit is None:
+        fit = fit_joint(scores, method, ci_level=level, seed=seed, **options)
+    method = fit.method
+    rng = np.random.default_rng(seed)
+    p, k = fit.cell_means.shape
+    means = fit.model_means()
+    order = list(np.argsort(-means, kind="stable"))
+    a_idx, b_idx, est, se, dfs = [], [], [], [], []
+    for ia, a in enumerate(order):
+        for b in order[ia + 1:]:
+            c = np.zeros((p, k))
+            c[a], c[b] = 1.0 / k, -1.0 / k
+            e, s, df = fit.contrast(c, view)
+            a_idx.append(a)
+            b_idx.append(b)
+            est.append(e)
+            se.append(s)
+            dfs.append(df)
+    est, se, dfs = np.array(est), np.array(se), np.array(dfs)
+    a_ = (1 - level) / 2
+    tq = np.array([_t_ppf(1 - a_, d) for d in dfs])
+    pv = np.array([_t_sf2(e / s, d) if s > 0 else (0.0 if e != 0 else 1.0) for e, s, d in zip(est, se, dfs)])
+    padj = holm(pv, adjust)
+    models = fit.models
+    differences = pd.DataFrame({
+        "model_a": [models[i] for i in a_idx], "model_b": [models[i] for i in b_idx], "difference": est,
+        "std_error": se, "df": dfs, "lower": est - tq * se, "upper": est + tq * se, "p_value": pv,
+        "p_adjusted": padj, "ci_level": level, "method": method, "view": view,
+    })
+    # simultaneous rank intervals and p_best
+    if fit.draws is not None and method == "bayes":
+        draws_means = fit.draws.mean(axis=2)  # (S, P)
+        r_lower, r_upper = _simultaneous_posterior_ranks(draws_means, level)
+        p_best = np.bincount(np.argmax(draws_means, axis=1), minlength=p) / draws_means.shape[0]
+        rank_method = ("posterior ranks: equal-tailed intervals widened until they hold jointly in "
+                       f"{100 * level:g}% of the draws")
+    else:
+        cov, df_min = fit.model_mean_covariance(view)
+        if method == "anova":
+            from scipy import stats
+
+            q = float(stats.studentized_range.ppf(level, p, df_min)) / np.sqrt(2) if p > 2 else float(tq.max())
+            rank_method = "Tukey HSD (studentized range), simultaneous over all pairs"
+        else:
+            q = _max_t_quantile(cov, df_min, level, rng, n_draws) if p > 2 else float(tq.max())
+            rank_method = f"max-t over all pairs from the joint covariance (Monte Carlo, {n_draws} draws)"
+        sig_above = np.zeros((p, p), dtype=bool)
+        for a, b, e, s in zip(a_idx, b_idx, est, se):
+            if e - q * s > 0:
+                sig_above[a, b] = True
+            elif e + q * s < 0:
+                sig_above[b, a] = True
+        r_lower, r_upper = _rank_bounds(order, sig_above)
+        p_best = _p_best(means, cov, df_min, rng, n_draws)
+    rank = np.empty(p, dtype=int)
+    rank[order] = np.arange(1, p + 1)
+    ranks = pd.DataFrame({"model": [models[i] for i in order], "mean": means[order], "rank": rank[order],
+                          "rank_lower": np.asarray(r_lower)[order].astype(int),
+                          "rank_upper": np.asarray(r_upper)[order].astype(int), "p_best": p_best[order]})
+    return ModelComparison(differences=differences, ranks=ranks, fit=fit, method=method, view=view,
+                           ci_level=level, adjust=adjust, rank_method=rank_method)

@@ -1,0 +1,207 @@
+r"""Judge self-preference: does a judge score its own model family higher than the other judges do?
+
+``self_preference[l,p]`` (DESIGN.md §4), for judge l and a model p of its family F(l), with O the models
+outside the family and eta_pl the judge x model cell means of the joint fit:
+
+    SP_lp = (eta_pl - mean_{l' != l} eta_pl') - mean_{q in O} (eta_ql - mean_{l' != l} eta_ql')
+
+"how much more this judge scores its own model, relative to the other judges, than it scores the other
+models, relative to the other judges". Its coefficients sum to zero over judges within every model and over
+models within every judge, so mu_p, gamma_l, alpha_i, (alpha p)_pi and beta_pij all cancel: SP_lp is a
+contrast of the judge x model interaction (gamma p) alone. On a complete balanced table its variance is
+s2_eps/(nm) sum c^2 with sum c^2 = (1 + 1/|O|) K/(K - 1), on the residual df P(nm - 1)(K - 1) (ANOVA);
+REML uses the GLS covariance of the cell means and the same containment df. Each row has a t interval and a
+two-sided t test; ``p_adjusted`` is Holm over the rows.
+
+The size of the whole interaction is the ``judge_model`` component (panel view: mean of (gamma p)^2 over the
+P x K table, bias-corrected; population view: its random-effect variance), with its interval, and the test
+of no interaction: F = MS_JM/MS_W (ANOVA) or the likelihood-ratio test of ``model * judge`` against
+``model + judge`` with the same random effects, both fitted by ML (REML).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from cjstats._validate import resolve_ci_level
+from cjstats.comparisons._joint import JointFit
+from cjstats.comparisons.models import _t_ppf, _t_sf2, fit_joint, holm
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import Scores
+
+__all__ = ["SelfPreference", "self_preference", "self_preference_contrast", "parse_families",
+           "SELF_PREFERENCE_COLUMNS"]
+
+SELF_PREFERENCE_COLUMNS = ("judge", "model", "estimate", "std_error", "df", "lower", "upper", "t", "p_value",
+                           "p_adjusted", "ci_level", "method")
+
+
+def parse_families(text: str | Sequence[str]) -> dict[str, list[str]]:
+    """``"judge=model,judge2=model2"`` (repeat a judge to give it several models) -> ``{judge: [models]}``."""
+    items = [text] if isinstance(text, str) else list(text)
+    out: dict[str, list[str]] = {}
+    for chunk in items:
+        for part in str(chunk).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "=" not in part:
+                raise CjstatsError(f"The 'families' entry {part!r} has no '='. Write judge=model, e.g. "
+                                   f"gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini.")
+            j, m = (s.strip() for s in part.split("=", 1))
+            out.setdefault(j, []).append(m)
+    return out
+
+
+def _normalise(families: Mapping[str, str | Sequence[str]], fit: Any, counts: pd.DataFrame | None = None
+               ) -> dict[str, list[str]]:
+    if not isinstance(families, Mapping) or not families:
+        raise CjstatsError("The 'families' argument of self_preference must be a non-empty dict {judge: model or "
+                           "[models]}. Got {families!r} instead.".replace("{families!r}", repr(families)))
+    out = {}
+    for judge, ms in families.items():
+        ms = [ms] if isinstance(ms, str) else list(ms)
+        if str(judge) not in fit.judges:
+            raise CjstatsError(f"The 'families' argument names judge '{judge}', which is not in the data "
+                               f"(judges: {', '.join(fit.judges)}).")
+        for m in ms:
+            if str(m) not in fit.models:
+                raise CjstatsError(f"The 'families' argument maps judge '{judge}' to model '{m}', which is not in "
+                                   f"the data (models: {', '.join(fit.models)}).")
+        if len(set(map(str, ms))) >= len(fit.models):
+            raise CjstatsError(f"The family of judge '{judge}' holds every model, so there is no other model to "
+                               f"compare its own with. Leave at least one model out of the family.")
+        out[str(judge)] = [str(m) for m in dict.fromkeys(ms)]
+        if counts is not None:
+            for m in out[str(judge)]:
+                if counts.loc[m, str(judge)] == 0:
+                    raise CjstatsError(f"Judge '{judge}' never scored its family's model '{m}', so its "
+                                       f"self-preference cannot be estimated. Drop '{m}' from its family in "
+                                       f"'families'.")
+    return out
+
+
+def self_preference_contrast(n_models: int, n_judges: int, judge: int, model: int,
+                             others: Sequence[int]) -> np.ndarray:
+    """The (P, K) coefficients of SP_lp (module docstring). Rows and columns each sum to zero."""
+    k = n_judges
+    c = np.zeros((n_models, k))
+    row = np.full(k, -1.0 / (k - 1))
+    row[judge] = 1.0
+    c[model] = row
+    for q in others:
+        c[q] = -row / len(others)
+    return c
+
+
+@dataclass(frozen=True, slots=True)
+class SelfPreference:
+    """Self-preference contrasts and the judge x model interaction.
+
+    Attributes
+    ----------
+    contrasts : DataFrame
+        One row per (judge, own model): ``judge, model, estimate, std_error, df, lower, upper, t, p_value,
+        p_adjusted, ci_level, method``.
+    interaction : DataFrame
+        The ``judge_model`` rows of the joint components table (panel and population views).
+    test : Mapping
+        The test of no judge x model interaction: ``test`` ("F" or "LR"), ``statistic``, df, ``p_value``.
+    families : Mapping
+        The families used, ``{judge: [models]}``.
+    """
+
+    contrasts: pd.DataFrame
+    interaction: pd.DataFrame
+    test: Mapping[str, Any]
+    families: Mapping[str, list[str]]
+    fit: JointFit
+
+    def as_text(self) -> str:
+        t = self.test
+        if t:
+            dfs = f"({t['df1']}, {t['df2']:g})" if "df2" in t else f"({t['df1']})"
+            test_line = (f"test of no interaction: {t['test']} = {t['statistic']:.4g} on {dfs} df, "
+                         f"p = {t['p_value']:.3g}")
+        else:
+            test_line = "no test of the interaction for this backend: read the judge_model interval"
+        lines = [f"Judge self-preference ({self.fit.method})", "",
+                 self.contrasts.drop(columns=["ci_level", "method"]).to_string(index=False,
+                                                                              float_format=lambda x: f"{x:.4g}"),
+                 "", "Judge x model interaction (judge_model)",
+                 self.interaction[["view", "estimate", "lower", "upper", "ci_method"]].to_string(
+                     index=False, float_format=lambda x: f"{x:.4g}"),
+                 test_line]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | Sequence[str]], *,
+                    method: Literal["anova", "reml", "bayes"] = "anova", ci_level: float | None = None,
+                    adjust: Literal["holm", "bonferroni", "none"] = "holm", fit: JointFit | None = None,
+                    seed: int | None = 0, **options: Any) -> SelfPreference:
+    """Self-preference of each judge for its own model family, and the judge x model interaction.
+
+    Parameters
+    ----------
+    scores : Scores or DataFrame
+        One score per (model, scenario, generation, judge); no criterion column.
+    families : dict
+        ``{judge: model}`` or ``{judge: [models]}``: the models of each judge's family. The other models
+        (outside that judge's family) form the comparison group.
+    method : {"anova", "reml", "bayes"}
+        Joint fit (see :func:`cjstats.fit_joint`).
+    ci_level, adjust
+        Interval level; multiplicity adjustment of ``p_adjusted`` across the rows.
+    fit : JointFit, optional
+        Reuse a joint fit.
+
+    Examples
+    --------
+    >>> import cjstats as cj
+    >>> s = cj.datasets.load("mentalalign", composite=True).subset(models=["gpt-4o", "qwen3-4b", "human-original"])
+    >>> sp = cj.self_preference(s, {"gpt-4o": "gpt-4o"}, incomplete="drop")
+    >>> list(sp.contrasts["judge"])
+    ['gpt-4o']
+    """
+    level = resolve_ci_level(ci_level)
+    if fit is None:
+        from types import SimpleNamespace
+
+        from cjstats.comparisons._joint import as_scores
+
+        scores = as_scores(scores, "self_preference")
+        f = scores.to_frame()
+        counts = pd.crosstab(f["model"].astype(str), f["judge"].astype(str))
+        _normalise(families, SimpleNamespace(models=tuple(counts.index), judges=tuple(counts.columns)), counts)
+        fit = fit_joint(scores, method, ci_level=level, seed=seed, **options)
+    fam = _normalise(families, fit)
+    p, k = fit.cell_means.shape
+    rows = []
+    a = (1 - level) / 2
+    for judge, own in fam.items():
+        lj = fit.judges.index(judge)
+        others = [q for q, m in enumerate(fit.models) if m not in own]
+        for m in own:
+            c = self_preference_contrast(p, k, lj, fit.models.index(m), others)
+            est, se, df = fit.contrast(c, "panel")
+            tq = _t_ppf(1 - a, df)
+            t = est / se if se > 0 else np.nan
+            rows.append({"judge": judge, "model": m, "estimate": est, "std_error": se, "df": df,
+                         "lower": est - tq * se, "upper": est + tq * se, "t": t,
+                         "p_value": _t_sf2(t, df) if se > 0 else np.nan})
+    out = pd.DataFrame(rows)
+    out["p_adjusted"] = holm(out["p_value"].to_numpy(), adjust)
+    out["ci_level"] = level
+    out["method"] = fit.method
+    comp = fit.components
+    inter = comp[comp["component"] == "judge_model"].reset_index(drop=True)
+    return SelfPreference(contrasts=out[list(SELF_PREFERENCE_COLUMNS)], interaction=inter,
+                          test=dict(fit.tests.get("judge_model", {})), families=fam, fit=fit)

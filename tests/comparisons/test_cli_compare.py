@@ -1,0 +1,56 @@
+"""``cjstats compare``: formats, families and errors, run in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from cjstats.cli import cli
+from cjstats.comparisons.simulate import simulate_joint
+
+
+@pytest.fixture
+def joint_file(tmp_path):
+    f = simulate_joint(n=12, m=2, mu=[0, .5, 1], gamma=[-.2, 0, .2], s2_scenario=.5, s2_model_scenario=.2,
+                       s2_generation=.1, s2_residual=.4, rng=3)
+    p = tmp_path / "joint.csv"
+    f.to_csv(p, index=False)
+    return p
+
+
+def test_json_is_one_object_with_three_tables(runner, joint_file):
+    r = runner.invoke(cli, ["compare", str(joint_file), "--families", "j0=m0,j0=m1", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert set(out) == {"differences", "ranks", "self_preference"}
+    assert len(out["differences"]) == 3 and len(out["ranks"]) == 3
+    assert [row["model"] for row in out["self_preference"]] == ["m0", "m1"]
+
+
+def test_table_shows_ranks_and_significance_matrix(runner, joint_file):
+    r = runner.invoke(cli, ["compare", str(joint_file), "--method", "reml", "--population"])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("Model comparison (reml, population view")
+    assert "Significance matrix" in r.output
+
+
+def test_csv_has_a_table_column(runner, joint_file, tmp_path):
+    r = runner.invoke(cli, ["compare", str(joint_file), "--format", "csv"])
+    assert r.exit_code == 0
+    out = tmp_path / "o.csv"
+    out.write_text(r.output)
+    assert set(pd.read_csv(out)["table"]) == {"differences", "ranks"}
+
+
+def test_unknown_family_judge_is_one_sentence(runner, joint_file):
+    r = runner.invoke(cli, ["compare", str(joint_file), "--families", "gpt=m0"])
+    assert r.exit_code != 0
+    assert "judge 'gpt'" in str(r.exception)
+
+
+def test_malformed_families_option(runner, joint_file):
+    r = runner.invoke(cli, ["compare", str(joint_file), "--families", "j0"])
+    assert r.exit_code != 0 and "has no '='" in str(r.exception)
+
