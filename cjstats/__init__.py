@@ -21,6 +21,7 @@ from cjstats.plan import (
 )
 from cjstats.scores import GroupDesign, Scores, read_mtbench_judgments, read_scores
 from cjstats.subsample import subsample_strategies
+from cjstats.studies import Design, StudyResult, Truth, design_grid, simulate_scores, simulation_study
 from cjstats.variance import (
     design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
     scenarios_for_target_se, strategy_variance, variance_contributions,
@@ -35,4 +36,5 @@ __all__ = [
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
+    "simulate_scores", "Truth", "Design", "design_grid", "simulation_study", "StudyResult",
 ]
