@@ -1,0 +1,208 @@
+"""cj.simulation_study: Morris et al. measures, reproducibility across jobs and resumes, coverage, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cjstats as cj
+import cjstats.studies.study as study_mod
+from cjstats.exceptions import CjstatsError
+from cjstats.studies.study import SUMMARY_COLUMNS, summarise_replicates
+
+SMALL = cj.Design(n=12, m=2, k=4)
+
+
+def _same(a: cj.StudyResult, b: cj.StudyResult) -> None:
+    """Identical replicate tables apart from the measured fit times."""
+    pd.testing.assert_frame_equal(a.replicates.drop(columns="seconds"), b.replicates.drop(columns="seconds"))
+
+
+class TestSummaryMeasures:
+    """The measures and Monte Carlo SEs of Morris, White & Crowther (2019), by hand on a tiny table."""
+
+    @pytest.fixture
+    def tiny(self) -> pd.DataFrame:
+        est = [1.0, 2.0, 4.0, np.nan, 3.0]
+        return pd.DataFrame({
+            "design": "d", "method": "m", "model": "x", "component": "scenario",
+            "truth": [2.0, 2.0, 2.0, 2.0, 3.0], "estimate": est,
+            "lower": [0.5, 2.5, 1.0, np.nan, np.nan], "upper": [1.5, 3.0, 5.0, np.nan, np.nan],
+            "at_boundary": [False, True, False, False, False], "seconds": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "error": ["", "", "", "ValueError: failed", ""],
+        })
+
+    def test_columns_are_the_issues(self, tiny):
+        s = summarise_replicates(tiny)
+        assert list(s.columns) == ["design", "method", "model", "component", *SUMMARY_COLUMNS]
+
+    def test_bias_rmse_coverage_and_their_mcse_by_hand(self, tiny):
+        row = summarise_replicates(tiny).iloc[0]
+        d = np.array([-1.0, 0.0, 2.0, 0.0])  # estimate - truth over the 4 successful fits
+        n = 4
+        assert row["replicates"] == n
+        assert row["truth"] == pytest.approx(np.mean([2, 2, 2, 3]))
+        assert row["mean_estimate"] == pytest.approx(2.5)
+        assert row["bias"] == pytest.approx(0.25)
+        assert row["bias_mcse"] == pytest.approx(np.sqrt(np.sum((d - d.mean()) ** 2) / (n * (n - 1))))
+        mse = np.mean(d**2)
+        assert row["rmse"] == pytest.approx(math.sqrt(mse))
+        mse_mcse = math.sqrt(np.sum((d**2 - mse) ** 2) / (n * (n - 1)))
+        assert row["rmse_mcse"] == pytest.approx(mse_mcse / (2 * math.sqrt(mse)))
+        # intervals exist for 3 fits; they cover the truth 2.0 in fits 1 ([0.5, 1.5]: no), 2 ([2.5, 3]: no),
+        # 3 ([1, 5]: yes)
+        assert row["coverage"] == pytest.approx(1 / 3)
+        assert row["coverage_mcse"] == pytest.approx(math.sqrt((1 / 3) * (2 / 3) / 3))
+        assert row["mean_width"] == pytest.approx(np.mean([1.0, 0.5, 4.0]))
+        assert row["median_width"] == pytest.approx(1.0)
+        assert row["boundary_rate"] == pytest.approx(1 / 4)
+        assert row["failure_rate"] == pytest.approx(1 / 5)
+        assert row["seconds_per_fit"] == pytest.approx(3.0)
+
+
+class TestStudy:
+    def test_result_has_one_summary_row_per_design_method_component(self):
+        res = cj.simulation_study(cj.Truth.table3(["GPT"]), [SMALL, cj.Design(n=12, m=1, k=4)], ["anova", "reml"],
+                                  5, seed=1)
+        assert len(res.summary) == 2 * 2 * 6
+        assert len(res.replicates) == 2 * 5 * 2 * 6
+        assert (res.summary["replicates"].loc[res.summary["component"] != "generation"] == 5).all()
+        for text in (str(res), res.as_markdown(), res.as_latex()):
+            assert "coverage" in text and "judge_panel".replace("_", "") in text.replace("_", "").replace("\\", "")
+
+    def test_methods_are_paired_on_the_same_data(self):
+        res = cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["anova", ("anova", {"interval": "satterthwaite"})],
+                                  4, seed=2)
+        r = res.replicates
+        a = r[r["method"] == "anova"].reset_index(drop=True)
+        b = r[r["method"] == "anova(interval=satterthwaite)"].reset_index(drop=True)
+        np.testing.assert_array_equal(a["estimate"], b["estimate"])  # same data, same point estimates
+
+    def test_a_failing_fit_is_recorded_never_fatal(self):
+        cyc = cj.Design(n=12, m=1, k=4, k_per_item=2, strategy="cyclic")
+        res = cj.simulation_study(cj.Truth.table3(["GPT"]), cyc, ["anova", "reml"], 3, seed=3)
+        s = res.summary.set_index(["method", "component"])
+        assert s.loc[("anova", "scenario"), "failure_rate"] == 1.0
+        assert s.loc[("reml", "scenario"), "failure_rate"] == 0.0
+        errs = res.replicates.loc[res.replicates["method"] == "anova", "error"]
+        assert errs.str.contains("incomplete").all()
+
+
+class TestReproducible:
+    def test_same_replicates_with_one_and_two_jobs(self):
+        t = cj.Truth.table3(["GPT"], judges="population")
+        designs = [SMALL, cj.Design(n=12, m=1, k=4, k_per_item=2, strategy="random")]
+        one = cj.simulation_study(t, designs, ["anova", "reml"], 6, seed=4, jobs=1)
+        two = cj.simulation_study(t, designs, ["anova", "reml"], 6, seed=4, jobs=2, batch_size=2)
+        _same(one, two)
+
+    def test_a_study_interrupted_and_resumed_from_its_checkpoint_gives_the_same_replicates(self, tmp_path,
+                                                                                         monkeypatch):
+        t = cj.Truth.table3(["GPT"])
+        fresh = cj.simulation_study(t, SMALL, ["anova"], 10, seed=5)
+        path = tmp_path / "study.parquet"
+        real, calls = study_mod._run_batch, []
+
+        def dies_on_third_batch(*args):
+            calls.append(1)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            return real(*args)
+
+        monkeypatch.setattr(study_mod, "_run_batch", dies_on_third_batch)
+        with pytest.raises(KeyboardInterrupt):
+            cj.simulation_study(t, SMALL, ["anova"], 10, seed=5, checkpoint=path, batch_size=2)
+        monkeypatch.setattr(study_mod, "_run_batch", real)
+        assert pd.read_parquet(path)["replicate"].nunique() == 4
+        resumed = cj.simulation_study(t, SMALL, ["anova"], 10, seed=5, checkpoint=path, batch_size=2)
+        assert resumed.settings["resumed_replicates"] == 4
+        _same(fresh, resumed)
+
+    def test_a_checkpoint_of_a_different_study_is_refused_and_left_untouched(self, tmp_path):
+        t = cj.Truth.table3(["GPT"])
+        path = tmp_path / "study.parquet"
+        cj.simulation_study(t, SMALL, ["anova"], 2, seed=6, checkpoint=path)
+        before = path.read_bytes()
+        for kwargs in ({"methods": ["anova", "reml"]}, {"designs": cj.Design(n=13, m=2, k=4)},
+                       {"truth": cj.Truth.table3(["Qwen"])}):
+            args = {"truth": t, "designs": SMALL, "methods": ["anova"], **kwargs}
+            with pytest.raises(CjstatsError, match="written by a different study"):
+                cj.simulation_study(args["truth"], args["designs"], args["methods"], 2, seed=6, checkpoint=path)
+        assert path.read_bytes() == before
+
+    def test_runs_on_a_local_dask_cluster(self):
+        distributed = pytest.importorskip("distributed")
+        t = cj.Truth.table3(["GPT"])
+        local = cj.simulation_study(t, SMALL, ["anova"], 6, seed=7)
+        with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            on_client = cj.simulation_study(t, SMALL, ["anova"], 6, seed=7, jobs=client)
+            on_current = cj.simulation_study(t, SMALL, ["anova"], 6, seed=7, jobs="dask")
+        _same(local, on_client)
+        _same(local, on_current)
+
+
+class TestUnderThePapersModel:
+    """Balanced design, judges drawn from a population (so judge_population has a truth), 400 replicates.
+
+    Coverage of every component must lie within nominal +/- 3 Monte Carlo SEs, with the SE computed at the
+    nominal level: 3 sqrt(0.95 x 0.05 / 400) = 0.0327. With 12 checks the chance that one fails by Monte
+    Carlo error alone is about 12 x 0.27% = 3%; the seed is fixed, so the outcome is deterministic.
+    """
+
+    REPS = 400
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def result(cls):
+        t = cj.Truth.table3(["Qwen"], judges="population")
+        return cj.simulation_study(t, cj.Design(n=20, m=2, k=5), ["anova", "reml"], cls.REPS, seed=12)
+
+    @pytest.mark.parametrize("method", ["anova", "reml"])
+    def test_coverage_of_every_component_is_nominal_within_monte_carlo_error(self, result, method):
+        s = result.summary[result.summary["method"] == method].set_index("component")
+        band = 3 * math.sqrt(0.95 * 0.05 / self.REPS)
+        assert (s["replicates"] == self.REPS).all()
+        off = s[(s["coverage"] - 0.95).abs() > band]
+        assert off.empty, f"{method} coverage outside 0.95 +/- {band:.4f}: {off['coverage'].to_dict()}"
+
+    def test_reml_equals_anova_on_interior_fits(self, result):
+        r = result.replicates
+        a = r[r["method"] == "anova"].reset_index(drop=True)
+        b = r[r["method"] == "reml"].reset_index(drop=True)
+        interior = ~a.groupby("replicate")["at_boundary"].transform("any")
+        assert interior.mean() > 0.5
+        np.testing.assert_allclose(b["estimate"][interior], a["estimate"][interior], rtol=1e-6, atol=1e-7)
+
+
+class TestBadInput:
+    def test_an_unknown_method_is_named(self):
+        with pytest.raises(CjstatsError, match="'methods' argument of simulation_study must be one of"):
+            cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["lmer"], 2, seed=1)
+
+    def test_an_unknown_option_is_named_with_the_backends_options(self):
+        with pytest.raises(CjstatsError, match="has no option 'ci' \\(options: interval"):
+            cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, [("reml", {"ci": "bootstrap"})], 2, seed=1)
+
+    def test_a_design_with_one_judge_is_refused(self):
+        with pytest.raises(CjstatsError, match="'k' argument of Design"):
+            cj.simulation_study(cj.Truth.table3(["GPT"]), {"n": 10, "m": 1, "k": 1}, ["anova"], 2, seed=1)
+
+    def test_an_unknown_misspecification_is_named(self):
+        with pytest.raises(CjstatsError, match="names 'heavy', which is not a misspecification"):
+            cj.simulation_study(cj.Truth.table3(["GPT"]), {"n": 10, "m": 1, "k": 3, "misspec": {"heavy": 1}},
+                                ["anova"], 2, seed=1)
+
+    def test_bad_input_writes_no_checkpoint(self, tmp_path):
+        path = tmp_path / "study.parquet"
+        with pytest.raises(CjstatsError):
+            cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["anova", "nope"], 2, seed=1, checkpoint=path)
+        assert not path.exists()
+
+    @pytest.mark.parametrize("jobs", [0, "threads", 1.5])
+    def test_bad_jobs_is_named(self, jobs):
+        with pytest.raises(CjstatsError, match="'jobs' argument of simulation_study"):
+            cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["anova"], 2, seed=1, jobs=jobs)
