@@ -206,3 +206,48 @@ class TestBadInput:
     def test_bad_jobs_is_named(self, jobs):
         with pytest.raises(CjstatsError, match="'jobs' argument of simulation_study"):
             cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["anova"], 2, seed=1, jobs=jobs)
+
+
+class TestCli:
+    ARGS = ["study", "--models", "GPT", "--n", "10", "--m", "2", "--k", "3", "--methods", "anova",
+            "--replicates", "3", "--seed", "1"]
+
+    def test_prints_the_summary_table(self, runner):
+        from cjstats.cli import cli
+
+        r = runner.invoke(cli, self.ARGS + ["--misspec", "none", "--misspec", "ordinal"])
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("Simulation study\n")
+        assert "n=10 m=2 K=3 ordinal=10" in r.output
+
+    @pytest.mark.parametrize("fmt", ["json", "csv"])
+    def test_machine_formats_carry_the_summary_columns(self, runner, fmt):
+        import io
+        import json
+
+        from cjstats.cli import cli
+
+        r = runner.invoke(cli, self.ARGS + ["--format", fmt])
+        assert r.exit_code == 0, r.output
+        cols = list(json.loads(r.output)[0]) if fmt == "json" else list(pd.read_csv(io.StringIO(r.output)).columns)
+        assert cols == ["design", "method", "model", "component", *SUMMARY_COLUMNS]
+
+    def test_out_writes_a_checkpoint_the_library_resumes(self, runner, tmp_path):
+        from cjstats.cli import cli
+
+        path = tmp_path / "s.parquet"
+        r = runner.invoke(cli, self.ARGS + ["--out", str(path)])
+        assert r.exit_code == 0, r.output
+        assert pd.read_parquet(path)["replicate"].nunique() == 3
+
+    @pytest.mark.parametrize("extra,option", [
+        (["--k", "1"], "--k"), (["--methods", "lmer"], "--methods"), (["--misspec", "ordinal=7"], "--misspec"),
+        (["--misspec", "heavy"], "--misspec"), (["--methods", "reml:ci=bootstrap"], "--methods"),
+        (["--jobs", "two"], "--jobs"), (["--truth", "nope.json"], "--truth"),
+    ])
+    def test_errors_name_the_option_typed(self, runner, extra, option):
+        from cjstats.cli import cli
+
+        r = runner.invoke(cli, self.ARGS + extra)
+        assert isinstance(r.exception, CjstatsError), r.output
+        assert str(r.exception).startswith(f"The option {option} ")

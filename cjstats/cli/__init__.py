@@ -29,6 +29,9 @@ def _register() -> None:
 
     for cmd in (decompose, judges, demo, variance, allocate, plan):
         cli.add_command(cmd)
+    from cjstats.cli.study import study
+
+    cli.add_command(study)
 
 
 _register()
