@@ -438,6 +438,28 @@ def _run(tasks: list[tuple[Any, ...]], kind: str, handle: Any) -> Iterable[pd.Da
                 fut.cancel()
 
 
+class _NoBar:
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def update(self, n: int) -> None:
+        return None
+
+
+def _progress_bar(progress: bool, total: int, initial: int) -> Any:
+    """A tqdm bar with the time left (stderr), or a stand-in that does nothing."""
+    if not progress:
+        return _NoBar()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as exc:
+        raise CjstatsError(f"progress=True in {_CALLER} needs tqdm: pip install 'cjstats[study]'.") from exc
+    return tqdm(total=total, initial=initial, unit="rep", desc="simulation study", dynamic_ncols=True)
+
+
 def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequence[Design | Mapping[str, Any]],
                      methods: Any = ("anova", "reml"), replicates: int = 200, *, ci_level: float | None = None,
                      seed: int | None = None, jobs: int | str | Any = 1, checkpoint: str | Path | None = None,
@@ -522,10 +544,7 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
             tasks.append((truth, design, d_id, todo[a:a + size], method_list, level, seed))
     frames = [done] if len(done) else []
     t_start = time.perf_counter()
-    from tqdm.auto import tqdm
-
-    with tqdm(total=reps * len(design_list), initial=len(finished), disable=not progress, unit="rep",
-              desc="simulation study", dynamic_ncols=True) as bar:
+    with _progress_bar(progress, reps * len(design_list), len(finished)) as bar:
         for frame in _run(tasks, kind, handle):
             frames.append(frame)
             if path is not None:
