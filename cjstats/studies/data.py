@@ -438,8 +438,9 @@ def _draw_group(comp: Mapping[str, float], gamma: np.ndarray, design: Design, rn
     return y, keep
 
 
-def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One replicate: the long score table and its truth (one row per group x component).
+def simulate_replicate(truth: Truth, design: Design,
+                       rng: np.random.Generator) -> tuple[pd.DataFrame, list[tuple[tuple[str, str | None, str], float]]]:
+    """One replicate: the long score table and its truth, ``((model, criterion or None, component), value)``.
 
     The truth of ``judge_panel`` is the replicate's own mean(gamma_l^2) over the panel (centred offsets);
     ``judge_population`` is the population variance (judges="population") or, for a fixed panel, the panel's
@@ -477,9 +478,19 @@ def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -
         t = {"mu": comp["mu"], "scenario": comp["scenario"] + (comp["generation"] if m == 1 else 0.0),
              "generation": comp["generation"] if m > 1 else float("nan"), "residual": comp["residual"],
              "judge_panel": panel, "judge_population": pop}
-        truths.append(pd.DataFrame({"model": model, **({"criterion": crit} if truth.criteria is not None else {}),
-                                    "component": list(t), "truth": list(t.values())}))
-    return pd.concat(frames, ignore_index=True), pd.concat(truths, ignore_index=True)
+        truths.extend(((model, crit, c), v) for c, v in t.items())
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return frame, truths
+
+
+def _truth_frame(truths: list[tuple[tuple[str, str | None, str], float]], has_criterion: bool) -> pd.DataFrame:
+    """The truth records of :func:`simulate_replicate` as a table: model, [criterion], component, truth."""
+    data: dict[str, Any] = {"model": [k[0] for k, _ in truths]}
+    if has_criterion:
+        data["criterion"] = [k[1] for k, _ in truths]
+    data["component"] = [k[2] for k, _ in truths]
+    data["truth"] = np.array([v for _, v in truths], dtype=np.float64)
+    return pd.DataFrame(data)
 
 
 def _as_scores(frame: pd.DataFrame, truth_frame: pd.DataFrame, design: Design, seed: Any) -> Scores:
@@ -532,8 +543,8 @@ def simulate_scores(truth: Truth, *, n: int | None = None, m: int = 1, k: int | 
     design = Design(n=n or 0, m=m, k=k or 0, k_per_item=k_per_item, strategy=strategy, schedule=schedule,
                     misspec=misspec or {})
     rng = np.random.default_rng(seed)
-    frame, truth_frame = simulate_replicate(truth, design, rng)
-    return _as_scores(frame, truth_frame, design, seed if isinstance(seed, (Integral, type(None))) else "generator")
+    frame, truths = simulate_replicate(truth, design, rng)
+    return _as_scores(frame, _truth_frame(truths, truth.criteria is not None), design, seed if isinstance(seed, (Integral, type(None))) else "generator")
 
 
 def fingerprint(obj: Any) -> str:

@@ -37,7 +37,8 @@ import pandas as pd
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.exceptions import CjstatsError
-from cjstats.studies.data import Design, Truth, _as_scores, fingerprint, simulate_replicate
+from cjstats.scores import Scores
+from cjstats.studies.data import Design, Truth, fingerprint, simulate_replicate
 
 __all__ = ["StudyResult", "simulation_study", "summarise_replicates", "REPLICATE_COLUMNS", "SUMMARY_COLUMNS"]
 
@@ -136,11 +137,11 @@ def _run_batch(truth: Truth, design: Design, design_id: int, reps: Sequence[int]
         cols["criterion"] = []
     for r in reps:
         data_ss, fit_ss = np.random.SeedSequence(seed, spawn_key=(design_id, r)).spawn(2)
-        frame, tf = simulate_replicate(truth, design, np.random.default_rng(data_ss))
-        scores = _as_scores(frame, tf, design, seed)
+        frame, truths = simulate_replicate(truth, design, np.random.default_rng(data_ss))
+        scores = Scores(frame, provenance={"source": "cjstats.simulate_scores", "design": design.label})
         fit_seed = int(fit_ss.generate_state(1)[0])
-        keys = list(zip(tf["model"], tf["criterion"] if has_c else [None] * len(tf), tf["component"]))
-        truth_of = dict(zip(keys, tf["truth"]))
+        keys = [k for k, _ in truths]
+        truth_of = dict(truths)
         for meth in methods:
             t0 = time.perf_counter()
             err, comp = "", None
