@@ -93,7 +93,7 @@ def main() -> None:
                  for r in low.itertuples()] or ["- none"]
     fail_lines = [f"- {r.method}, {r.design}: {r.failure_rate:.0%} of fits failed"
                   for r in fail.itertuples()] or ["- none"]
-    secs = summary.groupby(["design", "method"], sort=False)["seconds_per_fit"].first().unstack()
+    secs = summary.drop_duplicates(["design", "method"]).assign(component="all")
     text = PAGE.format(
         reps=args.reps, bayes_reps=args.bayes_reps, jobs=args.jobs, seed=args.seed,
         minutes=(t2 - t0) / 60, freq_min=(t1 - t0) / 60, bayes_min=(t2 - t1) / 60, load=load,
@@ -101,20 +101,11 @@ def main() -> None:
         bayes_opts=", ".join(f"{k}={v}" for k, v in BAYES[1].items()),
         coverage=_matrix(summary, _cov), bias=_matrix(summary, _bias),
         low="\n".join(low_lines), fail="\n".join(fail_lines),
-        seconds=secs.map(lambda x: f"{x:.3f}").reset_index().to_markdown(index=False)
-        if _has_tabulate() else secs.round(3).to_string(),
+        seconds=_matrix(secs, lambda r: f"{r['seconds_per_fit']:.3f}"),
         full=_full_markdown(summary),
     )
     OUT.write_text(text, encoding="utf-8")
     print(f"wrote {OUT} in {(t2 - t0) / 60:.1f} min")
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _full_markdown(summary: pd.DataFrame) -> str:

@@ -438,8 +438,10 @@ def _draw_group(comp: Mapping[str, float], gamma: np.ndarray, design: Design, rn
     return y, keep
 
 
-def simulate_replicate(truth: Truth, design: Design,
-                       rng: np.random.Generator) -> tuple[pd.DataFrame, list[tuple[tuple[str, str | None, str], float]]]:
+TruthRecords = list[tuple[tuple[str, str | None, str], float]]
+
+
+def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -> tuple[pd.DataFrame, TruthRecords]:
     """One replicate: the long score table and its truth, ``((model, criterion or None, component), value)``.
 
     The truth of ``judge_panel`` is the replicate's own mean(gamma_l^2) over the panel (centred offsets);
@@ -483,7 +485,7 @@ def simulate_replicate(truth: Truth, design: Design,
     return frame, truths
 
 
-def _truth_frame(truths: list[tuple[tuple[str, str | None, str], float]], has_criterion: bool) -> pd.DataFrame:
+def _truth_frame(truths: TruthRecords, has_criterion: bool) -> pd.DataFrame:
     """The truth records of :func:`simulate_replicate` as a table: model, [criterion], component, truth."""
     data: dict[str, Any] = {"model": [k[0] for k, _ in truths]}
     if has_criterion:
@@ -544,7 +546,8 @@ def simulate_scores(truth: Truth, *, n: int | None = None, m: int = 1, k: int | 
                     misspec=misspec or {})
     rng = np.random.default_rng(seed)
     frame, truths = simulate_replicate(truth, design, rng)
-    return _as_scores(frame, _truth_frame(truths, truth.criteria is not None), design, seed if isinstance(seed, (Integral, type(None))) else "generator")
+    recorded_seed = seed if isinstance(seed, (Integral, type(None))) else "generator"
+    return _as_scores(frame, _truth_frame(truths, truth.criteria is not None), design, recorded_seed)
 
 
 def fingerprint(obj: Any) -> str:

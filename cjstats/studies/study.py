@@ -8,10 +8,10 @@ split across workers (``jobs``), nor on whether the study was interrupted and re
 Performance measures (Morris, White & Crowther 2019, "Using simulation studies to evaluate statistical
 methods", Stat. Med. 38:2074, Table 6), over the n_sim replicates with an estimate theta_r and truth t_r:
 
-    bias      = mean(theta_r - t_r)                         MCSE = sd(theta_r - t_r) / sqrt(n_sim)
-    MSE       = mean((theta_r - t_r)^2)                     MCSE = sqrt(sum((theta_r - t_r)^2 - MSE)^2 / (n_sim (n_sim - 1)))
-    rmse      = sqrt(MSE)                                   MCSE = MCSE(MSE) / (2 rmse)   (delta method)
-    coverage  = mean(lower_r <= t_r <= upper_r)             MCSE = sqrt(coverage (1 - coverage) / n_sim)
+    bias      = mean(d_r),  d_r = theta_r - t_r        MCSE = sd(d_r) / sqrt(n_sim)
+    MSE       = mean(d_r^2)                           MCSE = sqrt(sum((d_r^2 - MSE)^2) / (n_sim (n_sim - 1)))
+    rmse      = sqrt(MSE)                             MCSE = MCSE(MSE) / (2 rmse)   (delta method)
+    coverage  = mean(lower_r <= t_r <= upper_r)       MCSE = sqrt(coverage (1 - coverage) / n_sim)
 
 (sd with divisor n_sim - 1). The truth may differ between replicates (judges redrawn per replicate), hence
 theta_r - t_r rather than theta_r - mean(t). Replicates whose fit failed, or whose component is not
@@ -462,7 +462,7 @@ def _progress_bar(progress: bool, total: int, initial: int) -> Any:
 
 
 def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequence[Design | Mapping[str, Any]],
-                     methods: Any = ("anova", "reml"), replicates: int = 200, *, ci_level: float | None = None,
+                     methods: Any, replicates: int, *, ci_level: float | None = None,
                      seed: int | None = None, jobs: int | str | Any = 1, checkpoint: str | Path | None = None,
                      progress: bool = False, batch_size: int | None = None) -> StudyResult:
     """Compare estimators on data simulated from known components, over a grid of designs.
