@@ -251,3 +251,18 @@ class TestCli:
         r = runner.invoke(cli, self.ARGS + extra)
         assert isinstance(r.exception, CjstatsError), r.output
         assert str(r.exception).startswith(f"The option {option} ")
+
+    def test_truth_from_a_components_json_or_a_score_file(self, runner, tmp_path, score_file):
+        import json
+
+        from cjstats.cli import cli
+
+        comp = tmp_path / "truth.json"
+        comp.write_text(json.dumps({"mine": {"mu": 5, "scenario": 1, "generation": 0.2, "residual": 1,
+                                             "judge_panel": 0.3}}))
+        base = ["study", "--n", "8", "--m", "2", "--k", "3", "--methods", "anova", "--replicates", "2",
+                "--format", "json"]
+        for truth, models in ((comp, {"mine"}), (score_file, {"Qwen", "GPT"})):
+            r = runner.invoke(cli, base + ["--truth", str(truth)])
+            assert r.exit_code == 0, r.output
+            assert {row["model"] for row in json.loads(r.output)} == models
