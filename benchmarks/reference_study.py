@@ -171,7 +171,7 @@ average, printed per line, was 4 to 8, so a study had well under one core to its
 | REML, the same with `jobs=2` | 60.5 s (load 7.0: no free core for the second worker) | |
 | Bayes (default 4 chains x 1,000 draws, `cores=1`), 200 replicates of a 1,000-row design, `jobs=2` | 350 s (load 3.8-7) | < 300 s |
 
-How the cost grows: anova costs about 3.5 ms per replicate whatever n (250 replicates: 0.86 s at n = 20,
+How the cost grows: anova costs 3.5 to 5 ms per replicate almost whatever n (250 replicates: 0.86 s at n = 20,
 1.12 s at n = 80, 1.28 s at n = 320): simulating the table, building `Scores` and assembling the result
 dominate, not the mean squares. REML costs about 16 ms per fit from n = 20 to n = 320 at m = 1 and about
 50 ms at the paper's 4,000-row design; Bayes about 0.5 s per fit with 2 chains x 500 draws and 1.75 s with the
