@@ -91,6 +91,20 @@ class TestStudy:
         assert errs.str.contains("incomplete").all()
 
 
+    def test_criteria_get_their_own_rows(self):
+        t = cj.Truth.table3(["GPT"], criteria=["helpful", "safe"])
+        res = cj.simulation_study(t, SMALL, ["anova"], 2, seed=8)
+        assert list(res.summary.columns[:5]) == ["design", "method", "model", "criterion", "component"]
+        assert set(res.summary["criterion"]) == {"helpful", "safe"} and len(res.summary) == 12
+        assert res.replicates["truth"].notna().sum() == 2 * 2 * 6
+
+    def test_progress_bar_goes_to_stderr_with_the_time_left(self, capsys):
+        cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["anova"], 3, seed=9, progress=True)
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "3/3" in captured.err and "rep" in captured.err
+
+
 class TestReproducible:
     def test_same_replicates_with_one_and_two_jobs(self):
         t = cj.Truth.table3(["GPT"], judges="population")
