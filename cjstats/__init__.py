@@ -22,6 +22,7 @@ from cjstats.plan import (
 )
 from cjstats.scores import GroupDesign, Scores, read_mtbench_judgments, read_scores
 from cjstats.subsample import subsample_strategies
+from cjstats.studies import Design, StudyResult, Truth, design_grid, simulate_scores, simulation_study
 from cjstats.variance import (
     design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
     scenarios_for_target_se, strategy_variance, variance_contributions,
@@ -37,6 +38,7 @@ __all__ = [
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
     "judge_agreement", "Agreement", "ppi_means", "PPIMeans", "label_budget",
+    "simulate_scores", "Truth", "Design", "design_grid", "simulation_study", "StudyResult",
 ]
 
 # figures, the HTML report and paper tables (issue 12); matplotlib and jinja2 load only when used

@@ -36,6 +36,9 @@ def _register() -> None:
     from cjstats.cli.compare import compare  # issue 10
 
     cli.add_command(compare)
+    from cjstats.cli.study import study
+
+    cli.add_command(study)
 
 
 _register()
