@@ -82,7 +82,8 @@ def make_provenance(method: str, seed: int | None, options: Mapping[str, Any]) -
 
 
 def fit_groups(stats: ScoreStats, fit_one: Callable[[CellStats], GroupFit], *, method: str, ci_level: float,
-               seed: int | None, options: Mapping[str, Any], draws: Any = None, posterior: Any = None) -> VarianceComponents:
+               seed: int | None, options: Mapping[str, Any], draws: Any = None, posterior: Any = None,
+               scale: str = "score") -> VarianceComponents:
     """Run ``fit_one`` on every unit's statistics and assemble the result."""
     results = []
     for g in stats:
@@ -90,11 +91,12 @@ def fit_groups(stats: ScoreStats, fit_one: Callable[[CellStats], GroupFit], *, m
         results.append((g, fit_one(g)))
     return assemble(stats, results, method=method, ci_level=ci_level,
                     provenance=make_provenance(method, seed, options), draws=draws,
-                    posterior=posterior)
+                    posterior=posterior, scale=scale)
 
 
 def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit]], *, method: str, ci_level: float,
-             provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None) -> VarianceComponents:
+             provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None,
+             scale: str = "score") -> VarianceComponents:
     """Build the one immutable result from per-group fits."""
     rows, offsets, diagnostics = [], [], {}
     for g, fit in results:
@@ -106,5 +108,5 @@ def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit
         components=build_components_frame(rows, method=method, ci_level=ci_level, has_criterion=has_c),
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
-        provenance=provenance, draws=draws, posterior=posterior,
+        provenance=provenance, draws=draws, posterior=posterior, scale=scale,
     )

@@ -40,7 +40,6 @@ Intervals (two-sided, level 1 - 2a):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -57,7 +56,7 @@ from cjstats.stats.views import MeanSquares
 
 __all__ = [
     "MeanSquares", "mean_squares", "mls_interval", "satterthwaite_interval", "chi2_interval",
-    "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "complete_cells", "fit", "needs_rows",
+    "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "complete_cells", "fit",
 ]
 
 Interval = Literal["mls", "satterthwaite"]
@@ -302,11 +301,6 @@ def _group_rows(ms: MeanSquares, level: float, interval: str) -> tuple[list[Comp
                    "upper": float(o + tg * se_g), "ci_method": "t (MS_W)"} for o in offsets]
 
 
-def needs_rows(options: Mapping[str, Any]) -> bool:
-    """The method of moments never reads score rows: every option fits from the statistics."""
-    return False
-
-
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
         interval: Interval = "mls", incomplete: Literal["error", "drop"] = "error") -> VarianceComponents:
     """Method-of-moments fit of every model (x criterion) from its sufficient statistics.
@@ -323,7 +317,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     seed : ignored
         The method of moments uses no randomness; accepted for the common backend signature.
     rows : ignored
-        Never read (:func:`needs_rows` is always false); accepted for the common backend signature.
+        Never read (the registry declares no row-reading options); accepted for the common backend signature.
     """
     check_choice("interval", interval, ("mls", "satterthwaite"), caller="estimate")
     check_choice("incomplete", incomplete, ("error", "drop"), caller="estimate")

@@ -125,8 +125,7 @@ from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
 
-__all__ = ["ESS_PER_CHAIN_MIN", "GAUSSIAN_PRIORS", "ONE_CALL_NOTE", "ORDINAL_PRIORS", "RHAT_MAX", "fit", "needs_rows",
-           "scale"]
+__all__ = ["ESS_PER_CHAIN_MIN", "GAUSSIAN_PRIORS", "ONE_CALL_NOTE", "ORDINAL_PRIORS", "RHAT_MAX", "fit"]
 
 Likelihood = Literal["gaussian", "ordinal"]
 Sampler = Literal["auto", "nutpie", "pymc"]
@@ -474,14 +473,10 @@ def _draws_frame(run: _Run, g: CellStats) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------ the fit
-def needs_rows(options: Mapping[str, Any]) -> bool:
-    """Whether these options read score rows: only the ordinal model (it needs each row's category)."""
-    return options.get("likelihood", "gaussian") == "ordinal"
+def _capabilities() -> Any:
+    from cjstats.estimators import REGISTRY
 
-
-def scale(options: Mapping[str, Any]) -> str:
-    """The scale of the variance components these options give: ``"latent"`` for the ordinal model."""
-    return "latent" if options.get("likelihood", "gaussian") == "ordinal" else "score"
+    return REGISTRY["bayes"].capabilities
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
@@ -500,7 +495,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     ci_level : float
         Level of every credible interval.
     rows : Scores, optional
-        The score rows, read only by ``likelihood="ordinal"`` (:func:`needs_rows`).
+        The score rows, read only by ``likelihood="ordinal"`` (the registry's ``Capabilities.rows_options``).
     seed : int, optional
         Seed of the sampler; the same seed gives the same numbers. Each group gets its own stream
         (``numpy.random.SeedSequence(seed).spawn``). ``None`` draws one, recorded in ``diagnostics``.
@@ -558,7 +553,8 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     user_priors = _check_priors(priors, likelihood)
     resolved = _resolve_sampler(sampler)
     stats, rows = as_stats(stats, rows)
-    if needs_rows({"likelihood": likelihood}) and rows is None:
+    caps = _capabilities()
+    if caps.needs_rows({"likelihood": likelihood}) and rows is None:
         raise CjstatsError("likelihood='ordinal' needs the score rows: pass rows=scores (cjstats.estimate does this "
                            "for you).")
     groups = list(stats)
@@ -598,7 +594,8 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                "priors": dict(user_priors), "sampler": resolved, "target_accept": ta, "seed_used": seed,
                "parametrisation": parametrisation}
     return fit_groups(stats, lambda g: fits[group_name(g)], method="bayes", ci_level=ci_level, seed=seed,
-                      options=options, draws=draws_frame, posterior=MappingProxyType(trees))
+                      options=options, draws=draws_frame, posterior=MappingProxyType(trees),
+                      scale=caps.scale({"likelihood": likelihood}))
 
 
 def _annotate(tree: Any, *, likelihood: str, sampler: str, g: CellStats) -> None:

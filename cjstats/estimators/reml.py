@@ -100,7 +100,7 @@ from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
 from cjstats.stats.engines.numpy_engine import unit_stats
 
-__all__ = ["fit", "needs_rows"]
+__all__ = ["fit"]
 
 Interval = Literal["profile", "bootstrap", "none"]
 Path = Literal["auto", "structured", "statsmodels"]
@@ -686,9 +686,10 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     return GroupFit(rows, offsets, diag), boot
 
 
-def needs_rows(options: Mapping[str, Any]) -> bool:
-    """Whether these options read score rows: the parametric bootstrap and the statsmodels reference path."""
-    return options.get("interval") == "bootstrap" or options.get("path") == "statsmodels"
+def _capabilities() -> Any:
+    from cjstats.estimators import REGISTRY
+
+    return REGISTRY["reml"].capabilities
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
@@ -703,7 +704,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         judges are allowed). A ``Scores`` table is reduced first and kept as ``rows``.
     rows : Scores, optional
         The score rows, read only by ``interval="bootstrap"`` (it simulates rows) and ``path="statsmodels"``
-        (it fits them): the options for which :func:`needs_rows` is true.
+        (it fits them): the options the registry declares in ``Capabilities.rows_options``.
     ci_level : float
         Level of every interval.
     seed : int, optional
@@ -750,7 +751,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         except ImportError as exc:  # pragma: no cover - the registry checks this first
             raise CjstatsError("path='statsmodels' requires statsmodels: pip install 'cjstats[reml]'.") from exc
     stats, rows = as_stats(stats, rows)
-    if needs_rows({"interval": interval, "path": path}) and rows is None:
+    if _capabilities().needs_rows({"interval": interval, "path": path}) and rows is None:
         raise CjstatsError(f"interval={interval!r} with path={path!r} needs the score rows: pass rows=scores (cjstats."
                            f"estimate does this for you).")
     seq = np.random.SeedSequence(seed) if interval == "bootstrap" else None
