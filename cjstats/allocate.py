@@ -31,7 +31,7 @@ from scipy import optimize, stats
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
 from cjstats.plan import COMPONENTS as _COMP
-from cjstats.plan import _fit_group, _largest_remainder, _rng
+from cjstats.plan import _largest_remainder, _rng, group_components
 from cjstats.variance import (
     _bisect_first,
     _first_true,
@@ -71,8 +71,8 @@ class _Inputs:
 
 
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
-    """The optimiser's view of one group (built on :func:`cjstats.plan._fit_group`, the one extractor)."""
-    g = _fit_group(fit, model, criterion, caller)
+    """The optimiser's view of one group (built on :func:`cjstats.plan.group_components`, the one extractor)."""
+    g = group_components(fit, model, criterion, caller)
     gen_ok = g.generation_identifiable
     point = np.array([g.estimates[c] for c in _COMP])
     lower = upper = None
@@ -826,7 +826,7 @@ def allocation_section(fit: Any) -> str:
     rows = []
     for key in t[keys].drop_duplicates().itertuples(index=False):
         sel = dict(zip(keys, key))
-        g = _fit_group(fit, sel["model"], sel.get("criterion"), "allocation_section")
+        g = group_components(fit, sel["model"], sel.get("criterion"), "allocation_section")
         est = g.estimates
         n, kt = g.n_scenarios, g.n_judges
         s2a = est["scenario"] + (est["generation"] if g.generation_identifiable else 0.0)

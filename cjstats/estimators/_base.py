@@ -8,19 +8,26 @@ score rows reach only the options that declare they need them (:func:`rows_for`)
 from __future__ import annotations
 
 import datetime as _dt
+from types import MappingProxyType
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cjstats.components import ComponentRow, VarianceComponents, build_components_frame, build_offsets_frame
+from cjstats.components import (
+    ComponentRow,
+    ParameterCovariance,
+    VarianceComponents,
+    build_components_frame,
+    build_offsets_frame,
+)
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats, build_stats
 
 __all__ = ["GroupFit", "check_estimable", "make_provenance", "assemble", "group_name",
-           "M1_NOTE", "fit_groups", "as_stats", "rows_for"]
+           "M1_NOTE", "fit_groups", "as_stats", "rows_for", "location_params"]
 
 Unit = CellStats | GroupData
 
@@ -36,6 +43,7 @@ class GroupFit:
     rows: list[ComponentRow]
     offsets: list[dict[str, Any]]
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    cov: ParameterCovariance | None = None
 
 
 def as_stats(data: ScoreStats | Scores, rows: Scores | None = None) -> tuple[ScoreStats, Scores | None]:
@@ -53,6 +61,11 @@ def rows_for(rows: Scores | None, unit: CellStats) -> GroupData | None:
     if rows is None:
         return None
     return rows.group(unit.model, unit.criterion)
+
+
+def location_params(judge_labels: tuple[str, ...]) -> tuple[str, ...]:
+    """Names of a group's location parameters: ``mu`` then ``gamma[<judge>]``."""
+    return ("mu", *(f"gamma[{lab}]" for lab in judge_labels))
 
 
 def group_name(g: Unit) -> str:
@@ -98,15 +111,18 @@ def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit
              provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None,
              scale: str = "score") -> VarianceComponents:
     """Build the one immutable result from per-group fits."""
-    rows, offsets, diagnostics = [], [], {}
+    rows, offsets, diagnostics, covariance = [], [], {}, {}
     for g, fit in results:
         rows.extend((g.key, r) for r in fit.rows)
         offsets.extend({**g.key, **o} for o in fit.offsets)
         diagnostics[group_name(g)] = fit.diagnostics
+        if fit.cov is not None:
+            covariance[group_name(g)] = fit.cov
     has_c = scores.has_criterion
     return VarianceComponents(
         components=build_components_frame(rows, method=method, ci_level=ci_level, has_criterion=has_c),
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
         provenance=provenance, draws=draws, posterior=posterior, scale=scale,
+        covariance=MappingProxyType(covariance) if covariance else None,
     )

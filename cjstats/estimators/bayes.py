@@ -111,7 +111,7 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_number, check_positive_int
-from cjstats.components import ComponentRow, VarianceComponents
+from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators._base import (
     M1_NOTE,
     GroupFit,
@@ -119,6 +119,7 @@ from cjstats.estimators._base import (
     check_estimable,
     fit_groups,
     group_name,
+    location_params,
     rows_for,
 )
 from cjstats.exceptions import CjstatsError, CjstatsWarning
@@ -582,7 +583,10 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                      "k": g.design.n_judges, "n_rows": g.design.n_rows})
         rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood)
         _annotate(run.tree, likelihood=likelihood, sampler=run.sampler, g=g)
-        fits[group_name(g)] = GroupFit(rows, offsets, diag)
+        loc = np.column_stack((run.components["mu"].ravel(), run.gamma.reshape(-1, run.gamma.shape[-1])))
+        cov = ParameterCovariance(params=location_params(g.judge_labels), estimate=loc.mean(axis=0),
+                                  cov=np.cov(loc, rowvar=False), draws=loc)
+        fits[group_name(g)] = GroupFit(rows, offsets, diag, cov)
         frames.append(_draws_frame(run, g))
         trees[group_name(g)] = run.tree
 

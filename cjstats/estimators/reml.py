@@ -91,9 +91,17 @@ import pandas as pd
 from scipy import stats
 
 from cjstats._validate import check_choice, check_positive_int
-from cjstats.components import ComponentRow, VarianceComponents
+from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators import _reml_structured as _rs
-from cjstats.estimators._base import M1_NOTE, GroupFit, as_stats, fit_groups, group_name, rows_for
+from cjstats.estimators._base import (
+    M1_NOTE,
+    GroupFit,
+    as_stats,
+    fit_groups,
+    group_name,
+    location_params,
+    rows_for,
+)
 from cjstats.estimators._intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
@@ -262,6 +270,31 @@ def _satterthwaite_df(fe: dict[str, Any], hess: np.ndarray | None, theta: np.nda
     if how != "full":
         df = np.minimum(df, design_df)
     return np.where(ok, df, design_df), how
+
+
+def _location_covariance(fe: dict[str, Any], hess: np.ndarray | None, theta: np.ndarray,
+                         judge_labels: tuple[str, ...], n: int) -> ParameterCovariance:
+    """(mu_hat, gamma_hat) = A eta_hat with A = [1'/K; L]: covariance A Sigma A', its derivatives A dSigma A' in
+    the variances and their Wald covariance 2 H^{-1} (free variances only when H is singular), so any contrast
+    gets lmerTest's Satterthwaite df (:func:`_satterthwaite_df` is the same rule for mu and each gamma)."""
+    k = len(judge_labels)
+    amap = np.vstack((np.full(k, 1.0 / k), fe["lmat"]))
+    cov = amap @ fe["cov_eta"] @ amap.T
+    dcov = np.einsum("pk,jkl,ql->jpq", amap, fe["dcov_eta"], amap)
+    var_cov = None
+    if hess is not None:
+        try:
+            if np.linalg.eigvalsh(hess).min() <= 0:
+                raise np.linalg.LinAlgError
+            var_cov = 2.0 * np.linalg.inv(hess)
+        except np.linalg.LinAlgError:
+            try:
+                var_cov = np.nan_to_num(_rs.wald_covariance(hess, theta), nan=0.0)
+            except np.linalg.LinAlgError:
+                var_cov = None
+    return ParameterCovariance(params=location_params(judge_labels), estimate=np.r_[fe["mu"], fe["gamma"]],
+                               cov=cov, dcov=dcov if var_cov is not None else None, var_cov=var_cov,
+                               df_fallback=float(n - 1))
 
 
 def _judge_panel(fe: dict[str, Any], s2: float, df2: int, level: float, k: int) -> ComponentRow:
@@ -683,7 +716,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     for msg in warn_msgs:
         warnings.warn(msg, CjstatsWarning, stacklevel=2)
     _LOG.debug("reml fit of %s: path=%s, iterations=%d, boundary=%s", group_name(g), path, fr.iterations, boundary)
-    return GroupFit(rows, offsets, diag), boot
+    return GroupFit(rows, offsets, diag, _location_covariance(fe, h_f, fr_struct.theta, g.judge_labels, n)), boot
 
 
 def _capabilities() -> Any:
