@@ -18,7 +18,7 @@ import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import available_backends
-from cjstats.estimators._base import M1_NOTE
+from cjstats.estimators.base import M1_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import read_scores
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_ordinal_scores, simulate_scores
@@ -27,20 +27,19 @@ pytest.importorskip("pymc")
 pytest.importorskip("arviz_stats")
 
 from cjstats.estimators import bayes
-from cjstats.estimators._bayes_models import (
+from cjstats.estimators.bayes.gaussian import (
     GaussianDensity,
     GaussianPriors,
     MarginalDensity,
-    build_pymc_gaussian,
     collapsed_loglik,
     gaussian_stats,
 )
-from cjstats.estimators._bayes_ordinal import (
+from cjstats.estimators.bayes.ordinal import (
     OrdinalDensity,
-    build_pymc_ordinal,
     expected_score,
     ordinal_data,
 )
+from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian, build_pymc_ordinal
 
 QWEN = TABLE3_MTBENCH["Qwen"]
 

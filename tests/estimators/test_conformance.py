@@ -15,7 +15,7 @@ import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, _missing_packages
-from cjstats.estimators._base import M1_NOTE
+from cjstats.estimators.base import M1_NOTE
 from cjstats.stats import ScoreStats, build_stats
 
 # Small but honest settings so the suite stays fast for sampling backends.

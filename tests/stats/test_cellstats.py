@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.estimators import _reml_structured as rs
-from cjstats.estimators._bayes_models import gaussian_stats
+from cjstats.estimators.reml import core as rs
+from cjstats.estimators.bayes.gaussian import gaussian_stats
 from cjstats.estimators.anova import complete_cells, mean_squares
 from cjstats.stats import build_stats, merge_stats
 from cjstats.stats.engines.numpy_engine import unit_stats
