@@ -172,7 +172,7 @@ class ComponentRow:
 
     @classmethod
     def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> ComponentRow:
-        """A row with no number, carrying the reason (STYLE.md §5)."""
+        """A row with no number, carrying the reason (docs/architecture.md, Estimands)."""
         return cls(component, _NAN, identifiable=False, note=reason, view=view)
 
 

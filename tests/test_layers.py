@@ -95,3 +95,10 @@ def test_decision_modules_do_not_import_each_other_both_ways(pair):
 def test_no_import_circle_between_modules():
     cycles = _cycles()
     assert not cycles, "import circles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_package_cites_no_file_outside_the_repository():
+    """Code and docs cite docs/architecture.md, not design notes that are not shipped."""
+    bad = [str(p.relative_to(ROOT.parent)) for p in [*ROOT.rglob("*.py"), *(ROOT.parent / "docs").rglob("*.md")]
+           if any(s in p.read_text() for s in ("DESIGN.md", "STYLE.md", "../shared"))]
+    assert not bad, f"files citing notes outside the repository: {bad}"

@@ -13,7 +13,7 @@ sd_y), all overridable with ``priors=``. The half-t (rather than half-normal) ta
 which K - 1 degrees of freedom cannot pin down: a half-normal tail is a steep wall on the log scale where the
 sampler moves.
 
-Estimands (DESIGN.md §1), each a function of one posterior draw:
+Estimands (docs/estimands.md), each a function of one posterior draw:
 
 - ``mu``: the panel mean (the gamma_l sum to zero over the panel);
 - ``scenario`` = sigma_alpha^2, ``generation`` = sigma_beta^2, ``residual`` = sigma_eps^2;

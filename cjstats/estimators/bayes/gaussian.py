@@ -380,7 +380,7 @@ class _CollapsedOutputs:
         return {"gamma": ("judge",)}
 
     def _outputs(self, mu: float, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
-        """The stored variables of one draw: mu, the scales, gamma and every estimand (DESIGN.md §1)."""
+        """The stored variables of one draw: mu, the scales, gamma and every estimand (docs/estimands.md)."""
         out = {"mu": np.asarray(mu)}
         for name in self.sigma_names:
             out[name] = np.asarray(sig[name])
