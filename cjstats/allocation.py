@@ -5,6 +5,7 @@ posterior-predictive one (:mod:`cjstats.predictive`), so neither imports the oth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Allocation", "p_best"]
+
+_TOL = 1e-12          # relative slack when comparing a cost with the budget (as in cjstats.allocate)
 
 
 @dataclass(frozen=True)
