@@ -313,27 +313,15 @@ def _wald(ev: _rs.Evaluator, model: str, fr: _rs.FitResult) -> tuple[np.ndarray,
     return np.sqrt(np.where(diag > 0, diag, _NAN)), h
 
 
-class _Progress:
-    """A plain-text progress bar on stderr (only when asked for)."""
-
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
-        self.total, self.label, self.enabled = total, label, enabled
-        self.last = -1
-
-    def update(self, i: int) -> None:
-        if not self.enabled:
-            return
-        pct = int(100 * i / self.total)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            sys.stderr.write(f"\r{self.label}: [{bar:<25}] {pct:3d}% ({i}/{self.total})")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+def _progress_bar(total: int, label: str, enabled: bool) -> Any:
+    """A tqdm progress bar on stderr when asked for (``progress=True``), else a no-op context."""
+    if not enabled:
+        return contextlib.nullcontext(None)
+    try:
+        from tqdm import tqdm
+    except ImportError as exc:  # pragma: no cover - tqdm ships with the reml extra
+        raise CjstatsError("progress=True needs tqdm: pip install 'cjstats[reml]' (or pip install tqdm).") from exc
+    return tqdm(total=total, desc=label, file=sys.stderr, leave=True, mininterval=0.2)
 
 
 def _simulate_rows(rng: np.random.Generator, gm: _GroupModel, mean_row: np.ndarray, s2a: float, s2b: float,
@@ -370,25 +358,25 @@ def _bootstrap(gm: _GroupModel, fr: _rs.FitResult, rr: _rs.FitResult, fe: dict[s
     names = ["mu", "scenario", "generation", "residual", "judge_panel", "judge_population"]
     out = {n: np.empty(n_boot) for n in names}
     out["gamma"] = np.empty((n_boot, k))
-    bar = _Progress(n_boot, f"bootstrap {group_name(gm.unit)}", progress)
-    for b in range(n_boot):
-        y = _simulate_rows(rng, gm, mean_fixed, s2a, s2b, s2e)
-        ev = _rs.Evaluator(d, _rs.y_stats(d, y))
-        f_b = _rs.fit_model(ev, "fixed", start=np.maximum(fr.theta, 1e-3))
-        fe_b = _fixed_effects(ev, f_b.theta, f_b.s2)
-        out["mu"][b] = fe_b["mu"]
-        out["gamma"][b] = fe_b["gamma"]
-        out["residual"][b] = f_b.s2
-        out["scenario"][b] = f_b.s2 * f_b.theta[0]
-        out["generation"][b] = f_b.s2 * f_b.theta[1] if gm.has_generation else _NAN
-        out["judge_panel"][b] = max(fe_b["judge_panel_raw"], 0.0)
-        u = rng.standard_normal(k) * math.sqrt(max(r_s2j, 0.0))
-        y_r = _simulate_rows(rng, gm, r_mu + u[d.row_judge], r_s2a, r_s2b, r_s2e)
-        ev_r = _rs.Evaluator(d, _rs.y_stats(d, y_r))
-        r_b = _rs.fit_model(ev_r, "random", start=np.maximum(rr.theta, 1e-3))
-        out["judge_population"][b] = r_b.s2 * r_b.theta[-1]
-        bar.update(b + 1)
-    bar.close()
+    with _progress_bar(n_boot, f"bootstrap {group_name(gm.unit)}", progress) as bar:
+        for b in range(n_boot):
+            y = _simulate_rows(rng, gm, mean_fixed, s2a, s2b, s2e)
+            ev = _rs.Evaluator(d, _rs.y_stats(d, y))
+            f_b = _rs.fit_model(ev, "fixed", start=np.maximum(fr.theta, 1e-3))
+            fe_b = _fixed_effects(ev, f_b.theta, f_b.s2)
+            out["mu"][b] = fe_b["mu"]
+            out["gamma"][b] = fe_b["gamma"]
+            out["residual"][b] = f_b.s2
+            out["scenario"][b] = f_b.s2 * f_b.theta[0]
+            out["generation"][b] = f_b.s2 * f_b.theta[1] if gm.has_generation else _NAN
+            out["judge_panel"][b] = max(fe_b["judge_panel_raw"], 0.0)
+            u = rng.standard_normal(k) * math.sqrt(max(r_s2j, 0.0))
+            y_r = _simulate_rows(rng, gm, r_mu + u[d.row_judge], r_s2a, r_s2b, r_s2e)
+            ev_r = _rs.Evaluator(d, _rs.y_stats(d, y_r))
+            r_b = _rs.fit_model(ev_r, "random", start=np.maximum(rr.theta, 1e-3))
+            out["judge_population"][b] = r_b.s2 * r_b.theta[-1]
+            if bar is not None:
+                bar.update(1)
     return out
 
 
@@ -605,7 +593,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         The structured O(rows) REML (``"auto"``) or statsmodels ``MixedLM`` as the reference. Which one ran is
         ``diagnostics[group]["path"]``.
     progress : bool
-        Show a progress bar on stderr during the bootstrap.
+        Show a progress bar (tqdm) on stderr during the bootstrap.
 
     Returns
     -------
