@@ -462,6 +462,39 @@ class VarianceComponents:
             row = (label, est, se, df, stat, p, est - tq * se, est + tq * se, lvl, "t (Satterthwaite df)")
         return pd.DataFrame([row], columns=list(CONTRAST_COLUMNS))
 
+    def posterior_tree(self) -> Any:
+        """Every group's posterior as ONE ArviZ ``DataTree`` with a ``group`` dimension (for sampling backends).
+
+        Each of the ``posterior`` and ``sample_stats`` groups stacks the per-group datasets of :attr:`posterior`
+        along a ``group`` dimension whose coordinate is the group key (``"model"`` or ``"model / criterion"``)
+        and which carries ``model`` (and ``criterion``) coordinates; judges are aligned by label (a judge a group
+        lacks is NaN there). ArviZ functions accept it, e.g. ``az.summary(fit.posterior_tree())``.
+        """
+        import xarray as xr
+
+        if not self.posterior:
+            raise CjstatsError(f"This fit (method '{self.method}') keeps no posterior; posterior_tree needs a "
+                               f"sampling backend such as method='bayes'.")
+        keys = list(self.posterior)
+        models, crits = [], []
+        for key in keys:
+            model, _, crit = key.partition(" / ")
+            models.append(model)
+            crits.append(crit)
+        children = {}
+        for name in ("posterior", "sample_stats"):
+            parts = [self.posterior[k][name].to_dataset() for k in keys if name in self.posterior[k].children]
+            if len(parts) != len(keys):
+                continue
+            ds = xr.concat(parts, dim="group", join="outer", combine_attrs="drop_conflicts")
+            coords = {"group": keys, "model": ("group", models)}
+            if self.has_criterion:
+                coords["criterion"] = ("group", crits)
+            children[name] = ds.assign_coords(coords)
+        tree = xr.DataTree.from_dict(children)
+        tree.attrs.update({"modeling_interface": "cjstats", "method": self.method, "scale": self.scale})
+        return tree
+
     def summary(self) -> Summary:
         """A printable summary (text, markdown, HTML)."""
         views = "judge_population: judges random (drawn from a population); every other row: judges fixed (the panel)."

@@ -538,3 +538,22 @@ class TestContract:
         opts = {"seed": 1, **options}
         with pytest.raises(CjstatsError, match=message):
             cj.estimate(small_scores, "bayes", **opts)
+
+
+# short chains: the contract here is the shape of the tree, not convergence (checked in TestMixing)
+@pytest.mark.filterwarnings("ignore:The Bayesian fit of model")
+def test_posterior_tree_is_one_datatree_that_arviz_summarises():
+    """fit.posterior_tree(): every group's posterior in one DataTree with model and criterion coordinates."""
+    import arviz as az
+
+    a = qwen(8, 2, 3, seed=4).assign(criterion="helpful")
+    b = qwen(8, 2, 3, seed=5, model="GPT").assign(criterion="safe")
+    fit = cj.estimate(pd.concat([a, b], ignore_index=True), "bayes", seed=1, draws=60, tune=60, chains=2)
+    tree = fit.posterior_tree()
+    post = tree["posterior"]
+    assert list(post["group"].values) == ["GPT / safe", "Qwen / helpful"]
+    assert list(post["model"].values) == ["GPT", "Qwen"] and list(post["criterion"].values) == ["safe", "helpful"]
+    np.testing.assert_array_equal(post["mu"].sel(group="GPT / safe").values,
+                                  fit.posterior["GPT / safe"].posterior["mu"].values)
+    table = az.summary(tree, var_names=["mu", "judge_panel"])
+    assert len(table) == 4 and np.isfinite(table["mean"]).all()
