@@ -27,7 +27,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["VarianceComponents", "ComponentRow", "COMPONENT_COLUMNS", "OFFSET_COLUMNS", "Summary",

@@ -83,7 +83,6 @@ import logging
 import math
 import sys
 import warnings
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
