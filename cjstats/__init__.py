@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from cjstats import datasets
+from cjstats import datasets, stats
 from cjstats.allocate import (
     Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
 )
@@ -39,6 +39,7 @@ __all__ = [
     "subsample_strategies", "predictive_design_variance",
     "judge_agreement", "Agreement", "ppi_means", "PPIMeans", "label_budget",
     "simulate_scores", "Truth", "Design", "design_grid", "simulation_study", "StudyResult",
+    "stats",
 ]
 
 # figures, the HTML report and paper tables (issue 12); matplotlib and jinja2 load only when used

@@ -1,4 +1,4 @@
-"""Defaults shared by the library, the docs and the command line (one place, STYLE.md §10)."""
+"""Defaults shared by the library, the docs and the command line (one place; docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ __all__ = ["CI_LEVEL", "COMPONENTS", "JOINT_COMPONENTS", "SCORE_COLUMNS", "OPTIO
 #: Default level of every interval the package reports.
 CI_LEVEL: float = 0.95
 
-#: The estimand names of DESIGN.md §1, in report order. The ``component`` column holds only these.
+#: The estimand names the backends report, in report order (docs/estimands.md); the full registry of names
+#: is ``cjstats.components.ESTIMANDS``.
 COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
 
 #: Extra estimand names of the joint multi-model fit (DESIGN.md §4), used by :mod:`cjstats.comparisons`.

@@ -13,7 +13,7 @@ sd_y), all overridable with ``priors=``. The half-t (rather than half-normal) ta
 which K - 1 degrees of freedom cannot pin down: a half-normal tail is a steep wall on the log scale where the
 sampler moves.
 
-Estimands (DESIGN.md §1), each a function of one posterior draw:
+Estimands (docs/estimands.md), each a function of one posterior draw:
 
 - ``mu``: the panel mean (the gamma_l sum to zero over the panel);
 - ``scenario`` = sigma_alpha^2, ``generation`` = sigma_beta^2, ``residual`` = sigma_eps^2;
@@ -36,7 +36,7 @@ mu and sigma_alpha mixed badly (r_hat 1.33); centred effects left a ridge betwee
 scenario effects (r_hat 1.11); zero-sum scenario effects mix but change what mu means. Because the model is
 Gaussian, alpha and beta can instead be integrated out exactly: given (mu, gamma, sigmas) each scenario's
 scores are Gaussian with a nested compound-symmetric covariance, whose log-determinant and inverse have closed
-forms (matrix determinant lemma and Sherman-Morrison, :mod:`cjstats.estimators._bayes_models`). The result
+forms (matrix determinant lemma and Sherman-Morrison, :mod:`cjstats.estimators.bayes.gaussian`). The result
 depends on the data only through per-scenario sufficient statistics grouped by cell size, and scenarios with
 the same pattern of cell sizes pool into one block, so a balanced design costs the same whatever its number
 of rows; unbalanced data (different numbers of generations per scenario, missing judge calls) need no special
@@ -52,7 +52,7 @@ posterior as the PyMC model, with no funnel and no wall (every r_hat <= 1.01 and
 weak-to-strong judge-effect runs in the tests). mu keeps its meaning: the panel mean with scenario effects
 random, so its uncertainty includes sigma_alpha^2/n.
 
-The PyMC model (:func:`~cjstats.estimators._bayes_models.build_pymc_gaussian`) writes the same model with
+The PyMC model (:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian`) writes the same model with
 (mu, sigmas, gamma) as free variables and the alpha/beta-collapsed likelihood as a ``pm.Potential``.
 
 Samplers
@@ -74,7 +74,7 @@ Ordinal option
 --------------
 ``likelihood="ordinal"`` treats the scores as ordered categories (judge scores are bounded: the limitation the
 paper states for its linear model) with a cumulative-logit link and the same effects on a latent scale; see
-:mod:`cjstats.estimators._bayes_ordinal`. Its ``scenario``, ``generation``, ``judge_panel``,
+:mod:`cjstats.estimators.bayes.ordinal`. Its ``scenario``, ``generation``, ``judge_panel``,
 ``judge_population`` and ``residual`` (fixed at pi^2/3, the logistic variance) are on the latent scale, and
 ``mu`` is the expected score of the panel on the score scale; every row says so in ``ci_method`` and ``note``,
 and ``draws.attrs["scale"]`` says so for the draws. Latent variances are not score variances: Proposition 1
@@ -111,16 +111,20 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_number, check_positive_int
-from cjstats.components import ComponentRow, VarianceComponents
-from cjstats.estimators._base import (
+from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.estimators.base import (
     M1_NOTE,
     GroupFit,
+    as_stats,
     check_estimable,
     fit_groups,
     group_name,
+    location_params,
+    rows_for,
 )
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
+from cjstats.stats import CellStats, ScoreStats
 
 __all__ = ["ESS_PER_CHAIN_MIN", "GAUSSIAN_PRIORS", "ONE_CALL_NOTE", "ORDINAL_PRIORS", "RHAT_MAX", "fit"]
 
@@ -259,18 +263,17 @@ def _posterior_array(tree: Any, name: str) -> np.ndarray:
     return np.asarray(tree.posterior[name].transpose("chain", "draw", ...).values, dtype=np.float64)
 
 
-def _run_gaussian(g: GroupData, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
+def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
                   seed: int, progress: bool, target_accept: float, cores: int | None,
                   parametrisation: str = "marginal") -> _Run:
-    from cjstats.estimators._bayes_models import (
+    from cjstats.estimators.bayes.gaussian import (
         GaussianDensity,
         GaussianPriors,
         MarginalDensity,
-        build_pymc_gaussian,
-        gaussian_stats,
     )
+    from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian
 
-    st = gaussian_stats(g)
+    st = g.for_gaussian()
     sd = st.sd if st.sd > 0 else 1.0
     scale = {k: priors.get(k, v * sd) for k, v in GAUSSIAN_PRIORS.items()}
     pr = GaussianPriors(**scale)
@@ -296,9 +299,8 @@ def _run_gaussian(g: GroupData, *, priors: dict[str, float], sampler: str, draws
 
 def _run_ordinal(g: GroupData, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
                  seed: int, progress: bool, target_accept: float, cores: int | None) -> _Run:
-    from cjstats.estimators._bayes_ordinal import (
+    from cjstats.estimators.bayes.ordinal import (
         OrdinalDensity,
-        build_pymc_ordinal,
         expected_score,
         location_shift,
         ordinal_data,
@@ -314,6 +316,8 @@ def _run_ordinal(g: GroupData, *, priors: dict[str, float], sampler: str, draws:
                               tune=tune, chains=chains, seed=seed, progress=progress, target_accept=target_accept,
                               cores=cores)
     else:
+        from cjstats.estimators.bayes.pymc_model import build_pymc_ordinal
+
         model = build_pymc_ordinal(od, priors, g.judge_labels)
         tree = _sample_pymc(model, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
                             target_accept=target_accept, cores=cores)
@@ -366,7 +370,7 @@ def _flat_params(run: _Run) -> tuple[list[str], np.ndarray]:
     return labels, np.stack(arrays)
 
 
-def _diagnose(run: _Run, g: GroupData, chains: int) -> dict[str, Any]:
+def _diagnose(run: _Run, g: CellStats, chains: int) -> dict[str, Any]:
     """r_hat (rank-normalised, split), bulk and tail ESS of every checked variable, and divergences."""
     from arviz_stats.base import array_stats
 
@@ -409,7 +413,7 @@ def _row(name: str, x: np.ndarray, level: float, kind: str, method: str, *, view
     return ComponentRow(name, mean, lo, hi, float(np.std(x, ddof=1)), method, view, mean, False, True, note)
 
 
-def _rows(run: _Run, g: GroupData, level: float, kind: str, likelihood: str) -> tuple[list[ComponentRow], list[dict]]:
+def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str) -> tuple[list[ComponentRow], list[dict]]:
     k = g.design.n_judges
     label = f"posterior {kind.upper()}"
     latent = likelihood == "ordinal"
@@ -458,7 +462,7 @@ def _rows(run: _Run, g: GroupData, level: float, kind: str, likelihood: str) -> 
     return rows, offsets
 
 
-def _draws_frame(run: _Run, g: GroupData) -> pd.DataFrame:
+def _draws_frame(run: _Run, g: CellStats) -> pd.DataFrame:
     any_c = next(iter(run.components.values()))
     n_chain, n_draw = any_c.shape
     chain, draw = np.meshgrid(np.arange(n_chain), np.arange(n_draw), indexing="ij")
@@ -471,7 +475,14 @@ def _draws_frame(run: _Run, g: GroupData) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------ the fit
-def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int = 1000, tune: int = 1000,
+def _capabilities() -> Any:
+    from cjstats.estimators import REGISTRY
+
+    return REGISTRY["bayes"].capabilities
+
+
+def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
+        draws: int = 1000, tune: int = 1000,
         chains: int = 4, ci_kind: CiKind = "eti", likelihood: Likelihood = "gaussian",
         priors: Mapping[str, float] | None = None, sampler: Sampler = "auto", progress: bool = False,
         target_accept: float = 0.8, cores: int | None = None,
@@ -480,10 +491,13 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
 
     Parameters
     ----------
-    scores : Scores
-        The validated table (:func:`cjstats.read_scores`).
+    stats : ScoreStats
+        The statistics of every unit (:func:`cjstats.stats.build_stats`); a ``Scores`` table is reduced first
+        and kept as ``rows``.
     ci_level : float
         Level of every credible interval.
+    rows : Scores, optional
+        The score rows, read only by ``likelihood="ordinal"`` (the registry's ``Capabilities.rows_options``).
     seed : int, optional
         Seed of the sampler; the same seed gives the same numbers. Each group gets its own stream
         (``numpy.random.SeedSequence(seed).spawn``). ``None`` draws one, recorded in ``diagnostics``.
@@ -540,7 +554,12 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
                            f"instead.")
     user_priors = _check_priors(priors, likelihood)
     resolved = _resolve_sampler(sampler)
-    groups = list(scores.groups())
+    stats, rows = as_stats(stats, rows)
+    caps = _capabilities()
+    if caps.needs_rows({"likelihood": likelihood}) and rows is None:
+        raise CjstatsError("likelihood='ordinal' needs the score rows: pass rows=scores (cjstats.estimate does this "
+                           "for you).")
+    groups = list(stats)
     for g in groups:
         check_estimable(g)
         if g.design.n_rows == g.design.n_scenarios:
@@ -557,7 +576,7 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
         if likelihood == "gaussian":
             run = _run_gaussian(g, priors=user_priors, seed=s, parametrisation=parametrisation, **opts)
         else:
-            run = _run_ordinal(g, priors={**ORDINAL_PRIORS, **user_priors}, seed=s, **opts)
+            run = _run_ordinal(rows_for(rows, g), priors={**ORDINAL_PRIORS, **user_priors}, seed=s, **opts)
         diag = _diagnose(run, g, chains)
         diag.update({"sampler": run.sampler, "likelihood": likelihood, "draws": draws, "tune": tune,
                      "chains": chains, "seed": s, "seconds": run.seconds, "n": g.design.n_scenarios,
@@ -565,7 +584,10 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
                      "k": g.design.n_judges, "n_rows": g.design.n_rows})
         rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood)
         _annotate(run.tree, likelihood=likelihood, sampler=run.sampler, g=g)
-        fits[group_name(g)] = GroupFit(rows, offsets, diag)
+        loc = np.column_stack((run.components["mu"].ravel(), run.gamma.reshape(-1, run.gamma.shape[-1])))
+        cov = ParameterCovariance(params=location_params(g.judge_labels), estimate=loc.mean(axis=0),
+                                  cov=np.cov(loc, rowvar=False), draws=loc)
+        fits[group_name(g)] = GroupFit(rows, offsets, diag, cov)
         frames.append(_draws_frame(run, g))
         trees[group_name(g)] = run.tree
 
@@ -576,11 +598,12 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
     options = {"draws": draws, "tune": tune, "chains": chains, "ci_kind": ci_kind, "likelihood": likelihood,
                "priors": dict(user_priors), "sampler": resolved, "target_accept": ta, "seed_used": seed,
                "parametrisation": parametrisation}
-    return fit_groups(scores, lambda g: fits[group_name(g)], method="bayes", ci_level=ci_level, seed=seed,
-                      options=options, draws=draws_frame, posterior=MappingProxyType(trees))
+    return fit_groups(stats, lambda g: fits[group_name(g)], method="bayes", ci_level=ci_level, seed=seed,
+                      options=options, draws=draws_frame, posterior=MappingProxyType(trees),
+                      scale=caps.scale({"likelihood": likelihood}))
 
 
-def _annotate(tree: Any, *, likelihood: str, sampler: str, g: GroupData) -> None:
+def _annotate(tree: Any, *, likelihood: str, sampler: str, g: CellStats) -> None:
     from cjstats import __version__
 
     tree.attrs.update({"modeling_interface": "cjstats", "modeling_interface_version": __version__,

@@ -1,0 +1,127 @@
+r"""The statistics layer: score rows reduced once to per-unit sufficient statistics that every backend fits from.
+
+::
+
+    read_scores -> Scores --build_stats--> ScoreStats (one CellStats per unit) --Backend.fit--> result
+
+:func:`build_stats` runs an engine (``stats/engines/``; numpy today) over each analysis unit (one model, or
+model x criterion) and returns a :class:`ScoreStats`. Each :class:`CellStats` is additive over chunks split by
+scenario (:func:`merge_stats`) and gives each backend its view: ``for_anova`` (mean squares),
+``for_reml`` (the structured REML's design and score statistics) and ``for_gaussian`` (the collapsed
+Gaussian likelihood's statistics). Only numpy, scipy and pandas are needed.
+
+Examples
+--------
+>>> import cjstats as cj
+>>> st = cj.stats.build_stats(cj.datasets.load("hanna"))
+>>> unit = next(iter(st))
+>>> ms, _ = unit.for_anova()
+>>> ms.k
+5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+import pandas as pd
+
+from cjstats._validate import check_choice
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import Scores, read_scores
+from cjstats.stats.cellstats import CellStats, merge_stats
+from cjstats.stats.engines import ENGINES
+from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats
+
+__all__ = ["CellStats", "ScoreStats", "build_stats", "merge_stats", "MeanSquares", "Design", "YStats",
+           "GaussianStats", "UNITS"]
+
+#: The analysis units :func:`build_stats` supports today.
+UNITS: tuple[tuple[str, ...], ...] = (("model", "criterion"), ("model",))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScoreStats:
+    """The statistics of every analysis unit of a score table, in the table's order.
+
+    Attributes
+    ----------
+    units : tuple of CellStats
+        One per unit (model, or model x criterion).
+    has_criterion : bool
+        Whether units are model x criterion.
+    design : DataFrame
+        The design summary, one row per unit (as :attr:`cjstats.Scores.design`).
+    unit : tuple of str
+        The columns that define a unit.
+    engine : str
+        The engine that computed the statistics.
+    """
+
+    units: tuple[CellStats, ...]
+    has_criterion: bool
+    design: pd.DataFrame
+    unit: tuple[str, ...] = ("model", "criterion")
+    engine: str = "numpy"
+
+    def __iter__(self) -> Iterator[CellStats]:
+        return iter(self.units)
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def get(self, model: str, criterion: str | None = None) -> CellStats:
+        """The statistics of one unit."""
+        for u in self.units:
+            if u.model == str(model) and (criterion is None or u.criterion == str(criterion)):
+                return u
+        raise CjstatsError(f"These statistics have no model '{model}'" + ("" if criterion is None else
+                           f" with criterion '{criterion}'") + ".")
+
+
+def _as_scores(source: Any) -> Scores:
+    if isinstance(source, Scores):
+        return source
+    if isinstance(source, pd.DataFrame):
+        return read_scores(source)
+    raise CjstatsError(f"build_stats takes a Scores table (from read_scores) or a DataFrame. "
+                       f"Got {type(source).__name__} instead.")
+
+
+def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
+                engine: str = "numpy") -> ScoreStats:
+    """Reduce a score table to the sufficient statistics of each analysis unit.
+
+    Parameters
+    ----------
+    source : Scores or DataFrame
+        The table (a DataFrame is validated by :func:`cjstats.read_scores` first).
+    unit : tuple of str
+        The columns that define one analysis unit: ``("model", "criterion")`` (default; the criterion is
+        ignored when the table has none) or ``("model",)`` (a table with a criterion column is refused:
+        pooling criteria would mix scales). A unit without ``"model"`` (one joint multi-model unit) is
+        not supported yet.
+    engine : {"numpy"}
+        The engine that reads the rows (``cjstats.stats.engines.ENGINES``).
+
+    Returns
+    -------
+    ScoreStats
+        One :class:`CellStats` per unit.
+    """
+    check_choice("engine", engine, ENGINES, caller="build_stats")
+    unit = tuple(unit)
+    if unit not in UNITS:
+        raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion') or ('model',). Got "
+                           f"{unit!r} instead; joint multi-model units are not supported yet.")
+    scores = _as_scores(source)
+    if unit == ("model",) and scores.has_criterion:
+        raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
+                           "column; pass unit=('model', 'criterion') or drop the column.")
+    mod = import_module(ENGINES[engine])
+    units = tuple(mod.unit_stats(g) for g in scores.groups())
+    return ScoreStats(units=units, has_criterion=scores.has_criterion, design=scores.design, unit=unit,
+                      engine=engine)

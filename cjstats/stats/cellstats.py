@@ -1,0 +1,375 @@
+r"""``CellStats``: the sufficient statistics of one analysis unit, from which every backend fits.
+
+One unit is one model (or model x criterion) by default. Its statistics are grouped by cell-size class
+h (a cell is a (scenario, generation) pair, its size the number of judge calls in it), with y0 = y - shift[l]
+the scores centred by a per-judge constant ``shift`` (the judge means when built from a whole table):
+
+- per size class: the judge co-occurrence DD_h = sum_c D_c D_c' (D_c the judge counts of cell c), the
+  judge x cell-sum products DY_h = sum_c D_c Y_c (Y_c the cell sum of y0), YY_h = sum_c Y_c^2, the number of
+  cells, and per judge the counts and sums of y0, sum y0^2 and the within-cell sum of squares SSW_h;
+- per scenario x size class: cell counts, sum_c D_c and sum_c Y_c;
+- per judge: counts and sums of y0; totals: sum y0^2, min and max of y, and the centring constant;
+- labels (scenarios, judges) and the design summary (:class:`~cjstats.scores.GroupDesign`).
+
+Every entry is a sum over cells, and cells never straddle scenarios, so the statistics of chunks of a unit
+split by scenario add up to those of the whole (:func:`merge_stats`) once they share one centring
+(:meth:`CellStats.recentre`, exact linear algebra). The views (:meth:`CellStats.for_anova`,
+:meth:`CellStats.for_reml`, :meth:`CellStats.for_gaussian`) give each backend its scaling
+(:mod:`cjstats.stats.views`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import GroupDesign
+from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
+
+__all__ = ["CellStats", "merge_stats"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CellStats:
+    """Sufficient statistics of one analysis unit (see the module docstring for every array).
+
+    Shapes: n scenarios, S cell-size classes, K judges. Build it with :func:`cjstats.stats.build_stats`;
+    combine chunks split by scenario with :func:`merge_stats`.
+    """
+
+    model: str
+    criterion: str | None
+    scenario_labels: np.ndarray   # (n,)
+    judge_labels: tuple[str, ...]  # (K,)
+    design: GroupDesign
+    shift: np.ndarray             # (K,) centring constant per judge
+    n_obs: int
+    n_cells: int
+    sizes: np.ndarray             # (S,) distinct cell sizes (float)
+    size_cells: np.ndarray        # (S,) cells per size class
+    dd: np.ndarray                # (S, K, K)
+    dy: np.ndarray                # (S, K)
+    yyc: np.ndarray               # (S,)
+    judge_n_s: np.ndarray         # (S, K) judge calls per size class
+    judge_sum_s: np.ndarray       # (S, K) sums of y0 per size class and judge
+    yy_s: np.ndarray              # (S,) sum of y0^2 per size class
+    ssw_s: np.ndarray             # (S,) within-cell sum of squares of y0 per size class
+    s_isk: np.ndarray             # (n, S, K)
+    cnt_is: np.ndarray            # (n, S)
+    ys: np.ndarray                # (n, S)
+    judge_n: np.ndarray           # (K,)
+    judge_sum: np.ndarray         # (K,)
+    yy: float
+    y_min: float
+    y_max: float
+    first_cell: tuple[str, str]   # (scenario, generation) labels of the first cell
+    first_missing: tuple[Any, Any, tuple[str, ...]] | None = None  # first incomplete cell and its absent judges
+
+    # -- identity ------------------------------------------------------------------------------------
+    @property
+    def k(self) -> int:
+        return len(self.judge_labels)
+
+    @property
+    def n_scenarios(self) -> int:
+        return int(self.cnt_is.shape[0])
+
+    @property
+    def key(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"model": self.model}
+        if self.criterion is not None:
+            out["criterion"] = self.criterion
+        return out
+
+    def label(self, *, capital: bool = False) -> str:
+        """Human name of the unit for messages: ``model 'x'`` or ``model 'x', criterion 'y'``."""
+        s = f"{'Model' if capital else 'model'} '{self.model}'"
+        return s if self.criterion is None else f"{s}, criterion '{self.criterion}'"
+
+    @property
+    def generations_per_scenario(self) -> np.ndarray:
+        """(n,) number of cells (generations) of each scenario."""
+        return self.cnt_is.sum(axis=1)
+
+    @property
+    def has_generation(self) -> bool:
+        """Some scenario has at least two generations."""
+        return bool(self.generations_per_scenario.max() >= 2)
+
+    @property
+    def n_linked(self) -> int:
+        """Connected components of the bipartite graph "judge l scored cell c" (1 when judges share cells).
+
+        Every cell has a judge, so they are the components of the judge co-occurrence graph sum_h DD_h > 0.
+        """
+        from scipy.sparse import csgraph, csr_matrix
+
+        adj = self.dd.sum(axis=0) > 0
+        return int(csgraph.connected_components(csr_matrix(adj), directed=False, return_labels=False))
+
+    # -- re-centring ---------------------------------------------------------------------------------
+    def recentre(self, shift: np.ndarray) -> CellStats:
+        """The same statistics with y0 = y - ``shift``[judge] (exact algebra; no rows needed).
+
+        With delta = shift_new - shift_old, Y_c -> Y_c - D_c'delta, so DY_h -> DY_h - DD_h delta,
+        YY_h -> YY_h - 2 DY_h'delta + delta'DD_h delta, per-judge sums -> sums - n_l delta_l, and
+        SSW_h -> SSW_h - 2 delta'JY_h + delta'(diag(n_h) - DD_h/h) delta with JY_h = judge_sum_h - DY_h/h.
+        """
+        new = np.asarray(shift, dtype=np.float64)
+        delta = new - self.shift
+        if not np.any(delta):
+            return self
+        h = self.sizes
+        dd_delta = self.dd @ delta                                     # (S, K)
+        jy = self.judge_sum_s - self.dy / h[:, None]
+        jj_quad = (self.judge_n_s * delta * delta).sum(axis=1) - np.einsum("sk,k->s", dd_delta, delta) / h
+        return dataclasses.replace(
+            self, shift=new,
+            dy=self.dy - dd_delta,
+            yyc=self.yyc - 2.0 * self.dy @ delta + dd_delta @ delta,
+            judge_sum_s=self.judge_sum_s - self.judge_n_s * delta,
+            yy_s=self.yy_s - 2.0 * self.judge_sum_s @ delta + self.judge_n_s @ (delta * delta),
+            ssw_s=self.ssw_s - 2.0 * jy @ delta + jj_quad,
+            ys=self.ys - self.s_isk @ delta,
+            judge_sum=self.judge_sum - self.judge_n * delta,
+            yy=float(self.yy - 2.0 * self.judge_sum @ delta + self.judge_n @ (delta * delta)),
+        )
+
+    # -- views ---------------------------------------------------------------------------------------
+    def for_reml(self) -> tuple[Design, YStats]:
+        """The structured REML evaluator's :class:`Design` and :class:`YStats` (scores centred by ``shift``)."""
+        design = Design(
+            n_obs=int(self.n_obs), n_scen=self.n_scenarios, n_cells=int(self.n_cells), k=self.k,
+            sizes=self.sizes, size_cells=self.size_cells, dd=self.dd, judge_n=self.judge_n, s_isk=self.s_isk,
+            cnt_is=self.cnt_is, has_generation=self.has_generation, n_linked=self.n_linked,
+        )
+        ys = YStats(shift=self.shift, dy=self.dy, yyc=self.yyc, ys=self.ys, judge_sum=self.judge_sum,
+                    yy=float(self.yy), ssw=float(self.ssw_s.sum()))
+        return design, ys
+
+    def within_cell_rss(self) -> tuple[float, float]:
+        """Residual sum of squares of the fixed-effects fit y ~ cell + judge, and the within-cell sum of squares of y.
+
+        RSS = SSW - JY'(J_w'J_w)^+ JY with J_w'J_w = diag(n_l) - sum_h DD_h/h and JY = judge_sum - sum_h DY_h/h
+        (the judge sums of the within-cell deviations); both are of the judge-centred scores, so when the
+        centring is the judge means JY is near zero and RSS keeps the relative precision of SSW.
+        """
+        jj = np.diag(self.judge_n) - np.tensordot(1.0 / self.sizes, self.dd, axes=1)
+        jy = self.judge_sum - (self.dy / self.sizes[:, None]).sum(axis=0)
+        rss = float(self.ssw_s.sum()) - float(jy @ np.linalg.pinv(jj) @ jy)
+        within = float(self.recentre(np.zeros(self.k)).ssw_s.sum())   # of the scores themselves: the scale
+        return max(rss, 0.0), within
+
+    def for_gaussian(self) -> GaussianStats:
+        """The collapsed Gaussian likelihood's :class:`GaussianStats` (scores centred by their grand mean)."""
+        n_obs = int(self.n_obs)
+        ybar = float((self.shift @ self.judge_n + self.judge_sum.sum()) / n_obs)
+        c = self.recentre(np.full(self.k, ybar))
+        k = self.k
+        h = self.sizes
+        n_h = len(h)
+        d = k + 2
+        a_sum = self.s_isk.sum(axis=0)                         # (S, K) sum of D_c per class
+        s_sum = c.ys.sum(axis=0)                               # (S,) sum of S_c per class
+        m_h = np.zeros((n_h, d, d))
+        m_h[:, 0, 0] = c.yyc / h**2
+        m_h[:, 0, 1] = m_h[:, 1, 0] = s_sum / h
+        m_h[:, 0, 2:] = c.dy / (h**2)[:, None]
+        m_h[:, 2:, 0] = m_h[:, 0, 2:]
+        m_h[:, 1, 1] = self.size_cells
+        m_h[:, 1, 2:] = a_sum / h[:, None]
+        m_h[:, 2:, 1] = m_h[:, 1, 2:]
+        m_h[:, 2:, 2:] = self.dd / (h**2)[:, None, None]
+        v = np.concatenate((c.ys[:, :, None] / h[None, :, None], self.cnt_is[:, :, None],
+                            self.s_isk / h[None, :, None]), axis=2)
+        m_count = np.ascontiguousarray(self.cnt_is)
+        n_l = self.judge_n
+        y_l = c.judge_sum
+        b_w = y_l - (c.dy / h[:, None]).sum(axis=0)
+        g_w = np.diag(n_l) - np.tensordot(1.0 / h, self.dd, axes=1)
+        judge_means = np.where(n_l > 0, y_l / np.maximum(n_l, 1.0), 0.0)
+        blk_t, blk_m, blk_n, single = pattern_blocks(v, m_count)
+        gens = self.generations_per_scenario
+        return GaussianStats(
+            n_obs=n_obs, n_cells=int(self.n_cells), n_scenarios=self.n_scenarios, k=k, ybar=ybar,
+            sd=float(np.sqrt(max(c.yy, 0.0) / n_obs)),
+            has_generation=bool(gens.max() > 1 and n_obs > self.n_cells), sizes=h,
+            cells_per_size=self.size_cells, ssw0=float(c.ssw_s.sum()), b_w=b_w, g_w=g_w, m_h=m_h, v=v,
+            m_count=m_count, judge_offsets0=judge_means - judge_means.mean(),
+            blk_t=blk_t, blk_m=blk_m, blk_n=blk_n, single_v=np.ascontiguousarray(v[single]),
+            single_m=np.ascontiguousarray(m_count[single]),
+        )
+
+    def for_anova(self, incomplete: Literal["error", "drop"] = "error") -> tuple[MeanSquares, dict[str, int]]:
+        r"""Mean squares of the balanced crossed table (paper App. C), and what was dropped to get it.
+
+        Uses the size class of complete cells (size K, every judge once). With a_l = (judge sum of y0)/(nm) and
+        t = mean(a): SS_S = mK sum_i (Y_i/(mK) - t)^2, SS_G = YY_h/K - sum_i Y_i^2/(mK),
+        SS_J = nm sum_l (J_l - G)^2 (J_l = shift_l + a_l) and SS_W = SSW - 2 (a - t)'JY + nm |a - t|^2, with SSW the within-cell sum
+        of squares of y0 and JY the judge sums of the within-cell deviations (both zero-centred sums: when
+        ``shift`` is the judge means, a, t and JY vanish and SS_W is SSW, summed directly). Raises one sentence
+        when the unit is not balanced (``incomplete="error"``) or stays unbalanced after dropping incomplete
+        cells (``"drop"``).
+        """
+        k = self.k
+        d = self.design
+        dropped = {"dropped_cells": 0, "dropped_rows": 0}
+        full = np.flatnonzero((self.sizes == k) & np.all(self.judge_n_s == self.size_cells[:, None], axis=1))
+        if d.balanced:
+            s = int(full[0])
+        else:
+            if d.complete:  # complete but m differs across scenarios
+                m_per = self.generations_per_scenario
+                raise CjstatsError(f"{self.label(capital=True)} has {int(m_per.min())} to {int(m_per.max())} "
+                                   f"generations per scenario: the method-of-moments ANOVA needs the same number in "
+                                   f"every scenario. Use method='reml', which handles unbalanced designs.")
+            n_bad = int(self.n_cells - (self.size_cells[full].sum() if full.size else 0))
+            if incomplete == "error":
+                fm = self.first_missing
+                first = ("" if fm is None else
+                         f" (first: scenario {fm[0]!r}, generation {fm[1]!r}, judge {', '.join(map(repr, fm[2]))})")
+                raise CjstatsError(
+                    f"{self.label(capital=True)} is incomplete: {d.n_missing} judge calls are missing in {n_bad} "
+                    f"(scenario, generation) cells{first}. Pass incomplete='drop' to keep only complete cells, or use "
+                    f"method='reml'.")
+            if full.size == 0:
+                raise CjstatsError(f"{self.label(capital=True)} has no (scenario, generation) cell that every judge "
+                                   f"scored, so incomplete='drop' leaves nothing. Use method='reml'.")
+            s = int(full[0])
+            m_per = self.cnt_is[:, s]
+            kept = m_per[m_per > 0]
+            if not (kept == kept[0]).all():
+                raise CjstatsError(f"After dropping incomplete cells, {self.label()} has {int(kept.min())} to "
+                                   f"{int(kept.max())} complete generations per scenario: the ANOVA needs the same "
+                                   f"number in every scenario. Use method='reml'.")
+            dropped = {"dropped_cells": n_bad, "dropped_rows": int(self.n_obs - self.size_cells[s] * k),
+                       "dropped_scenarios": int((m_per == 0).sum())}
+        keep = self.cnt_is[:, s] > 0
+        n = int(keep.sum())
+        m = int(self.cnt_is[keep, s][0])
+        nm = n * m
+        a = self.judge_sum_s[s] / nm
+        t = float(a.mean())
+        da = a - t
+        ysc = self.ys[keep, s]
+        ds = ysc / (m * k) - t
+        jy = self.judge_sum_s[s] - self.dy[s] / k
+        ss_w = float(self.ssw_s[s] - 2.0 * da @ jy + nm * (da @ da))
+        # sum over kept scenarios of sum_c Y_c^2 is the whole class's YY_h: every cell of the class is kept
+        ss_g = float(self.yyc[s] / k - (ysc @ ysc) / (m * k))
+        judge_means = self.shift + a
+        dj = judge_means - judge_means.mean()
+        ms = MeanSquares(
+            n=n, m=m, k=k, grand_mean=float(self.shift.mean() + t), judge_means=judge_means,
+            ss_scenario=float(m * k * (ds @ ds)), ss_generation=max(ss_g, 0.0), ss_judge=float(nm * (dj @ dj)),
+            ss_residual=ss_w,
+        )
+        return ms, dropped
+
+
+def merge_stats(*parts: CellStats) -> CellStats:
+    """Statistics of the union of chunks of one unit split by scenario (no scenario in two chunks).
+
+    Judges are aligned by label (a chunk without some judge contributes zero counts for it), size classes by
+    size, and every chunk is re-centred to the pooled judge means before the sums are added, so the result
+    equals :func:`~cjstats.stats.build_stats` on the whole table up to rounding (about 1e-12 relative).
+    """
+    if not parts:
+        raise CjstatsError("merge_stats needs at least one CellStats.")
+    key = parts[0].key
+    for p in parts[1:]:
+        if p.key != key:
+            raise CjstatsError(f"merge_stats merges chunks of one unit; got {parts[0].label()} and {p.label()}.")
+    if len(parts) == 1:
+        return parts[0]
+    labels = sorted(set().union(*(p.judge_labels for p in parts)))
+    k = len(labels)
+    sizes = np.unique(np.concatenate([p.sizes for p in parts]))
+    n_s = len(sizes)
+    scen = np.concatenate([np.asarray(p.scenario_labels, dtype=object) for p in parts])
+    if len(set(scen.tolist())) != len(scen):
+        dup = next(x for x in scen.tolist() if scen.tolist().count(x) > 1)
+        raise CjstatsError(f"merge_stats merges chunks split by scenario, but scenario {dup!r} is in two chunks; "
+                           f"split the table by scenario.")
+    # pooled judge means as the common centring
+    tot_n = np.zeros(k)
+    tot_s = np.zeros(k)
+    expanded = []
+    for p in parts:
+        jidx = np.array([labels.index(lab) for lab in p.judge_labels], dtype=np.int64)
+        sidx = np.searchsorted(sizes, p.sizes)
+        expanded.append((p, jidx, sidx))
+        tot_n[jidx] += p.judge_n
+        tot_s[jidx] += p.judge_n * p.shift + p.judge_sum
+    shift = tot_s / np.where(tot_n > 0, tot_n, 1.0)
+    acc = {name: np.zeros(shape) for name, shape in (
+        ("dd", (n_s, k, k)), ("dy", (n_s, k)), ("yyc", (n_s,)), ("judge_n_s", (n_s, k)), ("judge_sum_s", (n_s, k)),
+        ("yy_s", (n_s,)), ("ssw_s", (n_s,)), ("size_cells", (n_s,)), ("judge_n", (k,)), ("judge_sum", (k,)))}
+    per_scen = {"s_isk": [], "cnt_is": [], "ys": []}
+    yy = 0.0
+    for p, jidx, sidx in expanded:
+        q = p.recentre(shift[jidx])
+        acc["dd"][np.ix_(sidx, jidx, jidx)] += q.dd
+        acc["dy"][np.ix_(sidx, jidx)] += q.dy
+        acc["yyc"][sidx] += q.yyc
+        acc["judge_n_s"][np.ix_(sidx, jidx)] += q.judge_n_s
+        acc["judge_sum_s"][np.ix_(sidx, jidx)] += q.judge_sum_s
+        acc["yy_s"][sidx] += q.yy_s
+        acc["ssw_s"][sidx] += q.ssw_s
+        acc["size_cells"][sidx] += q.size_cells
+        acc["judge_n"][jidx] += q.judge_n
+        acc["judge_sum"][jidx] += q.judge_sum
+        yy += q.yy
+        n_p = q.n_scenarios
+        s_isk = np.zeros((n_p, n_s, k))
+        s_isk[np.ix_(np.arange(n_p), sidx, jidx)] = q.s_isk
+        for name, arr in (("cnt_is", q.cnt_is), ("ys", q.ys)):
+            out = np.zeros((n_p, n_s))
+            out[:, sidx] = arr
+            per_scen[name].append(out)
+        per_scen["s_isk"].append(s_isk)
+    cat = {name: np.concatenate(v, axis=0) for name, v in per_scen.items()}
+    try:
+        order = np.argsort(scen, kind="stable")
+    except TypeError:  # unorderable labels: keep the chunks' order
+        order = np.arange(len(scen))
+    cat = {name: v[order] for name, v in cat.items()}
+    scen = scen[order]
+    n_obs = sum(int(p.n_obs) for p in parts)
+    n_cells = sum(int(p.n_cells) for p in parts)
+    m_per = cat["cnt_is"].sum(axis=1).astype(np.int64)
+    complete = bool(np.all(sizes == k))
+    d0 = parts[0].design
+    design = GroupDesign(
+        model=d0.model, criterion=d0.criterion, n_rows=n_obs, n_scenarios=len(scen),
+        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
+        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=tuple(labels),
+        n_cells=n_cells, n_missing=int(n_cells * k - n_obs),
+        n_duplicates=sum(int(p.design.n_duplicates) for p in parts), complete=complete,
+        balanced=bool(complete and (m_per == m_per[0]).all()),
+    )
+    first_missing = None
+    if not complete:
+        pos = {lab: i for i, lab in enumerate(scen.tolist())}
+        cands = []
+        for p in parts:
+            absent = tuple(lab for lab in labels if lab not in p.judge_labels)
+            if absent:
+                fm = p.first_missing
+                cell = p.first_cell if fm is None or pos[fm[0]] > pos[p.first_cell[0]] else (fm[0], fm[1])
+                extra = () if fm is None or (fm[0], fm[1]) != cell else fm[2]
+                cands.append((pos[cell[0]], (cell[0], cell[1], tuple(sorted(set(absent) | set(extra))))))
+            elif p.first_missing is not None:
+                cands.append((pos[p.first_missing[0]], p.first_missing))
+        first_missing = min(cands, key=lambda c: c[0])[1] if cands else None
+    first = min(parts, key=lambda p: int(np.flatnonzero(scen == p.first_cell[0])[0]))
+    return CellStats(
+        model=parts[0].model, criterion=parts[0].criterion, scenario_labels=scen, judge_labels=tuple(labels),
+        design=design, shift=shift, n_obs=n_obs, n_cells=n_cells, sizes=sizes, yy=float(yy),
+        y_min=min(p.y_min for p in parts), y_max=max(p.y_max for p in parts), first_cell=first.first_cell,
+        first_missing=first_missing, **acc, **cat,
+    )
