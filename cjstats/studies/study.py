@@ -89,7 +89,7 @@ def _resolve_methods(methods: Any) -> list[_Method]:
             raise CjstatsError(f"The method '{name}' in the 'methods' argument of {_CALLER} requires package(s) "
                                f"{', '.join(missing)}; install them with pip install 'cjstats[{REQUIRES[name][1]}]'.")
         params = inspect.signature(import_module(BACKENDS[name]).fit).parameters
-        allowed = [p for p in params if p not in ("scores", "ci_level", "seed")]
+        allowed = [p for p in params if p not in ("scores", "stats", "rows", "ci_level", "seed")]
         for opt in options:
             if opt not in allowed:
                 raise CjstatsError(f"The method '{name}' in the 'methods' argument of {_CALLER} has no option "
