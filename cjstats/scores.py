@@ -9,6 +9,7 @@ and how to fix it. Only numpy and pandas are needed here.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from cjstats._defaults import SCORE_COLUMNS
-from cjstats.exceptions import CjstatsError
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 
-__all__ = ["Scores", "GroupDesign", "GroupData", "read_scores", "read_mtbench_judgments"]
+__all__ = ["Scores", "GroupDesign", "GroupData", "read_scores", "read_mtbench_judgments", "warn_sparse_judges"]
 
 _ID_COLUMNS = ("model", "scenario", "generation", "judge")
 _REQUIRED = ("model", "scenario", "judge", "score")  # generation defaults to one per scenario
@@ -251,6 +252,30 @@ class Scores:
         return Scores(out, provenance=prov)
 
 
+def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
+    """Warn about judges that scored less than ``min_share`` of a group's (scenario, generation) cells.
+
+    Under ``incomplete="drop"`` only the cells that every judge scored are kept, so one judge that scored 2 of
+    16 cells silently reduces the analysis to those 2 cells. The warning gives the counts and the fix
+    (leave the judge out, or use an estimator that handles missing calls).
+    """
+    import warnings
+
+    d = group.design
+    if d.complete or d.n_cells == 0:
+        return
+    present = np.zeros((d.n_cells, d.n_judges), dtype=bool)
+    present[group.cell, group.judge] = True
+    per_judge = present.sum(axis=0)
+    for j in np.argsort(per_judge, kind="stable"):
+        if per_judge[j] < min_share * d.n_cells:
+            warnings.warn(f"In {group.label()}, judge '{group.judge_labels[j]}' scored {int(per_judge[j])} of "
+                          f"{d.n_cells} (scenario, generation) cells, so dropping incomplete cells keeps at most "
+                          f"{int(per_judge[j])}; leave that judge out or use REML, which keeps every call.",
+                          CjstatsWarning, stacklevel=2)
+        break
+
+
 # ---------------------------------------------------------------------------------------------- indexing
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     try:
@@ -332,7 +357,63 @@ def _file_kind(path: Path) -> str:
     raise CjstatsError(f"Unknown file type of `{path}`: read_scores reads {known} files (or pass a DataFrame).")
 
 
-def _read_file(path: Path) -> pd.DataFrame:
+def _open_text(path: Path):
+    import gzip
+
+    return gzip.open(path, "rt", encoding="utf-8") if path.name.lower().endswith(".gz") else \
+        open(path, encoding="utf-8")
+
+
+def _sniff_separator(path: Path, kind: str) -> str:
+    """The field separator of a delimited file, read from its header line (``,`` ``;`` tab or ``|``).
+
+    A ``.csv`` saved with ``;`` (spreadsheet locales that write decimal commas) or tabs, and a ``.tsv``
+    saved with commas, are read with the separator their header uses.
+    """
+    expected = "," if kind == "csv" else "\t"
+    with _open_text(path) as fh:
+        header = fh.readline()
+    if expected in header:
+        return expected
+    counts = {sep: header.count(sep) for sep in (",", ";", "\t", "|")}
+    best = max(counts, key=lambda k: counts[k])
+    return best if counts[best] > 0 else expected
+
+
+def _cut_short(path: Path) -> CjstatsError:
+    return CjstatsError(f"The score file `{path}` is cut short: its compressed data ends before the end of the "
+                        f"file, so copy or download it again.")
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    """Read JSON Lines one line at a time, so an error names the line that is wrong."""
+    records = []
+    with _open_text(path) as fh:
+        lines = fh.read().splitlines()
+    last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            where = " (the last line: the file may be cut short)" if lineno == last else ""
+            raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}){where}; fix or remove "
+                               f"that line.") from None
+        if not isinstance(rec, dict):
+            raise CjstatsError(f"Line {lineno} of `{path}` is not a JSON object but {type(rec).__name__}; each line "
+                               f"must be one record such as {{\"model\": ..., \"score\": ...}}.")
+        records.append(rec)
+    if not records:
+        raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
+    return pd.DataFrame.from_records(records)
+
+
+def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`)."""
+    import zlib
+    from gzip import BadGzipFile
+
     if not path.exists():
         raise CjstatsError(f"The score file `{path}` does not exist.")
     if path.is_dir():
@@ -340,22 +421,32 @@ def _read_file(path: Path) -> pd.DataFrame:
     kind = _file_kind(path)
     if path.stat().st_size == 0:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
+    info: dict[str, Any] = {}
     try:
         if kind in ("csv", "tsv"):
-            return pd.read_csv(path, sep="," if kind == "csv" else "\t", low_memory=False)
+            sep = _sniff_separator(path, kind)
+            if sep != ("," if kind == "csv" else "\t"):
+                info["separator"] = {"\t": "tab"}.get(sep, sep)
+            df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
+            df.columns = [str(c).strip() for c in df.columns]
+            return df, info
         if kind == "parquet":
             try:
-                return pd.read_parquet(path)
+                return pd.read_parquet(path), info
             except ImportError as exc:
                 raise CjstatsError("Reading Parquet needs pyarrow: pip install 'cjstats[parquet]'.") from exc
-        return pd.read_json(path, lines=True)
+        return _read_jsonl(path), info
+    except (EOFError, BadGzipFile, zlib.error) as exc:
+        raise _cut_short(path) from exc
     except pd.errors.EmptyDataError as exc:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.") from exc
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError, OSError) as exc:
         if isinstance(exc, CjstatsError):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CjstatsError(f"Could not read `{path}` as {kind.upper()}: {first}.") from exc
+        if "end-of-stream" in first or "ended before" in first:
+            raise _cut_short(path) from exc
+        raise CjstatsError(f"Could not read `{path}` as {kind.upper()}: {first.rstrip('.')}.") from exc
 
 
 def _suggest_mapping(missing: list[str], found: list[str]) -> dict[str, str]:
@@ -381,6 +472,68 @@ def _check_ids(df: pd.DataFrame, cols: list[str]) -> None:
                                f"{_first_row(bad, df.index)}). Fill or drop them before read_scores().")
 
 
+_INT_TEXT = r"-?(?:0|[1-9][0-9]*)"
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (so messages print ``0``, not ``np.int64(0)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _number_text(v: Any) -> str:
+    v = _plain(v)
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
+    """Treat an id column as labels: never merge or split ids by parsing them as numbers.
+
+    A column read from a text file is text; it becomes integers only when every value is a plain integer
+    (``12``, not ``1.10`` or ``007``), which is lossless. A column that mixes numbers and text (``3`` and
+    ``"3"``) is turned into text, with a warning when that makes two values one label.
+    """
+    import warnings
+
+    if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
+        if all(isinstance(v, str) for v in col):
+            if col.str.fullmatch(_INT_TEXT).all():
+                return col.astype(np.int64)
+            return col.astype(object)
+    if not pd.api.types.is_object_dtype(col):
+        return col
+    values = pd.unique(col)
+    numbers = [v for v in values if _is_number(v)]
+    texts = {v for v in values if isinstance(v, str)}
+    if not numbers or not texts:
+        return col
+    clash = next(((n, _number_text(n)) for n in numbers if _number_text(n) in texts), None)
+    if clash is not None:
+        warnings.warn(f"Column '{name}' mixes numbers and text ({_plain(clash[0])!r} and {clash[1]!r}): both are "
+                      f"read as the label {clash[1]!r}; make the column one type if they are different "
+                      f"{name}s.", CjstatsWarning, stacklevel=3)
+    return col.map(lambda v: _number_text(v) if _is_number(v) else v).astype(object)
+
+
+def _warn_near_duplicates(col: pd.Series, name: str) -> None:
+    """Warn when two labels differ only in case or surrounding spaces (``gpt-4`` and ``GPT-4 ``)."""
+    import warnings
+
+    labels = sorted({v for v in pd.unique(col) if isinstance(v, str)})
+    seen: dict[str, str] = {}
+    for label in labels:
+        key = label.strip().casefold()
+        if key in seen:
+            warnings.warn(f"Column '{name}' has labels that differ only in case or surrounding spaces "
+                          f"({seen[key]!r} and {label!r}): they are analysed as different {name}s; fix the labels "
+                          f"if they name the same one.", CjstatsWarning, stacklevel=3)
+            return
+        seen[key] = label
+
+
 def _check_scores(df: pd.DataFrame) -> pd.Series:
     raw = df["score"]
     if pd.api.types.is_bool_dtype(raw):
@@ -389,7 +542,7 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
     nonnum = (num.isna() & raw.notna()).to_numpy()
     if nonnum.any():
         i = int(np.flatnonzero(nonnum)[0])
-        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {raw.iloc[i]!r} in "
+        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {_plain(raw.iloc[i])!r} in "
                            f"row {df.index[i]}). Drop or recode them before read_scores().")
     values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
@@ -401,6 +554,24 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
     if inf.any():
         raise CjstatsError(f"Column 'score' has {int(inf.sum())} infinite values (first in row "
                            f"{_first_row(inf, df.index)}). Drop or recode them before read_scores().")
+    # A sum of n squares stays finite only when every |score| < sqrt(max_float / n); keep a factor 16 spare for
+    # the sums of squares of the mean-square decomposition.
+    limit = math.sqrt(np.finfo(np.float64).max / (16.0 * max(len(values), 1)))
+    huge = np.abs(values) > limit
+    if huge.any():
+        i = int(np.flatnonzero(huge)[0])
+        raise CjstatsError(f"Column 'score' has {int(huge.sum())} values too large to analyse (first: "
+                           f"{values[i]:g} in row {df.index[i]}): their squares overflow floating point, so "
+                           f"rescale or drop them before read_scores().")
+    sentinel = values == -1
+    if sentinel.any() and (values[~sentinel] >= 0).all():
+        import warnings
+
+        k = int(sentinel.sum())
+        warnings.warn(f"Column 'score' has {k} value{'s' if k > 1 else ''} of -1 (first in row "
+                      f"{_first_row(sentinel, df.index)}) on a scale whose other scores are all >= 0: -1 is "
+                      f"FastChat's code for a judgment it could not parse, so drop those rows if they are failed "
+                      f"calls (read_mtbench_judgments does).", CjstatsWarning, stacklevel=3)
     return pd.Series(values, index=df.index, name="score")
 
 
@@ -436,13 +607,16 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
 
     check_choice("duplicates", duplicates, ("error", "mean"), caller="read_scores")
     provenance: dict[str, Any] = {}
+    from_text = False
     if isinstance(source, pd.DataFrame):
         df = source
         provenance["source"] = "DataFrame"
     elif isinstance(source, (str, Path)):
         path = Path(source)
-        df = _read_file(path)
+        df, info = _read_file(path)
         provenance["source"] = str(path)
+        provenance.update(info)
+        from_text = _file_kind(path) != "parquet"
     else:
         raise CjstatsError(f"read_scores takes a DataFrame or a file path. Got {type(source).__name__} instead.")
     if columns:
@@ -453,6 +627,18 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         if absent:
             raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
                                f"(found: {', '.join(map(str, df.columns))}).")
+        taken = [(theirs, ours) for theirs, ours in columns.items()
+                 if ours in df.columns and ours != theirs and ours not in columns]
+        if taken:
+            theirs, ours = taken[0]
+            raise CjstatsError(f"columns maps '{theirs}' to '{ours}', but scores already has a column '{ours}'; "
+                               f"drop one of the two columns, or map '{ours}' to another name as well.")
+        targets = list(columns.values())
+        twice = next((t for t in targets if targets.count(t) > 1), None)
+        if twice is not None:
+            names = [k for k, v in columns.items() if v == twice]
+            raise CjstatsError(f"columns maps both '{names[0]}' and '{names[1]}' to '{twice}'; map one column to "
+                               f"each name.")
         df = df.rename(columns=dict(columns))
     found = [str(c) for c in df.columns]
     missing = [c for c in _REQUIRED if c not in df.columns]
@@ -470,9 +656,13 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     ids = ["model", "scenario", "generation", "judge"] + (["criterion"] if "criterion" in df.columns else [])
     _check_ids(df, ids)
     df["score"] = _check_scores(df)
+    for col in ids:
+        df[col] = _ids_as_labels(df[col], col, from_text=from_text)
     for col in ("model", "judge", "criterion"):
         if col in df.columns:
             df[col] = df[col].astype(str)
+    for col in ids:
+        _warn_near_duplicates(df[col], col)
     df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score") if c in df.columns]].reset_index(drop=True)
     key_cols = ["model"] + (["criterion"] if "criterion" in df.columns else []) + ["scenario", "generation", "judge"]
     dup = df.duplicated(key_cols, keep=False).to_numpy()
@@ -482,7 +672,7 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             rows = np.flatnonzero(dup)
             first = df.iloc[rows[0]]
             same = rows[(df.iloc[rows][key_cols] == first[key_cols]).all(axis=1).to_numpy()]
-            where = ", ".join(f"{c} {first[c]!r}" for c in key_cols)
+            where = ", ".join(f"{c} {_plain(first[c])!r}" for c in key_cols)
             n_cells = int(df[dup].groupby(key_cols, sort=False, observed=True).ngroups)
             raise CjstatsError(f"scores has {n_cells} duplicate cells, several rows for one judge call (first: {where} "
                                f"in rows {same[0]} and {same[1]}). Average them with read_scores(..., "
