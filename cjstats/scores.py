@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -575,8 +575,43 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
     return pd.Series(values, index=df.index, name="score")
 
 
+def _melt_judges(df: pd.DataFrame, judge_columns: Sequence[str] | str) -> tuple[pd.DataFrame, int]:
+    """A wide table (one score column per judge) as the long ``judge``/``score`` table."""
+    from fnmatch import fnmatchcase
+
+    names = [str(c) for c in df.columns]
+    if isinstance(judge_columns, str):
+        pattern = judge_columns
+        cols = [c for c in names if fnmatchcase(c, pattern)]
+        if not cols:
+            raise CjstatsError(f"judge_columns={pattern!r} matches no column (found: {', '.join(names)}).")
+        head, star, tail = pattern.partition("*")
+        simple = star and "*" not in tail and not any(ch in pattern for ch in "?[")
+        labels = {c: (c[len(head):len(c) - len(tail)] or c) if simple else c for c in cols}
+    elif isinstance(judge_columns, Sequence) and judge_columns and all(isinstance(c, str) for c in judge_columns):
+        cols = list(dict.fromkeys(judge_columns))
+        absent = [c for c in cols if c not in names]
+        if absent:
+            raise CjstatsError(f"judge_columns names '{absent[0]}', but scores has no column '{absent[0]}' "
+                               f"(found: {', '.join(names)}).")
+        labels = {c: c for c in cols}
+    else:
+        raise CjstatsError(f"The 'judge_columns' argument of read_scores must be a list of column names or a "
+                           f"pattern such as 'score_*'. Got {judge_columns!r} instead.")
+    clash = [c for c in ("judge", "score") if c in names and c not in cols]
+    if clash:
+        raise CjstatsError(f"scores has a column '{clash[0]}' and judge_columns too; a wide table has one column "
+                           f"per judge instead, so rename or drop '{clash[0]}'.")
+    ids = [c for c in df.columns if str(c) not in cols]
+    long = df.melt(id_vars=ids, value_vars=cols, var_name="judge", value_name="score")
+    long["judge"] = long["judge"].map(labels)
+    blank = long["score"].isna() | (long["score"].astype(str).str.strip() == "")
+    return long[~blank].reset_index(drop=True), int(blank.sum())
+
+
 def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str] | None = None,
-                duplicates: Literal["error", "mean"] = "error") -> Scores:
+                duplicates: Literal["error", "mean"] = "error",
+                judge_columns: Sequence[str] | str | None = None) -> Scores:
     """Read and validate a long score table.
 
     Parameters
@@ -591,6 +626,12 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     duplicates : {"error", "mean"}
         What to do when a (model, [criterion], scenario, generation, judge) cell has more than one row:
         raise (default), or average the rows into one and count them in the design summary.
+    judge_columns : list of str or str, optional
+        Read a *wide* table, one score column per judge (the common spreadsheet layout), instead of the
+        ``judge``/``score`` columns. A list names the columns, each column name being the judge; a pattern
+        such as ``"score_*"`` takes every matching column, and the judge is the part matched by ``*``
+        (``score_gpt4`` gives judge ``gpt4``). Blank cells are calls that were not made: they are left out
+        and counted in ``provenance['wide_blank_cells']``.
 
     Returns
     -------
@@ -640,6 +681,9 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             raise CjstatsError(f"columns maps both '{names[0]}' and '{names[1]}' to '{twice}'; map one column to "
                                f"each name.")
         df = df.rename(columns=dict(columns))
+    if judge_columns is not None:
+        df, blank = _melt_judges(df, judge_columns)
+        provenance["wide_blank_cells"] = blank
     found = [str(c) for c in df.columns]
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
@@ -688,68 +732,12 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     return Scores(df, provenance=provenance, _n_duplicates=n_dup)
 
 
-# --------------------------------------------------------------------------------------- MT-Bench loader
-def read_mtbench_judgments(path: str | Path, *, turns: Literal["mean", "separate"] = "mean") -> Scores:
-    """Read a FastChat MT-Bench single-grade judgment file (``*_single.jsonl``).
+# ------------------------------------------------------------------------------------- moved loaders
+def __getattr__(name: str) -> Any:
+    # The FastChat loader lives in cjstats.io.fastchat; ``from cjstats.scores import read_mtbench_judgments``
+    # keeps working (imported lazily, since that module builds on read_scores).
+    if name == "read_mtbench_judgments":
+        from cjstats.io.fastchat import read_mtbench_judgments
 
-    Each line holds ``question_id, model, judge=[name, template], score, turn``. The judge is ``judge[0]``
-    (the template differs by question category, not by judge). Scores of -1 mean the judge's answer could
-    not be parsed: those calls are dropped and counted in ``provenance['dropped_unparsed']``. A record field
-    ``generation`` (or ``sample_id``), when present, gives the generation; otherwise m = 1.
-
-    Parameters
-    ----------
-    turns : {"mean", "separate"}
-        ``"mean"`` averages the turns of each call into one score per (model, question, judge), as the paper
-        does; cells missing a turn are averaged over the turns present and counted in
-        ``provenance['partial_turn_cells']``. ``"separate"`` keeps turns apart as criteria ``turn 1``, ``turn 2``.
-    """
-    from cjstats._validate import check_choice
-
-    check_choice("turns", turns, ("mean", "separate"), caller="read_mtbench_judgments")
-    path = Path(path)
-    if not path.exists():
-        raise CjstatsError(f"The judgment file `{path}` does not exist.")
-    records = []
-    opener = __import__("gzip").open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}).") from exc
-            for key in ("question_id", "model", "judge", "score"):
-                if key not in rec:
-                    raise CjstatsError(f"Line {lineno} of `{path}` has no field '{key}': this is not a FastChat "
-                                       f"single-grade judgment file.")
-            judge = rec["judge"]
-            records.append({
-                "model": rec["model"], "scenario": rec["question_id"],
-                "generation": rec.get("generation", rec.get("sample_id", 0)),
-                "judge": judge[0] if isinstance(judge, (list, tuple)) else judge,
-                "turn": rec.get("turn", 1), "score": rec["score"],
-            })
-    if not records:
-        raise CjstatsError(f"The judgment file `{path}` is empty: it has no judgments.")
-    df = pd.DataFrame.from_records(records)
-    df["score"] = pd.to_numeric(df["score"], errors="coerce")
-    unparsed = (df["score"] == -1) | df["score"].isna()
-    dropped = int(unparsed.sum())
-    df = df[~unparsed]
-    if df.empty:
-        raise CjstatsError(f"Every judgment in `{path}` has score -1 (unparsed): nothing is left to analyse.")
-    provenance: dict[str, Any] = {"source": str(path), "format": "fastchat-mtbench-single",
-                                  "dropped_unparsed": dropped}
-    keys = ["model", "scenario", "generation", "judge"]
-    if turns == "mean":
-        grouped = df.groupby(keys, sort=False)
-        n_turns = df["turn"].nunique()
-        provenance["partial_turn_cells"] = int((grouped["turn"].nunique() < n_turns).sum())
-        out = grouped["score"].mean().reset_index()
-    else:
-        out = df.assign(criterion="turn " + df["turn"].astype(str)).drop(columns="turn")
-    scores = read_scores(out)
-    return Scores(scores._frame, provenance={**provenance, **{k: v for k, v in scores.provenance.items()
-                                                              if k != "source"}})
+        return read_mtbench_judgments
+    raise AttributeError(f"module 'cjstats.scores' has no attribute '{name}'")
