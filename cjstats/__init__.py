@@ -1,34 +1,61 @@
 """cjstats: variance components, judge-bias intervals and CyclicJudge designs for LLM-judge evaluations.
 
 Implements Zhu et al., "CyclicJudge: Mitigating Judge Bias Efficiently in LLM-based Evaluation".
+
+Public names are imported on first use (PEP 562 module ``__getattr__`` over the name -> module table
+``_LAZY``), so ``import cjstats`` does not import numpy, pandas or scipy. A new public name is one line in
+``_LAZY`` and one in ``__all__``.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
+
 __version__ = "0.1.0"
 
-from cjstats import datasets
-from cjstats.allocate import (
-    Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
-)
-from cjstats.components import VarianceComponents
-from cjstats.estimators import BACKENDS, compare, estimate
-from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
-from cjstats.judges import judge_f_test, judge_table
-from cjstats.predictive import predictive_design_variance
-from cjstats.plan import (
-    all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
-)
-from cjstats.scores import GroupDesign, Scores, read_mtbench_judgments, read_scores
-from cjstats.subsample import subsample_strategies
-from cjstats.variance import (
-    design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
-    scenarios_for_target_se, strategy_variance, variance_contributions,
-)
+#: public name -> the module that defines it (a module itself when the name is a subpackage).
+_LAZY: dict[str, str] = {
+    "datasets": "cjstats.datasets",
+    "io": "cjstats.io",
+    "Allocation": "cjstats.allocate",
+    "cost_weighted_allocation": "cjstats.allocate",
+    "judge_residual_variances": "cjstats.allocate",
+    "optimise": "cjstats.allocate",
+    "poststratified_mean": "cjstats.allocate",
+    "VarianceComponents": "cjstats.components",
+    "BACKENDS": "cjstats.estimators",
+    "compare": "cjstats.estimators",
+    "estimate": "cjstats.estimators",
+    "judge_f_test": "cjstats.judges",
+    "judge_table": "cjstats.judges",
+    "predictive_design_variance": "cjstats.predictive",
+    "all_judges_schedule": "cjstats.plan",
+    "cyclic_schedule": "cjstats.plan",
+    "random_schedule": "cjstats.plan",
+    "realised_variance": "cjstats.plan",
+    "schedule_audit": "cjstats.plan",
+    "GroupDesign": "cjstats.scores",
+    "Scores": "cjstats.scores",
+    "read_scores": "cjstats.scores",
+    "read_mtbench_judgments": "cjstats.io.fastchat",
+    "read_inspect_log": "cjstats.io.inspect",
+    "subsample_strategies": "cjstats.subsample",
+    "design_variance": "cjstats.variance",
+    "grand_mean_variance": "cjstats.variance",
+    "minimum_detectable_difference": "cjstats.variance",
+    "pool_variance": "cjstats.variance",
+    "power_to_detect": "cjstats.variance",
+    "scenarios_for_target_se": "cjstats.variance",
+    "strategy_variance": "cjstats.variance",
+    "variance_contributions": "cjstats.variance",
+}
 
 __all__ = [
-    "__version__", "datasets", "read_scores", "read_mtbench_judgments", "Scores", "GroupDesign",
-    "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_table",
+    "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
+    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_table",
     "CjstatsError", "CjstatsWarning", "NotEstimableWarning",
     "grand_mean_variance", "variance_contributions", "strategy_variance", "design_variance", "pool_variance",
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",
@@ -36,3 +63,39 @@ __all__ = [
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cjstats' has no attribute '{name}'")
+    mod = import_module(module)
+    value = mod if module == f"cjstats.{name}" else getattr(mod, name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from cjstats import datasets, io
+    from cjstats.allocate import (
+        Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
+    )
+    from cjstats.components import VarianceComponents
+    from cjstats.estimators import BACKENDS, compare, estimate
+    from cjstats.io.fastchat import read_mtbench_judgments
+    from cjstats.io.inspect import read_inspect_log
+    from cjstats.judges import judge_f_test, judge_table
+    from cjstats.plan import (
+        all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
+    )
+    from cjstats.predictive import predictive_design_variance
+    from cjstats.scores import GroupDesign, Scores, read_scores
+    from cjstats.subsample import subsample_strategies
+    from cjstats.variance import (
+        design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
+        scenarios_for_target_se, strategy_variance, variance_contributions,
+    )
