@@ -39,6 +39,7 @@ _FLAGS: list[tuple[str, str]] = [
     (r"\bmethod='(\w+)'", r"--method \1"),
     (r"\bduplicates='(\w+)'", r"--duplicates \1"),
     (r"\btarget_se=", "--target-se "),
+    (r"\btarget_se\b", "--target-se"),
     (r"\bjudge_costs\b", "--costs"),
     (r"\bgeneration_cost\b", "--generation-cost"),
     (r"\bjudges_per_generation\b", "--judges-per-generation"),
@@ -65,6 +66,12 @@ def abort(message: str) -> None:
 
 def run_group(group: click.Group) -> None:
     """Run the CLI, turning user errors into one sentence on stderr (traceback only with CJSTATS_DEBUG=1)."""
+    import warnings
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        click.echo(f"Warning: {as_flags(str(message))}", err=True)
+
+    warnings.showwarning = show  # one line per warning, in the CLI's words, no source line
     try:
         group.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -365,14 +372,24 @@ def _fit_bayes_with_progress(scores: Scores, *, ci_level: float | None, seed: in
 
     groups = list(scores.groups())
     if len(groups) == 1:
-        click.echo(f"Sampling {groups[0].label()} ...", err=True)
+        click.echo(f"Bayes: sampling {groups[0].label()} (1/1) ...", err=True)
         return estimate(scores, "bayes", ci_level=ci_level, seed=seed, **options)
     fits = []
-    with click.progressbar(groups, label="Bayes", file=sys.stderr, show_pos=True,
-                           item_show_func=lambda g: g.label() if g is not None else "") as bar:
-        for g in bar:
-            part = scores.subset(models=[g.model], criteria=None if g.criterion is None else [g.criterion])
-            fits.append(estimate(part, "bayes", ci_level=ci_level, seed=seed, **options))
+
+    def one(i: int, g: Any) -> None:
+        part = scores.subset(models=[g.model], criteria=None if g.criterion is None else [g.criterion])
+        # each group gets its own seed stream, as estimate(seed=...) gives each group inside one call
+        fits.append(estimate(part, "bayes", ci_level=ci_level, seed=None if seed is None else seed + i, **options))
+
+    if sys.stderr.isatty():  # a live bar on a terminal, one line per group in logs and pipes
+        with click.progressbar(list(enumerate(groups)), label="Bayes", file=sys.stderr, show_pos=True,
+                               item_show_func=lambda x: x[1].label() if x is not None else "") as bar:
+            for i, g in bar:
+                one(i, g)
+    else:
+        for i, g in enumerate(groups):
+            click.echo(f"Bayes: sampling {g.label()} ({i + 1}/{len(groups)}) ...", err=True)
+            one(i, g)
     first = fits[0]
     cat = lambda attr: pd.concat([getattr(f, attr) for f in fits], ignore_index=True)  # noqa: E731
     merged: dict[str, Any] = {}
@@ -401,6 +418,5 @@ def report_dropped(fit: VarianceComponents) -> None:
         cells, rows = diag.get("dropped_cells", 0), diag.get("dropped_rows", 0)
         if cells:
             scen = diag.get("dropped_scenarios", 0)
-            extra = f" ({scen} scenarios left out entirely)" if scen else ""
-            click.echo(f"{name}: dropped {cells} cells / {rows} rows (incomplete, --incomplete drop){extra}.",
-                       err=True)
+            extra = f" ({scen} scenario{'s' if scen != 1 else ''} left out entirely)" if scen else ""
+            click.echo(f"{name}: dropped {cells} cells / {rows} rows with --incomplete drop{extra}.", err=True)

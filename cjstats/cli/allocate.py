@@ -42,6 +42,9 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     from cjstats.allocate import optimise
     from cjstats.exceptions import CjstatsError
 
+    if budget is None and target_se is None:
+        raise CjstatsError("The option --budget (or --target-se) is required: allocate needs a budget (calls or "
+                           "money) or a target SE to aim for.")
     if seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     prices = None
