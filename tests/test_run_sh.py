@@ -62,3 +62,14 @@ def test_a_missing_relative_file_is_named_as_typed(tmp_path, fake_venv):
     venv, _ = fake_venv
     r = _run(["decompose", "nope.csv"], tmp_path, venv)
     assert r.returncode == 1 and r.stderr == "The score file `nope.csv` does not exist.\n"
+
+
+def test_license_is_mit_and_citation_cites_the_paper():
+    import yaml
+
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    ref = cff["preferred-citation"]
+    assert ref["title"] == "CyclicJudge: Mitigating Judge Bias Efficiently in LLM-based Evaluation"
+    assert [a["family-names"] for a in ref["authors"]] == ["Zhu", "Tieleman", "Bukhtiyarov", "Chen"]
+    assert cff["license"] == "MIT"
