@@ -184,3 +184,30 @@ class TestSubsampleExactZero:
         assert _z_score(0.5, 0.0, 0.0, scale=1.0) == np.inf
         assert _z_score(1e-32, 0.0, 0.0, scale=1.0) == 0.0
         assert _z_score(1.2, 1.0, 0.1, scale=1.0) == pytest.approx(2.0)
+
+
+class TestSiblings:
+    def test_plan_scenario_file_keeps_decimal_looking_labels_apart(self, tmp_path):
+        import io
+
+        from click.testing import CliRunner
+
+        from cjstats.cli import cli
+
+        p = tmp_path / "scen.csv"
+        p.write_text("scenario\n1.1\n1.10\n2\n")
+        r = CliRunner().invoke(cli, ["plan", "--scenarios", str(p), "--judges", "a,b,c", "--seed", "0",
+                                     "--format", "csv"])
+        assert r.exit_code == 0, r.output
+        plan = pd.read_csv(io.StringIO(r.stdout), dtype=str)
+        assert sorted(plan["scenario"]) == ["1.1", "1.10", "2"]
+
+    def test_where_filtered_tables_keep_integer_ids(self, tmp_path):
+        from cjstats.cli._app import DataOptions, load_scores
+
+        p = tmp_path / "s.csv"
+        _frame().assign(task="t").to_csv(p, index=False)
+        data = DataOptions(columns=None, judge_columns=None, composite=False, incomplete=None, duplicates="error",
+                           judges=None, exclude_judges=None, criteria=None, where=("task=t",))
+        assert load_scores(str(p), data).to_frame()["scenario"].tolist() == \
+            read_scores(p).to_frame()["scenario"].tolist()

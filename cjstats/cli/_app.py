@@ -271,8 +271,13 @@ def load_scores(path: str, data: DataOptions | None = None, *legacy: Any) -> Sco
             parse_list(data.judge_columns, option="--judge-columns")
     source: Any = path
     if data.where:
+        from cjstats.scores import _file_kind, _ids_as_labels
+
         df, _ = _read_file(Path(path))
-        source = _where(df, data.where)
+        df = _where(df, data.where)
+        if _file_kind(Path(path)) != "parquet":  # text ids that are all plain integers stay integers, as in read_scores
+            df = df.apply(lambda col: _ids_as_labels(col, str(col.name), from_text=True))
+        source = df
     try:
         scores = read_scores(source, columns=mapping, duplicates=data.duplicates, judge_columns=judge_cols)
     except CjstatsError as exc:

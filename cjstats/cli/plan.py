@@ -29,11 +29,14 @@ def _scenarios(value: str):
     try:
         if name.endswith((".csv", ".csv.gz", ".tsv", ".jsonl", ".parquet")):
             if name.endswith(".jsonl"):
-                df = pd.read_json(path, lines=True)
+                df = pd.read_json(path, lines=True, dtype=False)
             elif name.endswith(".parquet"):
                 df = pd.read_parquet(path)
             else:
-                df = pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",")
+                # labels are text: 1.1 and 1.10 are two scenarios, not one number
+                df = pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",", dtype=str,
+                                 skipinitialspace=True)
+                df.columns = [str(c).strip() for c in df.columns]
             if "scenario" in df.columns:
                 col = df["scenario"]
             elif df.shape[1] == 1:
