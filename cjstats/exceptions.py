@@ -8,7 +8,8 @@ __all__ = ["CjstatsError", "CjstatsWarning", "NotEstimableWarning"]
 
 
 # numpy scalar reprs (``np.int64(0)``, ``np.str_('a')``, ``np.float64(1.5)``) printed as the plain value
-_NUMPY_REPR = re.compile(r"\bnp\.(?:u?int\d*|float\d*|str_|bool_?|bytes_|complex\d*|datetime64|timedelta64)\(([^()]*)\)")
+_NUMPY_REPR = re.compile(
+    r"\bnp\.(?:u?int\d*|float\d*|str_|bool_?|bytes_|complex\d*|datetime64|timedelta64)\(([^()]*)\)")
 
 
 class CjstatsError(ValueError):

@@ -542,7 +542,8 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
     nonnum = (num.isna() & raw.notna()).to_numpy()
     if nonnum.any():
         i = int(np.flatnonzero(nonnum)[0])
-        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {_plain(raw.iloc[i])!r} in "
+        first = _plain(raw.iloc[i])
+        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
                            f"row {df.index[i]}). Drop or recode them before read_scores().")
     values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)

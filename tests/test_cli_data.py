@@ -227,8 +227,8 @@ class TestErrorPaths:
         (tmp_path / "norec.json").write_text(json.dumps([{"a": 1}]))
         (tmp_path / "two.json").write_text(json.dumps({"recommendation": [{"model": "a", "n": 2},
                                                                           {"model": "b", "n": 2}]}))
-        subs = {"{f}": str(score_file), "{missing}": str(tmp_path / "none.json"), "{notjson}": str(tmp_path / "bad.json"),
-                "{norec}": str(tmp_path / "norec.json"), "{tworecs}": str(tmp_path / "two.json")}
+        subs = {"{f}": str(score_file), "{missing}": str(tmp_path / "none.json"),
+                "{notjson}": str(tmp_path / "bad.json"), "{norec}": str(tmp_path / "norec.json"), "{tworecs}": str(tmp_path / "two.json")}
         code, out, err = run_main([subs.get(a, a) for a in args])
         assert code == 1 and out == "", err
         assert err.count("\n") == 1 and "Traceback" not in err, err

@@ -233,8 +233,17 @@ def data_options(f: Callable) -> Callable:
     return wrapper
 
 
-#: Kept for subcommands that only read a table (no filters): same options as before.
-scores_options = data_options
+def scores_options(f: Callable) -> Callable:
+    """The three reading options of earlier versions (``columns, duplicates, composite`` keyword arguments).
+
+    Kept so subcommands written against it keep working; new subcommands use :func:`data_options`.
+    """
+    f = click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score.")(f)
+    f = click.option("--duplicates", type=click.Choice(["error", "mean"]), default="error", show_default=True,
+                     help="Several rows for one judge call: fail, or average them.")(f)
+    f = click.option("--columns", "columns", default=None, metavar="THEIRS=OURS,...",
+                     help="Rename columns, e.g. rater=judge,item=scenario.")(f)
+    return f
 
 
 def _where(df: pd.DataFrame, where: tuple[str, ...]) -> pd.DataFrame:
@@ -352,7 +361,9 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci
                 for g in scores.groups():
                     warn_sparse_judges(g)
             for w in caught:
-                click.echo(f"Warning: {as_flags(str(w.message)).replace('leave that judge out', 'leave that judge out with --exclude-judges')}", err=True)
+                text = as_flags(str(w.message)).replace("leave that judge out", "leave that judge out with "
+                                                        "--exclude-judges")
+                click.echo(f"Warning: {text}", err=True)
     if chosen == "bayes":
         for name, value in (("draws", draws), ("chains", chains)):
             if value is not None:

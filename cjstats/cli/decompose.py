@@ -33,6 +33,7 @@ def decompose(file: str, method: str, ci_level: float | None, seed: int | None, 
                            chains=chains)
     report_dropped(fit)
     if offsets:
-        emit_frame(fit.judge_offsets, fmt, text=(note + "\n" if note else "") + fit.judge_offsets.to_string(index=False))
+        text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
+        emit_frame(fit.judge_offsets, fmt, text=text)
     else:
         emit_frame(fit.components, fmt, text=(note + "\n" if note else "") + fit.summary().as_text())
