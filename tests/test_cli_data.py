@@ -59,6 +59,10 @@ class TestSharedOptions:
         assert DATA_OPTIONS <= params
 
     @pytest.mark.parametrize("name", ["decompose", "variance", "allocate"])
+    def test_every_fitting_subcommand_takes_the_bayes_options(self, name):
+        assert {"draws", "chains", "seed"} <= {p.name for p in cli.commands[name].params}
+
+    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate"])
     def test_method_defaults_to_auto(self, name):
         method = next(p for p in cli.commands[name].params if p.name == "method")
         assert method.default == "auto" and "auto" in method.type.choices
@@ -211,6 +215,8 @@ class TestErrorPaths:
         (["decompose", "{f}", "--method", "bayes", "--chains", "0"], "--chains"),
         (["decompose", "{f}", "--seed", "-2"], "--seed"),
         (["variance", "{f}", "--judges", "nobody"], "--judges"),
+        (["variance", "{f}", "--draws", "10"], "--draws"),
+        (["allocate", "{f}", "--budget", "100", "--chains", "2"], "--chains"),
         (["allocate", "{f}", "--budget", "100", "--exclude-judges", "zz"], "--exclude-judges"),
         (["judges", "{f}", "--where", "x"], "--where"),
         (["allocate", "{f}"], "--budget"),
@@ -261,3 +267,18 @@ class TestImportSpeed:
 
         for name in cj.__all__:
             assert getattr(cj, name) is not None
+
+
+class TestClickUsageErrors:
+    @pytest.mark.parametrize("args, option", [
+        (["decompose", "{f}", "--method", "mle"], "--method"),
+        (["decompose", "{f}", "--seed", "abc"], "--seed"),
+        (["decompose", "{f}", "--format", "xml"], "--format"),
+        (["decompose", "{f}", "--no-such-flag"], "--no-such-flag"),
+        (["variance", "{f}", "--m", "two"], "--m"),
+        (["decompose"], "FILE"),
+    ])
+    def test_usage_errors_exit_1_with_one_sentence(self, score_file, args, option):
+        code, out, err = run_main([str(score_file) if a == "{f}" else a for a in args])
+        assert code == 1 and out == "" and err.count("\n") == 1, err
+        assert option in err and "Usage:" not in err

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from cjstats.scores import Scores
 
 __all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
-           "load_scores", "parse_mapping", "parse_list", "method_option", "resolve_method", "fit_scores",
+           "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
            "report_dropped", "as_flags", "scores_options"]
 
 FORMATS = ("table", "json", "csv")
@@ -76,6 +76,10 @@ def run_group(group: click.Group) -> None:
         group.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # bad option value, unknown option, missing argument: one sentence, exit 1
+        msg = " ".join(exc.format_message().split())
+        where = f" (see cjstats {exc.ctx.info_name} --help)" if exc.ctx is not None and exc.ctx.parent else ""
+        abort(msg.rstrip(".") + where + ".")
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -317,6 +321,13 @@ def load_scores(path: str, data: DataOptions | None = None, *legacy: Any) -> Sco
 
 
 # ------------------------------------------------------------------------------------------ fitting
+def bayes_options(f: Callable) -> Callable:
+    """``--draws`` and ``--chains`` for ``--method bayes`` (``--seed`` is each command's own)."""
+    f = click.option("--chains", type=int, default=None, help="bayes: number of chains (default 4).")(f)
+    f = click.option("--draws", type=int, default=None, help="bayes: posterior draws per chain (default 1000).")(f)
+    return f
+
+
 def method_option(f: Callable) -> Callable:
     return click.option("--method", type=click.Choice(["auto", "anova", "reml", "bayes"]), default="auto",
                         show_default=True,

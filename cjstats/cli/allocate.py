@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
+    DataOptions, bayes_options, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
     report_dropped,
 )
 
@@ -26,10 +26,12 @@ __all__ = ["allocate"]
 @click.option("--model", default=None, help="Only this model.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed (an integer >= 0) of the uncertainty draws.")
+@bayes_options
 @data_options
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
              n_max: int | None, m_max: int | None, method: str, model: str | None, seed: int,
+             draws: int | None, chains: int | None,
              data: DataOptions, fmt: str) -> None:
     """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE.
 
@@ -58,7 +60,7 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     scores = load_scores(file, data)
     if model is not None:
         scores = scores.subset(models=[model])
-    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed)
+    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
     report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     frames, texts, recs, shares = [], [], [], []

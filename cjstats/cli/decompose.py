@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
+    DataOptions, bayes_options, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
 )
 
 __all__ = ["decompose"]
@@ -16,8 +16,7 @@ __all__ = ["decompose"]
 @method_option
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
-@click.option("--draws", type=int, default=None, help="bayes: posterior draws per chain (default 1000).")
-@click.option("--chains", type=int, default=None, help="bayes: number of chains (default 4).")
+@bayes_options
 @click.option("--offsets", is_flag=True, help="Print the judge offsets gamma[l] instead of the components.")
 @data_options
 @format_option

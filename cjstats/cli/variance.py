@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
+    DataOptions, bayes_options, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
 )
 
 __all__ = ["variance"]
@@ -23,10 +23,13 @@ __all__ = ["variance"]
               help="Judges scoring every cell (the same K judges throughout).")
 @click.option("--k-total", "k_total", type=int, default=None, help="Panel size (default: the judges in FILE).")
 @method_option
+@click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
+@bayes_options
 @click.option("--model", default=None, help="Only this model.")
 @data_options
 @format_option
-def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, model: str | None,
+def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, seed: int | None,
+             draws: int | None, chains: int | None, model: str | None,
              data: DataOptions, fmt: str) -> None:
     """Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)(K_tot − K)/(K_tot − 1) per model of FILE."""
     import math
@@ -40,7 +43,9 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     scores = load_scores(file, data)
     if model is not None:
         scores = scores.subset(models=[model])
-    fit, note = fit_scores(scores, method, incomplete=data.incomplete)
+    if seed is not None and seed < 0:
+        raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
+    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
     report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded = [], False
