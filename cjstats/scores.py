@@ -401,8 +401,9 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}){where}; fix or remove "
                                f"that line.") from None
         if not isinstance(rec, dict):
-            raise CjstatsError(f"Line {lineno} of `{path}` is not a JSON object but {type(rec).__name__}; each line "
-                               f"must be one record such as {{\"model\": ..., \"score\": ...}}.")
+            what = "a JSON array" if isinstance(rec, list) else f"a JSON {type(rec).__name__}"
+            raise CjstatsError(f"Line {lineno} of `{path}` is {what}, not an object: JSON Lines holds one record per "
+                               f"line, such as {{\"model\": ..., \"score\": ...}}.")
         records.append(rec)
     if not records:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
@@ -427,8 +428,16 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             sep = _sniff_separator(path, kind)
             if sep != ("," if kind == "csv" else "\t"):
                 info["separator"] = {"\t": "tab"}.get(sep, sep)
+            with _open_text(path) as fh:
+                header = [c.strip().strip('"').lstrip("\ufeff") for c in fh.readline().rstrip("\r\n").split(sep)]
+            twice = next((c for c in header if c and header.count(c) > 1), None)
+            if twice is not None:
+                raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
+                                   f"each column has its own name.")
             df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
             df.columns = [str(c).strip() for c in df.columns]
+            if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
+                info["decimal"] = ","
             return df, info
         if kind == "parquet":
             try:
@@ -700,6 +709,15 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         provenance["generation"] = "absent: one generation per scenario assumed (m = 1)"
     ids = ["model", "scenario", "generation", "judge"] + (["criterion"] if "criterion" in df.columns else [])
     _check_ids(df, ids)
+    if provenance.get("decimal") == "," and not pd.api.types.is_numeric_dtype(df["score"]):
+        as_text = df["score"].astype(str).str.strip()
+        comma = as_text.str.fullmatch(r"-?\d+,\d+")
+        if comma.any():
+            df["score"] = as_text.where(~comma, as_text.str.replace(",", ".", regex=False))
+        else:
+            provenance.pop("decimal")
+    elif "decimal" in provenance:
+        provenance.pop("decimal")
     df["score"] = _check_scores(df)
     for col in ids:
         df[col] = _ids_as_labels(df[col], col, from_text=from_text)

@@ -211,3 +211,32 @@ class TestSiblings:
                            judges=None, exclude_judges=None, criteria=None, where=("task=t",))
         assert load_scores(str(p), data).to_frame()["scenario"].tolist() == \
             read_scores(p).to_frame()["scenario"].tolist()
+
+
+class TestMoreAwkwardFiles:
+    def test_byte_order_mark_is_not_part_of_the_first_column_name(self, tmp_path):
+        p = tmp_path / "bom.csv"
+        _frame().to_csv(p, index=False, encoding="utf-8-sig")
+        assert len(read_scores(p)) == 12
+
+    def test_a_header_naming_a_column_twice_is_refused(self, tmp_path):
+        p = tmp_path / "twice.csv"
+        p.write_text("model,scenario,judge,score,score\nA,1,x,1,2\nA,1,y,2,3\n")
+        with pytest.raises(CjstatsError) as exc:
+            read_scores(p)
+        assert "names column 'score' twice" in _one_sentence(exc)
+
+    def test_semicolon_file_with_decimal_commas_reads_the_numbers(self, tmp_path):
+        p = tmp_path / "eu.csv"
+        p.write_text("model;scenario;judge;score\n" + "".join(
+            f"A;{s};{j};{s},{5 if j == 'y' else 0}\n" for s in range(3) for j in ("x", "y")))
+        s = read_scores(p)
+        assert sorted(s.to_frame()["score"]) == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
+        assert s.provenance["separator"] == ";" and s.provenance["decimal"] == ","
+
+    def test_json_array_in_a_jsonl_file_says_one_record_per_line(self, tmp_path):
+        p = tmp_path / "arr.jsonl"
+        p.write_text('[{"model": "A", "scenario": 1, "judge": "x", "score": 1}]\n')
+        with pytest.raises(CjstatsError) as exc:
+            read_scores(p)
+        assert "one record per line" in _one_sentence(exc)
