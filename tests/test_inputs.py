@@ -157,6 +157,14 @@ class TestSparseJudgeUnderDrop:
         with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16 .* cells"):
             warn_sparse_judges(g)
 
+    def test_judge_f_test_with_drop_warns_about_the_sparse_judge(self):
+        from cjstats import judge_f_test
+
+        df = _frame(n=16, k=3)
+        df = df[~((df["judge"] == "J2") & (df["scenario"] >= 2))]
+        with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16"):
+            judge_f_test(read_scores(df), incomplete="drop")
+
     def test_complete_judges_do_not_warn(self):
         from cjstats.scores import warn_sparse_judges
 
