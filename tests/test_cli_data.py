@@ -260,9 +260,9 @@ class TestErrorPaths:
 
     def test_misnamed_column_advice_is_the_columns_flag(self, tmp_path, small_balanced_frame):
         p = tmp_path / "r.csv"
-        small_balanced_frame.rename(columns={"judge": "rater"}).to_csv(p, index=False)
+        small_balanced_frame.rename(columns={"judge": "rater", "scenario": "item"}).to_csv(p, index=False)
         code, out, err = run_main(["variance", str(p)])
-        assert code == 1 and "--columns rater=judge" in err and "read_scores(" not in err
+        assert code == 1 and "--columns item=scenario,rater=judge." in err and "read_scores(" not in err
 
 
 class TestImportSpeed:

@@ -32,7 +32,8 @@ FORMATS = ("table", "json", "csv")
 
 # Library argument spellings -> the flags a CLI user typed (so advice never names a Python argument).
 _FLAGS: list[tuple[str, str]] = [
-    (r"read_scores\(path, columns=\{'([^']+)': '([^']+)'(?:, '([^']+)': '([^']+)')*\}\)", "--columns \\1=\\2"),
+    (r"read_scores\(path, columns=(\{[^{}]*\})\)", lambda m: "--columns " + ",".join(
+        f"{k}={v}" for k, v in __import__("ast").literal_eval(m.group(1)).items())),
     (r"read_scores\(\.\.\., duplicates='mean'\)", "--duplicates mean"),
     (r"read_scores\(\)", "cjstats"),
     (r"\bincomplete='(\w+)'", r"--incomplete \1"),
