@@ -648,6 +648,16 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     Scores
         The validated, immutable table; ``.design`` summarises each model (x criterion).
 
+    Notes
+    -----
+    Ids are labels, never numbers: in a text file (CSV, TSV, JSONL) ``1.1`` and ``1.10`` are two scenarios and
+    ``007`` is not ``7``; a column becomes integers only when every value is a plain integer. A column that
+    mixes numbers and text (``3`` and ``"3"``) is read as text, with a :class:`CjstatsWarning` when two
+    values become one label, and labels that differ only in case or surrounding spaces (``gpt-4`` /
+    ``GPT-4 ``) warn. A ``.csv`` saved with ``;`` (then decimal commas are read as numbers) or tabs, and a
+    header with spaces after the commas, are read correctly. Scores of -1 on an otherwise non-negative scale
+    (FastChat's "could not parse" code) warn; scores whose squares overflow are refused.
+
     Examples
     --------
     >>> import cjstats as cj
