@@ -445,8 +445,14 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             except ImportError as exc:
                 raise CjstatsError("Reading Parquet needs pyarrow: pip install 'cjstats[parquet]'.") from exc
         return _read_jsonl(path), info
-    except (EOFError, BadGzipFile, zlib.error) as exc:
+    except BadGzipFile as exc:
+        raise CjstatsError(f"The score file `{path}` is not gzip-compressed data although its name ends in .gz; "
+                           f"rename it without .gz if it is plain text.") from exc
+    except (EOFError, zlib.error) as exc:
         raise _cut_short(path) from exc
+    except UnicodeDecodeError as exc:
+        raise CjstatsError(f"The score file `{path}` is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                           f"position {exc.start}); save it as UTF-8 (in Excel: CSV UTF-8).") from exc
     except pd.errors.EmptyDataError as exc:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.") from exc
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError, OSError) as exc:
@@ -475,6 +481,12 @@ def _first_row(mask: np.ndarray, index: pd.Index) -> Any:
 
 def _check_ids(df: pd.DataFrame, cols: list[str]) -> None:
     for col in cols:
+        if pd.api.types.is_object_dtype(df[col]):
+            nested = df[col].map(lambda v: isinstance(v, (dict, list, tuple, set))).to_numpy()
+            if nested.any():
+                kind = type(df[col].iloc[int(np.flatnonzero(nested)[0])]).__name__
+                raise CjstatsError(f"Column '{col}' holds {kind} values (first in row {_first_row(nested, df.index)}), "
+                                   f"but ids must be text or numbers; flatten that field before read_scores().")
         bad = df[col].isna().to_numpy()
         if bad.any():
             raise CjstatsError(f"Column '{col}' has {int(bad.sum())} missing values (first in row "

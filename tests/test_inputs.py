@@ -248,3 +248,26 @@ class TestMoreAwkwardFiles:
         with pytest.raises(CjstatsError) as exc:
             read_scores(p)
         assert "one record per line" in _one_sentence(exc)
+
+    def test_a_gz_name_on_data_that_is_not_gzip_says_so_not_cut_short(self, tmp_path):
+        p = tmp_path / "s.csv.gz"
+        p.write_bytes(b"model,scenario,judge,score\nA,1,x,1\n")
+        with pytest.raises(CjstatsError) as exc:
+            read_scores(p)
+        msg = _one_sentence(exc)
+        assert "not gzip" in msg and "cut short" not in msg
+
+    def test_a_file_that_is_not_utf8_says_which_encoding_to_save(self, tmp_path):
+        p = tmp_path / "latin1.csv"
+        p.write_bytes("model,scenario,judge,score\nA,1,é,1\nA,1,y,2\n".encode("latin-1"))
+        with pytest.raises(CjstatsError) as exc:
+            read_scores(p)
+        assert "not UTF-8" in _one_sentence(exc)
+
+    def test_ids_that_are_json_objects_are_one_sentence(self, tmp_path):
+        p = tmp_path / "nested.jsonl"
+        p.write_text('{"model": "A", "scenario": {"a": 1}, "judge": "x", "score": 1}\n'
+                     '{"model": "A", "scenario": {"a": 2}, "judge": "y", "score": 1}\n')
+        with pytest.raises(CjstatsError) as exc:
+            read_scores(p)
+        assert "Column 'scenario' holds" in _one_sentence(exc)
