@@ -35,6 +35,7 @@ _FLAGS: list[tuple[str, str]] = [
     (r"read_scores\(path, columns=(\{[^{}]*\})\)", lambda m: "--columns " + ",".join(
         f"{k}={v}" for k, v in __import__("ast").literal_eval(m.group(1)).items())),
     (r"read_scores\(\.\.\., duplicates='mean'\)", "--duplicates mean"),
+    (r" before read_scores\(\)", " in the file first"),
     (r"read_scores\(\)", "cjstats"),
     (r"\bincomplete='(\w+)'", r"--incomplete \1"),
     (r"\bmethod='(\w+)'", r"--method \1"),
