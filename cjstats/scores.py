@@ -387,7 +387,7 @@ def _cut_short(path: Path) -> CjstatsError:
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
     """Read JSON Lines one line at a time, so an error names the line that is wrong."""
-    records = []
+    records, numbers = [], []
     with _open_text(path) as fh:
         lines = fh.read().splitlines()
     last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
@@ -405,9 +405,10 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise CjstatsError(f"Line {lineno} of `{path}` is {what}, not an object: JSON Lines holds one record per "
                                f"line, such as {{\"model\": ..., \"score\": ...}}.")
         records.append(rec)
+        numbers.append(lineno)
     if not records:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
-    return pd.DataFrame.from_records(records)
+    return pd.DataFrame.from_records(records, index=pd.Index(numbers, name="line"))
 
 
 def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -436,6 +437,12 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
                                    f"each column has its own name.")
             df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
             df.columns = [str(c).strip() for c in df.columns]
+            # messages point at the line of the file (line 1 is the header) when rows and lines match one to
+            # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
+            with _open_text(path) as fh:
+                n_lines = sum(1 for _ in fh)
+            if n_lines == len(df) + 1:
+                df.index = pd.RangeIndex(2, len(df) + 2, name="line")
             if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
                 info["decimal"] = ","
             return df, info
@@ -479,17 +486,23 @@ def _first_row(mask: np.ndarray, index: pd.Index) -> Any:
     return index[int(np.flatnonzero(mask)[0])]
 
 
+def _unit(df: pd.DataFrame) -> str:
+    """How messages point at a row: ``line`` (of the file) when the index holds line numbers, else ``row``."""
+    return "line" if df.index.name == "line" else "row"
+
+
 def _check_ids(df: pd.DataFrame, cols: list[str]) -> None:
     for col in cols:
         if pd.api.types.is_object_dtype(df[col]):
             nested = df[col].map(lambda v: isinstance(v, (dict, list, tuple, set))).to_numpy()
             if nested.any():
                 kind = type(df[col].iloc[int(np.flatnonzero(nested)[0])]).__name__
-                raise CjstatsError(f"Column '{col}' holds {kind} values (first in row {_first_row(nested, df.index)}), "
+                where = f"{_unit(df)} {_first_row(nested, df.index)}"
+                raise CjstatsError(f"Column '{col}' holds {kind} values (first in {where}), "
                                    f"but ids must be text or numbers; flatten that field before read_scores().")
         bad = df[col].isna().to_numpy()
         if bad.any():
-            raise CjstatsError(f"Column '{col}' has {int(bad.sum())} missing values (first in row "
+            raise CjstatsError(f"Column '{col}' has {int(bad.sum())} missing values (first in {_unit(df)} "
                                f"{_first_row(bad, df.index)}). Fill or drop them before read_scores().")
 
 
@@ -565,16 +578,16 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
         i = int(np.flatnonzero(nonnum)[0])
         first = _plain(raw.iloc[i])
         raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
-                           f"row {df.index[i]}). Drop or recode them before read_scores().")
+                           f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
     values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
-        raise CjstatsError(f"Column 'score' has {int(nan.sum())} missing (NaN) values (first in row "
+        raise CjstatsError(f"Column 'score' has {int(nan.sum())} missing (NaN) values (first in {_unit(df)} "
                            f"{_first_row(nan, df.index)}). Drop those rows: a failed judge call is a missing cell, "
                            f"not a score.")
     inf = np.isinf(values)
     if inf.any():
-        raise CjstatsError(f"Column 'score' has {int(inf.sum())} infinite values (first in row "
+        raise CjstatsError(f"Column 'score' has {int(inf.sum())} infinite values (first in {_unit(df)} "
                            f"{_first_row(inf, df.index)}). Drop or recode them before read_scores().")
     # A sum of n squares stays finite only when every |score| < sqrt(max_float / n); keep a factor 16 spare for
     # the sums of squares of the mean-square decomposition.
@@ -583,14 +596,14 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
     if huge.any():
         i = int(np.flatnonzero(huge)[0])
         raise CjstatsError(f"Column 'score' has {int(huge.sum())} values too large to analyse (first: "
-                           f"{values[i]:g} in row {df.index[i]}): their squares overflow floating point, so "
+                           f"{values[i]:g} in {_unit(df)} {df.index[i]}): their squares overflow floating point, so "
                            f"rescale or drop them before read_scores().")
     sentinel = values == -1
     if sentinel.any() and (values[~sentinel] >= 0).all():
         import warnings
 
         k = int(sentinel.sum())
-        warnings.warn(f"Column 'score' has {k} value{'s' if k > 1 else ''} of -1 (first in row "
+        warnings.warn(f"Column 'score' has {k} value{'s' if k > 1 else ''} of -1 (first in {_unit(df)} "
                       f"{_first_row(sentinel, df.index)}) on a scale whose other scores are all >= 0: -1 is "
                       f"FastChat's code for a judgment it could not parse, so drop those rows if they are failed "
                       f"calls (read_mtbench_judgments does).", CjstatsWarning, stacklevel=3)

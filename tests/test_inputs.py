@@ -271,3 +271,24 @@ class TestMoreAwkwardFiles:
         with pytest.raises(CjstatsError) as exc:
             read_scores(p)
         assert "Column 'scenario' holds" in _one_sentence(exc)
+
+
+class TestWhereMessagesPoint:
+    def test_file_errors_name_the_line_of_the_file(self, tmp_path):
+        p = tmp_path / "s.csv"
+        p.write_text("model,scenario,judge,score\nA,1,x,1\nA,1,y,oops\n")
+        with pytest.raises(CjstatsError, match=r"first: 'oops' in line 3\)"):
+            read_scores(p)
+
+    def test_jsonl_errors_name_the_line_even_after_blank_lines(self, tmp_path):
+        p = tmp_path / "s.jsonl"
+        p.write_text('{"model": "A", "scenario": 1, "judge": "x", "score": 1}\n\n'
+                     '{"model": "A", "scenario": 1, "judge": "y", "score": null}\n')
+        with pytest.raises(CjstatsError, match=r"first in line 3\)"):
+            read_scores(p)
+
+    def test_dataframe_errors_name_the_row(self):
+        df = _frame()
+        df.loc[4, "score"] = np.nan
+        with pytest.raises(CjstatsError, match=r"first in row 4\)"):
+            read_scores(df)
