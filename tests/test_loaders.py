@@ -78,3 +78,29 @@ class TestWideTables:
     def test_bad_judge_columns_are_one_sentence(self, arg, text):
         with pytest.raises(CjstatsError, match=text):
             read_scores(self._wide(), judge_columns=arg)
+
+
+class TestBrokenFiles:
+    def test_fastchat_file_that_is_not_utf8_is_one_sentence(self, tmp_path):
+        p = tmp_path / "j_single.jsonl"
+        p.write_bytes(b'{"question_id": 1, "model": "a", "judge": ["\xe9", "t"], "score": 3}\n')
+        with pytest.raises(CjstatsError, match="is not UTF-8 text"):
+            cj.read_mtbench_judgments(p)
+
+    def test_fastchat_truncated_gz_is_cut_short(self, tmp_path):
+        import gzip
+
+        p = tmp_path / "j_single.jsonl.gz"
+        body = "".join(json.dumps({"question_id": q, "model": "a", "judge": ["g", "t"], "score": 3}) + "\n"
+                       for q in range(2000)).encode()
+        data = gzip.compress(body)
+        p.write_bytes(data[: len(data) // 2])
+        with pytest.raises(CjstatsError, match="is cut short"):
+            cj.read_mtbench_judgments(p)
+
+    def test_inspect_file_that_is_not_a_log_is_one_sentence(self, tmp_path):
+        pytest.importorskip("inspect_ai")
+        p = tmp_path / "x.eval"
+        p.write_bytes(b"not a zip")
+        with pytest.raises(CjstatsError, match="as an Inspect log"):
+            cj.read_inspect_log(p)

@@ -59,6 +59,24 @@ def judgment_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
 
 def _records(path: Path) -> list[dict[str, Any]]:
     import gzip
+    import zlib
+
+    try:
+        return _parse(path)
+    except gzip.BadGzipFile:
+        raise CjstatsError(f"The judgment file `{path}` is not gzip-compressed data although its name ends in "
+                           f".gz; rename it without .gz if it is plain text.") from None
+    except (EOFError, zlib.error):
+        raise CjstatsError(f"The judgment file `{path}` is cut short: its compressed data ends early, so copy "
+                           f"it again.") from None
+    except UnicodeDecodeError as exc:
+        raise CjstatsError(f"The judgment file `{path}` is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                           f"position {exc.start}); FastChat writes UTF-8, so the file was changed or is not "
+                           f"a judgment file.") from None
+
+
+def _parse(path: Path) -> list[dict[str, Any]]:
+    import gzip
 
     records = []
     opener = gzip.open if path.name.endswith(".gz") else open

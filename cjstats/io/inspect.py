@@ -87,7 +87,11 @@ def _scorer_judges(path: Path) -> tuple[str, dict[str, str]]:
     """(evaluated model, {score column key: judge}) from a log header."""
     from inspect_ai.log import read_eval_log
 
-    header = read_eval_log(str(path), header_only=True)
+    try:
+        header = read_eval_log(str(path), header_only=True)
+    except Exception as exc:  # Inspect raises several types for a file that is not a log; name the file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CjstatsError(f"Could not read `{path}` as an Inspect log ({first.rstrip('.')}).") from exc
     scorers = list(header.eval.scorers or [])
     keys = _unique_names([s.name for s in scorers])
     judges = {}
