@@ -292,3 +292,9 @@ class TestClickUsageErrors:
         code, out, err = run_main([str(score_file) if a == "{f}" else a for a in args])
         assert code == 1 and out == "" and err.count("\n") == 1, err
         assert option in err and "Usage:" not in err
+
+
+def test_auto_with_incomplete_error_refuses_missing_calls_naming_the_flags(holey_file):
+    code, out, err = run_main(["decompose", str(holey_file), "--incomplete", "error"])
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "is incomplete" in err and "--incomplete drop" in err

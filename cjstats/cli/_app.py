@@ -345,6 +345,8 @@ def resolve_method(scores: Scores, method: str, incomplete: str | None) -> tuple
         return "anova", "Method: anova (--method auto: every group is complete and balanced)."
     if incomplete == "drop":
         return "anova", "Method: anova (--method auto with --incomplete drop: incomplete cells are dropped)."
+    if incomplete == "error":  # the user asked the ANOVA to refuse missing calls
+        return "anova", "Method: anova (--method auto with --incomplete error)."
     bad = d[~d["balanced"]].iloc[0]
     where = f"model '{bad['model']}'" + (f", criterion '{bad['criterion']}'" if "criterion" in d.columns else "")
     why = (f"{int(bad['n_missing'])} of {int(bad['n_cells']) * int(bad['n_judges'])} judge calls missing"
