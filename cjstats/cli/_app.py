@@ -26,12 +26,13 @@ if TYPE_CHECKING:
 
 __all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
            "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
-           "report_dropped", "as_flags", "scores_options"]
+           "report_dropped", "as_flags", "scores_options", "select_model"]
 
 FORMATS = ("table", "json", "csv")
 
 # Library argument spellings -> the flags a CLI user typed (so advice never names a Python argument).
-_FLAGS: list[tuple[str, str]] = [
+_FLAGS: list[tuple[str, Any]] = [
+    (r"The '([a-z_]+)' argument of [\w.]+", lambda m: f"The option --{m.group(1).replace('_', '-')}"),
     (r"read_scores\(path, columns=(\{[^{}]*\})\)", lambda m: "--columns " + ",".join(
         f"{k}={v}" for k, v in __import__("ast").literal_eval(m.group(1)).items())),
     (r"read_scores\(\.\.\., duplicates='mean'\)", "--duplicates mean"),
@@ -48,7 +49,6 @@ _FLAGS: list[tuple[str, str]] = [
     (r"\bn_max\b", "--n-max"),
     (r"\bm_max\b", "--m-max"),
     (r"\bci_level\b", "--ci-level"),
-    (r"The '([a-z_]+)' argument of [\w.]+", lambda m: f"The option --{m.group(1).replace('_', '-')}"),
     (r"\bbudget=", "--budget "),
 ]
 
@@ -319,7 +319,20 @@ def load_scores(path: str, data: DataOptions | None = None, *legacy: Any) -> Sco
         scores = scores.subset(judges=chosen)
     if crit is not None:
         scores = scores.subset(criteria=crit)
+    if data.composite and not scores.has_criterion:
+        raise CjstatsError("The option --composite averages criteria, and FILE has no 'criterion' column; leave "
+                           "it out.")
     return scores.composite() if data.composite else scores
+
+
+def select_model(scores: Scores, model: str | None) -> Scores:
+    """``--model NAME``: the table restricted to one model, or one sentence naming the option."""
+    if model is None:
+        return scores
+    if model not in scores.models:
+        raise CjstatsError(f"The option --model names '{model}', which is not in FILE (found: "
+                           f"{', '.join(scores.models)}).")
+    return scores.subset(models=[model])
 
 
 # ------------------------------------------------------------------------------------------ fitting

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, bayes_options, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
+    DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
     report_dropped,
 )
 
@@ -58,8 +58,7 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
             except ValueError:
                 raise CjstatsError(f"The option --costs needs a number for judge '{judge}'. Got {value!r}.") from None
     scores = load_scores(file, data)
-    if model is not None:
-        scores = scores.subset(models=[model])
+    scores = select_model(scores, model)
     fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
     report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]

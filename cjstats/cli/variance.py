@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, bayes_options, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
+    DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
 )
 
 __all__ = ["variance"]
@@ -41,8 +41,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     from cjstats.variance import variance_contributions
 
     scores = load_scores(file, data)
-    if model is not None:
-        scores = scores.subset(models=[model])
+    scores = select_model(scores, model)
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
