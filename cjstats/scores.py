@@ -761,6 +761,7 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             df[col] = df[col].astype(str)
     for col in ids:
         _warn_near_duplicates(df[col], col)
+    unit, where_in_source = _unit(df), df.index  # to name the user's rows or lines in messages
     df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score") if c in df.columns]].reset_index(drop=True)
     key_cols = ["model"] + (["criterion"] if "criterion" in df.columns else []) + ["scenario", "generation", "judge"]
     dup = df.duplicated(key_cols, keep=False).to_numpy()
@@ -772,9 +773,10 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             same = rows[(df.iloc[rows][key_cols] == first[key_cols]).all(axis=1).to_numpy()]
             where = ", ".join(f"{c} {_plain(first[c])!r}" for c in key_cols)
             n_cells = int(df[dup].groupby(key_cols, sort=False, observed=True).ngroups)
+            rows_text = f"{unit}s {where_in_source[same[0]]} and {where_in_source[same[1]]}"
             raise CjstatsError(f"scores has {n_cells} duplicate cells, several rows for one judge call (first: {where} "
-                               f"in rows {same[0]} and {same[1]}). Average them with read_scores(..., "
-                               f"duplicates='mean') or keep one row per cell.")
+                               f"in {rows_text}). Average them with read_scores(..., duplicates='mean') or keep one "
+                               f"row per cell.")
         grp_cols = ["model"] + (["criterion"] if "criterion" in df.columns else [])
         dups = df[dup].groupby(key_cols, sort=False, observed=True).ngroups
         per_group = df[dup].drop_duplicates(key_cols).groupby(grp_cols, observed=True).size()

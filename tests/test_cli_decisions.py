@@ -43,7 +43,8 @@ class TestVariance:
     def test_table(self, runner, score_file):
         r = runner.invoke(cli, ["variance", str(score_file), "--n", "40", "--m", "2", "--k", "2"])
         assert r.exit_code == 0, r.output
-        assert r.output.startswith("Proposition 1: Var(X̄) and its terms")
+        assert r.output.startswith("Method: anova (--method auto: every group is complete and balanced).\n"
+                                   "Proposition 1: Var(X̄) and its terms")
         assert "Qwen" in r.output and "GPT" in r.output and "judge_share" in r.output
 
     def test_json_matches_the_library(self, runner, score_file, small_balanced_scores):

@@ -44,7 +44,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     scores = select_model(scores, model)
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
-    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
+    fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
     report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded = [], False
@@ -68,6 +68,6 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     out = pd.DataFrame(rows)
     note = ("\nscenario holds scenario + generation (m = 1 in FILE: generation not identifiable)." if folded else "")
     head = "Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
-    text = ((note + "\n" if note else "") + head
+    text = ((method_note + "\n" if method_note else "") + head
             + out.to_string(index=False, float_format=lambda v: f"{v:.4g}") + note)
     emit_frame(out, fmt, text=text)
