@@ -292,3 +292,9 @@ class TestWhereMessagesPoint:
         df.loc[4, "score"] = np.nan
         with pytest.raises(CjstatsError, match=r"first in row 4\)"):
             read_scores(df)
+
+    def test_duplicate_cells_in_a_file_name_its_lines(self, tmp_path):
+        p = tmp_path / "dup.csv"
+        pd.concat([_frame(), _frame().iloc[:1]], ignore_index=True).to_csv(p, index=False)
+        with pytest.raises(CjstatsError, match=r"in lines 2 and 14\)"):
+            read_scores(p)
