@@ -60,7 +60,7 @@ class TestSharedOptions:
 
     @pytest.mark.parametrize("name", ["decompose", "variance", "allocate"])
     def test_every_fitting_subcommand_takes_the_bayes_options(self, name):
-        assert {"draws", "chains", "seed"} <= {p.name for p in cli.commands[name].params}
+        assert {"draws", "chains", "tune", "seed"} <= {p.name for p in cli.commands[name].params}
 
     @pytest.mark.parametrize("name", ["decompose", "variance", "allocate"])
     def test_method_defaults_to_auto(self, name):
@@ -139,6 +139,22 @@ class TestBayesOptions:
         assert {row["model"] for row in json.loads(out)} == {"GPT", "Qwen"}
 
 
+    def test_a_real_bayes_run_per_group_joins_into_one_result(self, tmp_path):
+        rng = np.random.default_rng(3)
+        s, j = np.meshgrid(np.arange(8), np.arange(3), indexing="ij")
+        df = pd.concat([pd.DataFrame({"model": m, "scenario": s.ravel(), "judge": [f"j{x}" for x in j.ravel()],
+                                      "score": rng.normal(5, 1, s.size)}) for m in ("a", "b")], ignore_index=True)
+        p = tmp_path / "small.csv"
+        df.to_csv(p, index=False)
+        code, out, err = run_main(["decompose", str(p), "--method", "bayes", "--draws", "100", "--tune", "100",
+                                   "--chains", "1", "--seed", "1", "--format", "json"])
+        assert code == 0, err
+        rows = json.loads(out)
+        assert {r["model"] for r in rows} == {"a", "b"} and {r["method"] for r in rows} == {"bayes"}
+        assert "Bayes: sampling model 'b' (2/2)" in err and "Traceback" not in err
+        assert "draws and tune" not in err  # convergence advice names the flags
+
+
 class TestAllocateToPlan:
     def test_allocation_json_keeps_recommendation_and_shares_and_plan_reads_it(self, runner, score_file, tmp_path):
         costs = "judge_0=1,judge_1=1,judge_2=4,judge_3=16"
@@ -213,6 +229,7 @@ class TestErrorPaths:
         (["decompose", "{f}", "--method", "reml", "--incomplete", "drop"], "--incomplete"),
         (["decompose", "{f}", "--method", "anova", "--draws", "100"], "--draws"),
         (["decompose", "{f}", "--method", "bayes", "--chains", "0"], "--chains"),
+        (["decompose", "{f}", "--method", "reml", "--tune", "10"], "--tune"),
         (["decompose", "{f}", "--seed", "-2"], "--seed"),
         (["decompose", "{f}", "--ci-level", "2"], "--ci-level"),
         (["judges", "{f}", "--ci-level", "0"], "--ci-level"),

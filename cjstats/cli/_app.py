@@ -50,6 +50,7 @@ _FLAGS: list[tuple[str, Any]] = [
     (r"\bm_max\b", "--m-max"),
     (r"\bci_level\b", "--ci-level"),
     (r"\bbudget=", "--budget "),
+    (r"Increase draws and tune", "Increase --draws and --tune"),
 ]
 
 
@@ -337,7 +338,8 @@ def select_model(scores: Scores, model: str | None) -> Scores:
 
 # ------------------------------------------------------------------------------------------ fitting
 def bayes_options(f: Callable) -> Callable:
-    """``--draws`` and ``--chains`` for ``--method bayes`` (``--seed`` is each command's own)."""
+    """``--draws``, ``--chains`` and ``--tune`` for ``--method bayes`` (``--seed`` is each command's own)."""
+    f = click.option("--tune", type=int, default=None, help="bayes: tuning iterations per chain (default 1000).")(f)
     f = click.option("--chains", type=int, default=None, help="bayes: number of chains (default 4).")(f)
     f = click.option("--draws", type=int, default=None, help="bayes: posterior draws per chain (default 1000).")(f)
     return f
@@ -368,7 +370,8 @@ def resolve_method(scores: Scores, method: str, incomplete: str | None) -> tuple
 
 
 def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci_level: float | None = None,
-               seed: int | None = None, draws: int | None = None, chains: int | None = None) -> tuple[
+               seed: int | None = None, draws: int | None = None, chains: int | None = None,
+               tune: int | None = None) -> tuple[
                    VarianceComponents, str]:
     """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto)."""
     from cjstats.estimators import estimate
@@ -393,13 +396,14 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci
                                                         "--exclude-judges")
                 click.echo(f"Warning: {text}", err=True)
     if chosen == "bayes":
-        for name, value in (("draws", draws), ("chains", chains)):
+        for name, value in (("draws", draws), ("chains", chains), ("tune", tune)):
             if value is not None:
-                if value < 1:
-                    raise CjstatsError(f"The option --{name} must be an integer >= 1. Got {value}.")
+                if value < (0 if name == "tune" else 1):
+                    raise CjstatsError(f"The option --{name} must be an integer >= {0 if name == 'tune' else 1}. "
+                                       f"Got {value}.")
                 options[name] = value
         return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options=options), note
-    for name, value in (("--draws", draws), ("--chains", chains)):
+    for name, value in (("--draws", draws), ("--chains", chains), ("--tune", tune)):
         if value is not None:
             raise CjstatsError(f"The option {name} applies to --method bayes only; leave it out.")
     return estimate(scores, chosen, ci_level=ci_level, seed=seed, **options), note

@@ -31,7 +31,7 @@ __all__ = ["allocate"]
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
              n_max: int | None, m_max: int | None, method: str, model: str | None, seed: int,
-             draws: int | None, chains: int | None,
+             draws: int | None, chains: int | None, tune: int | None,
              data: DataOptions, fmt: str) -> None:
     """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE.
 
@@ -59,7 +59,8 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
                 raise CjstatsError(f"The option --costs needs a number for judge '{judge}'. Got {value!r}.") from None
     scores = load_scores(file, data)
     scores = select_model(scores, model)
-    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
+    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains,
+                           tune=tune)
     report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     frames, texts, recs, shares = [], [], [], []

@@ -21,7 +21,7 @@ __all__ = ["decompose"]
 @data_options
 @format_option
 def decompose(file: str, method: str, ci_level: float | None, seed: int | None, draws: int | None,
-              chains: int | None, offsets: bool, data: DataOptions, fmt: str) -> None:
+              chains: int | None, tune: int | None, offsets: bool, data: DataOptions, fmt: str) -> None:
     """Split the score variance of FILE into scenario, generation, judge and residual components."""
     from cjstats.exceptions import CjstatsError
 
@@ -29,7 +29,7 @@ def decompose(file: str, method: str, ci_level: float | None, seed: int | None, 
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     scores = load_scores(file, data)
     fit, note = fit_scores(scores, method, incomplete=data.incomplete, ci_level=ci_level, seed=seed, draws=draws,
-                           chains=chains)
+                           chains=chains, tune=tune)
     report_dropped(fit)
     if offsets:
         text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)

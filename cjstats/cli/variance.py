@@ -29,7 +29,7 @@ __all__ = ["variance"]
 @data_options
 @format_option
 def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, seed: int | None,
-             draws: int | None, chains: int | None, model: str | None,
+             draws: int | None, chains: int | None, tune: int | None, model: str | None,
              data: DataOptions, fmt: str) -> None:
     """Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)(K_tot − K)/(K_tot − 1) per model of FILE."""
     import math
@@ -44,7 +44,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     scores = select_model(scores, model)
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
-    fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains)
+    fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains, tune=tune)
     report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded = [], False
