@@ -1,60 +1,137 @@
 """cjstats: variance components, judge-bias intervals and CyclicJudge designs for LLM-judge evaluations.
 
 Implements Zhu et al., "CyclicJudge: Mitigating Judge Bias Efficiently in LLM-based Evaluation".
+
+Public names are imported on first use (PEP 562 module ``__getattr__`` over the name -> module table
+``_LAZY``), so ``import cjstats`` does not import numpy, pandas or scipy. A new public name is one line in
+``_LAZY`` and one in ``__all__``.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
+
 __version__ = "0.1.0"
 
-from cjstats import datasets, stats
-from cjstats.allocate import (
-    Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
-)
-from cjstats.components import VarianceComponents
-from cjstats.estimators import BACKENDS, compare, estimate
-from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
-from cjstats.judges import judge_f_test, judge_table
-from cjstats.humans import Agreement, PPIMeans, judge_agreement, label_budget, ppi_means
-from cjstats.predictive import predictive_design_variance
-from cjstats.plan import (
-    all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
-)
-from cjstats.scores import GroupDesign, Scores, read_mtbench_judgments, read_scores
-from cjstats.subsample import subsample_strategies
-from cjstats.studies import Design, StudyResult, Truth, design_grid, simulate_scores, simulation_study
-from cjstats.variance import (
-    design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
-    scenarios_for_target_se, strategy_variance, variance_contributions,
-)
+#: public name -> the module that defines it (a module itself when the name is a subpackage).
+_LAZY: dict[str, str] = {
+    "datasets": "cjstats.datasets",
+    "io": "cjstats.io",
+    "Allocation": "cjstats.allocate",
+    "cost_weighted_allocation": "cjstats.allocate",
+    "judge_residual_variances": "cjstats.allocate",
+    "optimise": "cjstats.allocate",
+    "poststratified_mean": "cjstats.allocate",
+    "VarianceComponents": "cjstats.components",
+    "BACKENDS": "cjstats.estimators",
+    "compare": "cjstats.estimators",
+    "estimate": "cjstats.estimators",
+    "judge_f_test": "cjstats.judges",
+    "judge_table": "cjstats.judges",
+    "predictive_design_variance": "cjstats.predictive",
+    "all_judges_schedule": "cjstats.plan",
+    "cyclic_schedule": "cjstats.plan",
+    "random_schedule": "cjstats.plan",
+    "realised_variance": "cjstats.plan",
+    "schedule_audit": "cjstats.plan",
+    "GroupDesign": "cjstats.scores",
+    "Scores": "cjstats.scores",
+    "read_scores": "cjstats.scores",
+    "read_mtbench_judgments": "cjstats.io.fastchat",
+    "read_inspect_log": "cjstats.io.inspect",
+    "subsample_strategies": "cjstats.subsample",
+    "design_variance": "cjstats.variance",
+    "grand_mean_variance": "cjstats.variance",
+    "minimum_detectable_difference": "cjstats.variance",
+    "pool_variance": "cjstats.variance",
+    "power_to_detect": "cjstats.variance",
+    "scenarios_for_target_se": "cjstats.variance",
+    "strategy_variance": "cjstats.variance",
+    "variance_contributions": "cjstats.variance",
+    "stats": "cjstats.stats",
+    "plots": "cjstats.plots",
+    "tables": "cjstats.tables",
+    "report": "cjstats.reporting",
+    "judge_agreement": "cjstats.humans",
+    "Agreement": "cjstats.humans",
+    "ppi_means": "cjstats.humans",
+    "PPIMeans": "cjstats.humans",
+    "label_budget": "cjstats.humans",
+    "simulate_scores": "cjstats.studies",
+    "Truth": "cjstats.studies",
+    "Design": "cjstats.studies",
+    "design_grid": "cjstats.studies",
+    "simulation_study": "cjstats.studies",
+    "StudyResult": "cjstats.studies",
+    "compare_models": "cjstats.comparisons",
+    "fit_joint": "cjstats.comparisons",
+    "self_preference": "cjstats.comparisons",
+    "ModelComparison": "cjstats.comparisons",
+    "SelfPreference": "cjstats.comparisons",
+    "JointFit": "cjstats.comparisons",
+    "difference_variance": "cjstats.comparisons",
+    "difference_components": "cjstats.comparisons",
+    "optimise_difference": "cjstats.comparisons",
+}
 
 __all__ = [
-    "__version__", "datasets", "read_scores", "read_mtbench_judgments", "Scores", "GroupDesign",
-    "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_table",
+    "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
+    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_table",
     "CjstatsError", "CjstatsWarning", "NotEstimableWarning",
     "grand_mean_variance", "variance_contributions", "strategy_variance", "design_variance", "pool_variance",
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
+    "stats", "plots", "tables", "report",
     "judge_agreement", "Agreement", "ppi_means", "PPIMeans", "label_budget",
     "simulate_scores", "Truth", "Design", "design_grid", "simulation_study", "StudyResult",
-    "stats",
+    "compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
+    "difference_variance", "difference_components", "optimise_difference",
 ]
 
-# figures, the HTML report and paper tables (issue 12); matplotlib and jinja2 load only when used
-from cjstats import plots, tables  # noqa: E402
-__all__ += ["plots", "report", "tables"]
 
-# ``report`` names the HTML-report function; the text-report module cjstats.report stays importable by its full
-# name (``from cjstats.report import demo_report``) because it is loaded first.
-from cjstats import report as _text_report  # noqa: E402,F401
-from cjstats.reporting import report  # noqa: E402
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cjstats' has no attribute '{name}'")
+    mod = import_module(module)
+    value = mod if module == f"cjstats.{name}" else getattr(mod, name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
 
-from cjstats.comparisons import (  # noqa: E402  (issue 10: model comparisons)
-    JointFit, ModelComparison, SelfPreference, compare_models, difference_components, difference_variance, fit_joint,
-    optimise_difference, self_preference,
-)
 
-__all__ += ["compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
-            "difference_variance", "difference_components", "optimise_difference"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from cjstats import datasets, io, plots, stats, tables
+    from cjstats.comparisons import (
+        JointFit, ModelComparison, SelfPreference, compare_models, difference_components, difference_variance,
+        fit_joint, optimise_difference, self_preference,
+    )
+    from cjstats.humans import Agreement, PPIMeans, judge_agreement, label_budget, ppi_means
+    from cjstats.reporting import report
+    from cjstats.studies import Design, StudyResult, Truth, design_grid, simulate_scores, simulation_study
+    from cjstats.allocate import (
+        Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
+    )
+    from cjstats.components import VarianceComponents
+    from cjstats.estimators import BACKENDS, compare, estimate
+    from cjstats.io.fastchat import read_mtbench_judgments
+    from cjstats.io.inspect import read_inspect_log
+    from cjstats.judges import judge_f_test, judge_table
+    from cjstats.plan import (
+        all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
+    )
+    from cjstats.predictive import predictive_design_variance
+    from cjstats.scores import GroupDesign, Scores, read_scores
+    from cjstats.subsample import subsample_strategies
+    from cjstats.variance import (
+        design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
+        scenarios_for_target_se, strategy_variance, variance_contributions,
+    )

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["CjstatsError", "CjstatsWarning", "NotEstimableWarning"]
 
 
+# numpy scalar reprs (``np.int64(0)``, ``np.str_('a')``, ``np.float64(1.5)``) printed as the plain value
+_NUMPY_REPR = re.compile(
+    r"\bnp\.(?:u?int\d*|float\d*|str_|bool_?|bytes_|complex\d*|datetime64|timedelta64)\(([^()]*)\)")
+
+
 class CjstatsError(ValueError):
-    """A user error: bad input or an impossible request. The message is one sentence saying what to fix."""
+    """A user error: bad input or an impossible request. The message is one sentence saying what to fix.
+
+    numpy scalar reprs in the message (``scenario np.int64(0)``) are printed as plain values (``scenario 0``).
+    """
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        if isinstance(message, str):
+            message = _NUMPY_REPR.sub(r"\1", message)
+        super().__init__(message, *args)
 
 
 class CjstatsWarning(UserWarning):

@@ -36,6 +36,10 @@ def judge_f_test(scores: Scores, *, incomplete: Literal["error", "drop"] = "erro
     rows = []
     for g in scores.groups():
         check_estimable(g)
+        if incomplete == "drop":
+            from cjstats.scores import warn_sparse_judges
+
+            warn_sparse_judges(g)
         y, _ = complete_cells(g, incomplete)
         rows.append({**g.key, **_f_test(mean_squares(y))})
     return pd.DataFrame(rows)

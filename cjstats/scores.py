@@ -9,7 +9,8 @@ and how to fix it. Only numpy and pandas are needed here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -19,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from cjstats._defaults import SCORE_COLUMNS
-from cjstats.exceptions import CjstatsError
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 
-__all__ = ["Scores", "GroupDesign", "GroupData", "read_scores", "read_mtbench_judgments"]
+__all__ = ["Scores", "GroupDesign", "GroupData", "read_scores", "read_mtbench_judgments", "warn_sparse_judges"]
 
 _ID_COLUMNS = ("model", "scenario", "generation", "judge")
 _REQUIRED = ("model", "scenario", "judge", "score")  # generation defaults to one per scenario
@@ -291,6 +292,30 @@ class Scores:
         return self._reference.copy()
 
 
+def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
+    """Warn about judges that scored less than ``min_share`` of a group's (scenario, generation) cells.
+
+    Under ``incomplete="drop"`` only the cells that every judge scored are kept, so one judge that scored 2 of
+    16 cells silently reduces the analysis to those 2 cells. The warning gives the counts and the fix
+    (leave the judge out, or use an estimator that handles missing calls).
+    """
+    import warnings
+
+    d = group.design
+    if d.complete or d.n_cells == 0:
+        return
+    present = np.zeros((d.n_cells, d.n_judges), dtype=bool)
+    present[group.cell, group.judge] = True
+    per_judge = present.sum(axis=0)
+    for j in np.argsort(per_judge, kind="stable"):
+        if per_judge[j] < min_share * d.n_cells:
+            warnings.warn(f"In {group.label()}, judge '{group.judge_labels[j]}' scored {int(per_judge[j])} of "
+                          f"{d.n_cells} (scenario, generation) cells, so dropping incomplete cells keeps at most "
+                          f"{int(per_judge[j])}; leave that judge out or use REML, which keeps every call.",
+                          CjstatsWarning, stacklevel=2)
+        break
+
+
 # ---------------------------------------------------------------------------------------------- indexing
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     try:
@@ -372,7 +397,65 @@ def _file_kind(path: Path) -> str:
     raise CjstatsError(f"Unknown file type of `{path}`: read_scores reads {known} files (or pass a DataFrame).")
 
 
-def _read_file(path: Path) -> pd.DataFrame:
+def _open_text(path: Path):
+    import gzip
+
+    return gzip.open(path, "rt", encoding="utf-8") if path.name.lower().endswith(".gz") else \
+        open(path, encoding="utf-8")
+
+
+def _sniff_separator(path: Path, kind: str) -> str:
+    """The field separator of a delimited file, read from its header line (``,`` ``;`` tab or ``|``).
+
+    A ``.csv`` saved with ``;`` (spreadsheet locales that write decimal commas) or tabs, and a ``.tsv``
+    saved with commas, are read with the separator their header uses.
+    """
+    expected = "," if kind == "csv" else "\t"
+    with _open_text(path) as fh:
+        header = fh.readline()
+    if expected in header:
+        return expected
+    counts = {sep: header.count(sep) for sep in (",", ";", "\t", "|")}
+    best = max(counts, key=lambda k: counts[k])
+    return best if counts[best] > 0 else expected
+
+
+def _cut_short(path: Path) -> CjstatsError:
+    return CjstatsError(f"The score file `{path}` is cut short: its compressed data ends before the end of the "
+                        f"file, so copy or download it again.")
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    """Read JSON Lines one line at a time, so an error names the line that is wrong."""
+    records, numbers = [], []
+    with _open_text(path) as fh:
+        lines = fh.read().splitlines()
+    last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            where = " (the last line: the file may be cut short)" if lineno == last else ""
+            raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}){where}; fix or remove "
+                               f"that line.") from None
+        if not isinstance(rec, dict):
+            what = "a JSON array" if isinstance(rec, list) else f"a JSON {type(rec).__name__}"
+            raise CjstatsError(f"Line {lineno} of `{path}` is {what}, not an object: JSON Lines holds one record per "
+                               f"line, such as {{\"model\": ..., \"score\": ...}}.")
+        records.append(rec)
+        numbers.append(lineno)
+    if not records:
+        raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
+    return pd.DataFrame.from_records(records, index=pd.Index(numbers, name="line"))
+
+
+def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`)."""
+    import zlib
+    from gzip import BadGzipFile
+
     if not path.exists():
         raise CjstatsError(f"The score file `{path}` does not exist.")
     if path.is_dir():
@@ -380,22 +463,52 @@ def _read_file(path: Path) -> pd.DataFrame:
     kind = _file_kind(path)
     if path.stat().st_size == 0:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
+    info: dict[str, Any] = {}
     try:
         if kind in ("csv", "tsv"):
-            return pd.read_csv(path, sep="," if kind == "csv" else "\t", low_memory=False)
+            sep = _sniff_separator(path, kind)
+            if sep != ("," if kind == "csv" else "\t"):
+                info["separator"] = {"\t": "tab"}.get(sep, sep)
+            with _open_text(path) as fh:
+                header = [c.strip().strip('"').lstrip("\ufeff") for c in fh.readline().rstrip("\r\n").split(sep)]
+            twice = next((c for c in header if c and header.count(c) > 1), None)
+            if twice is not None:
+                raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
+                                   f"each column has its own name.")
+            df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
+            df.columns = [str(c).strip() for c in df.columns]
+            # messages point at the line of the file (line 1 is the header) when rows and lines match one to
+            # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
+            with _open_text(path) as fh:
+                n_lines = sum(1 for _ in fh)
+            if n_lines == len(df) + 1:
+                df.index = pd.RangeIndex(2, len(df) + 2, name="line")
+            if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
+                info["decimal"] = ","
+            return df, info
         if kind == "parquet":
             try:
-                return pd.read_parquet(path)
+                return pd.read_parquet(path), info
             except ImportError as exc:
                 raise CjstatsError("Reading Parquet needs pyarrow: pip install 'cjstats[parquet]'.") from exc
-        return pd.read_json(path, lines=True)
+        return _read_jsonl(path), info
+    except BadGzipFile as exc:
+        raise CjstatsError(f"The score file `{path}` is not gzip-compressed data although its name ends in .gz; "
+                           f"rename it without .gz if it is plain text.") from exc
+    except (EOFError, zlib.error) as exc:
+        raise _cut_short(path) from exc
+    except UnicodeDecodeError as exc:
+        raise CjstatsError(f"The score file `{path}` is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                           f"position {exc.start}); save it as UTF-8 (in Excel: CSV UTF-8).") from exc
     except pd.errors.EmptyDataError as exc:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.") from exc
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError, OSError) as exc:
         if isinstance(exc, CjstatsError):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CjstatsError(f"Could not read `{path}` as {kind.upper()}: {first}.") from exc
+        if "end-of-stream" in first or "ended before" in first:
+            raise _cut_short(path) from exc
+        raise CjstatsError(f"Could not read `{path}` as {kind.upper()}: {first.rstrip('.')}.") from exc
 
 
 def _suggest_mapping(missing: list[str], found: list[str]) -> dict[str, str]:
@@ -413,12 +526,86 @@ def _first_row(mask: np.ndarray, index: pd.Index) -> Any:
     return index[int(np.flatnonzero(mask)[0])]
 
 
+def _unit(df: pd.DataFrame) -> str:
+    """How messages point at a row: ``line`` (of the file) when the index holds line numbers, else ``row``."""
+    return "line" if df.index.name == "line" else "row"
+
+
 def _check_ids(df: pd.DataFrame, cols: list[str]) -> None:
     for col in cols:
+        if pd.api.types.is_object_dtype(df[col]):
+            nested = df[col].map(lambda v: isinstance(v, (dict, list, tuple, set))).to_numpy()
+            if nested.any():
+                kind = type(df[col].iloc[int(np.flatnonzero(nested)[0])]).__name__
+                where = f"{_unit(df)} {_first_row(nested, df.index)}"
+                raise CjstatsError(f"Column '{col}' holds {kind} values (first in {where}), "
+                                   f"but ids must be text or numbers; flatten that field before read_scores().")
         bad = df[col].isna().to_numpy()
         if bad.any():
-            raise CjstatsError(f"Column '{col}' has {int(bad.sum())} missing values (first in row "
+            raise CjstatsError(f"Column '{col}' has {int(bad.sum())} missing values (first in {_unit(df)} "
                                f"{_first_row(bad, df.index)}). Fill or drop them before read_scores().")
+
+
+_INT_TEXT = r"-?(?:0|[1-9][0-9]*)"
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (so messages print ``0``, not ``np.int64(0)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _number_text(v: Any) -> str:
+    v = _plain(v)
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
+    """Treat an id column as labels: never merge or split ids by parsing them as numbers.
+
+    A column read from a text file is text; it becomes integers only when every value is a plain integer
+    (``12``, not ``1.10`` or ``007``), which is lossless. A column that mixes numbers and text (``3`` and
+    ``"3"``) is turned into text, with a warning when that makes two values one label.
+    """
+    import warnings
+
+    if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
+        if all(isinstance(v, str) for v in col):
+            if col.str.fullmatch(_INT_TEXT).all():
+                return col.astype(np.int64)
+            return col.astype(object)
+    if not pd.api.types.is_object_dtype(col):
+        return col
+    values = pd.unique(col)
+    numbers = [v for v in values if _is_number(v)]
+    texts = {v for v in values if isinstance(v, str)}
+    if not numbers or not texts:
+        return col
+    clash = next(((n, _number_text(n)) for n in numbers if _number_text(n) in texts), None)
+    if clash is not None:
+        warnings.warn(f"Column '{name}' mixes numbers and text ({_plain(clash[0])!r} and {clash[1]!r}): both are "
+                      f"read as the label {clash[1]!r}; make the column one type if they are different "
+                      f"{name}s.", CjstatsWarning, stacklevel=3)
+    return col.map(lambda v: _number_text(v) if _is_number(v) else v).astype(object)
+
+
+def _warn_near_duplicates(col: pd.Series, name: str) -> None:
+    """Warn when two labels differ only in case or surrounding spaces (``gpt-4`` and ``GPT-4 ``)."""
+    import warnings
+
+    labels = sorted({v for v in pd.unique(col) if isinstance(v, str)})
+    seen: dict[str, str] = {}
+    for label in labels:
+        key = label.strip().casefold()
+        if key in seen:
+            warnings.warn(f"Column '{name}' has labels that differ only in case or surrounding spaces "
+                          f"({seen[key]!r} and {label!r}): they are analysed as different {name}s; fix the labels "
+                          f"if they name the same one.", CjstatsWarning, stacklevel=3)
+            return
+        seen[key] = label
 
 
 def _check_scores(df: pd.DataFrame) -> pd.Series:
@@ -429,23 +616,78 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
     nonnum = (num.isna() & raw.notna()).to_numpy()
     if nonnum.any():
         i = int(np.flatnonzero(nonnum)[0])
-        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {raw.iloc[i]!r} in "
-                           f"row {df.index[i]}). Drop or recode them before read_scores().")
+        first = _plain(raw.iloc[i])
+        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
+                           f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
     values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
-        raise CjstatsError(f"Column 'score' has {int(nan.sum())} missing (NaN) values (first in row "
+        raise CjstatsError(f"Column 'score' has {int(nan.sum())} missing (NaN) values (first in {_unit(df)} "
                            f"{_first_row(nan, df.index)}). Drop those rows: a failed judge call is a missing cell, "
                            f"not a score.")
     inf = np.isinf(values)
     if inf.any():
-        raise CjstatsError(f"Column 'score' has {int(inf.sum())} infinite values (first in row "
+        raise CjstatsError(f"Column 'score' has {int(inf.sum())} infinite values (first in {_unit(df)} "
                            f"{_first_row(inf, df.index)}). Drop or recode them before read_scores().")
+    # A sum of n squares stays finite only when every |score| < sqrt(max_float / n); keep a factor 16 spare for
+    # the sums of squares of the mean-square decomposition.
+    limit = math.sqrt(np.finfo(np.float64).max / (16.0 * max(len(values), 1)))
+    huge = np.abs(values) > limit
+    if huge.any():
+        i = int(np.flatnonzero(huge)[0])
+        raise CjstatsError(f"Column 'score' has {int(huge.sum())} values too large to analyse (first: "
+                           f"{values[i]:g} in {_unit(df)} {df.index[i]}): their squares overflow floating point, so "
+                           f"rescale or drop them before read_scores().")
+    sentinel = values == -1
+    if sentinel.any() and (values[~sentinel] >= 0).all():
+        import warnings
+
+        k = int(sentinel.sum())
+        warnings.warn(f"Column 'score' has {k} value{'s' if k > 1 else ''} of -1 (first in {_unit(df)} "
+                      f"{_first_row(sentinel, df.index)}) on a scale whose other scores are all >= 0: -1 is "
+                      f"FastChat's code for a judgment it could not parse, so drop those rows if they are failed "
+                      f"calls (read_mtbench_judgments does).", CjstatsWarning, stacklevel=3)
     return pd.Series(values, index=df.index, name="score")
 
 
+def _melt_judges(df: pd.DataFrame, judge_columns: Sequence[str] | str) -> tuple[pd.DataFrame, int]:
+    """A wide table (one score column per judge) as the long ``judge``/``score`` table."""
+    from fnmatch import fnmatchcase
+
+    names = [str(c) for c in df.columns]
+    if isinstance(judge_columns, str):
+        pattern = judge_columns
+        cols = [c for c in names if fnmatchcase(c, pattern)]
+        if not cols:
+            raise CjstatsError(f"judge_columns={pattern!r} matches no column (found: {', '.join(names)}).")
+        head, star, tail = pattern.partition("*")
+        simple = star and "*" not in tail and not any(ch in pattern for ch in "?[")
+        labels = {c: (c[len(head):len(c) - len(tail)] or c) if simple else c for c in cols}
+    elif isinstance(judge_columns, Sequence) and judge_columns and all(isinstance(c, str) for c in judge_columns):
+        cols = list(dict.fromkeys(judge_columns))
+        absent = [c for c in cols if c not in names]
+        if absent:
+            raise CjstatsError(f"judge_columns names '{absent[0]}', but scores has no column '{absent[0]}' "
+                               f"(found: {', '.join(names)}).")
+        labels = {c: c for c in cols}
+    else:
+        raise CjstatsError(f"The 'judge_columns' argument of read_scores must be a list of column names or a "
+                           f"pattern such as 'score_*'. Got {judge_columns!r} instead.")
+    clash = [c for c in ("judge", "score") if c in names and c not in cols]
+    if clash:
+        raise CjstatsError(f"scores has a column '{clash[0]}' and judge_columns too; a wide table has one column "
+                           f"per judge instead, so rename or drop '{clash[0]}'.")
+    ids = [c for c in df.columns if str(c) not in cols]
+    long = df.melt(id_vars=ids, value_vars=cols, var_name="judge", value_name="score")
+    long["judge"] = long["judge"].map(labels)
+    blank = long["score"].isna() | (long["score"].astype(str).str.strip() == "")
+    return long[~blank].reset_index(drop=True), int(blank.sum())
+
+
 def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str] | None = None,
-                duplicates: Literal["error", "mean"] = "error", reference: str | list[str] | None = None) -> Scores:
+                duplicates: Literal["error", "mean"] = "error",
+                judge_columns: Sequence[str] | str | None = None,
+                reference: str | list[str] | None = None) -> Scores:
     """Read and validate a long score table.
 
     Parameters
@@ -460,6 +702,12 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     duplicates : {"error", "mean"}
         What to do when a (model, [criterion], scenario, generation, judge) cell has more than one row:
         raise (default), or average the rows into one and count them in the design summary.
+    judge_columns : list of str or str, optional
+        Read a *wide* table, one score column per judge (the common spreadsheet layout), instead of the
+        ``judge``/``score`` columns. A list names the columns, each column name being the judge; a pattern
+        such as ``"score_*"`` takes every matching column, and the judge is the part matched by ``*``
+        (``score_gpt4`` gives judge ``gpt4``). Blank cells are calls that were not made: they are left out
+        and counted in ``provenance['wide_blank_cells']``.
     reference : str or list of str, optional
         Judges that are reference (human) raters rather than LLM judges. Without it, a ``judge_type`` column
         (values ``human`` / ``llm``) marks the human rows as reference raters. Reference rows are kept apart
@@ -469,6 +717,16 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     -------
     Scores
         The validated, immutable table; ``.design`` summarises each model (x criterion).
+
+    Notes
+    -----
+    Ids are labels, never numbers: in a text file (CSV, TSV, JSONL) ``1.1`` and ``1.10`` are two scenarios and
+    ``007`` is not ``7``; a column becomes integers only when every value is a plain integer. A column that
+    mixes numbers and text (``3`` and ``"3"``) is read as text, with a :class:`CjstatsWarning` when two
+    values become one label, and labels that differ only in case or surrounding spaces (``gpt-4`` /
+    ``GPT-4 ``) warn. A ``.csv`` saved with ``;`` (then decimal commas are read as numbers) or tabs, and a
+    header with spaces after the commas, are read correctly. Scores of -1 on an otherwise non-negative scale
+    (FastChat's "could not parse" code) warn; scores whose squares overflow are refused.
 
     Examples
     --------
@@ -480,13 +738,16 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
 
     check_choice("duplicates", duplicates, ("error", "mean"), caller="read_scores")
     provenance: dict[str, Any] = {}
+    from_text = False
     if isinstance(source, pd.DataFrame):
         df = source
         provenance["source"] = "DataFrame"
     elif isinstance(source, (str, Path)):
         path = Path(source)
-        df = _read_file(path)
+        df, info = _read_file(path)
         provenance["source"] = str(path)
+        provenance.update(info)
+        from_text = _file_kind(path) != "parquet"
     else:
         raise CjstatsError(f"read_scores takes a DataFrame or a file path. Got {type(source).__name__} instead.")
     if columns:
@@ -497,7 +758,22 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         if absent:
             raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
                                f"(found: {', '.join(map(str, df.columns))}).")
+        taken = [(theirs, ours) for theirs, ours in columns.items()
+                 if ours in df.columns and ours != theirs and ours not in columns]
+        if taken:
+            theirs, ours = taken[0]
+            raise CjstatsError(f"columns maps '{theirs}' to '{ours}', but scores already has a column '{ours}'; "
+                               f"drop one of the two columns, or map '{ours}' to another name as well.")
+        targets = list(columns.values())
+        twice = next((t for t in targets if targets.count(t) > 1), None)
+        if twice is not None:
+            names = [k for k, v in columns.items() if v == twice]
+            raise CjstatsError(f"columns maps both '{names[0]}' and '{names[1]}' to '{twice}'; map one column to "
+                               f"each name.")
         df = df.rename(columns=dict(columns))
+    if judge_columns is not None:
+        df, blank = _melt_judges(df, judge_columns)
+        provenance["wide_blank_cells"] = blank
     found = [str(c) for c in df.columns]
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
@@ -515,10 +791,24 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         provenance["generation"] = "absent: one generation per scenario assumed (m = 1)"
     ids = ["model", "scenario", "generation", "judge"] + (["criterion"] if "criterion" in df.columns else [])
     _check_ids(df, ids)
+    if provenance.get("decimal") == "," and not pd.api.types.is_numeric_dtype(df["score"]):
+        as_text = df["score"].astype(str).str.strip()
+        comma = as_text.str.fullmatch(r"-?\d+,\d+")
+        if comma.any():
+            df["score"] = as_text.where(~comma, as_text.str.replace(",", ".", regex=False))
+        else:
+            provenance.pop("decimal")
+    elif "decimal" in provenance:
+        provenance.pop("decimal")
     df["score"] = _check_scores(df)
+    for col in ids:
+        df[col] = _ids_as_labels(df[col], col, from_text=from_text)
     for col in ("model", "judge", "criterion"):
         if col in df.columns:
             df[col] = df[col].astype(str)
+    for col in ids:
+        _warn_near_duplicates(df[col], col)
+    unit, where_in_source = _unit(df), df.index  # to name the user's rows or lines in messages
     df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score", "_reference")
              if c in df.columns]].reset_index(drop=True)
     key_cols = ["model"] + (["criterion"] if "criterion" in df.columns else []) + ["scenario", "generation", "judge"]
@@ -529,11 +819,12 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             rows = np.flatnonzero(dup)
             first = df.iloc[rows[0]]
             same = rows[(df.iloc[rows][key_cols] == first[key_cols]).all(axis=1).to_numpy()]
-            where = ", ".join(f"{c} {first[c]!r}" for c in key_cols)
+            where = ", ".join(f"{c} {_plain(first[c])!r}" for c in key_cols)
             n_cells = int(df[dup].groupby(key_cols, sort=False, observed=True).ngroups)
+            rows_text = f"{unit}s {where_in_source[same[0]]} and {where_in_source[same[1]]}"
             raise CjstatsError(f"scores has {n_cells} duplicate cells, several rows for one judge call (first: {where} "
-                               f"in rows {same[0]} and {same[1]}). Average them with read_scores(..., "
-                               f"duplicates='mean') or keep one row per cell.")
+                               f"in {rows_text}). Average them with read_scores(..., duplicates='mean') or keep one "
+                               f"row per cell.")
         grp_cols = ["model"] + (["criterion"] if "criterion" in df.columns else [])
         dups = df[dup].groupby(key_cols, sort=False, observed=True).ngroups
         per_group = df[dup].drop_duplicates(key_cols).groupby(grp_cols, observed=True).size()
@@ -615,68 +906,12 @@ def _reference_design(out: pd.DataFrame, ref: pd.DataFrame, frame: pd.DataFrame,
     return out
 
 
-# --------------------------------------------------------------------------------------- MT-Bench loader
-def read_mtbench_judgments(path: str | Path, *, turns: Literal["mean", "separate"] = "mean") -> Scores:
-    """Read a FastChat MT-Bench single-grade judgment file (``*_single.jsonl``).
+# ------------------------------------------------------------------------------------- moved loaders
+def __getattr__(name: str) -> Any:
+    # The FastChat loader lives in cjstats.io.fastchat; ``from cjstats.scores import read_mtbench_judgments``
+    # keeps working (imported lazily, since that module builds on read_scores).
+    if name == "read_mtbench_judgments":
+        from cjstats.io.fastchat import read_mtbench_judgments
 
-    Each line holds ``question_id, model, judge=[name, template], score, turn``. The judge is ``judge[0]``
-    (the template differs by question category, not by judge). Scores of -1 mean the judge's answer could
-    not be parsed: those calls are dropped and counted in ``provenance['dropped_unparsed']``. A record field
-    ``generation`` (or ``sample_id``), when present, gives the generation; otherwise m = 1.
-
-    Parameters
-    ----------
-    turns : {"mean", "separate"}
-        ``"mean"`` averages the turns of each call into one score per (model, question, judge), as the paper
-        does; cells missing a turn are averaged over the turns present and counted in
-        ``provenance['partial_turn_cells']``. ``"separate"`` keeps turns apart as criteria ``turn 1``, ``turn 2``.
-    """
-    from cjstats._validate import check_choice
-
-    check_choice("turns", turns, ("mean", "separate"), caller="read_mtbench_judgments")
-    path = Path(path)
-    if not path.exists():
-        raise CjstatsError(f"The judgment file `{path}` does not exist.")
-    records = []
-    opener = __import__("gzip").open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}).") from exc
-            for key in ("question_id", "model", "judge", "score"):
-                if key not in rec:
-                    raise CjstatsError(f"Line {lineno} of `{path}` has no field '{key}': this is not a FastChat "
-                                       f"single-grade judgment file.")
-            judge = rec["judge"]
-            records.append({
-                "model": rec["model"], "scenario": rec["question_id"],
-                "generation": rec.get("generation", rec.get("sample_id", 0)),
-                "judge": judge[0] if isinstance(judge, (list, tuple)) else judge,
-                "turn": rec.get("turn", 1), "score": rec["score"],
-            })
-    if not records:
-        raise CjstatsError(f"The judgment file `{path}` is empty: it has no judgments.")
-    df = pd.DataFrame.from_records(records)
-    df["score"] = pd.to_numeric(df["score"], errors="coerce")
-    unparsed = (df["score"] == -1) | df["score"].isna()
-    dropped = int(unparsed.sum())
-    df = df[~unparsed]
-    if df.empty:
-        raise CjstatsError(f"Every judgment in `{path}` has score -1 (unparsed): nothing is left to analyse.")
-    provenance: dict[str, Any] = {"source": str(path), "format": "fastchat-mtbench-single",
-                                  "dropped_unparsed": dropped}
-    keys = ["model", "scenario", "generation", "judge"]
-    if turns == "mean":
-        grouped = df.groupby(keys, sort=False)
-        n_turns = df["turn"].nunique()
-        provenance["partial_turn_cells"] = int((grouped["turn"].nunique() < n_turns).sum())
-        out = grouped["score"].mean().reset_index()
-    else:
-        out = df.assign(criterion="turn " + df["turn"].astype(str)).drop(columns="turn")
-    scores = read_scores(out)
-    return Scores(scores._frame, provenance={**provenance, **{k: v for k, v in scores.provenance.items()
-                                                              if k != "source"}})
+        return read_mtbench_judgments
+    raise AttributeError(f"module 'cjstats.scores' has no attribute '{name}'")

@@ -218,6 +218,19 @@ def variance_with_se(x: Sequence[float] | np.ndarray) -> tuple[float, float]:
     return float(np.var(a, ddof=1)), math.sqrt(max(m4 - m2 * m2, 0.0) / a.size)
 
 
+def _z_score(variance: float, predicted: float, mc_se: float, *, scale: float) -> float:
+    """``(variance - predicted) / mc_se``, with rounding noise treated as agreement.
+
+    A mean of scores of size ``scale`` carries a rounding error of about ``eps * scale``, so a variance below
+    ``(64 * eps * scale)**2`` is indistinguishable from 0. When the difference is that small the two agree
+    (z = 0), even if the Monte Carlo error is itself 0; a real difference with zero Monte Carlo error is inf.
+    """
+    floor = (64.0 * np.finfo(np.float64).eps * scale) ** 2
+    if abs(variance - predicted) <= floor:
+        return 0.0
+    return (variance - predicted) / mc_se if mc_se > 0 else math.inf
+
+
 def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, reps: int = 5000,
                          strategies: Sequence[str] = STRATEGIES, model: str | None = None,
                          criterion: str | None = None,
@@ -262,11 +275,12 @@ def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, rep
     strategies = [check_choice("strategies", s, STRATEGIES, caller=caller) for s in strategies]
     rng = _rng(seed, caller)
     cache: dict[str, _TupleSums] = {}
+    scale = float(np.max(np.abs(y))) if y.size else 0.0
     rows = []
     for s in strategies:
         for b in grid:
             v, se = variance_with_se(_means(y, s, b, reps, rng, cache))
             pred = pool_variance(y, strategy=s, budget=b)
             rows.append({"strategy": s, "budget": b, "reps": reps, "variance": v, "mc_se": se, "predicted": pred,
-                         "z": (v - pred) / se if se > 0 else (0.0 if v == pred else math.inf)})
+                         "z": _z_score(v, pred, se, scale=scale)})
     return pd.DataFrame(rows)

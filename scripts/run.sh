@@ -3,10 +3,12 @@
 #   bash scripts/run.sh demo   -> installs cjstats with all extras and runs `cjstats demo` on bundled data
 #   bash scripts/run.sh test   -> installs cjstats with test extras and runs the test suite
 #   bash scripts/run.sh ARGS   -> runs `cjstats ARGS` in the environment
-# Set CJSTATS_PYTHON=/path/to/python3.12 to choose the interpreter yourself.
+# Paths in ARGS are taken from the folder you call it from (the script never changes folder).
+# The package is installed only when needed: a stamp file in the venv records the hash of pyproject.toml
+# and the extra; a changed pyproject.toml (or another extra) reinstalls.
+# Set CJSTATS_PYTHON=/path/to/python3.12 to choose the interpreter, CJSTATS_VENV to choose the venv.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
 venv="${CJSTATS_VENV:-$root/.venv}"
 
 ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; }
@@ -35,20 +37,32 @@ if [ ! -x "$venv/bin/python" ] || ! ok "$venv/bin/python"; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
 
+# install "$root[extra]" unless the stamp says this pyproject.toml and extra are already installed
+ensure_installed() {
+  local extra="$1" stamp="$venv/.cjstats-install-stamp" want
+  want="$("$venv/bin/python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml") $extra $root"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$extra]"
+  printf '%s' "$want" > "$stamp"
+}
+
 task="${1:-demo}"
 case "$task" in
   test)
     shift || true
-    "$venv/bin/python" -m pip install --quiet -e ".[test]"
-    exec "$venv/bin/python" -m pytest "$@"
+    ensure_installed test
+    if [ "$#" -eq 0 ]; then set -- "$root/tests"; fi
+    exec "$venv/bin/python" -m pytest --rootdir "$root" -c "$root/pyproject.toml" "$@"
     ;;
   demo)
     shift || true
-    "$venv/bin/python" -m pip install --quiet -e ".[all]"
+    ensure_installed all
     exec "$venv/bin/cjstats" demo "$@"
     ;;
   *)
-    "$venv/bin/python" -m pip install --quiet -e ".[all]"
+    ensure_installed all
     exec "$venv/bin/cjstats" "$@"
     ;;
 esac

@@ -16,7 +16,8 @@ class TestDecompose:
     def test_table_output(self, runner, score_file):
         r = runner.invoke(cli, ["decompose", str(score_file)])
         assert r.exit_code == 0, r.output
-        assert r.output.startswith("Variance components (anova)\n")
+        assert r.output.startswith("Method: anova (--method auto: every group is complete and balanced).\n"
+                                   "Variance components (anova)\n")
         for comp in ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population"):
             assert comp in r.output
 
@@ -80,11 +81,21 @@ class TestUserErrors:
         r = self._run(["decompose", str(score_file), "--columns", "rater"])
         assert r.returncode == 1 and "name=value pairs" in r.stderr and r.stderr.count("\n") == 1
 
-    def test_incomplete_design(self, tmp_path, small_balanced_frame):
+    def test_incomplete_design_under_anova_names_the_flags(self, tmp_path, small_balanced_frame):
+        p = tmp_path / "holey.csv"
+        small_balanced_frame.drop(index=[3]).to_csv(p, index=False)
+        r = self._run(["decompose", str(p), "--method", "anova"])
+        assert r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+        assert "--incomplete drop" in r.stderr and "--method reml" in r.stderr
+        assert "incomplete='drop'" not in r.stderr and "method='reml'" not in r.stderr
+
+    def test_one_missing_call_runs_reml_by_default_and_says_so(self, tmp_path, small_balanced_frame):
         p = tmp_path / "holey.csv"
         small_balanced_frame.drop(index=[3]).to_csv(p, index=False)
         r = self._run(["decompose", str(p)])
-        assert r.returncode == 1 and "incomplete='drop'" in r.stderr and "Traceback" not in r.stderr
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("Method: reml (--method auto: model 'Qwen' is not complete and balanced, 1 of "
+                                   "144 judge calls missing).\nVariance components (reml)")
 
     def test_debug_shows_traceback(self, tmp_path):
         import os
@@ -105,8 +116,9 @@ class TestJudges:
 
     def test_json(self, runner, score_file):
         r = runner.invoke(cli, ["judges", str(score_file), "--format", "json"])
-        rows = json.loads(r.output)
-        tests = [x for x in rows if x["table"] == "f_test"]
+        doc = json.loads(r.output)
+        assert set(doc) == {"f_test", "per_judge"}
+        tests = doc["f_test"]
         assert len(tests) == 2 and all(x["df1"] == 3 and x["df2"] == 35 * 3 for x in tests)
 
 

@@ -43,7 +43,8 @@ class TestVariance:
     def test_table(self, runner, score_file):
         r = runner.invoke(cli, ["variance", str(score_file), "--n", "40", "--m", "2", "--k", "2"])
         assert r.exit_code == 0, r.output
-        assert r.output.startswith("Proposition 1: Var(X̄) and its terms")
+        assert r.output.startswith("Method: anova (--method auto: every group is complete and balanced).\n"
+                                   "Proposition 1: Var(X̄) and its terms")
         assert "Qwen" in r.output and "GPT" in r.output and "judge_share" in r.output
 
     def test_json_matches_the_library(self, runner, score_file, small_balanced_scores):
@@ -79,14 +80,15 @@ class TestAllocate:
     def test_table(self, runner, score_file):
         r = runner.invoke(cli, ["allocate", str(score_file), "--budget", "300", "--model", "Qwen"])
         assert r.exit_code == 0, r.output
-        assert r.output.startswith("Allocation for model 'Qwen': budget 300 calls")
+        assert r.output.startswith("Method: anova (--method auto: every group is complete and balanced).\n"
+                                   "Allocation for model 'Qwen': budget 300 calls")
         assert "Recommended:" in r.output
 
     def test_json_rows_with_costs(self, runner, score_file):
         costs = "judge_0=1,judge_1=1,judge_2=3,judge_3=9"
         r = runner.invoke(cli, ["allocate", str(score_file), "--budget", "500", "--costs", costs, "--format", "json"])
         assert r.exit_code == 0, r.output
-        rows = json.loads(r.output)
+        rows = json.loads(r.output)["designs"]
         assert {row["model"] for row in rows} == {"Qwen", "GPT"}
         assert "weighted" in {row["strategy"] for row in rows}
         for model in ("Qwen", "GPT"):
@@ -109,7 +111,7 @@ class TestAllocate:
         (["--budget", "100", "--seed", "-1"], "The option --seed must be an integer >= 0. Got -1."),
         (["--budget", "100", "--costs", "judge_0=0,judge_1=0,judge_2=0,judge_3=0"], "designs cost nothing"),
         (["--budget", "10", "--target-se", "0.3", "--model", "Qwen"],
-         "No design reaches target_se=0.3 within budget 10 calls: the cheapest that does"),
+         "No design reaches --target-se 0.3 within budget 10 calls: the cheapest that does"),
     ])
     def test_user_errors_are_one_sentence(self, score_file, args, text):
         code, out, err = run_main(["allocate", str(score_file), *args])
@@ -120,7 +122,7 @@ class TestAllocate:
         r = runner.invoke(cli, ["allocate", str(score_file), "--budget", "300", "--costs", costs, "--model", "Qwen",
                                 "--format", "json"])
         assert r.exit_code == 0, r.output
-        rows = json.loads(r.output)
+        rows = json.loads(r.output)["designs"]
         assert all(row["cost"] <= row["max_cost"] <= 300 for row in rows)
 
 

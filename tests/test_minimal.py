@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent("""
     for name in ("statsmodels", "pymc", "arviz", "pytensor", "matplotlib"):
         sys.modules[name] = None
     import cjstats as cj
-    from cjstats.report import demo_report
+    from cjstats.reporting.text import demo_report
     scores = cj.datasets.load("hanna", composite=True)
     fit = cj.estimate(scores, "anova")
     assert len(fit.components) == 11 * 6

@@ -1,24 +1,64 @@
-"""Shared CLI plumbing: error handling, output formats and the common options."""
+"""Shared CLI plumbing: error handling, output formats, the data options every data subcommand shares.
+
+numpy and pandas are imported inside the functions that need them, so ``cjstats --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
-import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["run_group", "abort", "emit_frame", "format_option", "scores_options", "load_scores",
-           "parse_mapping"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cjstats.components import VarianceComponents
+    from cjstats.scores import Scores
+
+__all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
+           "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
+           "report_dropped", "as_flags", "scores_options", "select_model"]
 
 FORMATS = ("table", "json", "csv")
+
+# Library argument spellings -> the flags a CLI user typed (so advice never names a Python argument).
+_FLAGS: list[tuple[str, Any]] = [
+    (r"The '([a-z_]+)' argument of [\w.]+", lambda m: f"The option --{m.group(1).replace('_', '-')}"),
+    (r"read_scores\(path, columns=(\{[^{}]*\})\)", lambda m: "--columns " + ",".join(
+        f"{k}={v}" for k, v in __import__("ast").literal_eval(m.group(1)).items())),
+    (r"read_scores\(\.\.\., duplicates='mean'\)", "--duplicates mean"),
+    (r" before read_scores\(\)", " in the file first"),
+    (r"read_scores\(\)", "cjstats"),
+    (r"\bincomplete='(\w+)'", r"--incomplete \1"),
+    (r"\bmethod='(\w+)'", r"--method \1"),
+    (r"\bduplicates='(\w+)'", r"--duplicates \1"),
+    (r"\btarget_se=", "--target-se "),
+    (r"\btarget_se\b", "--target-se"),
+    (r"\bjudge_costs\b", "--costs"),
+    (r"\bgeneration_cost\b", "--generation-cost"),
+    (r"\bjudges_per_generation\b", "--judges-per-generation"),
+    (r"\bn_max\b", "--n-max"),
+    (r"\bm_max\b", "--m-max"),
+    (r"\bci_level\b", "--ci-level"),
+    (r"\bbudget=", "--budget "),
+    (r"Increase draws and tune", "Increase --draws and --tune"),
+]
+
+
+def as_flags(message: str) -> str:
+    """Rewrite library advice (``incomplete='drop'``, ``method='reml'``, ``judge_costs``) as CLI flags."""
+    for pattern, repl in _FLAGS:
+        message = re.sub(pattern, repl, message)
+    return message
 
 
 def abort(message: str) -> None:
@@ -29,10 +69,20 @@ def abort(message: str) -> None:
 
 def run_group(group: click.Group) -> None:
     """Run the CLI, turning user errors into one sentence on stderr (traceback only with CJSTATS_DEBUG=1)."""
+    import warnings
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        click.echo(f"Warning: {as_flags(str(message))}", err=True)
+
+    warnings.showwarning = show  # one line per warning, in the CLI's words, no source line
     try:
         group.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # bad option value, unknown option, missing argument: one sentence, exit 1
+        msg = " ".join(exc.format_message().split())
+        where = f" (see cjstats {exc.ctx.info_name} --help)" if exc.ctx is not None and exc.ctx.parent else ""
+        abort(msg.rstrip(".") + where + ".")
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -44,25 +94,43 @@ def run_group(group: click.Group) -> None:
         if isinstance(exc, OSError) and not isinstance(exc, CjstatsError):
             where = f" `{exc.filename}`" if getattr(exc, "filename", None) else ""
             abort(f"Could not use{where}: {exc.strerror or exc}.")
-        abort(str(exc))
+        abort(as_flags(str(exc)))
 
 
-def _json_value(v: Any) -> Any:
-    if v is None:
+# -------------------------------------------------------------------------------------------- output
+_INT_COLUMNS = re.compile(r"^(rank|n|m|k|k_total|calls|count|df\d?|n_.*|.*_count|budget_per_scenario|"
+                          r"judges_per_generation|generations(_min|_max)?|dropped_.*|generation)$")
+
+
+def _json_value(v: Any, *, integer: bool = False) -> Any:
+    import numpy as np
+
+    if v is None or v is getattr(__import__("pandas"), "NA", None):
         return None
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, np.integer)):
         return int(v)
     if isinstance(v, (float, np.floating)):
-        return None if (math.isnan(v) or math.isinf(v)) else float(v)
+        if math.isnan(v) or math.isinf(v):
+            return None
+        return int(v) if integer and float(v).is_integer() else float(v)
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
     return v if isinstance(v, str) else str(v)
+
+
+def frame_records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Row objects: NaN and infinities become null; counts and ranks are integers."""
+    ints = {c for c in df.columns if _INT_COLUMNS.match(str(c))}
+    return [{str(k): _json_value(v, integer=k in ints) for k, v in row.items()} for row in df.to_dict(orient="records")]
 
 
 def frame_to_json(df: pd.DataFrame) -> str:
     """A JSON array of row objects; numbers that do not exist (NaN) become null."""
-    records = [{str(k): _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
-    return json.dumps(records, indent=2)
+    return json.dumps(frame_records(df), indent=2)
 
 
 def emit_frame(df: pd.DataFrame, fmt: str, *, text: str | None = None) -> None:
@@ -75,11 +143,27 @@ def emit_frame(df: pd.DataFrame, fmt: str, *, text: str | None = None) -> None:
         click.echo(text if text is not None else df.to_string(index=False))
 
 
+def emit_tables(tables: dict[str, Any], fmt: str, *, text: str) -> None:
+    """Several tables: JSON is one object keyed by table name; CSV stacks them with a ``table`` column."""
+    import pandas as pd
+
+    if fmt == "json":
+        out = {name: frame_records(t) if isinstance(t, pd.DataFrame) else _json_value(t)
+               for name, t in tables.items()}
+        click.echo(json.dumps(out, indent=2))
+    elif fmt == "csv":
+        frames = [t.assign(table=name) for name, t in tables.items() if isinstance(t, pd.DataFrame)]
+        click.echo(pd.concat(frames, ignore_index=True).to_csv(index=False), nl=False)
+    else:
+        click.echo(text)
+
+
 def format_option(f: Callable) -> Callable:
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                        help="table for people, json (array of row objects) or csv for machines.")(f)
+                        help="table for people, json (row objects; null for numbers that do not exist) or csv.")(f)
 
 
+# ------------------------------------------------------------------------------------------- parsing
 def parse_mapping(text: str | None, *, option: str) -> dict[str, str]:
     """Parse ``a=b,c=d`` into a dict, with one clear sentence on a malformed item."""
     if not text:
@@ -96,8 +180,71 @@ def parse_mapping(text: str | None, *, option: str) -> dict[str, str]:
     return out
 
 
+def parse_list(text: str | None, *, option: str) -> list[str] | None:
+    """Parse ``a,b,c``; an empty item is an error naming the option."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",")]
+    if not items or any(not x for x in items):
+        raise CjstatsError(f"The option {option} takes names separated by commas, such as 'a,b'. Got {text!r}.")
+    return list(dict.fromkeys(items))
+
+
+# -------------------------------------------------------------------------------------- data options
+@dataclass(frozen=True)
+class DataOptions:
+    """The data options every data subcommand shares (see :func:`data_options`)."""
+
+    columns: str | None
+    judge_columns: str | None
+    composite: bool
+    incomplete: str | None
+    duplicates: str
+    judges: str | None
+    exclude_judges: str | None
+    criteria: str | None
+    where: tuple[str, ...]
+
+
+def data_options(f: Callable) -> Callable:
+    """Add the shared data options and pass them to the command as one ``data: DataOptions`` argument."""
+    import functools
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        names = ("columns", "judge_columns", "composite", "incomplete", "duplicates", "judges", "exclude_judges",
+                 "criteria", "where")
+        kwargs["data"] = DataOptions(**{n: kwargs.pop(n) for n in names})
+        return f(*args, **kwargs)
+
+    opts = [
+        click.option("--where", "where", multiple=True, metavar="COLUMN=VALUE",
+                     help="Keep only rows whose COLUMN equals VALUE (repeat to combine; any column of FILE)."),
+        click.option("--criteria", default=None, metavar="A,B", help="Keep only these criteria."),
+        click.option("--exclude-judges", "exclude_judges", default=None, metavar="A,B",
+                     help="Leave these judges out."),
+        click.option("--judges", "judges", default=None, metavar="A,B", help="Keep only these judges."),
+        click.option("--incomplete", type=click.Choice(["error", "drop"]), default=None,
+                     help="Missing judge calls: fail, or drop incomplete (scenario, generation) cells "
+                          "(default: --method auto picks REML, which keeps every call)."),
+        click.option("--duplicates", type=click.Choice(["error", "mean"]), default="error", show_default=True,
+                     help="Several rows for one judge call: fail, or average them."),
+        click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score."),
+        click.option("--judge-columns", "judge_columns", default=None, metavar="A,B or PREFIX*",
+                     help="Wide table: one score column per judge (a list, or a pattern such as 'score_*')."),
+        click.option("--columns", "columns", default=None, metavar="THEIRS=OURS,...",
+                     help="Rename columns, e.g. rater=judge,item=scenario."),
+    ]
+    for opt in opts:
+        wrapper = opt(wrapper)
+    return wrapper
+
+
 def scores_options(f: Callable) -> Callable:
-    """The options every command that reads a score file shares."""
+    """The three reading options of earlier versions (``columns, duplicates, composite`` keyword arguments).
+
+    Kept so subcommands written against it keep working; new subcommands use :func:`data_options`.
+    """
     f = click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score.")(f)
     f = click.option("--duplicates", type=click.Choice(["error", "mean"]), default="error", show_default=True,
                      help="Several rows for one judge call: fail, or average them.")(f)
@@ -106,8 +253,218 @@ def scores_options(f: Callable) -> Callable:
     return f
 
 
-def load_scores(path: str, columns: str | None, duplicates: str, composite: bool):
-    from cjstats.scores import read_scores
+def _where(df: pd.DataFrame, where: tuple[str, ...]) -> pd.DataFrame:
+    for item in where:
+        if "=" not in item:
+            raise CjstatsError(f"The option --where takes COLUMN=VALUE, such as 'task=math'. Got {item!r}.")
+        col, value = (x.strip() for x in item.split("=", 1))
+        if col not in df.columns:
+            raise CjstatsError(f"The option --where names column '{col}', which FILE does not have "
+                               f"(found: {', '.join(map(str, df.columns))}).")
+        keep = df[col].astype(str).str.strip() == value
+        if not keep.any():
+            values = sorted(set(df[col].astype(str)))[:8]
+            raise CjstatsError(f"The option --where {col}={value} matches no row (values of '{col}' include: "
+                               f"{', '.join(values)}).")
+        df = df[keep]
+    return df
 
-    scores = read_scores(path, columns=parse_mapping(columns, option="--columns") or None, duplicates=duplicates)
-    return scores.composite() if composite else scores
+
+def load_scores(path: str, data: DataOptions | None = None, *legacy: Any) -> Scores:
+    """Read FILE with the shared data options: rename, filter rows, select judges and criteria, composite."""
+    from pathlib import Path
+
+    from cjstats.scores import _read_file, read_scores
+
+    if data is None or not isinstance(data, DataOptions):  # load_scores(path, columns, duplicates, composite)
+        columns, duplicates, composite = (data, *legacy) if legacy else (data, "error", False)
+        data = DataOptions(columns=columns, judge_columns=None, composite=composite, incomplete=None,
+                           duplicates=duplicates, judges=None, exclude_judges=None, criteria=None, where=())
+    mapping = parse_mapping(data.columns, option="--columns") or None
+    judge_cols: Any = None
+    if data.judge_columns:
+        judge_cols = data.judge_columns if "*" in data.judge_columns else \
+            parse_list(data.judge_columns, option="--judge-columns")
+    source: Any = path
+    if data.where:
+        from cjstats.scores import _file_kind, _ids_as_labels
+
+        df, _ = _read_file(Path(path))
+        df = _where(df, data.where)
+        if _file_kind(Path(path)) != "parquet":  # text ids that are all plain integers stay integers, as in read_scores
+            df = df.apply(lambda col: _ids_as_labels(col, str(col.name), from_text=True))
+        source = df
+    try:
+        scores = read_scores(source, columns=mapping, duplicates=data.duplicates, judge_columns=judge_cols)
+    except CjstatsError as exc:
+        msg = str(exc).replace("judge_columns=", "--judge-columns ").replace("judge_columns", "--judge-columns")
+        msg = msg.replace("columns maps", "--columns maps")
+        raise CjstatsError(msg) from None
+    keep = parse_list(data.judges, option="--judges")
+    drop = parse_list(data.exclude_judges, option="--exclude-judges")
+    crit = parse_list(data.criteria, option="--criteria")
+    for option, names, known in (("--judges", keep, scores.judges), ("--exclude-judges", drop, scores.judges),
+                                 ("--criteria", crit, scores.criteria)):
+        if names is None:
+            continue
+        if option == "--criteria" and not scores.has_criterion:
+            raise CjstatsError("The option --criteria needs a 'criterion' column, and FILE has none.")
+        unknown = [x for x in names if x not in known]
+        if unknown:
+            raise CjstatsError(f"The option {option} names '{unknown[0]}', which is not in FILE "
+                               f"(found: {', '.join(known)}).")
+    if keep is not None or drop is not None:
+        chosen = [j for j in (keep or scores.judges) if j not in (drop or [])]
+        if not chosen:
+            raise CjstatsError("The options --judges and --exclude-judges leave no judge; keep at least one.")
+        scores = scores.subset(judges=chosen)
+    if crit is not None:
+        scores = scores.subset(criteria=crit)
+    if data.composite and not scores.has_criterion:
+        raise CjstatsError("The option --composite averages criteria, and FILE has no 'criterion' column; leave "
+                           "it out.")
+    return scores.composite() if data.composite else scores
+
+
+def select_model(scores: Scores, model: str | None) -> Scores:
+    """``--model NAME``: the table restricted to one model, or one sentence naming the option."""
+    if model is None:
+        return scores
+    if model not in scores.models:
+        raise CjstatsError(f"The option --model names '{model}', which is not in FILE (found: "
+                           f"{', '.join(scores.models)}).")
+    return scores.subset(models=[model])
+
+
+# ------------------------------------------------------------------------------------------ fitting
+def bayes_options(f: Callable) -> Callable:
+    """``--draws``, ``--chains`` and ``--tune`` for ``--method bayes`` (``--seed`` is each command's own)."""
+    f = click.option("--tune", type=int, default=None, help="bayes: tuning iterations per chain (default 1000).")(f)
+    f = click.option("--chains", type=int, default=None, help="bayes: number of chains (default 4).")(f)
+    f = click.option("--draws", type=int, default=None, help="bayes: posterior draws per chain (default 1000).")(f)
+    return f
+
+
+def method_option(f: Callable) -> Callable:
+    return click.option("--method", type=click.Choice(["auto", "anova", "reml", "bayes"]), default="auto",
+                        show_default=True,
+                        help="Estimator: auto = anova when every group is complete and balanced, else reml.")(f)
+
+
+def resolve_method(scores: Scores, method: str, incomplete: str | None) -> tuple[str, str]:
+    """The backend ``--method auto`` stands for, and one sentence saying why."""
+    if method != "auto":
+        return method, ""
+    d = scores.design
+    if bool(d["balanced"].all()):
+        return "anova", "Method: anova (--method auto: every group is complete and balanced)."
+    if incomplete == "drop":
+        return "anova", "Method: anova (--method auto with --incomplete drop: incomplete cells are dropped)."
+    if incomplete == "error":  # the user asked the ANOVA to refuse missing calls
+        return "anova", "Method: anova (--method auto with --incomplete error)."
+    bad = d[~d["balanced"]].iloc[0]
+    where = f"model '{bad['model']}'" + (f", criterion '{bad['criterion']}'" if "criterion" in d.columns else "")
+    why = (f"{int(bad['n_missing'])} of {int(bad['n_cells']) * int(bad['n_judges'])} judge calls missing"
+           if int(bad["n_missing"]) else "unequal generations per scenario")
+    return "reml", f"Method: reml (--method auto: {where} is not complete and balanced, {why})."
+
+
+def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci_level: float | None = None,
+               seed: int | None = None, draws: int | None = None, chains: int | None = None,
+               tune: int | None = None) -> tuple[
+                   VarianceComponents, str]:
+    """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto)."""
+    from cjstats.estimators import estimate
+    from cjstats.scores import warn_sparse_judges
+
+    chosen, note = resolve_method(scores, method, incomplete)
+    options: dict[str, Any] = {}
+    if incomplete is not None:
+        if chosen != "anova":
+            raise CjstatsError(f"The option --incomplete applies to --method anova only (REML and Bayes keep every "
+                               f"call); leave it out or add --method anova.")
+        options["incomplete"] = incomplete
+        if incomplete == "drop":
+            import warnings
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for g in scores.groups():
+                    warn_sparse_judges(g)
+            for w in caught:
+                text = as_flags(str(w.message)).replace("leave that judge out", "leave that judge out with "
+                                                        "--exclude-judges")
+                click.echo(f"Warning: {text}", err=True)
+    if chosen == "bayes":
+        for name, value in (("draws", draws), ("chains", chains), ("tune", tune)):
+            if value is not None:
+                if value < (0 if name == "tune" else 1):
+                    raise CjstatsError(f"The option --{name} must be an integer >= {0 if name == 'tune' else 1}. "
+                                       f"Got {value}.")
+                options[name] = value
+        return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options=options), note
+    for name, value in (("--draws", draws), ("--chains", chains), ("--tune", tune)):
+        if value is not None:
+            raise CjstatsError(f"The option {name} applies to --method bayes only; leave it out.")
+    return estimate(scores, chosen, ci_level=ci_level, seed=seed, **options), note
+
+
+def _fit_bayes_with_progress(scores: Scores, *, ci_level: float | None, seed: int | None,
+                             options: dict[str, Any]) -> VarianceComponents:
+    """Fit Bayes one group at a time behind a progress bar on stderr (click.progressbar), then join them."""
+    import dataclasses
+
+    import pandas as pd
+
+    from cjstats.estimators import estimate
+
+    groups = list(scores.groups())
+    if len(groups) == 1:
+        click.echo(f"Bayes: sampling {groups[0].label()} (1/1) ...", err=True)
+        return estimate(scores, "bayes", ci_level=ci_level, seed=seed, **options)
+    fits = []
+
+    def one(i: int, g: Any) -> None:
+        part = scores.subset(models=[g.model], criteria=None if g.criterion is None else [g.criterion])
+        # each group gets its own seed stream, as estimate(seed=...) gives each group inside one call
+        fits.append(estimate(part, "bayes", ci_level=ci_level, seed=None if seed is None else seed + i, **options))
+
+    if sys.stderr.isatty():  # a live bar on a terminal, one line per group in logs and pipes
+        with click.progressbar(list(enumerate(groups)), label="Bayes", file=sys.stderr, show_pos=True,
+                               item_show_func=lambda x: x[1].label() if x is not None else "") as bar:
+            for i, g in bar:
+                one(i, g)
+    else:
+        for i, g in enumerate(groups):
+            click.echo(f"Bayes: sampling {g.label()} ({i + 1}/{len(groups)}) ...", err=True)
+            one(i, g)
+    first = fits[0]
+    cat = lambda attr: pd.concat([getattr(f, attr) for f in fits], ignore_index=True)  # noqa: E731
+    merged: dict[str, Any] = {}
+    for f in fits:
+        merged.update(dict(f.diagnostics))
+    changes: dict[str, Any] = {"components": cat("components"), "judge_offsets": cat("judge_offsets"),
+                               "design": scores.design, "diagnostics": merged}
+    if getattr(first, "draws", None) is not None:
+        changes["draws"] = pd.concat([f.draws for f in fits if f.draws is not None], ignore_index=True)
+    from collections.abc import Mapping
+
+    if all(isinstance(getattr(f, "posterior", None), Mapping) for f in fits):
+        post: dict[str, Any] = {}
+        for f in fits:
+            post.update(f.posterior)
+        changes["posterior"] = post
+    else:  # a posterior of another shape cannot be joined here: leave it out rather than keep one group's
+        changes["posterior"] = None
+    fields = {f.name for f in dataclasses.fields(first)}
+    return dataclasses.replace(first, **{k: v for k, v in changes.items() if k in fields})
+
+
+def report_dropped(fit: VarianceComponents) -> None:
+    """Print 'dropped N cells / M rows' per group on stderr when --incomplete drop dropped anything."""
+    for name, diag in dict(fit.diagnostics).items():
+        cells, rows = diag.get("dropped_cells", 0), diag.get("dropped_rows", 0)
+        if cells:
+            scen = diag.get("dropped_scenarios", 0)
+            extra = f" ({scen} scenario{'s' if scen != 1 else ''} left out entirely)" if scen else ""
+            click.echo(f"{name}: dropped {cells} cells / {rows} rows with --incomplete drop{extra}.", err=True)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import emit_frame, format_option, load_scores, parse_mapping, scores_options
+from cjstats.cli._app import (
+    DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
+    report_dropped,
+)
 
 __all__ = ["allocate"]
 
@@ -19,23 +22,31 @@ __all__ = ["allocate"]
               help="Price of producing one generation.")
 @click.option("--n-max", "n_max", type=int, default=None, help="Scenarios available (default: as in FILE).")
 @click.option("--m-max", "m_max", type=int, default=None, help="Most generations per scenario.")
-@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
-              help="Estimator backend for the components.")
+@method_option
 @click.option("--model", default=None, help="Only this model.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed (an integer >= 0) of the uncertainty draws.")
-@scores_options
+@bayes_options
+@data_options
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
              n_max: int | None, m_max: int | None, method: str, model: str | None, seed: int,
-             columns: str | None, duplicates: str, composite: bool, fmt: str) -> None:
-    """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE."""
+             draws: int | None, chains: int | None, tune: int | None,
+             data: DataOptions, fmt: str) -> None:
+    """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE.
+
+    JSON output is one object: ``designs`` (the ranked designs of every model), ``recommendation`` (one row
+    per model, the design to run) and ``shares`` (the judge shares of the weighted strategy, when costs
+    differ). ``cjstats plan --from-allocation`` reads it back.
+    """
     import pandas as pd
 
     from cjstats.allocate import optimise
-    from cjstats.estimators import estimate
     from cjstats.exceptions import CjstatsError
 
+    if budget is None and target_se is None:
+        raise CjstatsError("The option --budget (or --target-se) is required: allocate needs a budget (calls or "
+                           "money) or a target SE to aim for.")
     if seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     prices = None
@@ -46,16 +57,23 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
                 prices[judge] = float(value)
             except ValueError:
                 raise CjstatsError(f"The option --costs needs a number for judge '{judge}'. Got {value!r}.") from None
-    scores = load_scores(file, columns, duplicates, composite)
-    if model is not None:
-        scores = scores.subset(models=[model])
-    fit = estimate(scores, method, seed=seed)
+    scores = load_scores(file, data)
+    scores = select_model(scores, model)
+    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains,
+                           tune=tune)
+    report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
-    frames, texts = [], []
+    frames, texts, recs, shares = [], [], [], []
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):
         sel = dict(zip(keys, key))
         res = optimise(fit, budget=budget, target_se=target_se, judge_costs=prices, generation_cost=generation_cost,
                        n_max=n_max, m_max=m_max, model=sel["model"], criterion=sel.get("criterion"), seed=seed)
         frames.append(res.table.assign(**sel)[[*keys, *res.table.columns]])
         texts.append(res.as_text())
-    emit_frame(pd.concat(frames, ignore_index=True), fmt, text="\n\n".join(texts))
+        recs.append({**sel, **dict(res.recommendation), "method": fit.method, "judges": ",".join(scores.group(
+            sel["model"], sel.get("criterion")).judge_labels)})
+        if res.frequencies:
+            shares.extend({**sel, "judge": j, "share": float(v)} for j, v in res.frequencies.items())
+    tables = {"designs": pd.concat(frames, ignore_index=True), "recommendation": pd.DataFrame(recs),
+              "shares": pd.DataFrame(shares, columns=[*keys, "judge", "share"])}
+    emit_tables(tables, fmt, text=(note + "\n" if note else "") + "\n\n".join(texts))

@@ -4,29 +4,35 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import emit_frame, format_option, load_scores, scores_options
+from cjstats.cli._app import (
+    DataOptions, bayes_options, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
+)
+
+__all__ = ["decompose"]
 
 
 @click.command(short_help="Variance components with intervals, per model.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
-              help="Estimator backend.")
+@method_option
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
-@click.option("--incomplete", type=click.Choice(["error", "drop"]), default=None,
-              help="anova only: fail on missing judge calls, or drop incomplete cells.")
-@click.option("--seed", type=int, default=None, help="Seed for backends that use randomness.")
+@click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
+@bayes_options
 @click.option("--offsets", is_flag=True, help="Print the judge offsets gamma[l] instead of the components.")
-@scores_options
+@data_options
 @format_option
-def decompose(file: str, method: str, ci_level: float | None, incomplete: str | None, seed: int | None,
-              offsets: bool, columns: str | None, duplicates: str, composite: bool, fmt: str) -> None:
+def decompose(file: str, method: str, ci_level: float | None, seed: int | None, draws: int | None,
+              chains: int | None, tune: int | None, offsets: bool, data: DataOptions, fmt: str) -> None:
     """Split the score variance of FILE into scenario, generation, judge and residual components."""
-    from cjstats.estimators import estimate
+    from cjstats.exceptions import CjstatsError
 
-    scores = load_scores(file, columns, duplicates, composite)
-    options = {"incomplete": incomplete} if incomplete else {}
-    fit = estimate(scores, method, ci_level=ci_level, seed=seed, **options)
+    if seed is not None and seed < 0:
+        raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
+    scores = load_scores(file, data)
+    fit, note = fit_scores(scores, method, incomplete=data.incomplete, ci_level=ci_level, seed=seed, draws=draws,
+                           chains=chains, tune=tune)
+    report_dropped(fit)
     if offsets:
-        emit_frame(fit.judge_offsets, fmt)
+        text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
+        emit_frame(fit.judge_offsets, fmt, text=text)
     else:
-        emit_frame(fit.components, fmt, text=fit.summary().as_text())
+        emit_frame(fit.components, fmt, text=(note + "\n" if note else "") + fit.summary().as_text())

@@ -1,4 +1,4 @@
-"""``cjstats demo``: the whole pipeline on the bundled HANNA slice (mirrors :func:`cjstats.report.demo_report`)."""
+"""``cjstats demo``: the whole pipeline on the bundled HANNA slice (mirrors :func:`cjstats.reporting.text.demo_report`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,6 @@ import click
 @click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True)
 def demo(dataset: str, method: str) -> None:
     """Design, components with intervals, judge offsets, F-tests and per-judge rankings on bundled data."""
-    from cjstats.report import demo_report
+    from cjstats.reporting.text import demo_report
 
     click.echo(demo_report(dataset, method=method))

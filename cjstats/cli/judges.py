@@ -4,29 +4,25 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import emit_frame, format_option, load_scores, scores_options
+from cjstats.cli._app import DataOptions, data_options, emit_tables, format_option, load_scores
+
+__all__ = ["judges"]
 
 
 @click.command(short_help="Judge F-tests and each model's score under each single judge.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
-@click.option("--incomplete", type=click.Choice(["error", "drop"]), default="error", show_default=True,
-              help="For the F-test: fail on missing judge calls, or drop incomplete cells.")
-@scores_options
+@data_options
 @format_option
-def judges(file: str, ci_level: float | None, incomplete: str, columns: str | None, duplicates: str,
-           composite: bool, fmt: str) -> None:
-    """Test the judge main effect per model and tabulate each model's mean under each judge."""
-    import pandas as pd
+def judges(file: str, ci_level: float | None, data: DataOptions, fmt: str) -> None:
+    """Test the judge main effect per model and tabulate each model's mean under each judge.
 
+    JSON output is one object with two tables: ``f_test`` and ``per_judge``.
+    """
     from cjstats.judges import judge_f_test, judge_table
-    from cjstats.report import render_judges
+    from cjstats.reporting.text import render_judges
 
-    scores = load_scores(file, columns, duplicates, composite)
-    tests = judge_f_test(scores, incomplete=incomplete)
+    scores = load_scores(file, data)
+    tests = judge_f_test(scores, incomplete=data.incomplete or "error")
     table = judge_table(scores, ci_level=ci_level)
-    if fmt == "table":
-        emit_frame(tests, fmt, text=render_judges(tests, table))
-    else:
-        both = pd.concat([tests.assign(table="f_test"), table.table.assign(table="per_judge")], ignore_index=True)
-        emit_frame(both, fmt)
+    emit_tables({"f_test": tests, "per_judge": table.table}, fmt, text=render_judges(tests, table))

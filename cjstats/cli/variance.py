@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import emit_frame, format_option, load_scores, scores_options
+from cjstats.cli._app import (
+    DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
+)
 
 __all__ = ["variance"]
 
@@ -20,27 +22,30 @@ __all__ = ["variance"]
 @click.option("--k", "k", type=int, default=1, show_default=True,
               help="Judges scoring every cell (the same K judges throughout).")
 @click.option("--k-total", "k_total", type=int, default=None, help="Panel size (default: the judges in FILE).")
-@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
-              help="Estimator backend for the components.")
+@method_option
+@click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
+@bayes_options
 @click.option("--model", default=None, help="Only this model.")
-@scores_options
+@data_options
 @format_option
-def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, model: str | None,
-             columns: str | None, duplicates: str, composite: bool, fmt: str) -> None:
+def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, seed: int | None,
+             draws: int | None, chains: int | None, tune: int | None, model: str | None,
+             data: DataOptions, fmt: str) -> None:
     """Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)(K_tot − K)/(K_tot − 1) per model of FILE."""
     import math
 
     import pandas as pd
 
-    from cjstats.estimators import estimate
     from cjstats.exceptions import CjstatsError
     from cjstats.plan import group_components
     from cjstats.variance import variance_contributions
 
-    scores = load_scores(file, columns, duplicates, composite)
-    if model is not None:
-        scores = scores.subset(models=[model])
-    fit = estimate(scores, method)
+    scores = load_scores(file, data)
+    scores = select_model(scores, model)
+    if seed is not None and seed < 0:
+        raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
+    fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains, tune=tune)
+    report_dropped(fit)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded = [], False
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):
@@ -58,10 +63,11 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
         c = variance_contributions(est["scenario"], s2b, est["residual"], est["judge_panel"], n=nn, m=m, k=k,
                                    k_total=kt)
         total = sum(c.values())
-        rows.append({**sel, "n": nn, "m": m, "k": k, "k_total": kt, "variance": total,
-                     "se": math.sqrt(total), **c, "judge_share": c["judge_panel"] / total if total else 0.0})
+        rows.append({**sel, "method": fit.method, "n": nn, "m": m, "k": k, "k_total": kt, "variance": total,
+                     "se": math.sqrt(total), **c, "judge_share": c["judge_panel"] / total if total else math.nan})
     out = pd.DataFrame(rows)
     note = ("\nscenario holds scenario + generation (m = 1 in FILE: generation not identifiable)." if folded else "")
-    text = ("Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
+    head = "Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
+    text = ((method_note + "\n" if method_note else "") + head
             + out.to_string(index=False, float_format=lambda v: f"{v:.4g}") + note)
     emit_frame(out, fmt, text=text)

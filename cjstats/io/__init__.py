@@ -1,0 +1,28 @@
+"""Loaders that turn the outputs of evaluation harnesses into a :class:`cjstats.Scores` table.
+
+- :func:`read_mtbench_judgments` (``cjstats.io.fastchat``): FastChat MT-Bench ``*_single.jsonl`` judgments.
+- :func:`read_inspect_log` (``cjstats.io.inspect``): Inspect AI ``.eval``/``.json`` logs (``cjstats[inspect]``).
+
+Wide tables (one column per judge) are read by :func:`cjstats.read_scores` with ``judge_columns=``.
+Each loader is imported only when used, so ``import cjstats`` does not import Inspect.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__all__ = ["read_mtbench_judgments", "read_inspect_log", "cyclic_judge_scorer"]
+
+_WHERE = {"read_mtbench_judgments": "cjstats.io.fastchat", "read_inspect_log": "cjstats.io.inspect",
+          "cyclic_judge_scorer": "cjstats.io.inspect"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'cjstats.io' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

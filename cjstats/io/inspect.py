@@ -1,0 +1,261 @@
+"""Inspect AI logs as a score table, and an Inspect scorer that runs the CyclicJudge schedule.
+
+Needs the optional extra ``cjstats[inspect]`` (``inspect-ai``), imported only inside these functions. Logs are
+read through Inspect's public API: :func:`inspect_ai.log.read_eval_log` (the header: the evaluated model and
+each scorer's grader model) and :func:`inspect_ai.analysis.samples_df` / :func:`inspect_ai.analysis.evals_df`
+(one row per sample and epoch, one ``score_<scorer>`` column per scorer).
+
+Mapping onto the long table: ``model`` = the evaluated model of the log, ``scenario`` = the sample id,
+``generation`` = the epoch (each epoch is a new generation of the model), ``judge`` = the grader model of
+each scorer (the ``model`` parameter of ``model_graded_qa``/``model_graded_fact`` in the log header, the
+scorer's name when it has none), ``score`` = the scorer's value. Letter grades are mapped as Inspect's own
+:func:`inspect_ai.scorer.value_to_float` does (C = 1, P = 0.5, I = 0, N = 0), unless ``values=`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cjstats.exceptions import CjstatsError
+from cjstats.scores import Scores, read_scores
+
+__all__ = ["read_inspect_log", "cyclic_judge_scorer", "log_files"]
+
+#: The scorer name :func:`cyclic_judge_scorer` registers; its dict values are {judge: value}.
+CYCLIC_SCORER = "cyclic_judge"
+
+
+def _need_inspect() -> None:
+    from importlib.util import find_spec
+
+    if find_spec("inspect_ai") is None:
+        raise CjstatsError("Reading Inspect logs needs inspect-ai: pip install 'cjstats[inspect]'.")
+
+
+def log_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The ``.eval``/``.json`` log files named by a file, a folder (searched recursively) or a list, sorted."""
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise CjstatsError("read_inspect_log got an empty list of logs; give at least one log file or folder.")
+        out: list[Path] = []
+        for item in source:
+            out.extend(p for p in log_files(item) if p not in out)
+        return out
+    if not isinstance(source, (str, Path)):
+        raise CjstatsError(f"read_inspect_log takes a log file, a folder of logs or a list of them. "
+                           f"Got {type(source).__name__} instead.")
+    path = Path(source)
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file()
+                       and not p.name.startswith(("logs.json", "eval-set.json")))
+        if not found:
+            raise CjstatsError(f"The folder `{path}` holds no Inspect log (*.eval or *.json).")
+        return found
+    if not path.exists():
+        raise CjstatsError(f"The Inspect log `{path}` does not exist.")
+    return [path]
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    # Inspect's rule for the keys of sample.scores when two scorers share a name: name, name1, name2, ...
+    used: list[str] = []
+    for base in names:
+        name, count = base, 1
+        while name in used:
+            name, count = f"{base}{count}", count + 1
+        used.append(name)
+    return used
+
+
+def _grader(options: Mapping[str, Any] | None, fallback: str) -> str:
+    """The judge of a scorer: its ``model`` parameter (a name, a serialised Model, or a list), else its name."""
+    model = (options or {}).get("model")
+    if isinstance(model, Mapping):
+        model = model.get("model")
+    if isinstance(model, (list, tuple)):
+        names = [m.get("model") if isinstance(m, Mapping) else m for m in model]
+        model = "+".join(str(n) for n in names if n)
+    return str(model) if model else fallback
+
+
+def _scorer_judges(path: Path) -> tuple[str, dict[str, str]]:
+    """(evaluated model, {score column key: judge}) from a log header."""
+    from inspect_ai.log import read_eval_log
+
+    try:
+        header = read_eval_log(str(path), header_only=True)
+    except Exception as exc:  # Inspect raises several types for a file that is not a log; name the file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CjstatsError(f"Could not read `{path}` as an Inspect log ({first.rstrip('.')}).") from exc
+    scorers = list(header.eval.scorers or [])
+    keys = _unique_names([s.name for s in scorers])
+    judges = {}
+    for key, s in zip(keys, scorers):
+        judges[key] = CYCLIC_SCORER if s.name.split("/")[-1] == CYCLIC_SCORER else _grader(s.options, s.name)
+    return header.eval.model, judges
+
+
+def _to_float(values: Mapping[Any, float] | None) -> Callable[[Any], float]:
+    from inspect_ai.scorer import value_to_float
+
+    inspect_map = value_to_float()
+
+    def convert(v: Any) -> float:
+        if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+            return math.nan
+        if values is not None and isinstance(v, str | int | float | bool) and v in values:
+            return float(values[v])
+        return float(inspect_map(v))
+
+    return convert
+
+
+def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
+                     values: Mapping[Any, float] | None = None) -> Scores:
+    """Read Inspect AI evaluation logs (``.eval`` or ``.json``) into one long score table.
+
+    Parameters
+    ----------
+    path_or_dir : path, folder or list
+        One log, a folder of logs (several evaluated models become one table) or a list of logs.
+    values : mapping, optional
+        How to turn score values into numbers, e.g. ``{"C": 1, "P": 0.5, "I": 0}``; values not in it are
+        converted as Inspect's ``value_to_float()`` does (C = 1, P = 0.5, I = 0, N = 0, numbers as they are).
+
+    Returns
+    -------
+    Scores
+        ``model`` = the evaluated model, ``scenario`` = sample id, ``generation`` = epoch, ``judge`` = each
+        scorer's grader model (its name if it has none), ``score`` = its value. Samples a scorer did not score
+        (errors, unparsed grades) are missing calls, counted in ``provenance['unscored']``. With
+        :func:`cyclic_judge_scorer`, each sample holds only the judges its schedule assigned.
+
+    Examples
+    --------
+    >>> import cjstats as cj
+    >>> scores = cj.read_inspect_log("logs/")  # doctest: +SKIP
+    """
+    _need_inspect()
+    from inspect_ai.analysis import evals_df, samples_df
+
+    if values is not None and not isinstance(values, Mapping):
+        raise CjstatsError(f"The 'values' argument of read_inspect_log must be a mapping such as "
+                           f"{{'C': 1, 'I': 0}}. Got {type(values).__name__} instead.")
+    files = log_files(path_or_dir)
+    convert = _to_float(values)
+    rows: list[dict[str, Any]] = []
+    unscored = 0
+    for f in files:
+        model, judges = _scorer_judges(f)
+        samples = samples_df(str(f), quiet=True)
+        evals = evals_df(str(f), quiet=True)
+        model = str(evals["model"].iloc[0]) if "model" in evals.columns and len(evals) else model
+        for key, judge in judges.items():
+            col = f"score_{key}"
+            if col not in samples.columns:
+                continue
+            for sid, epoch, v in zip(samples["id"], samples["epoch"], samples[col]):
+                if judge == CYCLIC_SCORER and isinstance(v, Mapping):
+                    items = list(v.items())
+                elif judge == CYCLIC_SCORER and isinstance(v, str):
+                    import json
+
+                    items = list(json.loads(v).items())
+                else:
+                    items = [(judge, v)]
+                for j, value in items:
+                    x = convert(value)
+                    if math.isnan(x):
+                        # a cyclic_judge NaN is a judge the schedule did not assign: not a missing call
+                        unscored += judge != CYCLIC_SCORER or not isinstance(value, float)
+                        continue
+                    rows.append({"model": model, "scenario": sid, "generation": int(epoch), "judge": str(j),
+                                 "score": x})
+    if not rows:
+        raise CjstatsError(f"The Inspect log{'s' if len(files) > 1 else ''} hold no scored sample: run the eval "
+                           f"with a scorer, or check its errors with `inspect view`.")
+    scores = read_scores(pd.DataFrame(rows))
+    prov = {"source": [str(f) for f in files], "format": "inspect-ai", "unscored": unscored}
+    return Scores(scores.to_frame(), provenance={**prov, **{k: v for k, v in scores.provenance.items()
+                                                            if k != "source"}})
+
+
+def cyclic_judge_scorer(graders: Sequence[Any], samples: Sequence[Any] | int, *, epochs: int = 1, k: int = 1,
+                        seed: int | None = None, scorer: Callable[..., Any] | None = None,
+                        **scorer_args: Any) -> Any:
+    """An Inspect scorer that grades each sample with the judges the CyclicJudge schedule assigns it.
+
+    The schedule is :func:`cjstats.cyclic_schedule` over the samples and epochs (one rotation that never
+    restarts per sample, ``k`` judges per (sample, epoch)), so an Inspect run spends k calls per generation
+    instead of K_tot and its judge term shrinks as in the paper's Eq. 5. Each assigned judge grades through
+    ``scorer(model=grader, **scorer_args)`` (``model_graded_qa`` by default). The score value is
+    ``{judge: value}`` with NaN for the judges not assigned (Inspect's epoch reducer needs the same keys
+    in every epoch); :func:`read_inspect_log` reads it back with the
+    schedule's design.
+
+    Parameters
+    ----------
+    graders : sequence of str or inspect_ai Model
+        The judge panel (K_tot grader models).
+    samples : sequence or int
+        The dataset's sample ids (or the dataset itself), in order; an int n means ids 1..n (Inspect's
+        default ids).
+    epochs : int
+        The task's epochs (generations per sample).
+    k : int
+        Judges per (sample, epoch).
+    seed : int, optional
+        Shuffles the sample and judge order of the schedule (:func:`cjstats.cyclic_schedule`).
+    scorer : callable, optional
+        The grading scorer factory, called once per judge with ``model=``; default ``model_graded_qa``.
+    """
+    _need_inspect()
+    from inspect_ai.scorer import Score, Target, mean, model_graded_qa, scorer as scorer_decorator
+    from inspect_ai.solver import TaskState
+
+    from cjstats.plan import cyclic_schedule
+
+    if not graders:
+        raise CjstatsError("The 'graders' argument of cyclic_judge_scorer is empty: give the judge panel.")
+    labels = [g if isinstance(g, str) else str(g) for g in graders]
+    if len(set(labels)) != len(labels):
+        raise CjstatsError(f"The 'graders' argument of cyclic_judge_scorer names a judge twice ({labels}).")
+    if isinstance(samples, int):
+        ids = list(range(1, samples + 1))
+    else:
+        ids = [getattr(s, "id", s) for s in samples]
+        if any(i is None for i in ids):
+            ids = [i if i is not None else n + 1 for n, i in enumerate(ids)]
+    plan = cyclic_schedule([str(i) for i in ids], labels, generations=epochs, judges_per_generation=k, seed=seed)
+    gens = sorted(plan["generation"].unique())
+    assigned: dict[tuple[str, int], list[str]] = {}
+    for sid, gen, judge in plan[["scenario", "generation", "judge"]].itertuples(index=False):
+        assigned.setdefault((str(sid), gens.index(gen) + 1), []).append(judge)
+    factory = scorer or model_graded_qa
+    graders_by_label = dict(zip(labels, (factory(model=g, **scorer_args) for g in graders)))
+
+    @scorer_decorator(metrics=[mean()], name=CYCLIC_SCORER)
+    def cyclic_judge() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            key = (str(state.sample_id), int(state.epoch))
+            if key not in assigned:
+                raise CjstatsError(f"cyclic_judge_scorer has no schedule for sample {key[0]!r}, epoch {key[1]}: "
+                                   f"pass the task's dataset as samples= and its epochs as epochs=.")
+            # every judge key in every epoch (Inspect's epoch reducer needs the same keys): NaN = not scheduled
+            grades: dict[str, Any] = dict.fromkeys(labels, math.nan)
+            explanations = []
+            for judge in assigned[key]:
+                s = await graders_by_label[judge](state, target)
+                grades[judge] = s.value if s is not None else None
+                explanations.append(f"{judge}: {s.explanation if s is not None else 'no score'}")
+            return Score(value=grades, explanation="\n".join(explanations),
+                         metadata={"cyclicjudge_judges": assigned[key]})
+
+        return score
+
+    return cyclic_judge()
