@@ -11,7 +11,7 @@ CI_LEVEL: float = 0.95
 #: is ``cjstats.components.ESTIMANDS``.
 COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
 
-#: Extra estimand names of the joint multi-model fit (DESIGN.md §4), used by :mod:`cjstats.comparisons`.
+#: Extra estimand names of the joint multi-model fit (docs/estimands.md, "Several models"), used by :mod:`cjstats.comparisons`.
 JOINT_COMPONENTS: tuple[str, ...] = ("model_scenario", "judge_model")
 
 #: Required columns of a score table, in canonical order.

@@ -9,7 +9,7 @@ from typing import Any
 from cjstats._defaults import CI_LEVEL
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["check_choice", "resolve_ci_level", "check_positive_int", "check_number"]
+__all__ = ["check_choice", "resolve_ci_level", "check_positive_int", "check_number", "require_packages"]
 
 
 def check_choice(name: str, value: Any, allowed: Iterable[str], *, caller: str) -> str:
@@ -48,3 +48,19 @@ def check_number(name: str, value: Any, *, caller: str, minimum: float | None = 
         bound = "" if minimum is None else f" >= {minimum:g}"
         raise CjstatsError(f"The '{name}' argument of {caller} must be a finite number{bound}. Got {value!r} instead.")
     return float(value)
+
+
+def require_packages(caller: str, *packages: str, extra: str = "plots") -> None:
+    """Refuse, in one sentence naming the extra to install, a call whose optional packages are missing."""
+    import importlib.util
+
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ValueError:                       # sys.modules[name] is None: import blocked
+            return True
+
+    missing = [p for p in packages if absent(p)]
+    if missing:
+        raise CjstatsError(f"{caller} requires package(s): {', '.join(missing)}. Install them with "
+                           f"pip install 'cjstats[{extra}]'.")

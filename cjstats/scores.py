@@ -904,14 +904,3 @@ def _reference_design(out: pd.DataFrame, ref: pd.DataFrame, frame: pd.DataFrame,
     for col in ("n_reference_raters", "reference_items"):
         out[col] = out[col].fillna(0).astype(np.int64)
     return out
-
-
-# ------------------------------------------------------------------------------------- moved loaders
-def __getattr__(name: str) -> Any:
-    # The FastChat loader lives in cjstats.io.fastchat; ``from cjstats.scores import read_mtbench_judgments``
-    # keeps working (imported lazily, since that module builds on read_scores).
-    if name == "read_mtbench_judgments":
-        from cjstats.io.fastchat import read_mtbench_judgments
-
-        return read_mtbench_judgments
-    raise AttributeError(f"module 'cjstats.scores' has no attribute '{name}'")

@@ -22,10 +22,14 @@ _VARIANCES = ("scenario", "generation", "residual", "judge_panel", "judge_popula
 _STATS = ("estimate", "std_error", "lower", "upper", "sd", "sd_lower", "sd_upper")
 
 
-def _fit_check(fit: Any, caller: str) -> pd.DataFrame:
-    from cjstats.components import VarianceComponents
+def _is_fit(obj: Any) -> bool:
+    """A fit result (a VarianceComponents or anything with its tidy tables); tested by its attributes so that this
+    rendering layer does not import the result module that renders through it (``Summary.as_latex``)."""
+    return isinstance(getattr(obj, "components", None), pd.DataFrame) and hasattr(obj, "judge_offsets")
 
-    if not isinstance(fit, VarianceComponents):
+
+def _fit_check(fit: Any, caller: str) -> pd.DataFrame:
+    if not _is_fit(fit):
         raise CjstatsError(f"{caller} takes a VarianceComponents from cj.estimate(scores); got {type(fit).__name__}.")
     return fit.components
 
@@ -116,9 +120,7 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
     -------
     str
     """
-    from cjstats.components import VarianceComponents
-
-    if isinstance(obj, VarianceComponents):
+    if _is_fit(obj):
         return components_latex(obj.components, caption=caption, label=label, digits=digits)
     elif isinstance(obj, pd.DataFrame):
         styler = obj.style.format(precision=digits, escape="latex", na_rep="--").hide(axis="index")

@@ -35,11 +35,10 @@ class TestFastChat:
             assert s.design["complete"].all()
         pd.testing.assert_frame_equal(by_folder.to_frame(), by_list.to_frame())
 
-    def test_old_import_path_still_works(self):
+    def test_the_loader_lives_in_io_and_is_public(self):
         from cjstats.io.fastchat import read_mtbench_judgments as new
-        from cjstats.scores import read_mtbench_judgments as old
 
-        assert old is new and cj.read_mtbench_judgments is new
+        assert cj.read_mtbench_judgments is new
 
     @pytest.mark.parametrize("kind, text", [("folder", "holds no judgment file"), ("glob", "matches no file"),
                                             ("list", "empty list")])

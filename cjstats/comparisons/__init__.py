@@ -1,7 +1,7 @@
 """Comparisons of several models on one joint fit: paired differences, ranks, judge self-preference, designs.
 
 - :func:`fit_joint`: the joint multi-model fit (``anova``, ``reml``, ``bayes``), with the components
-  ``model_scenario`` and ``judge_model`` (DESIGN.md §4) in the tidy components table.
+  ``model_scenario`` and ``judge_model`` (docs/estimands.md, "Several models") in the tidy components table.
 - :func:`compare_models`: paired differences, simultaneous rank intervals and ``p_best``.
 - :func:`self_preference`: the interaction contrast of a judge and its own model family.
 - :mod:`cjstats.comparisons.design`: variance of a paired difference under strategies A/B/C and

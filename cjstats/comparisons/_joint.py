@@ -1,6 +1,6 @@
 r"""The joint multi-model fit: its result type, the input table it reads, and linear contrasts of it.
 
-Joint model (DESIGN.md §4), for models p, scenarios i, generations j (nested in p x i) and judges l::
+Joint model (docs/estimands.md, "Several models"), for models p, scenarios i, generations j (nested in p x i) and judges l::
 
     X_pijl = mu_p + alpha_i + (alpha p)_pi + beta_pij + gamma_l + (gamma p)_pl + eps_pijl
 
@@ -10,7 +10,7 @@ eps ~ N(0, s2_residual) (all independent; the *unrestricted* mixed model, which 
 eta_pl = mu_p + gamma_l + (gamma p)_pl are the P x K "cell means" of the judge x model table. Every
 question of the comparison layer (a difference of two models' panel means, a self-preference contrast) is a
 linear contrast sum_pl c_pl eta_pl of that table, so a fit only has to say how to compute the variance and
-degrees of freedom of a contrast (:meth:`JointFit.contrast`, STYLE.md §13).
+degrees of freedom of a contrast (:meth:`JointFit.contrast`, docs/architecture.md).
 """
 
 from __future__ import annotations

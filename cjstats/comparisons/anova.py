@@ -52,12 +52,8 @@ from scipy import special
 from cjstats.comparisons._joint import (
     JOINT_LABEL, JointData, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
 )
-from cjstats.estimators._intervals import noncentral_chi2_interval
-
-try:  # the per-model backend's interval helpers, wherever the estimators refactor puts them
-    from cjstats.estimators._intervals import chi2_interval, mls_interval
-except ImportError:  # pragma: no cover - depends on the version of cjstats.estimators
-    from cjstats.estimators.anova import chi2_interval, mls_interval
+from cjstats.estimators.anova import chi2_interval, mls_interval
+from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
 

@@ -1,6 +1,6 @@
 r"""Joint Bayesian fit of several models (PyMC), for small and moderate tables.
 
-Model of record (DESIGN.md §4)::
+Model of record (docs/estimands.md, "Several models")::
 
     score ~ Normal(eta[p, l] + alpha[i] + am[p, i] + beta[p, i, j], sigma_eps)
     eta[p, l] = mu[p] + gamma[l] + gp[p, l]

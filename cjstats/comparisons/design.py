@@ -2,7 +2,7 @@ r"""Designs for comparing two models: variance of a paired difference under stra
 
 Pure formulas (floats in, floats out). Two models a and b are each evaluated on n scenarios with B judge calls
 per scenario (paper §4, strategies A = every judge per generation, B = one random judge per generation,
-C = CyclicJudge rotation). Under the joint model (DESIGN.md §4), the difference of their panel means is
+C = CyclicJudge rotation). Under the joint model (docs/estimands.md, "Several models"), the difference of their panel means is
 
     d = mu_a - mu_b + [alpha terms] + mean (alpha p) + mean beta + judge terms + mean eps
 
@@ -239,7 +239,7 @@ def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None 
     """
     from collections.abc import Mapping
 
-    from cjstats.allocate import Allocation
+    from cjstats.allocation import Allocation
 
     caller = "optimise"
     if budget is None:

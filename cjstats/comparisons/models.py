@@ -1,7 +1,7 @@
 r"""Which model is better, and how sure: paired differences, simultaneous rank intervals and ``p_best``.
 
 All numbers come from one joint fit of every model (:mod:`cjstats.comparisons._joint`), so differences are
-paired: the scenario effects alpha_i are shared by the models and cancel. ``difference[a,b]`` (DESIGN.md §4)
+paired: the scenario effects alpha_i are shared by the models and cancel. ``difference[a,b]`` (docs/estimands.md, "Several models")
 is the panel mean of model a minus that of model b, the contrast c = (e_a - e_b)/K of the judge x model table.
 
 - Panel view (``view="panel"``): the judges in the data are the population of interest, so the judge offsets

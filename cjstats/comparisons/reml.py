@@ -56,7 +56,7 @@ from scipy import optimize, special, stats
 from cjstats.comparisons._joint import (
     JOINT_LABEL, JointData, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
 )
-from cjstats.estimators._intervals import noncentral_chi2_interval
+from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores
 

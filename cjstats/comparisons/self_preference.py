@@ -1,6 +1,6 @@
 r"""Judge self-preference: does a judge score its own model family higher than the other judges do?
 
-``self_preference[l,p]`` (DESIGN.md §4), for judge l and a model p of its family F(l), with O the models
+``self_preference[l,p]`` (docs/estimands.md, "Several models"), for judge l and a model p of its family F(l), with O the models
 outside the family and eta_pl the judge x model cell means of the joint fit:
 
     SP_lp = (eta_pl - mean_{l' != l} eta_pl') - mean_{q in O} (eta_ql - mean_{l' != l} eta_ql')

@@ -1,4 +1,4 @@
-"""Simulated multi-model score tables from the joint model (DESIGN.md §4), for tests, docs and designs.
+"""Simulated multi-model score tables from the joint model (docs/estimands.md, "Several models"), for tests, docs and designs.
 
     X_pijl = mu_p + alpha_i + (alpha p)_pi + beta_pij + gamma_l + (gamma p)_pl + eps_pijl
 """

@@ -48,7 +48,7 @@ from scipy import special, stats
 from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, location_params
-from cjstats.estimators._intervals import noncentral_chi2_interval, noncentral_f_interval
+from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats

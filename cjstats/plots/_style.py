@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cjstats._validate import require_packages  # noqa: F401  (re-exported for the plot modules)
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["PALETTE", "STRATEGY_COLOURS", "set_style", "new_axes", "require_columns", "require_packages"]
@@ -23,22 +24,6 @@ _RC: dict[str, Any] = {
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
     "lines.linewidth": 1.6, "lines.markersize": 5,
 }
-
-
-def require_packages(caller: str, *packages: str, extra: str = "plots") -> None:
-    """Refuse, in one sentence naming the extra to install, a call whose optional packages are missing."""
-    import importlib.util
-
-    def absent(name: str) -> bool:
-        try:
-            return importlib.util.find_spec(name) is None
-        except ValueError:                       # sys.modules[name] is None: import blocked
-            return True
-
-    missing = [p for p in packages if absent(p)]
-    if missing:
-        raise CjstatsError(f"{caller} requires package(s): {', '.join(missing)}. Install them with "
-                           f"pip install 'cjstats[{extra}]'.")
 
 
 def set_style() -> None:

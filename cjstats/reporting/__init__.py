@@ -256,7 +256,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     >>> html = cj.report(cj.datasets.load("hanna", composite=True))      # doctest: +SKIP
     >>> cj.report(scores, output="report.html", method=["anova", "reml"])  # doctest: +SKIP
     """
-    from cjstats.plots._style import require_packages
+    from cjstats._validate import require_packages
 
     require_packages("report", "jinja2", "matplotlib", extra="report")
     import jinja2

@@ -123,7 +123,7 @@ class TestIntervalFormulas:
         assert stats.ncf.cdf(5.0, 4, 200, hi) == pytest.approx(0.025, abs=1e-8)
 
     def test_noncentral_chi2_interval_inverts_the_cdf(self):
-        from cjstats.estimators._intervals import noncentral_chi2_interval
+        from cjstats.estimators.intervals import noncentral_chi2_interval
 
         lo, hi = noncentral_chi2_interval(30.0, 4, 0.95)
         assert stats.ncx2.cdf(30.0, 4, lo) == pytest.approx(0.975, abs=1e-8)

@@ -101,7 +101,7 @@ from cjstats.estimators.base import (
     location_params,
     rows_for,
 )
-from cjstats.estimators._intervals import noncentral_chi2_interval
+from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
