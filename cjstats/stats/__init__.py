@@ -92,7 +92,7 @@ def _as_scores(source: Any) -> Scores:
 
 
 def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
-                engine: str = "numpy") -> ScoreStats:
+                engine: str = "numpy", **engine_options: Any) -> ScoreStats:
     """Reduce a score table to the sufficient statistics of each analysis unit.
 
     Parameters
@@ -117,6 +117,9 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
     if unit not in UNITS:
         raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion') or ('model',). Got "
                            f"{unit!r} instead; joint multi-model units are not supported yet.")
+    mod = import_module(ENGINES[engine])
+    if hasattr(mod, "build"):  # out-of-core engines (duckdb, dask) read the source themselves
+        return mod.build(source.to_frame() if isinstance(source, Scores) else source, unit=unit, **engine_options)
     scores = _as_scores(source)
     if unit == ("model",) and scores.has_criterion:
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "

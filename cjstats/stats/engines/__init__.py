@@ -12,3 +12,4 @@ __all__ = ["ENGINES"]
 
 #: The registry: engine name -> module implementing ``unit_stats``.
 ENGINES: dict[str, str] = {"numpy": "cjstats.stats.engines.numpy_engine"}
+ENGINES["duckdb"] = "cjstats.stats.engines.duckdb_engine"  # reads files itself: build(source, unit=...)
