@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from cjstats import datasets
+from cjstats import datasets, stats
 from cjstats.allocate import (
     Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
 )
@@ -35,4 +35,5 @@ __all__ = [
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",
     "optimise", "Allocation", "cost_weighted_allocation", "poststratified_mean", "judge_residual_variances",
     "subsample_strategies", "predictive_design_variance",
+    "stats",
 ]

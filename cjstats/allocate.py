@@ -475,7 +475,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     """
     caller = "optimise"
     # --- ordinal fits: posterior-predictive simulation on the score scale (cjstats.predictive) -------------
-    if getattr(fit, "provenance", {}).get("options", {}).get("likelihood") == "ordinal":
+    if getattr(fit, "scale", "score") == "latent":
         from cjstats.predictive import optimise_ordinal
 
         return optimise_ordinal(fit, budget=budget, k_total=k_total, n_max=n_max, judge_costs=judge_costs,

@@ -207,6 +207,10 @@ class VarianceComponents:
     posterior : Mapping or None
         The full posterior per group (an ArviZ ``DataTree``), keyed like ``diagnostics``, for backends that
         sample; ``None`` otherwise.
+    scale : {"score", "latent"}
+        The scale of the variance components (the backend's declared capability for the options used):
+        ``"latent"`` for the ordinal model, whose variances are not score variances (``mu`` stays on the score
+        scale). The decision layer's closed forms need ``"score"``.
     """
 
     components: pd.DataFrame
@@ -218,6 +222,7 @@ class VarianceComponents:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     draws: pd.DataFrame | None = None
     posterior: Mapping[str, Any] | None = None
+    scale: Literal["score", "latent"] = "score"
 
     @property
     def has_criterion(self) -> bool:

@@ -586,7 +586,7 @@ def _fit_group(components: Any, model: str | None, criterion: str | None, caller
                            f"cjstats.estimate) or a mapping such as {{'scenario': 1.5, 'generation': 0.27, "
                            f"'residual': 1.49, 'judge_panel': 0.95}}. Got {type(components).__name__} instead.")
     fit = components
-    if fit.provenance.get("options", {}).get("likelihood") == "ordinal":
+    if fit.scale != "score":
         raise CjstatsError(f"{caller} needs score-scale components, but this fit used likelihood='ordinal', whose "
                            f"components are on the latent scale. Fit with likelihood='gaussian' to plan.")
     model, criterion = fit.resolve_group(model, criterion)

@@ -61,7 +61,8 @@ _CHUNK = 4_000_000     # latent scores simulated at once (memory bound)
 
 # --------------------------------------------------------------------------------------------- inputs
 def _is_ordinal(fit: Any) -> bool:
-    return getattr(fit, "provenance", {}).get("options", {}).get("likelihood") == "ordinal"
+    """A latent-scale fit (the backend's declared capability): the ordinal model's posterior."""
+    return getattr(fit, "scale", "score") == "latent"
 
 
 def _group_key(fit: Any, model: str | None, criterion: str | None, caller: str) -> tuple[str, str, str | None]:

@@ -1,41 +1,145 @@
-"""Estimator backends behind one entry point, :func:`estimate`.
+"""Estimator backends behind one entry point, :func:`estimate`, and the registry that describes them.
 
-``BACKENDS`` is the only list of backends. Each entry names a module that defines
-``fit(scores, *, ci_level, seed, **options) -> VarianceComponents``. None imports another; a new backend is
-one module and one line here, and the shared conformance suite (``tests/estimators/test_conformance.py``)
-tests it from the start. Optional dependencies are checked when a backend is chosen, not at import.
+``REGISTRY`` is the only list of backends. Each entry is a :class:`Backend`: a name, the packages it needs
+(and the extra that installs them), its declared :class:`Capabilities` and
+``fit(stats, *, ci_level, seed, rows=None, **options) -> VarianceComponents``. :func:`estimate` reduces the
+table to its sufficient statistics once (:func:`cjstats.stats.build_stats`) and hands the score rows only to
+option sets that declare they need them (``Capabilities.rows_options``). No backend imports another; a new
+backend is one module and one :func:`register_backend` call, and the shared conformance suite
+(``tests/estimators/test_conformance.py``) tests it from the start, parametrised by its capabilities.
+Optional dependencies are checked when a backend is chosen, not at import.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.util import find_spec
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
 
+from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, resolve_ci_level
 from cjstats.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 
-__all__ = ["BACKENDS", "REQUIRES", "estimate", "compare", "available_backends"]
+__all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
+           "available_backends", "get_backend", "register_backend"]
 
 Method = Literal["anova", "reml", "bayes"]
+Scale = Literal["score", "latent"]
 
-#: The registry: method name -> module implementing ``fit``.
-BACKENDS: dict[str, str] = {
-    "anova": "cjstats.estimators.anova",
-    "reml": "cjstats.estimators.reml",
-    "bayes": "cjstats.estimators.bayes",
-}
 
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend declares about itself; :func:`estimate`, the conformance suite and the decision layer
+    read these instead of asking which backend made a result.
+
+    Attributes
+    ----------
+    rows_options : Mapping[str, tuple]
+        Option values that make the backend read score rows, e.g. ``{"interval": ("bootstrap",)}``; every
+        other option set fits from the statistics alone.
+    balanced_only : bool
+        The backend needs a balanced design (it refuses, or drops cells from, an unbalanced one).
+    latent_options : Mapping[str, tuple]
+        Option values whose components are on a latent scale (not the score scale), e.g. the ordinal model.
+    estimands : tuple of str
+        The ``component`` rows the backend returns.
+    samples : bool
+        The result carries draws (posterior or bootstrap) by default.
+    option_defaults : Mapping[str, Any]
+        Defaults of the options named above (so an option left out is read correctly).
+    """
+
+    rows_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    balanced_only: bool = False
+    latent_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    estimands: tuple[str, ...] = COMPONENTS
+    samples: bool = False
+    option_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
+        return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
+
+    def needs_rows(self, options: Mapping[str, Any]) -> bool:
+        """Whether a fit with these options reads score rows."""
+        return self._matches(self.rows_options, options)
+
+    def scale(self, options: Mapping[str, Any]) -> Scale:
+        """``"latent"`` when these options put the components on a latent scale, else ``"score"``."""
+        return "latent" if self._matches(self.latent_options, options) else "score"
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """One estimator backend (see :class:`ModuleBackend` for the registry's implementation)."""
+
+    name: str
+    requires: tuple[str, ...]
+    extra: str
+    capabilities: Capabilities
+
+    def fit(self, stats: Any, *, ci_level: float, seed: int | None, rows: Scores | None = None,
+            **options: Any) -> VarianceComponents: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleBackend:
+    """A backend whose ``fit`` lives in a module imported only when the backend is used."""
+
+    name: str
+    module: str
+    requires: tuple[str, ...] = ()
+    extra: str = ""
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+    def fit(self, stats: Any, *, ci_level: float, seed: int | None, rows: Scores | None = None,
+            **options: Any) -> VarianceComponents:
+        try:
+            mod = import_module(self.module)
+        except ModuleNotFoundError as exc:
+            if exc.name == self.module:
+                raise CjstatsError(f"The '{self.name}' backend is not part of this version of cjstats.") from exc
+            raise
+        return mod.fit(stats, ci_level=ci_level, seed=seed, rows=rows, **options)
+
+
+#: The registry: method name -> backend.
+REGISTRY: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    """Add a backend to the registry (a new backend is one module and one call to this)."""
+    if not isinstance(backend, Backend):
+        raise CjstatsError(f"register_backend takes a Backend (name, requires, extra, capabilities, fit). "
+                           f"Got {type(backend).__name__} instead.")
+    REGISTRY[backend.name] = backend
+    BACKENDS[backend.name] = getattr(backend, "module", backend.name)
+    REQUIRES[backend.name] = (tuple(backend.requires), backend.extra)
+    return backend
+
+
+#: Method name -> module implementing ``fit`` (kept for callers of the first registry; filled by
+#: :func:`register_backend`).
+BACKENDS: dict[str, str] = {}
 #: Packages each backend needs beyond numpy, scipy and pandas, with the extra that installs them.
-REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {
-    "anova": ((), ""),
-    "reml": ((), ""),  # the default structured path needs only numpy/scipy; path="statsmodels" checks its own
-    "bayes": (("pymc", "arviz"), "bayes"),
-}
+REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {}
+
+register_backend(ModuleBackend(
+    "anova", "cjstats.estimators.anova",
+    capabilities=Capabilities(balanced_only=True)))
+register_backend(ModuleBackend(
+    "reml", "cjstats.estimators.reml",   # the structured path needs only numpy/scipy; path="statsmodels" checks its own
+    capabilities=Capabilities(rows_options={"interval": ("bootstrap",), "path": ("statsmodels",)},
+                              option_defaults={"interval": "profile", "path": "auto"})))
+register_backend(ModuleBackend(
+    "bayes", "cjstats.estimators.bayes", requires=("pymc", "arviz"), extra="bayes",
+    capabilities=Capabilities(rows_options={"likelihood": ("ordinal",)}, latent_options={"likelihood": ("ordinal",)},
+                              samples=True, option_defaults={"likelihood": "gaussian"})))
 
 
 def _installed(package: str) -> bool:
@@ -54,6 +158,11 @@ def available_backends() -> list[str]:
     return [m for m, mod in BACKENDS.items() if find_spec(mod) is not None and not _missing_packages(m)]
 
 
+def get_backend(method: str) -> Backend:
+    """The registered backend called ``method``."""
+    return REGISTRY[check_choice("method", method, REGISTRY, caller="estimate")]
+
+
 def _as_scores(scores: Scores | pd.DataFrame | Any) -> Scores:
     if isinstance(scores, Scores):
         return scores
@@ -67,12 +176,15 @@ def estimate(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_leve
              seed: int | None = None, **options: Any) -> VarianceComponents:
     """Estimate the variance components of a score table, per model (and criterion).
 
+    The table is reduced once to the sufficient statistics of each unit (:func:`cjstats.stats.build_stats`);
+    the backend fits from those, and receives the rows only when its options declare they need them.
+
     Parameters
     ----------
     scores : Scores or DataFrame
         The table, from :func:`cjstats.read_scores` (a DataFrame is validated on the way in).
     method : {"anova", "reml", "bayes"}
-        The backend: method of moments (paper App. C), REML (statsmodels MixedLM) or a PyMC model.
+        The backend: method of moments (paper App. C), REML or a PyMC model.
     ci_level : float, optional
         Level of every interval; default ``cjstats._defaults.CI_LEVEL`` (0.95).
     seed : int, optional
@@ -92,19 +204,17 @@ def estimate(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_leve
     >>> sorted(fit.components["component"].unique())
     ['generation', 'judge_panel', 'judge_population', 'mu', 'residual', 'scenario']
     """
-    method = check_choice("method", method, BACKENDS, caller="estimate")
-    missing = _missing_packages(method)
+    from cjstats.stats import build_stats
+
+    backend = get_backend(method)
+    missing = _missing_packages(backend.name)
     if missing:
-        extra = REQUIRES[method][1]
-        raise CjstatsError(f"method='{method}' requires package(s): {', '.join(missing)}. "
-                           f"Install them with pip install 'cjstats[{extra}]'.")
-    try:
-        backend = import_module(BACKENDS[method])
-    except ModuleNotFoundError as exc:
-        if exc.name == BACKENDS[method]:
-            raise CjstatsError(f"The '{method}' backend is not part of this version of cjstats.") from exc
-        raise
-    return backend.fit(_as_scores(scores), ci_level=resolve_ci_level(ci_level), seed=seed, **options)
+        raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
+                           f"Install them with pip install 'cjstats[{backend.extra}]'.")
+    ci = resolve_ci_level(ci_level)
+    table = _as_scores(scores)
+    rows = table if backend.capabilities.needs_rows(options) else None
+    return backend.fit(build_stats(table), ci_level=ci, seed=seed, rows=rows, **options)
 
 
 def compare(scores: Scores | pd.DataFrame, methods: list[str] | tuple[str, ...] = ("anova", "reml", "bayes"), *,

@@ -1,6 +1,8 @@
 """Pieces every backend shares: estimability checks, provenance and result assembly.
 
-Backends stay parallel (none imports another); they all import this module.
+Backends stay parallel (none imports another); they all import this module. Backends fit from the
+statistics layer (:class:`~cjstats.stats.ScoreStats`, one :class:`~cjstats.stats.CellStats` per unit); the
+score rows reach only the options that declare they need them (:func:`rows_for`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import numpy as np
 from cjstats.components import ComponentRow, VarianceComponents, build_components_frame, build_offsets_frame
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupData, Scores
+from cjstats.stats import CellStats, ScoreStats, build_stats
 
 __all__ = ["GroupFit", "check_estimable", "make_provenance", "assemble", "group_name",
-           "M1_NOTE", "fit_groups"]
+           "M1_NOTE", "fit_groups", "as_stats", "rows_for"]
+
+Unit = CellStats | GroupData
 
 #: The note carried by the ``generation`` row when every scenario has one generation.
 M1_NOTE = ("not identifiable: one generation per scenario (m = 1), so alpha_i + beta_i1 is one constant per "
@@ -33,12 +38,29 @@ class GroupFit:
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
 
-def group_name(g: GroupData) -> str:
+def as_stats(data: ScoreStats | Scores, rows: Scores | None = None) -> tuple[ScoreStats, Scores | None]:
+    """The statistics to fit from, and the rows (a Scores table passed as ``data`` is reduced and kept as rows)."""
+    if isinstance(data, ScoreStats):
+        return data, rows
+    if isinstance(data, Scores):
+        return build_stats(data), data if rows is None else rows
+    raise CjstatsError(f"A backend's fit takes the statistics from cjstats.stats.build_stats (or a Scores table). "
+                       f"Got {type(data).__name__} instead.")
+
+
+def rows_for(rows: Scores | None, unit: CellStats) -> GroupData | None:
+    """The rows of one unit, or None when no rows were passed (the backend then must not need them)."""
+    if rows is None:
+        return None
+    return rows.group(unit.model, unit.criterion)
+
+
+def group_name(g: Unit) -> str:
     return g.model if g.criterion is None else f"{g.model} / {g.criterion}"
 
 
-def check_estimable(g: GroupData) -> None:
-    """Raise one clear sentence when the group cannot be decomposed at all."""
+def check_estimable(g: Unit) -> None:
+    """Raise one clear sentence when the unit cannot be decomposed at all."""
     d = g.design
     if d.n_judges < 2:
         raise CjstatsError(f"{g.label(capital=True)} has only one judge ('{d.judges[0]}'): judge offsets and "
@@ -46,9 +68,9 @@ def check_estimable(g: GroupData) -> None:
     if d.n_scenarios < 2:
         raise CjstatsError(f"{g.label(capital=True)} has only one scenario: the scenario variance needs at "
                            f"least 2. Add scenarios or drop this model.")
-    y = g.y
-    if float(np.ptp(y)) == 0.0:
-        raise CjstatsError(f"Column 'score' is constant ({y[0]:g} in every row) for {g.label()}: there is no "
+    lo, hi = (g.y_min, g.y_max) if isinstance(g, CellStats) else (float(np.min(g.y)), float(np.max(g.y)))
+    if hi == lo:
+        raise CjstatsError(f"Column 'score' is constant ({lo:g} in every row) for {g.label()}: there is no "
                            f"variance to decompose.")
 
 
@@ -59,20 +81,22 @@ def make_provenance(method: str, seed: int | None, options: Mapping[str, Any]) -
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def fit_groups(scores: Scores, fit_one: Callable[[GroupData], GroupFit], *, method: str, ci_level: float,
-               seed: int | None, options: Mapping[str, Any], draws: Any = None, posterior: Any = None) -> VarianceComponents:
-    """Run ``fit_one`` on every group and assemble the result."""
+def fit_groups(stats: ScoreStats, fit_one: Callable[[CellStats], GroupFit], *, method: str, ci_level: float,
+               seed: int | None, options: Mapping[str, Any], draws: Any = None, posterior: Any = None,
+               scale: str = "score") -> VarianceComponents:
+    """Run ``fit_one`` on every unit's statistics and assemble the result."""
     results = []
-    for g in scores.groups():
+    for g in stats:
         check_estimable(g)
         results.append((g, fit_one(g)))
-    return assemble(scores, results, method=method, ci_level=ci_level,
+    return assemble(stats, results, method=method, ci_level=ci_level,
                     provenance=make_provenance(method, seed, options), draws=draws,
-                    posterior=posterior)
+                    posterior=posterior, scale=scale)
 
 
-def assemble(scores: Scores, results: Iterable[tuple[GroupData, GroupFit]], *, method: str, ci_level: float,
-             provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None) -> VarianceComponents:
+def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit]], *, method: str, ci_level: float,
+             provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None,
+             scale: str = "score") -> VarianceComponents:
     """Build the one immutable result from per-group fits."""
     rows, offsets, diagnostics = [], [], {}
     for g, fit in results:
@@ -84,5 +108,5 @@ def assemble(scores: Scores, results: Iterable[tuple[GroupData, GroupFit]], *, m
         components=build_components_frame(rows, method=method, ci_level=ci_level, has_criterion=has_c),
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
-        provenance=provenance, draws=draws, posterior=posterior,
+        provenance=provenance, draws=draws, posterior=posterior, scale=scale,
     )

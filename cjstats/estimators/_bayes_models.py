@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from cjstats.scores import GroupData
+from cjstats.stats.views import GaussianStats, pattern_blocks
 
 __all__ = [
     "NU",
@@ -97,33 +98,8 @@ def zerosum_basis(k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- sufficient statistics
-@dataclass(frozen=True, slots=True)
-class GaussianStats:
-    """Sufficient statistics of one group for the collapsed likelihood (see the module docstring)."""
-
-    n_obs: int
-    n_cells: int
-    n_scenarios: int
-    k: int
-    ybar: float
-    sd: float
-    has_generation: bool
-    sizes: np.ndarray        # (H,) distinct cell sizes h
-    cells_per_size: np.ndarray  # (H,) number of cells of each size
-    ssw0: float
-    b_w: np.ndarray          # (K,)
-    g_w: np.ndarray          # (K, K)
-    m_h: np.ndarray          # (H, D, D), D = K + 2
-    v: np.ndarray            # (n, H, D)
-    m_count: np.ndarray      # (n, H)
-    judge_offsets0: np.ndarray  # (K,) raw judge means minus their mean (starting values only)
-    # scenarios grouped by pattern (their cell-size counts m_i.): blocks share u_i, so their contribution
-    # depends only on T_p[h, h'] = sum_{i in p} V_ih V_ih'^T; the rest stay one by one.
-    blk_t: np.ndarray        # (P, H, H, D, D)
-    blk_m: np.ndarray        # (P, H)
-    blk_n: np.ndarray        # (P,)
-    single_v: np.ndarray     # (n_single, H, D)
-    single_m: np.ndarray     # (n_single, H)
+# GaussianStats lives in the statistics layer (cjstats.stats.views: CellStats.for_gaussian builds it without
+# rows); gaussian_stats below reduces one group's rows to it (the reference the view is tested against).
 
 
 def generation_identifiable(g: GroupData) -> bool:
@@ -178,29 +154,7 @@ def gaussian_stats(g: GroupData) -> GaussianStats:
     )
 
 
-def _pattern_blocks(v: np.ndarray, m_count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Group scenarios with the same cell-size counts; keep a group as a block when that is cheaper.
-
-    A block of n_p scenarios using H_p cell sizes costs H_p^2 D^2 per evaluation instead of
-    n_p (H_p D + D^2) one by one. A balanced design is one block whatever its size.
-    """
-    _n, h, d = v.shape
-    _, inverse, counts = np.unique(m_count, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    blocks, single = [], []
-    for p in range(len(counts)):
-        idx = np.flatnonzero(inverse == p)
-        h_p = int((m_count[idx[0]] > 0).sum())
-        if len(idx) * (h_p * d + d * d) > h_p * h_p * d * d:
-            blocks.append(idx)
-        else:
-            single.extend(idx.tolist())
-    blk_t = np.zeros((len(blocks), h, h, d, d))
-    for b, idx in enumerate(blocks):
-        blk_t[b] = np.einsum("iha,igb->hgab", v[idx], v[idx])
-    blk_m = np.array([m_count[idx[0]] for idx in blocks]).reshape(len(blocks), h)
-    blk_n = np.array([len(idx) for idx in blocks], dtype=np.float64)
-    return blk_t, blk_m, blk_n, np.array(sorted(single), dtype=np.int64)
+_pattern_blocks = pattern_blocks
 
 
 def collapsed_loglik(st: GaussianStats, mu: float, gamma: np.ndarray, s2a: float, s2b: float, s2e: float,

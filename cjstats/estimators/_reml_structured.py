@@ -53,6 +53,8 @@ from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
 from scipy.sparse import csgraph
 
+from cjstats.stats.views import Design, YStats
+
 __all__ = ["Design", "Evaluator", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
            "moment_start", "profile_interval", "variance_hessian", "wald_covariance", "within_cell_rss", "y_stats"]
 
@@ -69,42 +71,8 @@ def contr_sum_coding(k: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ design
-@dataclass(frozen=True, slots=True)
-class Design:
-    """What the fit needs from the layout of one group (no scores): counts per cell, per scenario, per judge.
-
-    Cells are grouped by their size (number of judge calls), at most K classes, so that an evaluation sums
-    K x K matrices over size classes and K-vectors over scenarios instead of touching every row.
-    """
-
-    n_obs: int
-    n_scen: int
-    n_cells: int
-    k: int
-    sizes: np.ndarray          # (S,) distinct cell sizes
-    size_cells: np.ndarray     # (S,) number of cells of each size
-    dd: np.ndarray             # (S, K, K) sum over cells of that size of D_c D_c'
-    judge_n: np.ndarray        # (K,) rows per judge
-    s_isk: np.ndarray          # (n, S, K) judge counts per scenario and size class
-    cnt_is: np.ndarray         # (n, S) cells per scenario and size class
-    cell_size_idx: np.ndarray  # (C,) size class of each cell
-    cell_scen: np.ndarray      # (C,)
-    d_cell: np.ndarray         # (C, K) judge counts per cell
-    row_cell: np.ndarray       # (N,)
-    row_judge: np.ndarray      # (N,)
-    has_generation: bool       # some scenario has at least two cells
-    n_linked: int              # connected components of the cell-judge graph (1 when judges share cells)
-
-    @property
-    def df_residual(self) -> int:
-        """Rows minus rank[Z_cell | J] = N - (cells + K - n_linked): the within-cell degrees of freedom.
-
-        The rank of the cell and judge indicators together is cells + K minus the number of connected
-        components of the bipartite graph "judge l scored cell c" (one when every judge shares a cell with
-        another, directly or through a chain): balanced, (nm - 1)(K - 1). A judge that only ever scores cells
-        alone, or two judge sets that never meet in a cell, add a component.
-        """
-        return int(self.n_obs - self.n_cells - self.k + self.n_linked)
+# Design and YStats live in the statistics layer (cjstats.stats.views), which builds them without rows;
+# build_design and y_stats below build them from one group's rows (the reference the views are tested against).
 
 
 def build_design(cell: np.ndarray, judge: np.ndarray, cell_scenario: np.ndarray, k: int) -> Design:
@@ -142,19 +110,6 @@ def _add_rows(out: np.ndarray, key: np.ndarray, vals: np.ndarray) -> None:
     """out[key[i]] += vals[i] for every row i (one bincount per column: faster than np.add.at)."""
     for j in range(vals.shape[1]):
         out[:, j] += np.bincount(key, weights=vals[:, j], minlength=out.shape[0])
-
-
-@dataclass(frozen=True, slots=True)
-class YStats:
-    """The score-dependent sufficient statistics of one group (scores centred by judge, which REML ignores)."""
-
-    shift: np.ndarray      # (K,) judge means subtracted from y (X spans the judge indicators)
-    dy: np.ndarray         # (S, K) sum over cells of a size class of D_c * ysum_c
-    yyc: np.ndarray        # (S,) sum over cells of a size class of ysum_c^2
-    ys: np.ndarray         # (n, S) sum of ysum_c per scenario and size class
-    judge_sum: np.ndarray  # (K,)
-    yy: float
-    cell_sum: np.ndarray   # (C,)
 
 
 def y_stats(d: Design, y: np.ndarray, shift: np.ndarray | None = None) -> YStats:
@@ -561,19 +516,20 @@ def moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
 
     Within-cell judge-centred variation estimates s2_residual; the spread of cell means within scenario and of
     scenario means estimate s2_generation + s2_residual/n_c and s2_scenario + ...; ratios are floored at 0.05.
+    Everything comes from the per-size-class statistics: sum_c Y_c^2/n_c = sum_h YY_h/h, sum_c cmean_c^2 =
+    sum_h YY_h/h^2 and the scenario sums of cell means sum_h Y_ih/h.
     """
-    cell_n = d.sizes[d.cell_size_idx]
-    cmean = ys.cell_sum / cell_n
-    within = max(ys.yy - float(ys.cell_sum @ cmean), 1e-12)
+    inv = 1.0 / d.sizes
+    within = max(ys.yy - float(ys.yyc @ inv), 1e-12)
     s2e = within / max(d.df_residual, 1)
-    scen_sum = np.bincount(d.cell_scen, weights=cmean, minlength=d.n_scen)
-    m_per = np.bincount(d.cell_scen, minlength=d.n_scen)
+    scen_sum = ys.ys @ inv
+    m_per = d.cnt_is.sum(axis=1)
     smean = scen_sum / m_per
-    nbar = float(np.mean(cell_n))
+    nbar = d.n_obs / d.n_cells
     if d.has_generation:
-        dev = cmean - smean[d.cell_scen]
+        dev2 = float(ys.yyc @ (inv * inv)) - float(m_per @ (smean * smean))
         df = max(d.n_cells - d.n_scen, 1)
-        s2b = max(float(dev @ dev) / df - s2e / nbar, 0.05 * s2e)
+        s2b = max(dev2 / df - s2e / nbar, 0.05 * s2e)
         mbar = float(np.mean(m_per))
         s2a = max(float(np.var(smean, ddof=1)) - s2b / mbar - s2e / (nbar * mbar), 0.05 * s2e)
         theta = [s2a / s2e, s2b / s2e]

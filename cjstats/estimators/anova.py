@@ -40,7 +40,6 @@ Intervals (two-sided, level 1 - 2a):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -48,10 +47,12 @@ from scipy import special, stats
 
 from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, VarianceComponents
-from cjstats.estimators._base import M1_NOTE, GroupFit, fit_groups
+from cjstats.estimators._base import M1_NOTE, GroupFit, as_stats, fit_groups
 from cjstats.estimators._intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupData, Scores
+from cjstats.stats import CellStats, ScoreStats
+from cjstats.stats.views import MeanSquares
 
 __all__ = [
     "MeanSquares", "mean_squares", "mls_interval", "satterthwaite_interval", "chi2_interval",
@@ -63,63 +64,8 @@ _NAN = float("nan")
 
 
 # ---------------------------------------------------------------------------------------- mean squares
-@dataclass(frozen=True, slots=True)
-class MeanSquares:
-    """Sums of squares, degrees of freedom and means of a balanced (n, m, K) table (paper App. C and G)."""
-
-    n: int
-    m: int
-    k: int
-    grand_mean: float
-    judge_means: np.ndarray
-    ss_scenario: float
-    ss_generation: float
-    ss_judge: float
-    ss_residual: float
-
-    @property
-    def df_scenario(self) -> int:
-        return self.n - 1
-
-    @property
-    def df_generation(self) -> int:
-        return self.n * (self.m - 1)
-
-    @property
-    def df_judge(self) -> int:
-        return self.k - 1
-
-    @property
-    def df_residual(self) -> int:
-        return (self.n * self.m - 1) * (self.k - 1)
-
-    @property
-    def ms_scenario(self) -> float:
-        return self.ss_scenario / self.df_scenario
-
-    @property
-    def ms_generation(self) -> float:
-        return self.ss_generation / self.df_generation if self.df_generation > 0 else _NAN
-
-    @property
-    def ms_judge(self) -> float:
-        return self.ss_judge / self.df_judge
-
-    @property
-    def ms_residual(self) -> float:
-        return self.ss_residual / self.df_residual
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """gamma_l = J_l - G (paper App. C)."""
-        return self.judge_means - self.grand_mean
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "ms_scenario": self.ms_scenario, "ms_generation": self.ms_generation, "ms_judge": self.ms_judge,
-            "ms_residual": self.ms_residual, "df_scenario": self.df_scenario, "df_generation": self.df_generation,
-            "df_judge": self.df_judge, "df_residual": self.df_residual,
-        }
+# MeanSquares lives in the statistics layer (cjstats.stats.views: CellStats.for_anova builds it without rows);
+# mean_squares below computes it from a dense balanced array (the reference the view is tested against).
 
 
 def mean_squares(y: np.ndarray) -> MeanSquares:
@@ -355,12 +301,14 @@ def _group_rows(ms: MeanSquares, level: float, interval: str) -> tuple[list[Comp
                    "upper": float(o + tg * se_g), "ci_method": "t (MS_W)"} for o in offsets]
 
 
-def fit(scores: Scores, *, ci_level: float, seed: int | None = None, interval: Interval = "mls",
-        incomplete: Literal["error", "drop"] = "error") -> VarianceComponents:
-    """Method-of-moments fit of every model (x criterion) of ``scores``.
+def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
+        interval: Interval = "mls", incomplete: Literal["error", "drop"] = "error") -> VarianceComponents:
+    """Method-of-moments fit of every model (x criterion) from its sufficient statistics.
 
     Parameters
     ----------
+    stats : ScoreStats
+        The statistics of every unit (:func:`cjstats.stats.build_stats`); a ``Scores`` table is reduced first.
     interval : {"mls", "satterthwaite"}
         Interval for components that are differences of mean squares (scenario, generation, judge_population).
     incomplete : {"error", "drop"}
@@ -368,21 +316,23 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, interval: I
         and reports the number dropped in ``diagnostics``.
     seed : ignored
         The method of moments uses no randomness; accepted for the common backend signature.
+    rows : ignored
+        Never read (the registry declares no row-reading options); accepted for the common backend signature.
     """
     check_choice("interval", interval, ("mls", "satterthwaite"), caller="estimate")
     check_choice("incomplete", incomplete, ("error", "drop"), caller="estimate")
+    stats, _ = as_stats(stats, rows)
 
-    def fit_one(g: GroupData) -> GroupFit:
-        y, dropped = complete_cells(g, incomplete)
-        ms = mean_squares(y)
+    def fit_one(g: CellStats) -> GroupFit:
+        ms, dropped = g.for_anova(incomplete)
         if ms.n < 2:
             raise CjstatsError(f"{g.label(capital=True)} keeps only one scenario after dropping incomplete "
                                f"cells; the scenario variance needs at least 2.")
-        rows, offsets = _group_rows(ms, ci_level, interval)
+        rows_, offsets = _group_rows(ms, ci_level, interval)
         for o, lab in zip(offsets, g.judge_labels):
             o["judge"] = lab
         diag = {**ms.as_dict(), "n": ms.n, "m": ms.m, "k": ms.k, "judge_f_test": judge_f_test(ms), **dropped}
-        return GroupFit(rows, offsets, diag)
+        return GroupFit(rows_, offsets, diag)
 
-    return fit_groups(scores, fit_one, method="anova", ci_level=ci_level, seed=seed,
+    return fit_groups(stats, fit_one, method="anova", ci_level=ci_level, seed=seed,
                       options={"interval": interval, "incomplete": incomplete})

@@ -115,12 +115,15 @@ from cjstats.components import ComponentRow, VarianceComponents
 from cjstats.estimators._base import (
     M1_NOTE,
     GroupFit,
+    as_stats,
     check_estimable,
     fit_groups,
     group_name,
+    rows_for,
 )
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
+from cjstats.stats import CellStats, ScoreStats
 
 __all__ = ["ESS_PER_CHAIN_MIN", "GAUSSIAN_PRIORS", "ONE_CALL_NOTE", "ORDINAL_PRIORS", "RHAT_MAX", "fit"]
 
@@ -259,7 +262,7 @@ def _posterior_array(tree: Any, name: str) -> np.ndarray:
     return np.asarray(tree.posterior[name].transpose("chain", "draw", ...).values, dtype=np.float64)
 
 
-def _run_gaussian(g: GroupData, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
+def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
                   seed: int, progress: bool, target_accept: float, cores: int | None,
                   parametrisation: str = "marginal") -> _Run:
     from cjstats.estimators._bayes_models import (
@@ -267,10 +270,9 @@ def _run_gaussian(g: GroupData, *, priors: dict[str, float], sampler: str, draws
         GaussianPriors,
         MarginalDensity,
         build_pymc_gaussian,
-        gaussian_stats,
     )
 
-    st = gaussian_stats(g)
+    st = g.for_gaussian()
     sd = st.sd if st.sd > 0 else 1.0
     scale = {k: priors.get(k, v * sd) for k, v in GAUSSIAN_PRIORS.items()}
     pr = GaussianPriors(**scale)
@@ -366,7 +368,7 @@ def _flat_params(run: _Run) -> tuple[list[str], np.ndarray]:
     return labels, np.stack(arrays)
 
 
-def _diagnose(run: _Run, g: GroupData, chains: int) -> dict[str, Any]:
+def _diagnose(run: _Run, g: CellStats, chains: int) -> dict[str, Any]:
     """r_hat (rank-normalised, split), bulk and tail ESS of every checked variable, and divergences."""
     from arviz_stats.base import array_stats
 
@@ -409,7 +411,7 @@ def _row(name: str, x: np.ndarray, level: float, kind: str, method: str, *, view
     return ComponentRow(name, mean, lo, hi, float(np.std(x, ddof=1)), method, view, mean, False, True, note)
 
 
-def _rows(run: _Run, g: GroupData, level: float, kind: str, likelihood: str) -> tuple[list[ComponentRow], list[dict]]:
+def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str) -> tuple[list[ComponentRow], list[dict]]:
     k = g.design.n_judges
     label = f"posterior {kind.upper()}"
     latent = likelihood == "ordinal"
@@ -458,7 +460,7 @@ def _rows(run: _Run, g: GroupData, level: float, kind: str, likelihood: str) -> 
     return rows, offsets
 
 
-def _draws_frame(run: _Run, g: GroupData) -> pd.DataFrame:
+def _draws_frame(run: _Run, g: CellStats) -> pd.DataFrame:
     any_c = next(iter(run.components.values()))
     n_chain, n_draw = any_c.shape
     chain, draw = np.meshgrid(np.arange(n_chain), np.arange(n_draw), indexing="ij")
@@ -471,7 +473,14 @@ def _draws_frame(run: _Run, g: GroupData) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------ the fit
-def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int = 1000, tune: int = 1000,
+def _capabilities() -> Any:
+    from cjstats.estimators import REGISTRY
+
+    return REGISTRY["bayes"].capabilities
+
+
+def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
+        draws: int = 1000, tune: int = 1000,
         chains: int = 4, ci_kind: CiKind = "eti", likelihood: Likelihood = "gaussian",
         priors: Mapping[str, float] | None = None, sampler: Sampler = "auto", progress: bool = False,
         target_accept: float = 0.8, cores: int | None = None,
@@ -480,10 +489,13 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
 
     Parameters
     ----------
-    scores : Scores
-        The validated table (:func:`cjstats.read_scores`).
+    stats : ScoreStats
+        The statistics of every unit (:func:`cjstats.stats.build_stats`); a ``Scores`` table is reduced first
+        and kept as ``rows``.
     ci_level : float
         Level of every credible interval.
+    rows : Scores, optional
+        The score rows, read only by ``likelihood="ordinal"`` (the registry's ``Capabilities.rows_options``).
     seed : int, optional
         Seed of the sampler; the same seed gives the same numbers. Each group gets its own stream
         (``numpy.random.SeedSequence(seed).spawn``). ``None`` draws one, recorded in ``diagnostics``.
@@ -540,7 +552,12 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
                            f"instead.")
     user_priors = _check_priors(priors, likelihood)
     resolved = _resolve_sampler(sampler)
-    groups = list(scores.groups())
+    stats, rows = as_stats(stats, rows)
+    caps = _capabilities()
+    if caps.needs_rows({"likelihood": likelihood}) and rows is None:
+        raise CjstatsError("likelihood='ordinal' needs the score rows: pass rows=scores (cjstats.estimate does this "
+                           "for you).")
+    groups = list(stats)
     for g in groups:
         check_estimable(g)
         if g.design.n_rows == g.design.n_scenarios:
@@ -557,7 +574,7 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
         if likelihood == "gaussian":
             run = _run_gaussian(g, priors=user_priors, seed=s, parametrisation=parametrisation, **opts)
         else:
-            run = _run_ordinal(g, priors={**ORDINAL_PRIORS, **user_priors}, seed=s, **opts)
+            run = _run_ordinal(rows_for(rows, g), priors={**ORDINAL_PRIORS, **user_priors}, seed=s, **opts)
         diag = _diagnose(run, g, chains)
         diag.update({"sampler": run.sampler, "likelihood": likelihood, "draws": draws, "tune": tune,
                      "chains": chains, "seed": s, "seconds": run.seconds, "n": g.design.n_scenarios,
@@ -576,11 +593,12 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, draws: int 
     options = {"draws": draws, "tune": tune, "chains": chains, "ci_kind": ci_kind, "likelihood": likelihood,
                "priors": dict(user_priors), "sampler": resolved, "target_accept": ta, "seed_used": seed,
                "parametrisation": parametrisation}
-    return fit_groups(scores, lambda g: fits[group_name(g)], method="bayes", ci_level=ci_level, seed=seed,
-                      options=options, draws=draws_frame, posterior=MappingProxyType(trees))
+    return fit_groups(stats, lambda g: fits[group_name(g)], method="bayes", ci_level=ci_level, seed=seed,
+                      options=options, draws=draws_frame, posterior=MappingProxyType(trees),
+                      scale=caps.scale({"likelihood": likelihood}))
 
 
-def _annotate(tree: Any, *, likelihood: str, sampler: str, g: GroupData) -> None:
+def _annotate(tree: Any, *, likelihood: str, sampler: str, g: CellStats) -> None:
     from cjstats import __version__
 
     tree.attrs.update({"modeling_interface": "cjstats", "modeling_interface_version": __version__,

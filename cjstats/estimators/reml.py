@@ -83,6 +83,7 @@ import logging
 import math
 import sys
 import warnings
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -92,10 +93,12 @@ from scipy import stats
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.components import ComponentRow, VarianceComponents
 from cjstats.estimators import _reml_structured as _rs
-from cjstats.estimators._base import M1_NOTE, GroupFit, fit_groups, group_name
+from cjstats.estimators._base import M1_NOTE, GroupFit, as_stats, fit_groups, group_name, rows_for
 from cjstats.estimators._intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
+from cjstats.stats import CellStats, ScoreStats
+from cjstats.stats.engines.numpy_engine import unit_stats
 
 __all__ = ["fit"]
 
@@ -134,34 +137,58 @@ def _single_thread_blas() -> contextlib.AbstractContextManager:
 
 # -------------------------------------------------------------------------------------------- the fit
 class _GroupModel:
-    """Structured statistics and REML fits of one group."""
+    """Structured statistics and REML fits of one unit, from its :class:`~cjstats.stats.CellStats`.
 
-    def __init__(self, g: GroupData) -> None:
-        d = g.design
-        self.g = g
-        self.k = d.n_judges
-        self.design = _rs.build_design(g.cell, g.judge, g.cell_scenario, self.k)
+    ``rows`` (the unit's :class:`~cjstats.scores.GroupData`) is needed only by the paths that declare it
+    (the parametric bootstrap simulates rows; the statsmodels reference fits them); the fit itself never
+    reads it. A GroupData passed as ``unit`` is reduced with the numpy engine and kept as the rows.
+    """
+
+    def __init__(self, unit: CellStats | GroupData, rows: GroupData | None = None) -> None:
+        if isinstance(unit, GroupData):
+            rows = unit if rows is None else rows
+            unit = unit_stats(unit)
+        self.unit = unit
+        self.rows = rows
+        self.k = unit.k
+        self.design, self.ystats = unit.for_reml()
         if self.design.df_residual <= 0:
             raise CjstatsError(
-                f"{g.label(capital=True)} has {d.n_rows} scores in {self.design.n_cells} (scenario, generation) "
+                f"{unit.label(capital=True)} has {unit.n_obs} scores in {self.design.n_cells} (scenario, generation) "
                 f"cells with {self.k} judges, which leaves no degrees of freedom for the residual: most cells "
                 f"need at least 2 judge calls.")
-        self.ystats = _rs.y_stats(self.design, g.y)
-        rss, within = _rs.within_cell_rss(self.design, g.y)
+        rss, within = unit.within_cell_rss()
         if not rss > 1e-12 * within:
             raise CjstatsError(
-                f"{g.label(capital=True)} has no residual variation: within every (scenario, generation) cell the "
+                f"{unit.label(capital=True)} has no residual variation: within every (scenario, generation) cell the "
                 f"scores differ only by a constant judge offset, so the residual variance is 0 and REML is undefined.")
         # the REML sufficient statistics hold y'y of the judge-centred scores; the residual part of it must
         # survive rounding (about 1e-16 relative), so the spread between cells may exceed it by 1e10 at most
         spread = float(self.ystats.yy) / rss
         if spread > _MAX_SPREAD:
             raise CjstatsError(
-                f"{g.label(capital=True)} has scores that vary {spread:.1e} times more between (scenario, generation) "
+                f"{unit.label(capital=True)} has scores that vary {spread:.1e} times more between (scenario, generation) "
                 f"cells than their residual variation, beyond the {_MAX_SPREAD:.0e} that REML in double precision "
                 f"resolves, so the residual and judge estimates would be rounding noise.")
         self.ev = _rs.Evaluator(self.design, self.ystats)
         self.has_generation = self.design.has_generation
+        self._row_design: _rs.Design | None = None
+
+    @property
+    def g(self) -> GroupData:
+        """The unit's rows (only on the paths that need them)."""
+        if self.rows is None:
+            raise CjstatsError(f"This REML path needs the score rows of {self.unit.label()}; call "
+                               f"cjstats.estimate, which passes them to the options that declare needs_rows.")
+        return self.rows
+
+    @property
+    def row_design(self) -> _rs.Design:
+        """The design with per-row layout arrays, for simulating rows (bootstrap)."""
+        if self._row_design is None:
+            g = self.g
+            self._row_design = _rs.build_design(g.cell, g.judge, g.cell_scenario, self.k)
+        return self._row_design
 
 
 def _fixed_effects(ev: _rs.Evaluator, theta: np.ndarray, s2: float, *, derivatives: bool = False
@@ -307,7 +334,7 @@ class _Progress:
 
 def _simulate_rows(rng: np.random.Generator, gm: _GroupModel, mean_row: np.ndarray, s2a: float, s2b: float,
                    s2e: float) -> np.ndarray:
-    d = gm.design
+    d = gm.row_design
     y = mean_row + rng.standard_normal(d.n_obs) * math.sqrt(s2e)
     alpha = rng.standard_normal(d.n_scen) * math.sqrt(max(s2a, 0.0))
     y += alpha[d.cell_scen[d.row_cell]]
@@ -325,7 +352,7 @@ def _bootstrap(gm: _GroupModel, fr: _rs.FitResult, rr: _rs.FitResult, fe: dict[s
     exceeds the reported (noise-corrected) estimate by tr Cov(gamma_hat)/K: when judge_panel is small beside
     that correction the percentile interval leans upward (see the module docstring).
     """
-    d = gm.design
+    d = gm.row_design
     k = gm.k
     s2e = fr.s2
     s2a = s2e * fr.theta[0]
@@ -339,7 +366,7 @@ def _bootstrap(gm: _GroupModel, fr: _rs.FitResult, rr: _rs.FitResult, fe: dict[s
     names = ["mu", "scenario", "generation", "residual", "judge_panel", "judge_population"]
     out = {n: np.empty(n_boot) for n in names}
     out["gamma"] = np.empty((n_boot, k))
-    bar = _Progress(n_boot, f"bootstrap {group_name(gm.g)}", progress)
+    bar = _Progress(n_boot, f"bootstrap {group_name(gm.unit)}", progress)
     for b in range(n_boot):
         y = _simulate_rows(rng, gm, mean_fixed, s2a, s2b, s2e)
         ev = _rs.Evaluator(d, _rs.y_stats(d, y))
@@ -376,7 +403,7 @@ def _statsmodels_model(gm: _GroupModel) -> Any:
     from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
     g = gm.g
-    d = gm.design
+    d = gm.row_design
     exog = _rs.contr_sum_coding(gm.k)[g.judge]
     exog_re = np.ones((d.n_obs, 1))
     vc = None
@@ -432,7 +459,7 @@ def _fit_statsmodels(gm: _GroupModel, start: np.ndarray, optimum: _rs.FitResult
     from statsmodels.regression.mixed_linear_model import MixedLMParams
 
     ev = gm.ev
-    g = gm.g
+    g = gm.unit
     model = _statsmodels_model(gm)
     k = gm.k
     sp = MixedLMParams.from_components(fe_params=np.zeros(k), cov_re=np.array([[float(start[0])]]),
@@ -505,9 +532,11 @@ def _variance_row(component: str, est_raw: float, theta_zero: bool, se: float, l
                         float(est_raw), boundary, True, note)
 
 
-def _fit_group(g: GroupData, *, level: float, interval: str, path: str, n_boot: int,
-               rng: np.random.Generator | None, progress: bool) -> tuple[GroupFit, dict[str, np.ndarray] | None]:
-    gm = _GroupModel(g)
+def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: str, n_boot: int,
+               rng: np.random.Generator | None, progress: bool, rows: GroupData | None = None
+               ) -> tuple[GroupFit, dict[str, np.ndarray] | None]:
+    gm = _GroupModel(g, rows)
+    g = gm.unit
     ev = gm.ev
     d = gm.design
     k = gm.k
@@ -657,14 +686,25 @@ def _fit_group(g: GroupData, *, level: float, interval: str, path: str, n_boot: 
     return GroupFit(rows, offsets, diag), boot
 
 
-def fit(scores: Scores, *, ci_level: float, seed: int | None = None, interval: Interval = "profile",
-        n_boot: int = 999, path: Path = "auto", progress: bool = False) -> VarianceComponents:
-    """REML fit of every model (x criterion) of ``scores``; balanced or not.
+def _capabilities() -> Any:
+    from cjstats.estimators import REGISTRY
+
+    return REGISTRY["reml"].capabilities
+
+
+def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
+        interval: Interval = "profile", n_boot: int = 999, path: Path = "auto", progress: bool = False
+        ) -> VarianceComponents:
+    """REML fit of every model (x criterion) from its sufficient statistics; balanced or not.
 
     Parameters
     ----------
-    scores : Scores
-        The validated table (missing judge calls, generations or judges are allowed).
+    stats : ScoreStats
+        The statistics of every unit (:func:`cjstats.stats.build_stats`; missing judge calls, generations or
+        judges are allowed). A ``Scores`` table is reduced first and kept as ``rows``.
+    rows : Scores, optional
+        The score rows, read only by ``interval="bootstrap"`` (it simulates rows) and ``path="statsmodels"``
+        (it fits them): the options the registry declares in ``Capabilities.rows_options``.
     ci_level : float
         Level of every interval.
     seed : int, optional
@@ -710,19 +750,23 @@ def fit(scores: Scores, *, ci_level: float, seed: int | None = None, interval: I
             import statsmodels  # noqa: F401
         except ImportError as exc:  # pragma: no cover - the registry checks this first
             raise CjstatsError("path='statsmodels' requires statsmodels: pip install 'cjstats[reml]'.") from exc
+    stats, rows = as_stats(stats, rows)
+    if _capabilities().needs_rows({"interval": interval, "path": path}) and rows is None:
+        raise CjstatsError(f"interval={interval!r} with path={path!r} needs the score rows: pass rows=scores (cjstats."
+                           f"estimate does this for you).")
     seq = np.random.SeedSequence(seed) if interval == "bootstrap" else None
-    boots: list[tuple[GroupData, dict[str, np.ndarray]]] = []
+    boots: list[tuple[CellStats, dict[str, np.ndarray]]] = []
 
-    def fit_one(g: GroupData) -> GroupFit:
+    def fit_one(g: CellStats) -> GroupFit:
         rng = np.random.default_rng(seq.spawn(1)[0]) if seq is not None else None
         gf, boot = _fit_group(g, level=ci_level, interval=interval, path=run_path, n_boot=n_boot, rng=rng,
-                              progress=progress)
+                              progress=progress, rows=rows_for(rows, g))
         if boot is not None:
             boots.append((g, boot))
         return gf
 
     with _single_thread_blas():
-        result = fit_groups(scores, fit_one, method="reml", ci_level=ci_level, seed=seed,
+        result = fit_groups(stats, fit_one, method="reml", ci_level=ci_level, seed=seed,
                             options={"interval": interval, "n_boot": n_boot if interval == "bootstrap" else None,
                                      "path": path})
     if boots:

@@ -17,7 +17,7 @@ Examples
 >>> unit = next(iter(st))
 >>> ms, _ = unit.for_anova()
 >>> ms.k
-3
+5
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ class CellStats:
         return design, ys
 
     def within_cell_rss(self) -> tuple[float, float]:
-        """Residual sum of squares of the fixed-effects fit y ~ cell + judge, and the within-cell sum of squares.
+        """Residual sum of squares of the fixed-effects fit y ~ cell + judge, and the within-cell sum of squares of y.
 
         RSS = SSW - JY'(J_w'J_w)^+ JY with J_w'J_w = diag(n_l) - sum_h DD_h/h and JY = judge_sum - sum_h DY_h/h
         (the judge sums of the within-cell deviations); both are of the judge-centred scores, so when the
@@ -160,8 +160,8 @@ class CellStats:
         """
         jj = np.diag(self.judge_n) - np.tensordot(1.0 / self.sizes, self.dd, axes=1)
         jy = self.judge_sum - (self.dy / self.sizes[:, None]).sum(axis=0)
-        within = float(self.ssw_s.sum())
-        rss = within - float(jy @ np.linalg.pinv(jj) @ jy)
+        rss = float(self.ssw_s.sum()) - float(jy @ np.linalg.pinv(jj) @ jy)
+        within = float(self.recentre(np.zeros(self.k)).ssw_s.sum())   # of the scores themselves: the scale
         return max(rss, 0.0), within
 
     def for_gaussian(self) -> GaussianStats:

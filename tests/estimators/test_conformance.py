@@ -14,8 +14,9 @@ import pytest
 import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
-from cjstats.estimators import BACKENDS, REQUIRES, _missing_packages
+from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, _missing_packages
 from cjstats.estimators._base import M1_NOTE
+from cjstats.stats import ScoreStats, build_stats
 
 # Small but honest settings so the suite stays fast for sampling backends.
 FAST_OPTIONS: dict[str, dict] = {"anova": {}, "reml": {}, "bayes": {"draws": 400, "tune": 300, "chains": 2}}
@@ -99,11 +100,55 @@ def check_rejects_unknown_option(method, scores, **_):
         cj.estimate(scores, method, not_an_option=True)
 
 
+def check_fits_from_statistics_alone_on_non_row_paths(method, scores, **_):
+    """Default options read no rows: fit gets only the statistics (which hold no scores) and rows=None."""
+    caps = REGISTRY[method].capabilities
+    opts = FAST_OPTIONS.get(method, {})
+    assert not caps.needs_rows(opts), f"{method}: its default options must fit from the statistics"
+    st = build_stats(scores)
+    assert isinstance(st, ScoreStats) and not any(hasattr(u, "y") for u in st), "statistics must not carry rows"
+    fit = REGISTRY[method].fit(st, ci_level=0.95, seed=0, rows=None, **opts)
+    pd.testing.assert_frame_equal(fit.components, _fit(method, scores, seed=0).components)
+
+
+def check_row_paths_refuse_to_run_without_rows(method, scores, **_):
+    """Every option value declared in rows_options needs the rows, and says so in one sentence without them."""
+    caps = REGISTRY[method].capabilities
+    st = build_stats(scores)
+    for key, values in caps.rows_options.items():
+        for value in values:
+            assert caps.needs_rows({key: value})
+            with pytest.raises(cj.CjstatsError, match="needs the score rows"):
+                REGISTRY[method].fit(st, ci_level=0.95, seed=0, rows=None, **{**FAST_OPTIONS.get(method, {}),
+                                                                              key: value})
+
+
+def check_balanced_only_backends_refuse_unequal_generations(method, scores, frame=None, **_):
+    caps = REGISTRY[method].capabilities
+    ragged = frame[~((frame["scenario"] == frame["scenario"].iloc[0]) & (frame["generation"] == frame["generation"].max()))]
+    if caps.balanced_only:
+        with pytest.raises(cj.CjstatsError, match="method='reml'"):
+            _fit(method, ragged)
+    else:
+        assert set(_fit(method, ragged).components["component"]) == set(caps.estimands)
+
+
+def check_returns_the_declared_estimands_and_scale(method, scores, **_):
+    caps = REGISTRY[method].capabilities
+    fit = _fit(method, scores)
+    for _model, rows in fit.components.groupby("model"):
+        assert tuple(rows["component"]) == caps.estimands
+    assert fit.scale == caps.scale(FAST_OPTIONS.get(method, {})) == "score"
+    assert (fit.draws is not None) == caps.samples
+
+
 CHECKS = [
     check_returns_variance_components, check_same_component_rows, check_intervals_contain_estimates,
     check_offsets_sum_to_zero, check_does_not_mutate_scores, check_does_not_mutate_dataframe,
     check_same_seed_same_numbers, check_one_generation_marks_generation_not_identifiable,
     check_criterion_column_runs_per_criterion, check_rejects_unknown_option,
+    check_fits_from_statistics_alone_on_non_row_paths, check_row_paths_refuse_to_run_without_rows,
+    check_balanced_only_backends_refuse_unequal_generations, check_returns_the_declared_estimands_and_scale,
 ]
 
 
@@ -111,7 +156,7 @@ CHECKS = [
 # behaviour, tested in test_bayes.py); the contract checks here are about shape, not convergence.
 @pytest.mark.filterwarnings("ignore:The Bayesian fit of model")
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("method", sorted(BACKENDS))
+@pytest.mark.parametrize("method", sorted(REGISTRY))
 def test_backend_contract(method, check, request, small_balanced_scores, small_balanced_frame,
                           one_generation_scores, criterion_scores):
     missing = _missing_packages(method)
@@ -122,3 +167,27 @@ def test_backend_contract(method, check, request, small_balanced_scores, small_b
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     check(method, small_balanced_scores, frame=small_balanced_frame, one_generation=one_generation_scores,
           criterion=criterion_scores)
+
+
+class TestRegistry:
+    def test_estimate_passes_rows_only_to_options_that_declare_them(self, monkeypatch, small_balanced_scores):
+        seen = []
+        backend = REGISTRY["reml"]
+        real = type(backend).fit
+
+        def spy(self, stats, **kw):
+            seen.append(kw.get("rows"))
+            return real(self, stats, **kw)
+
+        monkeypatch.setattr(type(backend), "fit", spy)
+        cj.estimate(small_balanced_scores, "reml", interval="none")
+        cj.estimate(small_balanced_scores, "reml", interval="bootstrap", n_boot=3, seed=1)
+        assert seen[0] is None and seen[1] is small_balanced_scores
+
+    def test_every_backend_satisfies_the_protocol(self):
+        from cjstats.estimators import Backend
+
+        for name, backend in REGISTRY.items():
+            assert isinstance(backend, Backend) and backend.name == name
+            assert REQUIRES[name] == (tuple(backend.requires), backend.extra)
+            assert BACKENDS[name] == backend.module
