@@ -299,7 +299,7 @@ def _first_offending(con: Any, src: S.Source, pos_select: str, cond: str, extra:
         con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
     try:
         hit = con.execute(f"SELECT cj_file, cj_row{extra} FROM (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
-                          f"WHERE {cond} ORDER BY cj_file, cj_row LIMIT 1").fetchone()
+                          f"WHERE {cond} ORDER BY cj_file, cj_row LIMIT 1").fetchall()[0]
     finally:
         if src.kind == "frame":
             con.unregister("cj_frame_pos")
@@ -368,10 +368,10 @@ def _raise_duplicates(con: Any, src: S.Source, pos_select: str, has_criterion: b
             f"d AS (SELECT {kl}, count(*) OVER () AS n_cells, list(cj_file ORDER BY cj_file, cj_row) AS fs, "
             f"      list(cj_row ORDER BY cj_file, cj_row) AS rs FROM p GROUP BY {kl} HAVING count(*) > 1) "
             f"SELECT n_cells, [{kl}]::VARCHAR[] AS keyv, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
-        ).fetchone()
+        ).fetchall()[0]
         raw = con.execute(
             f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
-            f"SELECT {kl} FROM p WHERE cj_file = {_lit(files[0])} AND cj_row = {int(rows[0])}").fetchone()
+            f"SELECT {kl} FROM p WHERE cj_file = {_lit(files[0])} AND cj_row = {int(rows[0])}").fetchall()[0]
     finally:
         if src.kind == "frame":
             con.unregister("cj_frame_pos")
