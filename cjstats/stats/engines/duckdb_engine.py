@@ -7,10 +7,11 @@ The raw rows never enter Python. Two scans of the source do all the work:
    zero raises the sentence :func:`cjstats.read_scores` raises (a second, filtered query finds the first
    offending row, named by file and row). The judge means are the centring ``shift`` of each unit, and
    every (unit, judge) gets its code ``l`` (judges sorted by label, as in memory).
-2. **Cells, then size classes.** With y0 = y - shift[l], ``GROUP BY (unit, scenario, generation)`` gives per
+2. **Cells, then scenarios.** With y0 = y - shift[l], ``GROUP BY (unit, scenario, generation)`` gives per
    cell c its size n_c, its judge mask D_c = bit_or(2^l) (the judge-count vector, since each judge scores a
-   cell at most once), Y_c = sum y0, sum y0^2 and the K per-judge sums of y0. A second aggregation over the
-   cell table by ``GROUPING SETS ((unit, scenario, n, mask), (unit, n, mask))`` leaves O(scenarios) rows.
+   cell at most once), Y_c = sum y0, sum y0^2 and the K per-judge sums of y0; in the same streaming query a
+   second ``GROUP BY (unit, scenario, n, mask)`` sums the cells, so only O(scenarios) rows are kept (a temp
+   table) and summed once more by (unit, n, mask) for the size-class statistics.
 
 numpy then expands the masks: with D the bits of a mask and N_cells its cells, per size class h
 DD_h = sum N_cells D D', DY_h = sum D sum_c Y_c, YY_h = sum_c Y_c^2, judge counts sum N_cells D, judge sums,
@@ -310,32 +311,32 @@ def _first_offending(con: Any, src: S.Source, pos_select: str, cond: str, extra:
 
 
 def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int) -> tuple[pd.DataFrame, ...]:
+    """One scan: rows -> cells -> (unit, scenario, size, mask) table (kept), then its class-level sums."""
     on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
     words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
              for w in range(n_words)]
     jsums = [f"sum(y0) FILTER (WHERE jcode = {l}) AS j{l}" for l in range(k_max)]
+    jsum2 = [f"COALESCE(sum(j{l}), 0) AS j{l}" for l in range(k_max)]
     wcols = ", ".join(f"w{w}" for w in range(n_words))
-    outer_j = [f"CASE WHEN GROUPING(scenario) = 1 THEN sum(j{l}) END AS j{l}" for l in range(k_max)]
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE cj_agg AS "
+        f"CREATE OR REPLACE TEMP TABLE cj_scen AS "
         f"WITH r AS (SELECT j.unit_id, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
         f"           FROM {rows_sql} x JOIN cj_judges j ON {on}), "
         f"c AS (SELECT unit_id, scenario, generation, count(*) AS n, {', '.join(words)}, sum(y0) AS ys, "
         f"      sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r GROUP BY unit_id, scenario, generation) "
-        f"SELECT GROUPING(scenario) AS g, unit_id, scenario, n, {wcols}, count(*) AS cells, sum(ys) AS ys, "
-        f"min(generation) AS gen_min, sum(ys * ys) AS yyc, sum(yy) AS yy, sum(yy - ys * ys / n) AS ssw, "
-        f"{', '.join(outer_j)} "
-        f"FROM c GROUP BY GROUPING SETS ((unit_id, scenario, n, {wcols}), (unit_id, n, {wcols}))"
+        f"SELECT unit_id, scenario, n, {wcols}, count(*) AS cells, sum(ys) AS ys, min(generation) AS gen_min, "
+        f"sum(ys * ys) AS yyc, sum(yy) AS yy, sum(yy - ys * ys / n) AS ssw, {', '.join(jsum2)} "
+        f"FROM c GROUP BY unit_id, scenario, n, {wcols}"
     )
     try:
-        scen = con.execute(
-            f"SELECT unit_id, dense_rank() OVER (PARTITION BY unit_id ORDER BY scenario) - 1 AS si, scenario, n, "
-            f"{wcols}, cells, ys, gen_min FROM cj_agg WHERE g = 0 ORDER BY unit_id, scenario, n, {wcols}").df()
+        scen = con.execute(f"SELECT unit_id, scenario, n, {wcols}, cells, ys, gen_min FROM cj_scen "
+                           f"ORDER BY unit_id, scenario, n, {wcols}").df()
         cls = con.execute(
-            f"SELECT unit_id, n, {wcols}, cells, ys, yyc, yy, ssw, {', '.join(f'j{l}' for l in range(k_max))} "
-            f"FROM cj_agg WHERE g = 1 ORDER BY unit_id, n, {wcols}").df()
+            f"SELECT unit_id, n, {wcols}, sum(cells) AS cells, sum(ys) AS ys, sum(yyc) AS yyc, sum(yy) AS yy, "
+            f"sum(ssw) AS ssw, {', '.join(f'sum(j{l}) AS j{l}' for l in range(k_max))} "
+            f"FROM cj_scen GROUP BY unit_id, n, {wcols} ORDER BY unit_id, n, {wcols}").df()
     finally:
-        con.execute("DROP TABLE IF EXISTS cj_agg")
+        con.execute("DROP TABLE IF EXISTS cj_scen")
     return scen, cls
 
 
@@ -349,11 +350,11 @@ def _popcount(tbl: pd.DataFrame, n_words: int) -> np.ndarray:
 
 def _mask_bits(tbl: pd.DataFrame, n_words: int, k: int) -> np.ndarray:
     """(rows, K) 0/1 judge-count vectors D from the mask words."""
-    out = np.zeros((len(tbl), n_words * _WORD))
-    for w in range(n_words):
-        v = tbl[f"w{w}"].to_numpy(dtype=np.int64)
-        out[:, w * _WORD:(w + 1) * _WORD] = (v[:, None] >> np.arange(_WORD, dtype=np.int64)) & 1
-    return out[:, :k]
+    out = np.empty((len(tbl), k))
+    words = [tbl[f"w{w}"].to_numpy(dtype=np.int64) for w in range(n_words)]
+    for j in range(k):
+        out[:, j] = (words[j // _WORD] >> (j % _WORD)) & 1
+    return out
 
 
 def _raise_duplicates(con: Any, src: S.Source, pos_select: str, has_criterion: bool) -> None:
@@ -419,7 +420,8 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
     yyc, yy_s, ssw_s = per_class("yyc"), per_class("yy"), per_class("ssw")
     size_cells = np.bincount(s_idx, weights=cells, minlength=n_s)
     # scenario level
-    si = scen["si"].to_numpy(dtype=np.int64)
+    labels_all = scen["scenario"].to_numpy(dtype=object)  # sorted by scenario within the unit
+    si = np.cumsum(np.r_[True, labels_all[1:] != labels_all[:-1]]) - 1
     n_scen = int(si.max()) + 1
     ss_idx = np.searchsorted(sizes_i, scen["n"].to_numpy(dtype=np.int64))
     key = si * n_s + ss_idx
@@ -432,7 +434,7 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
     ys = np.bincount(key, weights=scen["ys"].to_numpy(dtype=np.float64), minlength=n_scen * n_s).reshape(n_scen, n_s)
     new = np.r_[True, si[1:] != si[:-1]]
     scen_labels = np.empty(n_scen, dtype=object)
-    scen_labels[:] = scen["scenario"].to_numpy(dtype=object)[new].tolist()
+    scen_labels[:] = labels_all[new].tolist()
     gen_min = scen["gen_min"].to_numpy(dtype=object)
     # design
     judge_n = judges["n"].to_numpy(dtype=np.float64)
