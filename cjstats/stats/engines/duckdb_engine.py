@@ -364,11 +364,11 @@ def _raise_duplicates(con: Any, src: S.Source, pos_select: str, has_criterion: b
     if src.kind == "frame":
         con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
     try:
-        n_cells, key_vals, files, rows = con.execute(
+        n_cells, files, rows = con.execute(
             f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}), "
             f"d AS (SELECT {kl}, count(*) OVER () AS n_cells, list(cj_file ORDER BY cj_file, cj_row) AS fs, "
             f"      list(cj_row ORDER BY cj_file, cj_row) AS rs FROM p GROUP BY {kl} HAVING count(*) > 1) "
-            f"SELECT n_cells, [{kl}]::VARCHAR[] AS keyv, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
+            f"SELECT n_cells, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
         ).fetchall()[0]
         raw = con.execute(
             f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
