@@ -265,24 +265,25 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
     con.register("cj_judges", judges_tbl)
     try:
-        agg_rows = _aggregate(con, rows_sql, has_criterion, k_max, n_words)
+        cls_tbl = _aggregate(con, rows_sql, has_criterion, k_max, n_words)
     finally:
         con.unregister("cj_judges")
-    scen_tbl, cls_tbl = agg_rows
-
-    # ---- duplicates: a cell with more rows than judges in its mask
-    bits = _popcount(cls_tbl, n_words)
-    if np.any(cls_tbl["n"].to_numpy() != bits):
-        _raise_duplicates(con, src, pos_select, has_criterion)
-
     units = []
     designs = []
-    for u, gk in enumerate(gkeys):
-        ju = p1[p1["unit_id"] == u]
-        cs = _unit_stats(ju, scen_tbl[scen_tbl["unit_id"] == u], cls_tbl[cls_tbl["unit_id"] == u], n_words,
-                         has_criterion)
-        units.append(cs)
-        designs.append(cs.design.as_dict())
+    wcols = ", ".join(f"w{w}" for w in range(n_words))
+    try:
+        # ---- duplicates: a cell with more rows than judges in its mask
+        if np.any(cls_tbl["n"].to_numpy() != _popcount(cls_tbl, n_words)):
+            _raise_duplicates(con, src, pos_select, has_criterion)
+        for u in range(len(gkeys)):  # one unit's scenario table in Python at a time
+            scen = con.execute(f"SELECT scenario, n, {wcols}, cells, ys, gen_min FROM cj_scen WHERE unit_id = {u} "
+                               f"ORDER BY scenario, n, {wcols}").df()
+            cs = _unit_stats(p1[p1["unit_id"] == u], scen, cls_tbl[cls_tbl["unit_id"] == u], n_words, has_criterion)
+            del scen
+            units.append(cs)
+            designs.append(cs.design.as_dict())
+    finally:
+        con.execute("DROP TABLE IF EXISTS cj_scen")
     design = pd.DataFrame(designs)
     design["generations"] = design["generations"].astype("Int64")
     if not has_criterion:
@@ -310,8 +311,8 @@ def _first_offending(con: Any, src: S.Source, pos_select: str, cond: str, extra:
     return (file, row, *hit[2:])
 
 
-def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int) -> tuple[pd.DataFrame, ...]:
-    """One scan: rows -> cells -> (unit, scenario, size, mask) table (kept), then its class-level sums."""
+def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int) -> pd.DataFrame:
+    """One scan: rows -> cells -> temp table ``cj_scen`` by (unit, scenario, size, mask); returns its class sums."""
     on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
     words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
              for w in range(n_words)]
@@ -328,16 +329,10 @@ def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words
         f"sum(ys * ys) AS yyc, sum(yy) AS yy, sum(yy - ys * ys / n) AS ssw, {', '.join(jsum2)} "
         f"FROM c GROUP BY unit_id, scenario, n, {wcols}"
     )
-    try:
-        scen = con.execute(f"SELECT unit_id, scenario, n, {wcols}, cells, ys, gen_min FROM cj_scen "
-                           f"ORDER BY unit_id, scenario, n, {wcols}").df()
-        cls = con.execute(
-            f"SELECT unit_id, n, {wcols}, sum(cells) AS cells, sum(ys) AS ys, sum(yyc) AS yyc, sum(yy) AS yy, "
-            f"sum(ssw) AS ssw, {', '.join(f'sum(j{l}) AS j{l}' for l in range(k_max))} "
-            f"FROM cj_scen GROUP BY unit_id, n, {wcols} ORDER BY unit_id, n, {wcols}").df()
-    finally:
-        con.execute("DROP TABLE IF EXISTS cj_scen")
-    return scen, cls
+    return con.execute(
+        f"SELECT unit_id, n, {wcols}, sum(cells) AS cells, sum(ys) AS ys, sum(yyc) AS yyc, sum(yy) AS yy, "
+        f"sum(ssw) AS ssw, {', '.join(f'sum(j{l}) AS j{l}' for l in range(k_max))} "
+        f"FROM cj_scen GROUP BY unit_id, n, {wcols} ORDER BY unit_id, n, {wcols}").df()
 
 
 def _popcount(tbl: pd.DataFrame, n_words: int) -> np.ndarray:
