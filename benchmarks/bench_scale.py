@@ -27,7 +27,7 @@ _CHILD = r"""
 import json, resource, sys, time
 import cjstats as cj
 from cjstats.stats import build_stats
-glob, engine, limit = sys.argv[1], sys.argv[2], sys.argv[3]
+glob, engine, limit, methods = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 out = {}
 t = time.perf_counter()
 if engine == "numpy":
@@ -43,7 +43,8 @@ elif engine == "duckdb":
 else:
     st = build_stats(glob, engine="dask")
 out["stats"] = time.perf_counter() - t
-for method in ("anova", "reml"):
+out["stats_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+for method in methods:
     t = time.perf_counter()
     cj.estimate(st, method)
     out[method] = time.perf_counter() - t
@@ -62,16 +63,18 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("/tmp/cj_scale"))
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--files", type=int, default=1)
+    ap.add_argument("--methods", default="anova,reml", help="comma-separated backends to fit (anova,reml)")
     ap.add_argument("--timeout", type=float, default=600.0)
     args = ap.parse_args()
-    print(f"{'rows':>11} {'engine':>7} {'read':>7} {'stats':>7} {'anova':>7} {'reml':>7} {'total':>7} {'peak MB':>8}")
+    print(f"{'rows':>11} {'engine':>7} {'read':>7} {'stats':>7} {'anova':>7} {'reml':>7} {'total':>7} "
+          f"{'peak MB (stats)':>16} {'peak MB (all)':>14}")
     for rows in args.rows:
         if not list(args.data.glob(f"scores-{rows}-*.parquet")):
             write(rows, args.data, args.files)
         glob = str(args.data / f"scores-{rows}-*.parquet")
         for engine in args.engines:
             t = time.perf_counter()
-            r = subprocess.run([sys.executable, "-c", _CHILD, glob, engine, args.memory_limit], capture_output=True,
+            r = subprocess.run([sys.executable, "-c", _CHILD, glob, engine, args.memory_limit, args.methods], capture_output=True,
                                text=True, timeout=args.timeout)
             wall = time.perf_counter() - t
             if r.returncode != 0:
@@ -79,9 +82,10 @@ def main() -> None:
                 continue
             o = json.loads(r.stdout.strip().splitlines()[-1])
             read = f"{o['read']:7.2f}" if "read" in o else f"{'-':>7}"
-            total = o.get("read", 0.0) + o["stats"] + o["anova"] + o["reml"]
-            print(f"{rows:>11,} {engine:>7} {read} {o['stats']:7.2f} {o['anova']:7.3f} {o['reml']:7.3f} {total:7.2f} "
-                  f"{o['peak_rss_mb']:8.0f}   (process {wall:.1f} s)", flush=True)
+            fits = [f"{o[m]:7.3f}" if m in o else f"{'-':>7}" for m in ("anova", "reml")]
+            total = o.get("read", 0.0) + o["stats"] + o.get("anova", 0.0) + o.get("reml", 0.0)
+            print(f"{rows:>11,} {engine:>7} {read} {o['stats']:7.2f} {' '.join(fits)} {total:7.2f} "
+                  f"{o['stats_peak_rss_mb']:16.0f} {o['peak_rss_mb']:14.0f}   (process {wall:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":
