@@ -415,21 +415,22 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
     yyc, yy_s, ssw_s = per_class("yyc"), per_class("yy"), per_class("ssw")
     size_cells = np.bincount(s_idx, weights=cells, minlength=n_s)
     # scenario level
-    labels_all = scen["scenario"].to_numpy(dtype=object)  # sorted by scenario within the unit
-    si = np.cumsum(np.r_[True, labels_all[1:] != labels_all[:-1]]) - 1
+    raw = scen["scenario"].to_numpy()  # sorted by scenario; native dtype (no Python object per row)
+    new = np.r_[True, raw[1:] != raw[:-1]]
+    si = np.cumsum(new) - 1
     n_scen = int(si.max()) + 1
     ss_idx = np.searchsorted(sizes_i, scen["n"].to_numpy(dtype=np.int64))
     key = si * n_s + ss_idx
-    dsc = _mask_bits(scen, n_words, k)
     scells = scen["cells"].to_numpy(dtype=np.float64)
+    words = [scen[f"w{w}"].to_numpy(dtype=np.int64) for w in range(n_words)]
     s_isk = np.zeros((n_scen * n_s, k))
-    for j in range(k):
-        s_isk[:, j] = np.bincount(key, weights=dsc[:, j] * scells, minlength=n_scen * n_s)
+    for j in range(k):  # one judge column at a time: no (rows, K) temporary
+        s_isk[:, j] = np.bincount(key, weights=((words[j // _WORD] >> (j % _WORD)) & 1) * scells,
+                                  minlength=n_scen * n_s)
     cnt_is = np.bincount(key, weights=scells, minlength=n_scen * n_s).reshape(n_scen, n_s)
     ys = np.bincount(key, weights=scen["ys"].to_numpy(dtype=np.float64), minlength=n_scen * n_s).reshape(n_scen, n_s)
-    new = np.r_[True, si[1:] != si[:-1]]
     scen_labels = np.empty(n_scen, dtype=object)
-    scen_labels[:] = labels_all[new].tolist()
+    scen_labels[:] = raw[new].tolist()
     gen_min = scen["gen_min"].to_numpy(dtype=object)
     # design
     judge_n = judges["n"].to_numpy(dtype=np.float64)
@@ -453,7 +454,7 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
         cand = bad[si[bad] == i0]
         gens = gen_min[cand].tolist()
         r = int(cand[gens.index(min(gens))])
-        absent = tuple(labels[j] for j in np.flatnonzero(dsc[r] == 0))
+        absent = tuple(labels[j] for j in range(k) if not (int(words[j // _WORD][r]) >> (j % _WORD)) & 1)
         first_missing = (scen_labels[i0], gen_min[r], absent)
     return CellStats(
         model=model, criterion=criterion, scenario_labels=scen_labels, judge_labels=labels, design=design,
