@@ -431,7 +431,7 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
     ys = np.bincount(key, weights=scen["ys"].to_numpy(dtype=np.float64), minlength=n_scen * n_s).reshape(n_scen, n_s)
     scen_labels = np.empty(n_scen, dtype=object)
     scen_labels[:] = raw[new].tolist()
-    gen_min = scen["gen_min"].to_numpy(dtype=object)
+    gen_min = scen["gen_min"].to_numpy()  # native dtype; the two labels used become Python values below
     # design
     judge_n = judges["n"].to_numpy(dtype=np.float64)
     n_obs = int(judge_n.sum())
@@ -446,7 +446,7 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
         balanced=bool(complete and (m_per == m_per[0]).all()),
     )
     first_rows = np.flatnonzero(si == 0)
-    first_cell = (scen_labels[0], min(gen_min[first_rows].tolist()))
+    first_cell = (scen_labels[0], min(gen_min[first_rows].tolist()))  # tolist(): Python values
     first_missing = None
     if not complete:
         bad = np.flatnonzero(scen["n"].to_numpy(dtype=np.int64) < k)
@@ -455,7 +455,7 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
         gens = gen_min[cand].tolist()
         r = int(cand[gens.index(min(gens))])
         absent = tuple(labels[j] for j in range(k) if not (int(words[j // _WORD][r]) >> (j % _WORD)) & 1)
-        first_missing = (scen_labels[i0], gen_min[r], absent)
+        first_missing = (scen_labels[i0], gens[gens.index(min(gens))], absent)
     return CellStats(
         model=model, criterion=criterion, scenario_labels=scen_labels, judge_labels=labels, design=design,
         shift=judges["shift"].to_numpy(dtype=np.float64), n_obs=n_obs, n_cells=n_cells, sizes=sizes,
