@@ -80,7 +80,7 @@ def main() -> None:
             if r.returncode != 0:
                 print(f"{rows:>11,} {engine:>7} failed: {r.stderr.strip().splitlines()[-1]}")
                 continue
-            o = json.loads(r.stdout.strip().splitlines()[-1])
+            o = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
             read = f"{o['read']:7.2f}" if "read" in o else f"{'-':>7}"
             fits = [f"{o[m]:7.3f}" if m in o else f"{'-':>7}" for m in ("anova", "reml")]
             total = o.get("read", 0.0) + o["stats"] + o.get("anova", 0.0) + o.get("reml", 0.0)

@@ -61,6 +61,7 @@ def connect(*, memory_limit: str | None = None, temp_directory: str | Path | Non
     """A DuckDB connection with the given limits (``memory_limit="2GB"``, spill folder, threads)."""
     duckdb = _import_duckdb()
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # library code writes nothing to the terminal
     if memory_limit is not None:
         con.execute(f"SET memory_limit = {_lit(memory_limit)}")
     if temp_directory is not None:
