@@ -124,14 +124,14 @@ def _message(fn) -> str:
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-@pytest.mark.parametrize("as_file", [False, True], ids=["dataframe", "parquet"])
+@pytest.mark.parametrize("as_file", ["dataframe", "parquet", "csv"])
 def test_every_read_scores_message_has_its_duckdb_twin(case, as_file, tmp_path):
     frame = BAD[case]()
-    if as_file:
-        source = tmp_path / "scores.parquet"
+    source = frame if as_file == "dataframe" else tmp_path / f"scores.{as_file}"
+    if as_file == "parquet":
         frame.to_parquet(source, index=False)
-    else:
-        source = frame
+    elif as_file == "csv":
+        frame.to_csv(source, index=False)
     expected = _message(lambda: build_stats(cj.read_scores(source)))
     assert _message(lambda: build_stats(source, engine="duckdb")) == expected
 
