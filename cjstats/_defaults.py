@@ -1,4 +1,4 @@
-"""Defaults shared by the library, the docs and the command line (one place, STYLE.md §10)."""
+"""Defaults shared by the library, the docs and the command line (one place; docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ __all__ = ["CI_LEVEL", "COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS
 #: Default level of every interval the package reports.
 CI_LEVEL: float = 0.95
 
-#: The estimand names of DESIGN.md §1, in report order. The ``component`` column holds only these.
+#: The estimand names the backends report, in report order (docs/estimands.md); the full registry of names
+#: is ``cjstats.components.ESTIMANDS``.
 COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
 
 #: Required columns of a score table, in canonical order.

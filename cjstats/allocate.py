@@ -29,9 +29,11 @@ import pandas as pd
 from scipy import optimize, stats
 
 from cjstats._validate import check_choice, check_number, check_positive_int
+from cjstats.allocation import Allocation
+from cjstats.allocation import p_best as _p_best
 from cjstats.exceptions import CjstatsError
 from cjstats.plan import COMPONENTS as _COMP
-from cjstats.plan import _fit_group, _largest_remainder, _rng
+from cjstats.plan import _largest_remainder, _rng, group_components
 from cjstats.variance import (
     _bisect_first,
     _first_true,
@@ -71,8 +73,8 @@ class _Inputs:
 
 
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
-    """The optimiser's view of one group (built on :func:`cjstats.plan._fit_group`, the one extractor)."""
-    g = _fit_group(fit, model, criterion, caller)
+    """The optimiser's view of one group (built on :func:`cjstats.plan.group_components`, the one extractor)."""
+    g = group_components(fit, model, criterion, caller)
     gen_ok = g.generation_identifiable
     point = np.array([g.estimates[c] for c in _COMP])
     lower = upper = None
@@ -205,87 +207,6 @@ def _free_judge_sentence(judge: str, caller: str, what: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- result
-@dataclass(frozen=True)
-class Allocation:
-    """The optimiser's answer: ranked designs, the recommendation and how sure we are.
-
-    Attributes
-    ----------
-    table : DataFrame
-        The best design of each (strategy, judges per generation), ranked: ``rank, strategy,
-        judges_per_generation, n, m, budget_per_scenario, calls, cost, max_cost, variance, se, variance_lower,
-        variance_upper, p_best`` (and ``p_reaches_target`` with a target SE). ``cost`` is the expected cost and
-        ``max_cost`` the most the design can cost (the budget binds on it). ``p_best`` is the probability,
-        under the components' uncertainty, that the design has the lowest variance among the rows (with a
-        target: that it is the cheapest row that reaches it).
-    strategies : DataFrame
-        One row per strategy (its best design) with the probability that the strategy is best.
-    designs : DataFrame
-        Every feasible design enumerated, with its predicted variance.
-    recommendation : Mapping
-        The first row of ``table`` as a dict.
-    frequencies : Mapping or None
-        Judge shares of the ``weighted`` strategy (Neyman/Cochran).
-    uncertainty : str
-        Where the intervals and probabilities come from: ``"posterior draws"``, ``"interval bounds"`` or
-        ``"none"``.
-    """
-
-    table: pd.DataFrame
-    strategies: pd.DataFrame
-    designs: pd.DataFrame
-    recommendation: Mapping[str, Any]
-    budget: float | None
-    budget_unit: str
-    target_se: float | None
-    k_total: int
-    n_max: int
-    components: Mapping[str, float]
-    judge_costs: Mapping[str, float]
-    generation_cost: float
-    frequencies: Mapping[str, float] | None
-    uncertainty: str
-    ci_level: float
-    model: str | None = None
-    criterion: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_frame(self) -> pd.DataFrame:
-        """A copy of the ranked table."""
-        return self.table.copy()
-
-    def as_text(self) -> str:
-        who = "" if self.model is None else f" for model '{self.model}'" + (
-            "" if self.criterion is None else f", criterion '{self.criterion}'")
-        goals = ([f"budget {self.budget:g} {self.budget_unit}"] if self.budget is not None else []) + (
-            [f"target SE {self.target_se:g}"] if self.target_se is not None else [])
-        goal = ", ".join(goals)
-        r = self.recommendation
-        pct = f"{int(round(100 * self.ci_level))}%"
-        ival = ("" if not math.isfinite(r["variance_lower"]) else
-                f" (SE {pct} interval [{math.sqrt(r['variance_lower']):.4g}, {math.sqrt(r['variance_upper']):.4g}])")
-        lines = [f"Allocation{who}: {goal}; K_tot = {self.k_total} judges; up to {self.n_max} scenarios",
-                 f"Recommended: {r['strategy']}, {r['judges_per_generation']} judge(s) per generation, "
-                 f"n = {r['n']} scenarios x m = {r['m']} generations = {r['calls']} calls (cost {r['cost']:g}"
-                 + (f", at most {r['max_cost']:g}" if r["max_cost"] > r["cost"] * (1 + _TOL) else "") + "); "
-                 f"predicted SE {r['se']:.4g}{ival}; P(best) = {r['p_best']:.2f}",
-                 "", "Best design per strategy (uncertainty: " + self.uncertainty + ")"]
-        cols = ["strategy", "judges_per_generation", "n", "m", "calls", "cost", "max_cost", "se", "variance_lower",
-                "variance_upper", "p_best"]
-        show = self.strategies[[c for c in cols if c in self.strategies.columns]].copy()
-        show["se_lower"] = np.sqrt(show.pop("variance_lower"))
-        show["se_upper"] = np.sqrt(show.pop("variance_upper"))
-        lines.append(show.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        if self.frequencies:
-            lines += ["", "Weighted judge shares (Neyman/Cochran): " +
-                      ", ".join(f"{k} {v:.3f}" for k, v in self.frequencies.items())]
-        return "\n".join([*lines, *([""] + list(self.notes) if self.notes else [])])
-
-    def __str__(self) -> str:
-        return self.as_text()
-
-
-# ------------------------------------------------------------------------------------------- optimiser
 def _design_costs(strategy: str, k: int, n: np.ndarray, m: np.ndarray, prices: np.ndarray,
                   cg: float) -> tuple[np.ndarray, np.ndarray]:
     """(expected cost, maximum cost) of n scenarios x m generations with k judges per generation.
@@ -483,6 +404,32 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
                                 criterion=criterion, m_max=m_max, residual_by_judge=residual_by_judge,
                                 strategies=strategies, seed=seed)
     # --- end of the ordinal dispatch ------------------------------------------------------------------------
+    budget, target_se, cg, n_draws = _check_targets(budget, target_se, generation_cost, n_draws, caller)
+    rng = _rng(seed, caller)
+    pb = _problem(fit, model=model, criterion=criterion, budget=budget, target_se=target_se, cg=cg,
+                  judge_costs=judge_costs, k_total=k_total, n_max=n_max, m_max=m_max,
+                  residual_by_judge=residual_by_judge, strategies=strategies, caller=caller)
+    designs = _enumerate_designs(pb, caller)
+    designs, table = _rank_designs(designs, pb.target_v)
+    table, strat, uncertainty = _with_uncertainty(table, pb, n_draws, rng)
+    designs = designs[["strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
+                       "max_cost", "variance", "se"]]
+    rec = {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
+    notes = pb.notes + _closing_notes(uncertainty, pb)
+    inp = pb.inp
+    return Allocation(table=table, strategies=strat, designs=designs, recommendation=rec, budget=budget,
+                      budget_unit=pb.unit, target_se=target_se, k_total=pb.kt, n_max=pb.nmax,
+                      components=dict(zip(_COMP, map(float, inp.point))),
+                      judge_costs=dict(zip(pb.names, map(float, pb.prices))), generation_cost=cg,
+                      frequencies=None if pb.shares is None else dict(zip(pb.names, map(float, pb.shares))),
+                      uncertainty=uncertainty, ci_level=inp.ci_level, model=inp.model, criterion=inp.criterion,
+                      notes=tuple(notes))
+
+
+# ------------------------------------------------------------------------------ the optimiser's steps
+def _check_targets(budget: float | None, target_se: float | None, generation_cost: float, n_draws: int,
+                   caller: str) -> tuple[float | None, float | None, float, int]:
+    """Step 1: the budget and/or target SE, the generation cost and the number of draws, validated."""
     if budget is None and target_se is None:
         raise CjstatsError(f"{caller} needs a budget (calls or money) or a target_se to aim for.")
     if budget is not None:
@@ -495,7 +442,35 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
             raise CjstatsError(f"The 'target_se' argument of {caller} must be positive. Got {target_se!r} instead.")
     cg = check_number("generation_cost", generation_cost, caller=caller, minimum=0.0)
     n_draws = check_positive_int("n_draws", n_draws, caller=caller, minimum=10)
-    rng = _rng(seed, caller)
+    return budget, target_se, cg, n_draws
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What the optimiser searches over: the components, the panel and its prices, the limits and strategies."""
+
+    inp: _Inputs
+    names: list[str]
+    prices: np.ndarray
+    kt: int
+    nmax: int
+    m_cap: int
+    rho: np.ndarray
+    unit: str
+    strategies: list[str]
+    shares: np.ndarray | None
+    budget: float | None
+    target_se: float | None
+    target_v: float | None
+    cg: float
+    notes: list[str]
+
+
+def _problem(fit: Any, *, model: str | None, criterion: str | None, budget: float | None, target_se: float | None,
+             cg: float, judge_costs: Mapping[str, float] | None, k_total: int | None, n_max: int | None,
+             m_max: int | None, residual_by_judge: Mapping[str, float] | None, strategies: Sequence[str] | None,
+             caller: str) -> _Problem:
+    """Step 2: the components of the fit, the panel and prices, limits on n and m, and the strategies to compare."""
     inp = _inputs(fit, model, criterion, caller)
     names, prices = _costs(judge_costs, inp.judges, k_total, caller)
     kt = len(names)
@@ -522,7 +497,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
                      f"residual ({inp.point[2]:.4g})" + ("; its interval is scaled in proportion."
                                                          if inp.lower is not None or inp.draws is not None else "."))
         inp = _with_residual(inp, mean)
-    s2a, s2b, s2e, _ = inp.point
+    _s2a, s2b, s2e, _ = inp.point
     unit = "calls" if judge_costs is None and cg == 0 else "money"
     if cg + prices.mean() <= 0:
         raise CjstatsError(f"Every judge price given to {caller} is 0 and generation_cost is 0, so designs cost "
@@ -545,15 +520,24 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     sd = np.sqrt(s2b + rho * s2e)
     shares = neyman_shares(np.where(sd > 0, sd, 1.0), prices, generation_cost=cg) \
         if "weighted" in strategies else None
-    target_v = None if target_se is None else target_se ** 2
+    return _Problem(inp=inp, names=names, prices=prices, kt=kt, nmax=nmax, m_cap=m_cap, rho=rho, unit=unit,
+                    strategies=strategies, shares=shares, budget=budget, target_se=target_se,
+                    target_v=None if target_se is None else target_se ** 2, cg=cg, notes=notes)
+
+
+def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
+    """Step 3: every feasible design of every strategy with its predicted variance (within budget / target)."""
+    inp, budget, target_v, target_se, unit, nmax = pb.inp, pb.budget, pb.target_v, pb.target_se, pb.unit, pb.nmax
+    s2a = inp.point[0]
     n = np.arange(1, nmax + 1, dtype=float)
     frames = []
-    for s in strategies:
+    for s in pb.strategies:
         if s == "weighted":
-            frames.append(_weighted_designs(n, shares, prices + cg, rho, inp.point, budget, target_v, m_cap))
+            frames.append(_weighted_designs(n, pb.shares, pb.prices + pb.cg, pb.rho, inp.point, budget, target_v,
+                                            pb.m_cap))
             continue
-        for k in ({"all": [kt]}.get(s) or range(1, max(kt, 2))):
-            frames.append(_uniform_designs(s, k, n, inp, kt, prices, cg, budget, target_v, m_cap))
+        for k in ({"all": [pb.kt]}.get(s) or range(1, max(pb.kt, 2))):
+            frames.append(_uniform_designs(s, k, n, inp, pb.kt, pb.prices, pb.cg, budget, target_v, pb.m_cap))
     frames = [f for f in frames if f is not None and not f.empty]
     designs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if not designs.empty:
@@ -576,11 +560,16 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
                 raise CjstatsError(f"No design reaches target_se={target_se:g} with at most {nmax} scenarios: the "
                                    f"scenario term alone gives SE {math.sqrt(s2a / nmax):.4g} at n = {nmax}.")
             raise CjstatsError(f"No design reaches target_se={target_se:g} with at most {nmax} scenarios and "
-                               f"{m_cap} generation(s) each" + (" (generation is not identifiable)"
-                                                                if not inp.generation_identifiable else "")
+                               f"{pb.m_cap} generation(s) each" + (" (generation is not identifiable)"
+                                                                   if not inp.generation_identifiable else "")
                                + "; allow more generations per scenario (m_max) or aim for a larger SE.")
         raise CjstatsError(f"The budget {budget:g} {unit} of {caller} does not pay for one generation of one "
                            f"scenario with the chosen strategies; raise it.")
+    return designs
+
+
+def _rank_designs(designs: pd.DataFrame, target_v: float | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Step 4: designs ranked (lowest variance, or cheapest reaching the target); the best of each strategy x k."""
     designs = designs.copy()
     designs["se"] = np.sqrt(designs["variance"])
     designs["budget_per_scenario"] = designs["m"] * designs["judges_per_generation"]
@@ -591,7 +580,13 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
         designs = designs.sort_values(["cost", "max_cost", "variance"], kind="stable")
     designs = designs.reset_index(drop=True)
     table = designs.drop_duplicates(["strategy", "judges_per_generation"], keep="first").reset_index(drop=True)
-    # uncertainty ---------------------------------------------------------------------------------------
+    return designs, table
+
+
+def _with_uncertainty(table: pd.DataFrame, pb: _Problem, n_draws: int, rng: np.random.Generator
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Step 5: intervals on each row's variance and P(best), from draws, interval bounds or nothing."""
+    inp, target_v = pb.inp, pb.target_v
     if inp.draws is not None:
         draws, uncertainty = inp.draws, "posterior draws"
     elif inp.lower is not None:
@@ -617,43 +612,27 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     keep = ["rank", "strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
             "max_cost", "variance", "se", "variance_lower", "variance_upper", "p_best"] + \
         (["p_reaches_target"] if target_v is not None else [])
-    table, strat = table[keep], strat[keep]
-    designs = designs[["strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
-                       "max_cost", "variance", "se"]]
-    rec = {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
+    return table[keep], strat[keep], uncertainty
+
+
+def _closing_notes(uncertainty: str, pb: _Problem) -> list[str]:
+    """Step 6: what the reader of the table needs to know about intervals, costs and the weighted strategy."""
+    notes = []
     if uncertainty == "interval bounds":
         notes.append("Intervals: the predicted variance at the components' interval bounds (it increases in "
                      "every component); P(best): approximate draws, one scaled chi-square law per component "
                      "matched to its interval, drawn independently.")
-    if unit == "money":
+    if pb.unit == "money":
         notes.append("cost is the expected cost and max_cost the most a design can cost (cyclic: the calls mod "
                      "K_tot extra calls of the rotation on the dearest judges; random: every call on the dearest "
                      "judges); a design is within budget only when its max_cost is.")
-    if "weighted" in strategies:
+    if "weighted" in pb.strategies:
         notes.append("weighted: one judge per generation at Neyman/Cochran frequencies, analysed with the "
                      "post-stratified mean (cjstats.allocate.poststratified_mean); realise it with "
                      "cyclic_schedule(..., shares=allocation.frequencies). Its scenario term sigma2_alpha/n assumes "
                      "each judge's calls spread over the scenarios in proportion (the weighted round robin does, "
                      "+-1 call); realised_variance gives the exact value of a concrete schedule.")
-    return Allocation(table=table, strategies=strat, designs=designs, recommendation=rec, budget=budget,
-                      budget_unit=unit, target_se=target_se, k_total=kt, n_max=nmax,
-                      components=dict(zip(_COMP, map(float, inp.point))),
-                      judge_costs=dict(zip(names, map(float, prices))), generation_cost=cg,
-                      frequencies=None if shares is None else dict(zip(names, map(float, shares))),
-                      uncertainty=uncertainty, ci_level=inp.ci_level, model=inp.model, criterion=inp.criterion,
-                      notes=tuple(notes))
-
-
-def _p_best(vd: np.ndarray, cost: np.ndarray, target_v: float | None) -> np.ndarray:
-    """Share of draws in which each row wins (ties split): lowest variance, or cheapest reaching the target."""
-    if target_v is None:
-        score = vd
-    else:
-        score = np.where(vd <= target_v, cost[:, None], np.inf)
-    best = score.min(axis=0)
-    win = (score <= best * (1 + 1e-9) + 1e-300) & np.isfinite(best)
-    cnt = win.sum(axis=0)
-    return np.where(cnt > 0, win / np.maximum(cnt, 1), 0.0).mean(axis=1)
+    return notes
 
 
 # -------------------------------------------------------------------------------- cost-weighted allocation
@@ -826,7 +805,7 @@ def allocation_section(fit: Any) -> str:
     rows = []
     for key in t[keys].drop_duplicates().itertuples(index=False):
         sel = dict(zip(keys, key))
-        g = _fit_group(fit, sel["model"], sel.get("criterion"), "allocation_section")
+        g = group_components(fit, sel["model"], sel.get("criterion"), "allocation_section")
         est = g.estimates
         n, kt = g.n_scenarios, g.n_judges
         s2a = est["scenario"] + (est["generation"] if g.generation_identifiable else 0.0)

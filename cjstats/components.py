@@ -1,9 +1,15 @@
-"""The one result type that every estimator backend returns.
+"""The one result type that every estimator backend returns, and the estimand registry.
 
 :class:`VarianceComponents` is immutable and built once, in full, by a backend. The variance and allocation
 layers accept it and never ask which backend made it. Its ``components`` table is tidy: one row per
-(model, [criterion], component), where ``component`` is one of the estimand names of DESIGN.md
-(``mu, scenario, generation, residual, judge_panel, judge_population``).
+(model, [criterion], component), where ``component`` is a registered estimand name (:data:`ESTIMANDS`;
+the backends report ``mu, scenario, generation, residual, judge_panel, judge_population``). New names
+(``judge_model``, ``model_scenario``, ...) are registered with :func:`register_estimand`, not hard-coded.
+
+Each group also carries the covariance of its location estimates (mu and the judge offsets gamma[l]) as a
+:class:`ParameterCovariance` (or their draws, for a sampling backend), so that any linear contrast, within a
+group or across groups, is one generic method: :meth:`VarianceComponents.contrast` (statsmodels'
+``t_test`` on results is the model).
 
 Which view of the judges a number takes is a column (``view``): ``fixed`` means the panel in the data is
 the population of interest (the paper's sigma2_gamma and every variance computed with judges as fixed
@@ -21,11 +27,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["VarianceComponents", "ComponentRow", "COMPONENT_COLUMNS", "OFFSET_COLUMNS", "Summary",
-           "build_components_frame", "build_offsets_frame"]
+           "build_components_frame", "build_offsets_frame", "Estimand", "ESTIMANDS", "register_estimand",
+           "ParameterCovariance", "CONTRAST_COLUMNS"]
 
 Method = Literal["anova", "reml", "bayes"]
 
@@ -40,6 +46,106 @@ OFFSET_COLUMNS: tuple[str, ...] = (
 )
 
 _NAN = float("nan")
+
+
+# ----------------------------------------------------------------------------------------------- estimands
+@dataclass(frozen=True, slots=True)
+class Estimand:
+    """A named quantity a backend may report: its meaning, the view of the judges it takes, and its kind."""
+
+    name: str
+    meaning: str
+    view: Literal["fixed", "random", "either"] = "fixed"
+    kind: Literal["variance", "mean", "contrast"] = "variance"
+
+
+#: The registry of estimand names: name -> :class:`Estimand`. The ``component`` column holds only these.
+ESTIMANDS: dict[str, Estimand] = {}
+
+
+def register_estimand(name: str, meaning: str, *, view: Literal["fixed", "random", "either"] = "fixed",
+                      kind: Literal["variance", "mean", "contrast"] = "variance") -> Estimand:
+    """Register an estimand name with its meaning (re-registering the same name replaces it)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise CjstatsError(f"The 'name' argument of register_estimand must be an identifier such as 'judge_model'. "
+                           f"Got {name!r} instead.")
+    est = Estimand(name, meaning, view, kind)
+    ESTIMANDS[name] = est
+    return est
+
+
+for _name, _meaning, _view, _kind in (
+    ("mu", "the panel mean: mean over the panel's judges of the expected score of a new scenario", "fixed", "mean"),
+    ("scenario", "sigma2_alpha: variance of the scenario effects alpha_i", "fixed", "variance"),
+    ("generation", "sigma2_beta: variance of the generation-within-scenario effects beta_ij", "fixed", "variance"),
+    ("residual", "sigma2_eps: variance of a single judge call around its cell and judge means", "fixed", "variance"),
+    ("judge_panel", "(1/K) sum_l gamma_l^2: judge-offset variance of the panel in the data (judges fixed)", "fixed",
+     "variance"),
+    ("judge_population", "variance of the distribution the judges are drawn from (judges random)", "random",
+     "variance"),
+    ("model_scenario", "variance of (alpha p)_pi: how differently models find the same scenario hard", "fixed",
+     "variance"),
+    ("judge_model", "the judge x model interaction: mean of (gamma p)_pl^2 over the panel and models (fixed) or its "
+                    "random-effect variance (random)", "either", "variance"),
+):
+    register_estimand(_name, _meaning, view=_view, kind=_kind)
+
+
+# ------------------------------------------------------------------------------------ location covariance
+#: Columns of :meth:`VarianceComponents.contrast`.
+CONTRAST_COLUMNS: tuple[str, ...] = ("contrast", "estimate", "std_error", "df", "statistic", "p_value", "lower",
+                                     "upper", "ci_level", "ci_method")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ParameterCovariance:
+    """Estimates of one group's location parameters (``mu``, ``gamma[l]``) with their covariance.
+
+    Attributes
+    ----------
+    params : tuple of str
+        Parameter names: ``"mu"`` then ``"gamma[<judge>]"`` per judge.
+    estimate : ndarray (P,)
+        The estimates (posterior means for a sampling backend).
+    cov : ndarray (P, P)
+        Their covariance (the posterior covariance for a sampling backend).
+    dcov : ndarray (Q, P, P), optional
+        Derivatives of ``cov`` with respect to Q variance parameters phi, and
+    var_cov : ndarray (Q, Q), optional
+        the covariance of phi_hat: together they give Satterthwaite degrees of freedom for any contrast c,
+        nu = 2 (c'Sigma c)^2 / (g' A g) with g_j = c' dSigma/dphi_j c (lmerTest's rule; with independent mean
+        squares it is the Welch-Satterthwaite formula).
+    draws : ndarray (S, P), optional
+        Posterior draws; when present, contrasts use them (equal-tailed intervals).
+    df_fallback : float
+        Degrees of freedom used when ``dcov`` is absent or the formula is undefined (inf: normal).
+    """
+
+    params: tuple[str, ...]
+    estimate: np.ndarray
+    cov: np.ndarray
+    dcov: np.ndarray | None = None
+    var_cov: np.ndarray | None = None
+    draws: np.ndarray | None = None
+    df_fallback: float = math.inf
+
+    def frame(self) -> pd.DataFrame:
+        """The covariance as a labelled DataFrame."""
+        return pd.DataFrame(self.cov, index=list(self.params), columns=list(self.params))
+
+    def variance(self, c: np.ndarray) -> float:
+        """Var(c'theta_hat) = c' Sigma c."""
+        return float(c @ self.cov @ c)
+
+    def df(self, c: np.ndarray) -> float:
+        """Satterthwaite degrees of freedom of c'theta_hat (see the class docstring)."""
+        if self.dcov is None or self.var_cov is None:
+            return float(self.df_fallback)
+        v = self.variance(c)
+        g = np.einsum("p,qpr,r->q", c, self.dcov, c)
+        den = float(g @ self.var_cov @ g)
+        nu = 2.0 * v * v / den if den > 0 else math.inf
+        return float(nu) if math.isfinite(nu) and nu > 0 else float(self.df_fallback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +165,13 @@ class ComponentRow:
     note: str = ""
 
     def __post_init__(self) -> None:
-        if self.component not in COMPONENTS:
-            raise CjstatsError(f"Unknown component '{self.component}' (known: {', '.join(COMPONENTS)}).")
+        if self.component not in ESTIMANDS:
+            raise CjstatsError(f"Unknown component '{self.component}' (registered: {', '.join(ESTIMANDS)}); "
+                               f"register it with cjstats.components.register_estimand.")
 
     @classmethod
     def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> ComponentRow:
-        """A row with no number, carrying the reason (STYLE.md §5)."""
+        """A row with no number, carrying the reason (docs/architecture.md, Estimands)."""
         return cls(component, _NAN, identifiable=False, note=reason, view=view)
 
 
@@ -223,6 +330,7 @@ class VarianceComponents:
     draws: pd.DataFrame | None = None
     posterior: Mapping[str, Any] | None = None
     scale: Literal["score", "latent"] = "score"
+    covariance: Mapping[str, ParameterCovariance] | None = None
 
     @property
     def has_criterion(self) -> bool:
@@ -261,6 +369,130 @@ class VarianceComponents:
         if rows.empty:
             raise CjstatsError(f"This fit has no model '{model}' (models: {', '.join(map(str, models))}).")
         return dict(zip(rows["component"], rows["estimate"].astype(float)))
+
+    def _group_key(self, model: str | None, criterion: str | None) -> str:
+        model, criterion = self.resolve_group(model, criterion)
+        return model if criterion is None else f"{model} / {criterion}"
+
+    def _covariance_of(self, key: str) -> ParameterCovariance:
+        if not self.covariance or key not in self.covariance:
+            raise CjstatsError(f"This fit carries no covariance of the location estimates for '{key}'; refit it with "
+                               f"cjstats.estimate.")
+        return self.covariance[key]
+
+    def parameter_covariance(self, model: str | None = None, criterion: str | None = None) -> pd.DataFrame:
+        """Covariance of one group's location estimates (``mu``, ``gamma[<judge>]``) as a labelled DataFrame."""
+        return self._covariance_of(self._group_key(model, criterion)).frame()
+
+    def contrast(self, weights: Mapping[Any, float], *, model: str | None = None, criterion: str | None = None,
+                 level: float | None = None, name: str | None = None) -> pd.DataFrame:
+        r"""Any linear contrast of the location estimates, with standard error, test and interval.
+
+        Parameters
+        ----------
+        weights : mapping
+            Either ``{param: weight}`` within one group (``param`` is ``"mu"`` or ``"gamma[<judge>]"``; the group
+            from ``model``/``criterion``), or ``{(group, param): weight}`` across groups, ``group`` being a key of
+            ``diagnostics`` (``"model"`` or ``"model / criterion"``). Groups are fitted independently, so their
+            estimates are independent.
+        level : float, optional
+            Interval level; default the fit's ``ci_level``.
+        name : str, optional
+            Label of the row (default: the weights written out).
+
+        Returns
+        -------
+        DataFrame
+            One row with columns :data:`CONTRAST_COLUMNS`. With covariances: estimate c'theta, standard error
+            sqrt(c'Sigma c), Satterthwaite df nu (across groups: nu = V^2 / sum_g V_g^2/nu_g), statistic
+            t = estimate/SE, two-sided p-value and the t interval. With draws (Bayes): the posterior mean and
+            standard deviation of the contrast's draws and its equal-tailed interval (df, statistic and p-value NaN).
+
+        Examples
+        --------
+        >>> import cjstats as cj
+        >>> fit = cj.estimate(cj.datasets.load("hanna"), method="anova")
+        >>> row = fit.contrast({"gamma[GPT-4]": 1, "gamma[Llama-3-70B]": -1}, model="GPT")  # doctest: +SKIP
+        """
+        from scipy import special
+
+        from cjstats._validate import resolve_ci_level
+
+        lvl = float(self.ci_level) if level is None else resolve_ci_level(level)
+        if not isinstance(weights, Mapping) or not weights:
+            raise CjstatsError("The 'weights' argument of contrast must be a non-empty mapping such as "
+                               "{'gamma[a]': 1, 'gamma[b]': -1}.")
+        keys = list(weights)
+        across = all(isinstance(k, tuple) and len(k) == 2 for k in keys)
+        if not across:
+            if any(isinstance(k, tuple) for k in keys):
+                raise CjstatsError("The 'weights' argument of contrast mixes (group, param) keys with plain param keys; "
+                                   "use one form.")
+            gk = self._group_key(model, criterion)
+            keys = [(gk, k) for k in keys]
+        per_group: dict[str, np.ndarray] = {}
+        for (gk, param), w in zip(keys, weights.values()):
+            pc = self._covariance_of(str(gk))
+            if param not in pc.params:
+                raise CjstatsError(f"Group '{gk}' has no parameter '{param}' (parameters: {', '.join(pc.params)}).")
+            c = per_group.setdefault(str(gk), np.zeros(len(pc.params)))
+            c[pc.params.index(param)] += float(w)
+        label = name or " + ".join(f"{w:g}*{k if across else k[1]}" for k, w in zip(
+            list(weights) if across else keys, weights.values()))
+        a = (1.0 - lvl) / 2.0
+        pcs = {gk: self._covariance_of(gk) for gk in per_group}
+        est = sum(float(c @ pcs[gk].estimate) for gk, c in per_group.items())
+        if all(pcs[gk].draws is not None for gk in per_group):
+            n = min(pcs[gk].draws.shape[0] for gk in per_group)
+            x = sum(pcs[gk].draws[:n] @ c for gk, c in per_group.items())
+            lo, hi = np.quantile(x, [a, 1.0 - a])
+            row = (label, float(np.mean(x)), float(np.std(x, ddof=1)), _NAN, _NAN, _NAN, float(lo), float(hi), lvl,
+                   "posterior ETI")
+        else:
+            parts = [(pcs[gk].variance(c), pcs[gk].df(c)) for gk, c in per_group.items()]
+            var = sum(v for v, _ in parts)
+            den = sum(v * v / d for v, d in parts if v > 0 and math.isfinite(d))
+            df = var * var / den if den > 0 else math.inf
+            se = math.sqrt(max(var, 0.0))
+            tq = float(special.stdtrit(df, 1.0 - a)) if math.isfinite(df) else float(special.ndtri(1.0 - a))
+            stat = est / se if se > 0 else _NAN
+            p = (2.0 * float(special.stdtr(df, -abs(stat))) if math.isfinite(df) else
+                 2.0 * float(special.ndtr(-abs(stat)))) if se > 0 else _NAN
+            row = (label, est, se, df, stat, p, est - tq * se, est + tq * se, lvl, "t (Satterthwaite df)")
+        return pd.DataFrame([row], columns=list(CONTRAST_COLUMNS))
+
+    def posterior_tree(self) -> Any:
+        """Every group's posterior as ONE ArviZ ``DataTree`` with a ``group`` dimension (for sampling backends).
+
+        Each of the ``posterior`` and ``sample_stats`` groups stacks the per-group datasets of :attr:`posterior`
+        along a ``group`` dimension whose coordinate is the group key (``"model"`` or ``"model / criterion"``)
+        and which carries ``model`` (and ``criterion``) coordinates; judges are aligned by label (a judge a group
+        lacks is NaN there). ArviZ functions accept it, e.g. ``az.summary(fit.posterior_tree())``.
+        """
+        import xarray as xr
+
+        if not self.posterior:
+            raise CjstatsError(f"This fit (method '{self.method}') keeps no posterior; posterior_tree needs a "
+                               f"sampling backend such as method='bayes'.")
+        keys = list(self.posterior)
+        models, crits = [], []
+        for key in keys:
+            model, _, crit = key.partition(" / ")
+            models.append(model)
+            crits.append(crit)
+        children = {}
+        for name in ("posterior", "sample_stats"):
+            parts = [self.posterior[k][name].to_dataset() for k in keys if name in self.posterior[k].children]
+            if len(parts) != len(keys):
+                continue
+            ds = xr.concat(parts, dim="group", join="outer", combine_attrs="drop_conflicts")
+            coords = {"group": keys, "model": ("group", models)}
+            if self.has_criterion:
+                coords["criterion"] = ("group", crits)
+            children[name] = ds.assign_coords(coords)
+        tree = xr.DataTree.from_dict(children)
+        tree.attrs.update({"modeling_interface": "cjstats", "method": self.method, "scale": self.scale})
+        return tree
 
     def summary(self) -> Summary:
         """A printable summary (text, markdown, HTML)."""

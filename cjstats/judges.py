@@ -15,7 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from cjstats._validate import check_choice, resolve_ci_level
-from cjstats.estimators._base import check_estimable
+from cjstats.estimators.base import check_estimable
 from cjstats.estimators.anova import complete_cells, judge_f_test as _f_test, mean_squares
 from cjstats.scores import Scores
 

@@ -32,7 +32,8 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["cyclic_schedule", "random_schedule", "all_judges_schedule", "apportion", "schedule_audit",
-           "ScheduleAudit", "realised_variance", "RealisedVariance", "SCHEDULE_COLUMNS", "COMPONENTS"]
+           "ScheduleAudit", "realised_variance", "RealisedVariance", "SCHEDULE_COLUMNS", "COMPONENTS",
+           "GroupComponents", "group_components"]
 
 #: Columns of every schedule (``model`` is inserted first when models are given).
 SCHEDULE_COLUMNS: tuple[str, ...] = ("scenario", "generation", "judge")
@@ -526,8 +527,11 @@ COMPONENTS: tuple[str, ...] = ("scenario", "generation", "residual", "judge_pane
 
 
 @dataclass(frozen=True)
-class _FitGroup:
-    """One (model, criterion) group of a fit, or a plain mapping of components: what the decision layer reads.
+class GroupComponents:
+    """The public input of the decision layer: one (model, criterion) group of a fit, or a plain mapping.
+
+    Build it with :func:`group_components` (from a :class:`~cjstats.VarianceComponents` or a mapping of the four
+    components); ``plan``, ``allocate`` and the CLI read only this, never the backend that made the fit.
 
     ``estimates`` holds the four :data:`COMPONENTS` (``generation`` is NaN when not identifiable); ``lower`` and
     ``upper`` their interval bounds and ``draws`` (S, 4) posterior draws when a fit has them; ``judges`` and
@@ -558,8 +562,12 @@ def _select(frame: pd.DataFrame, model: str, criterion: str | None) -> pd.Series
     return sel
 
 
-def _fit_group(components: Any, model: str | None, criterion: str | None, caller: str) -> _FitGroup:
+def group_components(components: Any, model: str | None = None, criterion: str | None = None,
+                     caller: str = "group_components") -> GroupComponents:
     """The components of one group of a VarianceComponents result or of a mapping (the ONE extractor).
+
+    A latent-scale fit (``fit.scale == "latent"``, the ordinal model) is refused: the closed forms need
+    score-scale variances.
 
     A mapping must give the four components as real numbers >= 0 (``generation`` may be NaN: not identifiable).
     """
@@ -580,7 +588,7 @@ def _fit_group(components: Any, model: str | None, criterion: str | None, caller
                 raise CjstatsError(f"The '{c}' component passed to {caller} must be a finite variance >= 0{nan}. "
                                    f"Got {v!r} instead.")
             est[c] = float(v)
-        return _FitGroup(estimates=est, model=model, criterion=criterion)
+        return GroupComponents(estimates=est, model=model, criterion=criterion)
     if not isinstance(components, VarianceComponents):
         raise CjstatsError(f"The 'components' argument of {caller} must be a VarianceComponents result (from "
                            f"cjstats.estimate) or a mapping such as {{'scenario': 1.5, 'generation': 0.27, "
@@ -606,9 +614,14 @@ def _fit_group(components: Any, model: str | None, criterion: str | None, caller
     des = fit.design[_select(fit.design, model, criterion)]
     n_scen = int(des["n_scenarios"].iloc[0]) if not des.empty else None
     n_judges = int(des["n_judges"].iloc[0]) if not des.empty else None
-    return _FitGroup(estimates=est, lower=lower, upper=upper, ci_level=float(fit.ci_level), draws=draws,
+    return GroupComponents(estimates=est, lower=lower, upper=upper, ci_level=float(fit.ci_level), draws=draws,
                      judges=list(offsets) if offsets else None, offsets=offsets, n_scenarios=n_scen,
                      n_judges=n_judges, model=model, criterion=criterion)
+
+
+#: Former private names, kept for callers written against them.
+_FitGroup = GroupComponents
+_fit_group = group_components
 
 
 def _completed_mask(values: Any, caller: str) -> np.ndarray:
@@ -675,7 +688,7 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     estimator = check_choice("estimator", estimator, ("mean", "poststratified"), caller=caller)
     judge_view = check_choice("judge_view", judge_view, ("exchangeable", "fixed"), caller=caller)
     _check_schedule(schedule, caller)
-    group = _fit_group(components, model, criterion, caller)
+    group = group_components(components, model, criterion, caller)
     comps, fit_judges, fit_offsets = group.estimates, group.judges, group.offsets
     need = COMPONENTS
     rows, _ = _one_model(schedule, model, caller)

@@ -7,7 +7,7 @@ and continuous; the paper's Limitations section ("Linear model approximation") n
 bounded ordinal variables, that a cumulative-link mixed model would fit them properly, and that such a model
 "does not yield the closed-form variance decomposition that our allocation analysis relies on". This module
 replaces the closed form by simulation: for ``likelihood="ordinal"`` fits (:mod:`cjstats.estimators.bayes`,
-model in :mod:`cjstats.estimators._bayes_ordinal`) the variance of the benchmark score of a candidate design is
+model in :mod:`cjstats.estimators.bayes.ordinal`) the variance of the benchmark score of a candidate design is
 predicted by simulating new scores, on the SCORE scale, from the posterior.
 
 Simulation scheme, for one posterior draw d (cutpoints c, panel offsets gamma_1..gamma_K, sigma_alpha^2,
@@ -26,7 +26,7 @@ n scenarios, m generations, k judges per generation), repeated ``n_sims`` times:
 4. the benchmark score is the mean of the n m k observed scores, X_bar.
 
 The estimand is the panel-mean score of the draw, mu_d = (1/K) sum_l E[Y | new scenario and generation, judge
-l] (:func:`cjstats.estimators._bayes_ordinal.expected_score` without the location shift), and the predicted
+l] (:func:`cjstats.estimators.bayes.ordinal.expected_score` without the location shift), and the predicted
 variance of the design under draw d is the Monte Carlo mean of (X_bar - mu_d)^2 over the simulations: the mean
 squared error around the panel mean, which is Var(X_bar) for the unbiased strategies and, as in
 Proposition 1, includes the sigma_alpha^2/n scenario term. Across the draws (an evenly spaced subsample of
@@ -170,7 +170,7 @@ def _designs_frame(designs: Any, k_total: int, gen_ok: bool, caller: str) -> pd.
 
 # ------------------------------------------------------------------------------------------ simulation
 def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
-    from cjstats.estimators._bayes_ordinal import expected_score
+    from cjstats.estimators.bayes.ordinal import expected_score
 
     s2 = np.asarray(params["s2_scenario"], dtype=np.float64) + np.asarray(params["s2_generation"], dtype=np.float64)
     return expected_score(np.asarray(params["cutpoints"], dtype=np.float64),
@@ -345,7 +345,8 @@ def optimise_ordinal(fit: Any, *, budget: float | None = None, k_total: int | No
     is the share of draws in which a row has the smallest simulated variance.
     """
     from cjstats._validate import check_choice, check_number, check_positive_int
-    from cjstats.allocate import Allocation, _p_best
+    from cjstats.allocation import Allocation
+    from cjstats.allocation import p_best as _p_best
 
     caller = "optimise"
     if judge_costs is not None:

@@ -1,12 +1,12 @@
 """Closed-form variances of the benchmark score: Proposition 1, strategies A/B/C, App. D-F, costs and power.
 
-Pure functions (STYLE.md §8): floats in, floats out (the pool predictions of App. F take one numpy array),
+Pure functions (docs/architecture.md, conventions): floats in, floats out (the pool predictions of App. F take one numpy array),
 no pandas, no I/O, no fitting. Notation of the paper (Eq. 1, ``eq:model``):
 
     X_ijl = mu + alpha_i + beta_ij + gamma_l + eps_ijl
 
 ``s2_scenario`` = sigma2_alpha, ``s2_generation`` = sigma2_beta, ``s2_residual`` = sigma2_eps and
-``s2_judge_panel`` = sigma2_gamma = (1/K_tot) sum_l gamma_l^2 for the fixed panel of K_tot judges (DESIGN.md §1:
+``s2_judge_panel`` = sigma2_gamma = (1/K_tot) sum_l gamma_l^2 for the fixed panel of K_tot judges (docs/estimands.md:
 judges fixed; this is the quantity the paper's formulas use). ``n`` scenarios, ``m`` generations per scenario,
 ``k`` judges per generation, ``k_total`` judges in the panel, ``budget`` = B judge calls per scenario.
 

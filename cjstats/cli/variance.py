@@ -34,7 +34,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
 
     from cjstats.estimators import estimate
     from cjstats.exceptions import CjstatsError
-    from cjstats.plan import _fit_group
+    from cjstats.plan import group_components
     from cjstats.variance import variance_contributions
 
     scores = load_scores(file, columns, duplicates, composite)
@@ -45,7 +45,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     rows, folded = [], False
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):
         sel = dict(zip(keys, key))
-        group = _fit_group(fit, sel["model"], sel.get("criterion"), "cjstats variance")
+        group = group_components(fit, sel["model"], sel.get("criterion"), "cjstats variance")
         est = group.estimates
         nn = group.n_scenarios if n is None else n
         kt = group.n_judges if k_total is None else k_total

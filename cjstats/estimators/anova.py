@@ -46,8 +46,8 @@ import numpy as np
 from scipy import special, stats
 
 from cjstats._validate import check_choice
-from cjstats.components import ComponentRow, VarianceComponents
-from cjstats.estimators._base import M1_NOTE, GroupFit, as_stats, fit_groups
+from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, location_params
 from cjstats.estimators._intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupData, Scores
@@ -56,7 +56,7 @@ from cjstats.stats.views import MeanSquares
 
 __all__ = [
     "MeanSquares", "mean_squares", "mls_interval", "satterthwaite_interval", "chi2_interval",
-    "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "complete_cells", "fit",
+    "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "complete_cells", "fit", "location_covariance",
 ]
 
 Interval = Literal["mls", "satterthwaite"]
@@ -301,6 +301,26 @@ def _group_rows(ms: MeanSquares, level: float, interval: str) -> tuple[list[Comp
                    "upper": float(o + tg * se_g), "ci_method": "t (MS_W)"} for o in offsets]
 
 
+def location_covariance(ms: MeanSquares, judge_labels: tuple[str, ...]) -> ParameterCovariance:
+    r"""Covariance of (mu_hat, gamma_hat) on a balanced table, with what Satterthwaite df need.
+
+    mu_hat = G and gamma_hat = J - G are independent (G uses cell means, gamma within-cell contrasts):
+    Var(G) = E[MS_S]/(nmK) and Cov(gamma_hat) = E[MS_W] L/(nm), L = I - 11'/K. Sigma is linear in
+    phi = (E MS_S, E MS_W), whose estimates have Var(MS) = 2 MS^2/df, so a contrast's df is Welch-Satterthwaite's.
+    """
+    k, nm = ms.k, ms.n * ms.m
+    p = k + 1
+    d_s = np.zeros((p, p))
+    d_s[0, 0] = 1.0 / (nm * k)
+    d_w = np.zeros((p, p))
+    d_w[1:, 1:] = (np.eye(k) - 1.0 / k) / nm
+    dcov = np.stack((d_s, d_w))
+    cov = ms.ms_scenario * d_s + ms.ms_residual * d_w
+    var_cov = np.diag([2.0 * ms.ms_scenario**2 / ms.df_scenario, 2.0 * ms.ms_residual**2 / ms.df_residual])
+    return ParameterCovariance(params=location_params(judge_labels), estimate=np.r_[ms.grand_mean, ms.offsets],
+                               cov=cov, dcov=dcov, var_cov=var_cov, df_fallback=float(ms.df_scenario))
+
+
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
         interval: Interval = "mls", incomplete: Literal["error", "drop"] = "error") -> VarianceComponents:
     """Method-of-moments fit of every model (x criterion) from its sufficient statistics.
@@ -332,7 +352,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         for o, lab in zip(offsets, g.judge_labels):
             o["judge"] = lab
         diag = {**ms.as_dict(), "n": ms.n, "m": ms.m, "k": ms.k, "judge_f_test": judge_f_test(ms), **dropped}
-        return GroupFit(rows_, offsets, diag)
+        return GroupFit(rows_, offsets, diag, location_covariance(ms, g.judge_labels))
 
     return fit_groups(stats, fit_one, method="anova", ci_level=ci_level, seed=seed,
                       options={"interval": interval, "incomplete": incomplete})

@@ -18,7 +18,7 @@ import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import available_backends
-from cjstats.estimators._base import M1_NOTE
+from cjstats.estimators.base import M1_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import read_scores
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_ordinal_scores, simulate_scores
@@ -27,20 +27,19 @@ pytest.importorskip("pymc")
 pytest.importorskip("arviz_stats")
 
 from cjstats.estimators import bayes
-from cjstats.estimators._bayes_models import (
+from cjstats.estimators.bayes.gaussian import (
     GaussianDensity,
     GaussianPriors,
     MarginalDensity,
-    build_pymc_gaussian,
     collapsed_loglik,
     gaussian_stats,
 )
-from cjstats.estimators._bayes_ordinal import (
+from cjstats.estimators.bayes.ordinal import (
     OrdinalDensity,
-    build_pymc_ordinal,
     expected_score,
     ordinal_data,
 )
+from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian, build_pymc_ordinal
 
 QWEN = TABLE3_MTBENCH["Qwen"]
 
@@ -539,3 +538,22 @@ class TestContract:
         opts = {"seed": 1, **options}
         with pytest.raises(CjstatsError, match=message):
             cj.estimate(small_scores, "bayes", **opts)
+
+
+# short chains: the contract here is the shape of the tree, not convergence (checked in TestMixing)
+@pytest.mark.filterwarnings("ignore:The Bayesian fit of model")
+def test_posterior_tree_is_one_datatree_that_arviz_summarises():
+    """fit.posterior_tree(): every group's posterior in one DataTree with model and criterion coordinates."""
+    import arviz as az
+
+    a = qwen(8, 2, 3, seed=4).assign(criterion="helpful")
+    b = qwen(8, 2, 3, seed=5, model="GPT").assign(criterion="safe")
+    fit = cj.estimate(pd.concat([a, b], ignore_index=True), "bayes", seed=1, draws=60, tune=60, chains=2)
+    tree = fit.posterior_tree()
+    post = tree["posterior"]
+    assert list(post["group"].values) == ["GPT / safe", "Qwen / helpful"]
+    assert list(post["model"].values) == ["GPT", "Qwen"] and list(post["criterion"].values) == ["safe", "helpful"]
+    np.testing.assert_array_equal(post["mu"].sel(group="GPT / safe").values,
+                                  fit.posterior["GPT / safe"].posterior["mu"].values)
+    table = az.summary(tree, var_names=["mu", "judge_panel"])
+    assert len(table) == 4 and np.isfinite(table["mean"]).all()

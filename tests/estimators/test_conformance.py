@@ -15,7 +15,7 @@ import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, _missing_packages
-from cjstats.estimators._base import M1_NOTE
+from cjstats.estimators.base import M1_NOTE
 from cjstats.stats import ScoreStats, build_stats
 
 # Small but honest settings so the suite stays fast for sampling backends.
@@ -142,6 +142,17 @@ def check_returns_the_declared_estimands_and_scale(method, scores, **_):
     assert (fit.draws is not None) == caps.samples
 
 
+def check_contrast_of_mu_reproduces_the_mu_row(method, scores, **_):
+    """The generic contrast over the carried covariance (or draws) gives back the mu row's estimate and SE."""
+    fit = _fit(method, scores)
+    for model in fit.components["model"].unique():
+        row = fit.contrast({"mu": 1.0}, model=model).iloc[0]
+        mu = fit.components[(fit.components["model"] == model) & (fit.components["component"] == "mu")].iloc[0]
+        assert row["estimate"] == pytest.approx(mu["estimate"], rel=1e-10)
+        assert row["std_error"] == pytest.approx(mu["std_error"], rel=1e-10)
+        assert list(fit.parameter_covariance(model).index)[0] == "mu"
+
+
 CHECKS = [
     check_returns_variance_components, check_same_component_rows, check_intervals_contain_estimates,
     check_offsets_sum_to_zero, check_does_not_mutate_scores, check_does_not_mutate_dataframe,
@@ -149,6 +160,7 @@ CHECKS = [
     check_criterion_column_runs_per_criterion, check_rejects_unknown_option,
     check_fits_from_statistics_alone_on_non_row_paths, check_row_paths_refuse_to_run_without_rows,
     check_balanced_only_backends_refuse_unequal_generations, check_returns_the_declared_estimands_and_scale,
+    check_contrast_of_mu_reproduces_the_mu_row,
 ]
 
 

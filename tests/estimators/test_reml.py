@@ -29,7 +29,7 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.components import COMPONENT_COLUMNS
-from cjstats.estimators import _reml_structured as rs
+from cjstats.estimators.reml import core as rs
 from cjstats.estimators import reml
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData

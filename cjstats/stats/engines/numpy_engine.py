@@ -31,12 +31,19 @@ def unit_stats(g: GroupData) -> CellStats:
     n_cells = int(cell_scen.shape[0])
     n_scen = int(cell_scen.max()) + 1
     cell_n = np.bincount(cell, minlength=n_cells)
-    sizes, cell_size_idx = np.unique(cell_n, return_inverse=True)
+    present = np.bincount(cell_n)                       # O(cells), no sort: sizes are small integers
+    sizes = np.flatnonzero(present)
     n_s = sizes.shape[0]
+    if n_s == 1:
+        cell_size_idx = np.zeros(n_cells, dtype=np.int64)
+    else:
+        lookup = np.zeros(present.shape[0], dtype=np.int64)
+        lookup[sizes] = np.arange(n_s)
+        cell_size_idx = lookup[cell_n]
     d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k).astype(np.float64)
     dd = np.empty((n_s, k, k))
     for s in range(n_s):
-        sel = d_cell[cell_size_idx == s]
+        sel = d_cell if n_s == 1 else d_cell[cell_size_idx == s]
         dd[s] = sel.T @ sel
     key = cell_scen * n_s + cell_size_idx
     s_isk = np.zeros((n_scen * n_s, k))
@@ -49,13 +56,26 @@ def unit_stats(g: GroupData) -> CellStats:
     dy = np.empty((n_s, k))
     yyc = np.empty(n_s)
     for s in range(n_s):
+        if n_s == 1:
+            dy[s], yyc[s] = ysum @ d_cell, ysum @ ysum
+            continue
         sel = cell_size_idx == s
         dy[s] = ysum[sel] @ d_cell[sel]
         yyc[s] = ysum[sel] @ ysum[sel]
     ys = np.bincount(key, weights=ysum, minlength=n_scen * n_s)
-    row_size = cell_size_idx[cell]
-    rk = row_size * k + judge
+    judge_sum = np.bincount(judge, weights=y0, minlength=k)
+    yy = float(y0 @ y0)
     yw = y0 - (ysum / cell_n)[cell]
+    if n_s == 1:                                       # one size class (every balanced table): no per-row keys
+        judge_n_s, judge_sum_s = judge_n[None, :].copy(), judge_sum[None, :].copy()
+        yy_s, ssw_s = np.array([yy]), np.array([float(yw @ yw)])
+    else:
+        row_size = cell_size_idx[cell]
+        rk = row_size * k + judge
+        judge_n_s = np.bincount(rk, minlength=n_s * k).reshape(n_s, k).astype(np.float64)
+        judge_sum_s = np.bincount(rk, weights=y0, minlength=n_s * k).reshape(n_s, k)
+        yy_s = np.bincount(row_size, weights=y0 * y0, minlength=n_s)
+        ssw_s = np.bincount(row_size, weights=yw * yw, minlength=n_s)
     sizes_f = sizes.astype(np.float64)
     first_missing = None
     if not g.design.complete:
@@ -68,12 +88,9 @@ def unit_stats(g: GroupData) -> CellStats:
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
         judge_labels=tuple(g.judge_labels), design=g.design, shift=shift, n_obs=int(y.shape[0]), n_cells=n_cells,
         sizes=sizes_f, size_cells=np.bincount(cell_size_idx, minlength=n_s).astype(np.float64), dd=dd, dy=dy,
-        yyc=yyc, judge_n_s=np.bincount(rk, minlength=n_s * k).reshape(n_s, k).astype(np.float64),
-        judge_sum_s=np.bincount(rk, weights=y0, minlength=n_s * k).reshape(n_s, k),
-        yy_s=np.bincount(row_size, weights=y0 * y0, minlength=n_s),
-        ssw_s=np.bincount(row_size, weights=yw * yw, minlength=n_s),
+        yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s, ssw_s=ssw_s,
         s_isk=s_isk.reshape(n_scen, n_s, k), cnt_is=cnt.reshape(n_scen, n_s), ys=ys.reshape(n_scen, n_s),
-        judge_n=judge_n, judge_sum=np.bincount(judge, weights=y0, minlength=k), yy=float(y0 @ y0),
+        judge_n=judge_n, judge_sum=judge_sum, yy=yy,
         y_min=float(y.min()), y_max=float(y.max()),
         first_cell=(g.scenario_labels[cell_scen[0]], g.cell_generation_labels[0]),
         first_missing=first_missing,

@@ -13,7 +13,7 @@ sd_y), all overridable with ``priors=``. The half-t (rather than half-normal) ta
 which K - 1 degrees of freedom cannot pin down: a half-normal tail is a steep wall on the log scale where the
 sampler moves.
 
-Estimands (DESIGN.md §1), each a function of one posterior draw:
+Estimands (docs/estimands.md), each a function of one posterior draw:
 
 - ``mu``: the panel mean (the gamma_l sum to zero over the panel);
 - ``scenario`` = sigma_alpha^2, ``generation`` = sigma_beta^2, ``residual`` = sigma_eps^2;
@@ -36,7 +36,7 @@ mu and sigma_alpha mixed badly (r_hat 1.33); centred effects left a ridge betwee
 scenario effects (r_hat 1.11); zero-sum scenario effects mix but change what mu means. Because the model is
 Gaussian, alpha and beta can instead be integrated out exactly: given (mu, gamma, sigmas) each scenario's
 scores are Gaussian with a nested compound-symmetric covariance, whose log-determinant and inverse have closed
-forms (matrix determinant lemma and Sherman-Morrison, :mod:`cjstats.estimators._bayes_models`). The result
+forms (matrix determinant lemma and Sherman-Morrison, :mod:`cjstats.estimators.bayes.gaussian`). The result
 depends on the data only through per-scenario sufficient statistics grouped by cell size, and scenarios with
 the same pattern of cell sizes pool into one block, so a balanced design costs the same whatever its number
 of rows; unbalanced data (different numbers of generations per scenario, missing judge calls) need no special
@@ -52,7 +52,7 @@ posterior as the PyMC model, with no funnel and no wall (every r_hat <= 1.01 and
 weak-to-strong judge-effect runs in the tests). mu keeps its meaning: the panel mean with scenario effects
 random, so its uncertainty includes sigma_alpha^2/n.
 
-The PyMC model (:func:`~cjstats.estimators._bayes_models.build_pymc_gaussian`) writes the same model with
+The PyMC model (:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian`) writes the same model with
 (mu, sigmas, gamma) as free variables and the alpha/beta-collapsed likelihood as a ``pm.Potential``.
 
 Samplers
@@ -74,7 +74,7 @@ Ordinal option
 --------------
 ``likelihood="ordinal"`` treats the scores as ordered categories (judge scores are bounded: the limitation the
 paper states for its linear model) with a cumulative-logit link and the same effects on a latent scale; see
-:mod:`cjstats.estimators._bayes_ordinal`. Its ``scenario``, ``generation``, ``judge_panel``,
+:mod:`cjstats.estimators.bayes.ordinal`. Its ``scenario``, ``generation``, ``judge_panel``,
 ``judge_population`` and ``residual`` (fixed at pi^2/3, the logistic variance) are on the latent scale, and
 ``mu`` is the expected score of the panel on the score scale; every row says so in ``ci_method`` and ``note``,
 and ``draws.attrs["scale"]`` says so for the draws. Latent variances are not score variances: Proposition 1
@@ -111,14 +111,15 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_number, check_positive_int
-from cjstats.components import ComponentRow, VarianceComponents
-from cjstats.estimators._base import (
+from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.estimators.base import (
     M1_NOTE,
     GroupFit,
     as_stats,
     check_estimable,
     fit_groups,
     group_name,
+    location_params,
     rows_for,
 )
 from cjstats.exceptions import CjstatsError, CjstatsWarning
@@ -265,12 +266,12 @@ def _posterior_array(tree: Any, name: str) -> np.ndarray:
 def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
                   seed: int, progress: bool, target_accept: float, cores: int | None,
                   parametrisation: str = "marginal") -> _Run:
-    from cjstats.estimators._bayes_models import (
+    from cjstats.estimators.bayes.gaussian import (
         GaussianDensity,
         GaussianPriors,
         MarginalDensity,
-        build_pymc_gaussian,
     )
+    from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian
 
     st = g.for_gaussian()
     sd = st.sd if st.sd > 0 else 1.0
@@ -298,9 +299,8 @@ def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws
 
 def _run_ordinal(g: GroupData, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
                  seed: int, progress: bool, target_accept: float, cores: int | None) -> _Run:
-    from cjstats.estimators._bayes_ordinal import (
+    from cjstats.estimators.bayes.ordinal import (
         OrdinalDensity,
-        build_pymc_ordinal,
         expected_score,
         location_shift,
         ordinal_data,
@@ -316,6 +316,8 @@ def _run_ordinal(g: GroupData, *, priors: dict[str, float], sampler: str, draws:
                               tune=tune, chains=chains, seed=seed, progress=progress, target_accept=target_accept,
                               cores=cores)
     else:
+        from cjstats.estimators.bayes.pymc_model import build_pymc_ordinal
+
         model = build_pymc_ordinal(od, priors, g.judge_labels)
         tree = _sample_pymc(model, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
                             target_accept=target_accept, cores=cores)
@@ -582,7 +584,10 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                      "k": g.design.n_judges, "n_rows": g.design.n_rows})
         rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood)
         _annotate(run.tree, likelihood=likelihood, sampler=run.sampler, g=g)
-        fits[group_name(g)] = GroupFit(rows, offsets, diag)
+        loc = np.column_stack((run.components["mu"].ravel(), run.gamma.reshape(-1, run.gamma.shape[-1])))
+        cov = ParameterCovariance(params=location_params(g.judge_labels), estimate=loc.mean(axis=0),
+                                  cov=np.cov(loc, rowvar=False), draws=loc)
+        fits[group_name(g)] = GroupFit(rows, offsets, diag, cov)
         frames.append(_draws_frame(run, g))
         trees[group_name(g)] = run.tree
 

@@ -17,7 +17,7 @@ Two paths compute the same REML fit (``path=``):
 - ``"structured"`` (``"auto"`` chooses it): with judges fixed, V is block-diagonal by scenario with a
   two-level compound-symmetry form inside each block, so the REML criterion and its gradient need only
   per-cell counts and sums: O(rows) once, then O(scenarios x K^2) per evaluation (see
-  :mod:`cjstats.estimators._reml_structured`).
+  :mod:`cjstats.estimators.reml.core`).
 - ``"statsmodels"``: ``statsmodels.regression.mixed_linear_model.MixedLM`` built from arrays (exog = the
   sum-to-zero judge columns, groups = scenarios, ``exog_re`` = a column of ones, the generation indicators as
   a ``VCSpec`` variance component), the reference the structured path is tested against. Its traps are
@@ -83,7 +83,6 @@ import logging
 import math
 import sys
 import warnings
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -91,9 +90,17 @@ import pandas as pd
 from scipy import stats
 
 from cjstats._validate import check_choice, check_positive_int
-from cjstats.components import ComponentRow, VarianceComponents
-from cjstats.estimators import _reml_structured as _rs
-from cjstats.estimators._base import M1_NOTE, GroupFit, as_stats, fit_groups, group_name, rows_for
+from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.estimators.reml import core as _rs
+from cjstats.estimators.base import (
+    M1_NOTE,
+    GroupFit,
+    as_stats,
+    fit_groups,
+    group_name,
+    location_params,
+    rows_for,
+)
 from cjstats.estimators._intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
@@ -191,36 +198,7 @@ class _GroupModel:
         return self._row_design
 
 
-def _fixed_effects(ev: _rs.Evaluator, theta: np.ndarray, s2: float, *, derivatives: bool = False
-                   ) -> dict[str, Any]:
-    """GLS fixed effects at the given variances, with their covariances.
-
-    eta = M^{-1} J'H^{-1}y (the judge means), Sigma = Cov(eta_hat) = s2 M^{-1}, mu = mean(eta) with
-    Var(mu_hat) = 1'Sigma 1/K^2, gamma = L eta and Cov(gamma_hat) = L Sigma L (L = I - 11'/K), and
-    judge_panel_raw = (|gamma_hat|^2 - tr Cov(gamma_hat))/K, mean(gamma_hat^2) minus the mean sampling variance.
-
-    With ``derivatives``, also dSigma/dphi_j for phi = (s2, s2 theta_1, ...) (``dcov_eta``, shape (q + 1, K, K)):
-    dSigma/ds2 = M^{-1} + sum_i theta_i M^{-1} M_i M^{-1} and dSigma/d(s2 theta_i) = -M^{-1} M_i M^{-1}, with
-    M_i = dM/dtheta_i from the Woodbury core.
-    """
-    pr = ev.fixed_parts(theta)
-    k = ev.k
-    eta = ev.ys.shift + pr["eta"]
-    minv = pr["minv"]
-    cov_eta = s2 * minv
-    lmat = np.eye(k) - 1.0 / k
-    gamma = lmat @ eta
-    cov_gamma = lmat @ cov_eta @ lmat
-    out = {"eta": eta, "cov_eta": cov_eta, "minv": minv, "lmat": lmat, "mu": float(eta.mean()),
-           "var_mu": float(cov_eta.sum()) / k**2, "gamma": gamma, "cov_gamma": cov_gamma,
-           "judge_panel_raw": (float(gamma @ gamma) - float(np.trace(cov_gamma))) / k}
-    if derivatives:
-        q = len(theta)
-        ta, tb = float(theta[0]), float(theta[1]) if q > 1 else 0.0
-        dm = ev.core(ta, tb, grad=True)[2][:q, :k, :k]          # (q, K, K): dM/dtheta_i
-        sand = minv @ dm @ minv                                   # M^{-1} M_i M^{-1}
-        out["dcov_eta"] = np.concatenate(((minv + np.tensordot(theta, sand, axes=1))[None], -sand))
-    return out
+_fixed_effects = _rs.fixed_effects
 
 
 def _satterthwaite_df(fe: dict[str, Any], hess: np.ndarray | None, theta: np.ndarray, contrasts: np.ndarray,
@@ -262,6 +240,31 @@ def _satterthwaite_df(fe: dict[str, Any], hess: np.ndarray | None, theta: np.nda
     if how != "full":
         df = np.minimum(df, design_df)
     return np.where(ok, df, design_df), how
+
+
+def _location_covariance(fe: dict[str, Any], hess: np.ndarray | None, theta: np.ndarray,
+                         judge_labels: tuple[str, ...], n: int) -> ParameterCovariance:
+    """(mu_hat, gamma_hat) = A eta_hat with A = [1'/K; L]: covariance A Sigma A', its derivatives A dSigma A' in
+    the variances and their Wald covariance 2 H^{-1} (free variances only when H is singular), so any contrast
+    gets lmerTest's Satterthwaite df (:func:`_satterthwaite_df` is the same rule for mu and each gamma)."""
+    k = len(judge_labels)
+    amap = np.vstack((np.full(k, 1.0 / k), fe["lmat"]))
+    cov = amap @ fe["cov_eta"] @ amap.T
+    dcov = np.einsum("pk,jkl,ql->jpq", amap, fe["dcov_eta"], amap)
+    var_cov = None
+    if hess is not None:
+        try:
+            if np.linalg.eigvalsh(hess).min() <= 0:
+                raise np.linalg.LinAlgError
+            var_cov = 2.0 * np.linalg.inv(hess)
+        except np.linalg.LinAlgError:
+            try:
+                var_cov = np.nan_to_num(_rs.wald_covariance(hess, theta), nan=0.0)
+            except np.linalg.LinAlgError:
+                var_cov = None
+    return ParameterCovariance(params=location_params(judge_labels), estimate=np.r_[fe["mu"], fe["gamma"]],
+                               cov=cov, dcov=dcov if var_cov is not None else None, var_cov=var_cov,
+                               df_fallback=float(n - 1))
 
 
 def _judge_panel(fe: dict[str, Any], s2: float, df2: int, level: float, k: int) -> ComponentRow:
@@ -309,27 +312,15 @@ def _wald(ev: _rs.Evaluator, model: str, fr: _rs.FitResult) -> tuple[np.ndarray,
     return np.sqrt(np.where(diag > 0, diag, _NAN)), h
 
 
-class _Progress:
-    """A plain-text progress bar on stderr (only when asked for)."""
-
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
-        self.total, self.label, self.enabled = total, label, enabled
-        self.last = -1
-
-    def update(self, i: int) -> None:
-        if not self.enabled:
-            return
-        pct = int(100 * i / self.total)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            sys.stderr.write(f"\r{self.label}: [{bar:<25}] {pct:3d}% ({i}/{self.total})")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+def _progress_bar(total: int, label: str, enabled: bool) -> Any:
+    """A tqdm progress bar on stderr when asked for (``progress=True``), else a no-op context."""
+    if not enabled:
+        return contextlib.nullcontext(None)
+    try:
+        from tqdm import tqdm
+    except ImportError as exc:  # pragma: no cover - tqdm ships with the reml extra
+        raise CjstatsError("progress=True needs tqdm: pip install 'cjstats[reml]' (or pip install tqdm).") from exc
+    return tqdm(total=total, desc=label, file=sys.stderr, leave=True, mininterval=0.2)
 
 
 def _simulate_rows(rng: np.random.Generator, gm: _GroupModel, mean_row: np.ndarray, s2a: float, s2b: float,
@@ -366,25 +357,25 @@ def _bootstrap(gm: _GroupModel, fr: _rs.FitResult, rr: _rs.FitResult, fe: dict[s
     names = ["mu", "scenario", "generation", "residual", "judge_panel", "judge_population"]
     out = {n: np.empty(n_boot) for n in names}
     out["gamma"] = np.empty((n_boot, k))
-    bar = _Progress(n_boot, f"bootstrap {group_name(gm.unit)}", progress)
-    for b in range(n_boot):
-        y = _simulate_rows(rng, gm, mean_fixed, s2a, s2b, s2e)
-        ev = _rs.Evaluator(d, _rs.y_stats(d, y))
-        f_b = _rs.fit_model(ev, "fixed", start=np.maximum(fr.theta, 1e-3))
-        fe_b = _fixed_effects(ev, f_b.theta, f_b.s2)
-        out["mu"][b] = fe_b["mu"]
-        out["gamma"][b] = fe_b["gamma"]
-        out["residual"][b] = f_b.s2
-        out["scenario"][b] = f_b.s2 * f_b.theta[0]
-        out["generation"][b] = f_b.s2 * f_b.theta[1] if gm.has_generation else _NAN
-        out["judge_panel"][b] = max(fe_b["judge_panel_raw"], 0.0)
-        u = rng.standard_normal(k) * math.sqrt(max(r_s2j, 0.0))
-        y_r = _simulate_rows(rng, gm, r_mu + u[d.row_judge], r_s2a, r_s2b, r_s2e)
-        ev_r = _rs.Evaluator(d, _rs.y_stats(d, y_r))
-        r_b = _rs.fit_model(ev_r, "random", start=np.maximum(rr.theta, 1e-3))
-        out["judge_population"][b] = r_b.s2 * r_b.theta[-1]
-        bar.update(b + 1)
-    bar.close()
+    with _progress_bar(n_boot, f"bootstrap {group_name(gm.unit)}", progress) as bar:
+        for b in range(n_boot):
+            y = _simulate_rows(rng, gm, mean_fixed, s2a, s2b, s2e)
+            ev = _rs.Evaluator(d, _rs.y_stats(d, y))
+            f_b = _rs.fit_model(ev, "fixed", start=np.maximum(fr.theta, 1e-3))
+            fe_b = _fixed_effects(ev, f_b.theta, f_b.s2)
+            out["mu"][b] = fe_b["mu"]
+            out["gamma"][b] = fe_b["gamma"]
+            out["residual"][b] = f_b.s2
+            out["scenario"][b] = f_b.s2 * f_b.theta[0]
+            out["generation"][b] = f_b.s2 * f_b.theta[1] if gm.has_generation else _NAN
+            out["judge_panel"][b] = max(fe_b["judge_panel_raw"], 0.0)
+            u = rng.standard_normal(k) * math.sqrt(max(r_s2j, 0.0))
+            y_r = _simulate_rows(rng, gm, r_mu + u[d.row_judge], r_s2a, r_s2b, r_s2e)
+            ev_r = _rs.Evaluator(d, _rs.y_stats(d, y_r))
+            r_b = _rs.fit_model(ev_r, "random", start=np.maximum(rr.theta, 1e-3))
+            out["judge_population"][b] = r_b.s2 * r_b.theta[-1]
+            if bar is not None:
+                bar.update(1)
     return out
 
 
@@ -398,129 +389,12 @@ def _percentile(x: np.ndarray, level: float) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------------------------------ statsmodels path
-def _statsmodels_model(gm: _GroupModel) -> Any:
-    """statsmodels MixedLM from arrays: judges fixed (contr.sum), scenario intercept, generation as a VC."""
-    from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
-
-    g = gm.g
-    d = gm.row_design
-    exog = _rs.contr_sum_coding(gm.k)[g.judge]
-    exog_re = np.ones((d.n_obs, 1))
-    vc = None
-    if gm.has_generation:
-        starts = np.flatnonzero(np.r_[True, np.diff(g.scenario) != 0])
-        stops = np.r_[starts[1:], d.n_obs]
-        mats, colnames = [], []
-        for a, b in zip(starts, stops):
-            c = g.cell[a:b]
-            cells = np.unique(c)
-            mats.append((c[:, None] == cells[None, :]).astype(np.float64))
-            colnames.append([f"cell{int(x)}" for x in cells])
-        vc = VCSpec(["generation"], [colnames], [mats])
-    model = MixedLM(np.asarray(g.y, dtype=np.float64), exog, groups=np.asarray(g.scenario), exog_re=exog_re,
-                    exog_vc=vc)
-    _check_statsmodels_structure(model, gm.has_generation)
-    return model
-
-
-def _check_statsmodels_structure(model: Any, has_generation: bool) -> None:
-    """Refuse a MixedLM without the scenario intercept or without the generation component.
-
-    ``MixedLM.from_formula(..., vc_formula=...)`` without ``re_formula="1"`` drops the group intercept
-    (k_re = 0) and still reports convergence; this check makes that impossible to miss.
-    """
-    if model.k_re != 1:
-        raise CjstatsError(f"The statsmodels model has {model.k_re} random-effect columns per scenario instead of "
-                           f"the scenario intercept (1): pass re_formula='1' with vc_formula.")
-    want = 1 if has_generation else 0
-    if model.k_vc != want:
-        raise CjstatsError(f"The statsmodels model has {model.k_vc} variance components instead of {want} "
-                           f"(generation within scenario).")
-
-
-def _fit_statsmodels(gm: _GroupModel, start: np.ndarray, optimum: _rs.FitResult
-                     ) -> tuple[_rs.FitResult, dict[str, Any]]:
-    """Fit the fixed-judge model with statsmodels, apply the guards, return it as a FitResult.
-
-    Guards, each recorded in ``diag["guards"]`` (and warned about) when it fires:
-
-    1. fixed effects (statsmodels issue 10239): statsmodels' ``fe_params`` are compared with the GLS solution
-       at statsmodels' own variances; once a variance is below 1e-10 statsmodels returns between-group fixed
-       effects (here mu) as 0.0 while reporting convergence. The reported mu and gamma are always the GLS
-       solution at the reported variances.
-    2. optimum: statsmodels' REML criterion is compared with the structured optimum ``optimum`` (which has
-       checked every boundary face). If statsmodels stopped more than 1e-6 above it (near a zero variance it
-       can stop at a small positive value, or, started near zero, wander to a wrong interior point, both with
-       ``converged=True``), the structured optimum is reported instead.
-
-    statsmodels' own warnings are captured into ``diag["warnings"]``; an exception from it becomes one
-    CjstatsError sentence.
-    """
-    from statsmodels.regression.mixed_linear_model import MixedLMParams
-
-    ev = gm.ev
-    g = gm.unit
-    model = _statsmodels_model(gm)
-    k = gm.k
-    sp = MixedLMParams.from_components(fe_params=np.zeros(k), cov_re=np.array([[float(start[0])]]),
-                                       vcomp=np.asarray(start[1:], dtype=float))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            res = model.fit(start_params=sp, reml=True, method=["bfgs", "lbfgs"], gtol=1e-9, maxiter=5000,
-                            full_output=True)
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
-            raise CjstatsError(f"statsmodels MixedLM failed for {g.label()} ({type(exc).__name__}: {exc}); "
-                               f"use path='structured'.") from exc
-    sm_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
-    s2_sm = float(res.scale)
-    cov_re = np.asarray(res.cov_re, dtype=float)
-    var_sm = np.concatenate(([float(cov_re[0, 0])], np.asarray(res.vcomp, dtype=float)))
-    theta_sm = np.maximum(var_sm / s2_sm, 0.0)
-    fe_sm = np.asarray(res.fe_params, dtype=float)
-    names = ["scenario", "generation"][: len(theta_sm)]
-    diag: dict[str, Any] = {
-        "converged": bool(res.converged),
-        "optimizer": "statsmodels MixedLM.fit(method=['bfgs', 'lbfgs'], gtol=1e-9, reml=True)",
-        "iterations": int(sum(h.get("iterations", 0) for h in (res.hist or []) if isinstance(h, dict))),
-        "warnings": sm_warnings,
-        "variances": {"residual": s2_sm, **{nm: float(v) for nm, v in zip(names, var_sm)}},
-        "fe_params": fe_sm.tolist(), "k_re": int(model.k_re), "k_vc": int(model.k_vc), "guards": [],
-    }
-    coding = _rs.contr_sum_coding(k)
-    finite = bool(np.all(np.isfinite(theta_sm)) and s2_sm > 0 and math.isfinite(s2_sm))
-    # guard 1: statsmodels' fixed effects against GLS at its own variances
-    if finite:
-        beta_at_sm = np.linalg.solve(coding, _fixed_effects(ev, theta_sm, s2_sm)["eta"])
-        gap_fe = float(np.max(np.abs(beta_at_sm - fe_sm)))
-        diag["fe_params_gls"] = beta_at_sm.tolist()
-        diag["fe_params_max_abs_difference"] = gap_fe
-        # relative to the data's own scale (the largest fixed effect or the residual SD), never to 1: with
-        # scores of size 1e-6 an absolute floor would hide a zeroed mu
-        if not gap_fe <= 1e-6 * max(float(np.max(np.abs(beta_at_sm))), math.sqrt(s2_sm)):
-            diag["guards"].append(f"statsmodels' fixed effects differ from GLS at its own variances by up to "
-                                  f"{gap_fe:.3g} (statsmodels issue 10239: a variance below 1e-10 zeroes mu); "
-                                  f"GLS values used")
-    # guard 2: statsmodels' criterion against the REML optimum
-    dev_sm = ev.profiled("fixed", theta_sm)[0] if finite else math.inf
-    gap = float(dev_sm - optimum.deviance)
-    diag["reml_criterion"] = float(dev_sm)
-    diag["criterion_gap"] = gap
-    if not gap <= 1e-6:          # also when statsmodels' variances give no finite criterion
-        found = ", ".join(f"{nm} {s2_sm * t:.4g}" for nm, t in zip(names, theta_sm))
-        best = ", ".join(f"{nm} {optimum.s2 * t:.4g}" for nm, t in zip(names, optimum.theta))
-        diag["guards"].append(f"statsmodels stopped {gap:.3g} above the REML optimum ({found}; optimum: {best}); "
-                              f"the optimum is reported")
-        theta, s2, dev = optimum.theta.copy(), optimum.s2, optimum.deviance
-        converged = optimum.converged
-    else:
-        theta, s2, dev = theta_sm, s2_sm, float(dev_sm)
-        converged = bool(res.converged)
-    grad = ev.profiled("fixed", theta, grad=True)[1]
-    fr = _rs.FitResult(theta=theta, s2=float(s2), deviance=float(dev), converged=converged,
-                       iterations=diag["iterations"], evaluations=0, gradient=grad, boundary=theta <= 0,
-                       message="statsmodels")
-    return fr, diag
+# The reference path lives in its own module (statsmodels is imported only inside its functions).
+from cjstats.estimators.reml.statsmodels_path import (  # noqa: E402
+    _check_statsmodels_structure,
+    _fit_statsmodels,
+    _statsmodels_model,
+)
 
 
 # ----------------------------------------------------------------------------------------------- groups
@@ -683,7 +557,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     for msg in warn_msgs:
         warnings.warn(msg, CjstatsWarning, stacklevel=2)
     _LOG.debug("reml fit of %s: path=%s, iterations=%d, boundary=%s", group_name(g), path, fr.iterations, boundary)
-    return GroupFit(rows, offsets, diag), boot
+    return GroupFit(rows, offsets, diag, _location_covariance(fe, h_f, fr_struct.theta, g.judge_labels, n)), boot
 
 
 def _capabilities() -> Any:
@@ -718,7 +592,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         The structured O(rows) REML (``"auto"``) or statsmodels ``MixedLM`` as the reference. Which one ran is
         ``diagnostics[group]["path"]``.
     progress : bool
-        Show a progress bar on stderr during the bootstrap.
+        Show a progress bar (tqdm) on stderr during the bootstrap.
 
     Returns
     -------
