@@ -31,6 +31,11 @@ def test_statistics_on_a_local_cluster_equal_the_numpy_engine(name, client):
     got = build_stats(dd.from_pandas(frame.sample(frac=1.0, random_state=1), npartitions=4), engine="dask")
     assert_stats_equal(build_stats(frame), got)
     assert got.engine == "dask"
+    if name == "balanced":  # every column of the ANOVA fit, every group and component
+        a, b = cj.estimate(frame, "anova").components, cj.estimate(got, "anova").components
+        assert a[["model", "component"]].equals(b[["model", "component"]])
+        for col in ("estimate", "std_error", "lower", "upper"):
+            assert rel_close(a[col].to_numpy(float), b[col].to_numpy(float)), col
 
 
 def test_a_parquet_dataset_read_by_dask_gives_the_same_fit(client, tmp_path):

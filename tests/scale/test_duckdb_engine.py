@@ -17,7 +17,7 @@ import cjstats as cj
 from cjstats.exceptions import CjstatsError
 from cjstats.stats import build_stats
 
-from _scale_helpers import RTOL, TABLES, assert_stats_equal, rel_close
+from _scale_helpers import RTOL, TABLES, assert_stats_equal, rel_close, sim
 
 pytest.importorskip("duckdb")
 
@@ -49,6 +49,23 @@ def test_unit_model_only_equals_the_numpy_engine_and_refuses_criteria(tmp_path):
     assert_stats_equal(build_stats(frame, unit=("model",)), build_stats(frame, unit=("model",), engine="duckdb"))
     with pytest.raises(CjstatsError, match="is \\('model',\\) but the table has a 'criterion'"):
         build_stats(TABLES["criteria"](), unit=("model",), engine="duckdb")
+
+
+def test_more_judges_than_one_mask_word_holds(tmp_path):
+    """70 judges need two 62-bit mask words; missing calls make many masks (80 cells keep the judge design
+    well conditioned: with 12 cells, within_cell_rss's pseudo-inverse turns rounding into 1e-5 differences)."""
+    frame = sim(40, 2, 70, 11, "A", missing=0.1)
+    assert_stats_equal(build_stats(frame), build_stats(frame, engine="duckdb"))
+
+
+def test_a_callers_connection_is_used_and_left_as_it_was():
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = true")
+    frame = TABLES["balanced"]()
+    assert_stats_equal(build_stats(frame), build_stats(frame, engine="duckdb", connection=con))
+    assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0] is True
+    con.close()
 
 
 def test_csv_and_jsonl_files_give_the_same_statistics(tmp_path):

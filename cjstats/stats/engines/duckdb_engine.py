@@ -61,7 +61,6 @@ def connect(*, memory_limit: str | None = None, temp_directory: str | Path | Non
     """A DuckDB connection with the given limits (``memory_limit="2GB"``, spill folder, threads)."""
     duckdb = _import_duckdb()
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")  # library code writes nothing to the terminal
     if memory_limit is not None:
         con.execute(f"SET memory_limit = {_lit(memory_limit)}")
     if temp_directory is not None:
@@ -158,7 +157,9 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     src = S.resolve(source)
     own = connection is None
     con = connect(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads) if own else connection
+    bar = None if own else con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
     try:
+        con.execute("SET enable_progress_bar = false")  # library code writes nothing to the terminal
         if src.frame is not None:
             con.register("cj_frame", src.frame)
         units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns)
@@ -167,6 +168,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
             con.unregister("cj_frame")
         if own:
             con.close()
+        else:  # leave the caller's connection as it was
+            con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
     return ScoreStats(units=units, has_criterion=has_criterion, design=design, unit=tuple(unit), engine="duckdb")
 
 
