@@ -238,7 +238,8 @@ def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: 
     if backend.capabilities.needs_rows(options):
         shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
         raise CjstatsError(f"method='{backend.name}' with {shown} needs the score rows, which "
-                           f"engine='{engine or 'duckdb'}' does not load; use engine='numpy' or drop those options.")
+                           f"engine='{engine or getattr(scores, 'engine', 'duckdb')}' does not load; use engine='numpy' or drop "
+                           f"those options.")
     stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine)
     return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)
 
