@@ -172,8 +172,8 @@ def _as_scores(scores: Scores | pd.DataFrame | Any) -> Scores:
                        f"Got {type(scores).__name__} instead.")
 
 
-def estimate(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_level: float | None = None,
-             seed: int | None = None, **options: Any) -> VarianceComponents:
+def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
+             seed: int | None = None, engine: str | None = None, **options: Any) -> VarianceComponents:
     """Estimate the variance components of a score table, per model (and criterion).
 
     The table is reduced once to the sufficient statistics of each unit (:func:`cjstats.stats.build_stats`);
@@ -191,6 +191,11 @@ def estimate(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_leve
         Seed of any randomness (bootstrap, MCMC); recorded in ``provenance``.
     **options
         Backend options, e.g. ``interval="satterthwaite"`` or ``incomplete="drop"`` for ``"anova"``.
+    engine : {"numpy", "duckdb", "dask"}, optional
+        The engine that computes the statistics (:func:`cjstats.stats.build_stats`). ``"duckdb"`` and
+        ``"dask"`` also take a file, a folder, a glob such as ``"scores/*.parquet"`` or a list of paths (and
+        ``"dask"`` a dask DataFrame) and never load the rows into Python; ``scores`` may also be the
+        :class:`~cjstats.stats.ScoreStats` such an engine returned. Options that need rows are refused then.
 
     Returns
     -------
@@ -212,9 +217,31 @@ def estimate(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_leve
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
                            f"Install them with pip install 'cjstats[{backend.extra}]'.")
     ci = resolve_ci_level(ci_level)
+    if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
+        return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options)
     table = _as_scores(scores)
     rows = table if backend.capabilities.needs_rows(options) else None
     return backend.fit(build_stats(table), ci_level=ci, seed=seed, rows=rows, **options)
+
+
+def _stats_only(scores: Any, engine: str | None) -> bool:
+    from cjstats.stats import ScoreStats
+
+    return isinstance(scores, ScoreStats) or engine not in (None, "numpy")
+
+
+def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: float, seed: int | None,
+                    options: dict[str, Any]) -> VarianceComponents:
+    """Fit from statistics an engine computed (or was given); the rows are never loaded."""
+    from cjstats.stats import ScoreStats, build_stats
+
+    if backend.capabilities.needs_rows(options):
+        shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
+        raise CjstatsError(f"method='{backend.name}' with {shown} needs the score rows, which "
+                           f"engine='{engine or getattr(scores, 'engine', 'duckdb')}' does not load; use engine='numpy' or drop "
+                           f"those options.")
+    stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine)
+    return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)
 
 
 def compare(scores: Scores | pd.DataFrame, methods: list[str] | tuple[str, ...] = ("anova", "reml", "bayes"), *,

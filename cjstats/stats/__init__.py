@@ -92,7 +92,7 @@ def _as_scores(source: Any) -> Scores:
 
 
 def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
-                engine: str = "numpy") -> ScoreStats:
+                engine: str = "numpy", **engine_options: Any) -> ScoreStats:
     """Reduce a score table to the sufficient statistics of each analysis unit.
 
     Parameters
@@ -104,8 +104,13 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         ignored when the table has none) or ``("model",)`` (a table with a criterion column is refused:
         pooling criteria would mix scales). A unit without ``"model"`` (one joint multi-model unit) is
         not supported yet.
-    engine : {"numpy"}
-        The engine that reads the rows (``cjstats.stats.engines.ENGINES``).
+    engine : {"numpy", "duckdb", "dask"}
+        The engine that reads the rows (``cjstats.stats.engines.ENGINES``). ``"duckdb"`` and ``"dask"`` also take
+        a file, folder, glob (``"scores/*.parquet"``) or list of paths (``"dask"`` a dask DataFrame) and keep the
+        rows out of Python (``docs/scale.md``).
+    **engine_options
+        Passed to an out-of-core engine's ``build``: ``columns``; duckdb ``memory_limit``, ``temp_directory``,
+        ``threads``, ``connection``; dask ``shuffle``, ``npartitions``, ``client``.
 
     Returns
     -------
@@ -117,6 +122,12 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
     if unit not in UNITS:
         raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion') or ('model',). Got "
                            f"{unit!r} instead; joint multi-model units are not supported yet.")
+    mod = import_module(ENGINES[engine])
+    if hasattr(mod, "build"):  # out-of-core engines (duckdb, dask) read the source themselves
+        return mod.build(source.to_frame() if isinstance(source, Scores) else source, unit=unit, **engine_options)
+    if engine_options:
+        raise CjstatsError(f"build_stats(engine='{engine}') takes no engine options; got "
+                           f"{', '.join(sorted(engine_options))}. They belong to engine='duckdb' or 'dask'.")
     scores = _as_scores(source)
     if unit == ("model",) and scores.has_criterion:
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "

@@ -183,8 +183,8 @@ def test_unknown_unit_and_engine_are_one_sentence():
     scores = cj.read_scores(DESIGNS["balanced-1"])
     with pytest.raises(cj.CjstatsError, match="'unit' argument of build_stats"):
         build_stats(scores, unit=("criterion",))
-    with pytest.raises(cj.CjstatsError, match="'engine' argument of build_stats must be one of 'numpy'"):
-        build_stats(scores, engine="duckdb")
+    with pytest.raises(cj.CjstatsError, match="'engine' argument of build_stats must be one of 'dask', 'duckdb', 'numpy'"):
+        build_stats(scores, engine="spark")
 
 
 @pytest.mark.parametrize("name", ["balanced-2", "unequal-m-5", "missing-7"])

@@ -12,3 +12,5 @@ __all__ = ["ENGINES"]
 
 #: The registry: engine name -> module implementing ``unit_stats``.
 ENGINES: dict[str, str] = {"numpy": "cjstats.stats.engines.numpy_engine"}
+ENGINES["duckdb"] = "cjstats.stats.engines.duckdb_engine"  # reads files itself: build(source, unit=...)
+ENGINES["dask"] = "cjstats.stats.engines.dask_engine"  # partitions reduced on workers, then merge_stats

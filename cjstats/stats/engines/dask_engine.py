@@ -1,0 +1,138 @@
+r"""The Dask engine: :class:`~cjstats.stats.CellStats` from a dask DataFrame or a Parquet/CSV dataset, on a cluster.
+
+The rows are shuffled so that every scenario of a unit lands in one partition (``DataFrame.shuffle`` on
+model, [criterion] and scenario; skip it with ``shuffle=False`` when the partitions are already split by
+scenario). Each partition is then validated by :func:`cjstats.read_scores` and reduced by the numpy engine on
+the worker that holds it, and only the partitions' statistics travel back: O(scenarios x size classes x judges)
+numbers, never rows. :func:`cjstats.stats.merge_stats` adds them up (every entry is a sum over cells, and cells
+never straddle scenarios), after re-centring each chunk to the pooled judge means:
+
+    S(whole) = sum over partitions p of S(p) re-centred, e.g. DD_h = sum_p DD_h^(p),
+    DY_h = sum_p (DY_h^(p) - DD_h^(p) delta_p), delta_p = pooled judge means - shift of p,
+
+so the statistics equal the in-memory ones to rounding (about 1e-13 relative).
+
+The work runs on the active ``dask.distributed`` client when there is one (``Client(...)`` or
+``Client("tcp://scheduler:8786")`` for a real cluster), else on dask's local threads. Bad input raises the
+sentence :func:`cjstats.read_scores` raises, with the row named by the partition's index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from cjstats.exceptions import CjstatsError
+from cjstats.stats.engines import _source as S
+
+__all__ = ["build"]
+
+_REQUIRED = ("model", "scenario", "judge", "score")
+
+
+def _import_dask() -> Any:
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError as exc:
+        raise CjstatsError(S.msg_not_installed("dask", "dask")) from exc
+    return dask, dd
+
+
+def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...]) -> tuple[Any, ...]:
+    """The numpy engine's statistics of one partition (empty tuple for an empty partition); runs on a worker."""
+    from cjstats.scores import read_scores
+    from cjstats.stats import build_stats
+
+    if len(part) == 0:
+        return ()
+    return tuple(build_stats(read_scores(part), unit=unit))
+
+
+def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
+    if hasattr(source, "dask") and hasattr(source, "map_partitions"):  # a dask DataFrame already
+        return source
+    src = S.resolve(source)
+    if src.kind == "frame":
+        return dd.from_pandas(src.frame, npartitions=npartitions or 2, sort=False)
+    files = list(src.files)
+    if src.kind == "parquet":
+        return dd.read_parquet(files)
+    if src.kind in ("csv", "tsv"):
+        return dd.read_csv(files, sep="," if src.kind == "csv" else "\t")
+    return dd.read_json(files, lines=True)
+
+
+def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
+          shuffle: bool = True, npartitions: int | None = None, client: Any = None) -> Any:
+    """Reduce a dask DataFrame (or files read by Dask) to :class:`~cjstats.stats.ScoreStats`, one partition per task.
+
+    Parameters
+    ----------
+    source : dask DataFrame, pandas DataFrame, path, glob or list of paths
+        The long score table (the columns of :func:`cjstats.read_scores`). Files are read with
+        ``dask.dataframe.read_parquet`` / ``read_csv`` / ``read_json``; a pandas DataFrame is split into
+        ``npartitions`` (default 2).
+    unit : tuple of str
+        ``("model", "criterion")`` or ``("model",)``, as in :func:`cjstats.stats.build_stats`.
+    columns : mapping, optional
+        Renames your columns to ours, as in :func:`cjstats.read_scores`.
+    shuffle : bool
+        Shuffle rows so that each scenario of a unit is in one partition (default). With ``False`` the
+        partitions must already be split by scenario; a scenario found in two partitions raises.
+    client : distributed.Client, optional
+        Where to compute; by default the active client if there is one, else dask's local threads.
+
+    Returns
+    -------
+    ScoreStats
+        The statistics of every unit, as the numpy engine computes them on the whole table.
+    """
+    from cjstats.stats import ScoreStats, merge_stats
+
+    dask, dd = _import_dask()
+    ddf = _as_dask(source, dd, npartitions)
+    if columns:
+        if not isinstance(columns, Mapping):
+            raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as {'rater': 'judge'}.")
+        absent = [c for c in columns if c not in ddf.columns]
+        if absent:
+            raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
+                               f"(found: {', '.join(map(str, ddf.columns))}).")
+        ddf = ddf.rename(columns=dict(columns))
+    found = [str(c) for c in ddf.columns]
+    missing = [c for c in _REQUIRED if c not in found]
+    if missing:
+        raise CjstatsError(S.msg_missing_column(missing, found))
+    has_criterion = "criterion" in found
+    if tuple(unit) == ("model",) and has_criterion:
+        raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
+                           "column; pass unit=('model', 'criterion') or drop the column.")
+    keep = [c for c in ("model", "criterion", "scenario", "generation", "judge", "score") if c in found]
+    ddf = ddf[keep]
+    if shuffle and ddf.npartitions > 1:
+        ddf = ddf.shuffle(on=["model"] + (["criterion"] if has_criterion else []) + ["scenario"])
+    tasks = [dask.delayed(_partition_stats)(part, tuple(unit)) for part in ddf.to_delayed()]
+    if client is None:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):  # no distributed, or no active client: dask's local scheduler
+            client = None
+    parts = client.gather(client.compute(tasks)) if client is not None else dask.compute(*tasks)
+    by_unit: dict[tuple[str, str | None], list[Any]] = {}
+    for chunk in parts:
+        for cs in chunk:
+            by_unit.setdefault((cs.model, cs.criterion), []).append(cs)
+    if not by_unit:
+        raise CjstatsError(S.msg_empty())
+    order = sorted(by_unit, key=lambda k: k[0] + ("" if k[1] is None else "\x1f" + k[1]))
+    units = tuple(merge_stats(*by_unit[k]) for k in order)
+    design = pd.DataFrame([u.design.as_dict() for u in units])
+    design["generations"] = design["generations"].astype("Int64")
+    if not has_criterion:
+        design = design.drop(columns="criterion")
+    return ScoreStats(units=units, has_criterion=has_criterion, design=design, unit=tuple(unit), engine="dask")

@@ -1,0 +1,470 @@
+r"""The DuckDB engine: score files larger than memory reduced to :class:`~cjstats.stats.CellStats` inside DuckDB.
+
+The raw rows never enter Python. Two scans of the source do all the work:
+
+1. **Validation and centring.** ``GROUP BY (model, [criterion], judge)``: the number of rows and the sum, min
+   and max of the score, and the counts of missing ids, non-numeric, NaN and infinite scores. Any count above
+   zero raises the sentence :func:`cjstats.read_scores` raises (a second, filtered query finds the first
+   offending row, named by file and row). The judge means are the centring ``shift`` of each unit, and
+   every (unit, judge) gets its code ``l`` (judges sorted by label, as in memory).
+2. **Cells, then scenarios.** With y0 = y - shift[l], ``GROUP BY (unit, scenario, generation)`` gives per
+   cell c its size n_c, its judge mask D_c = bit_or(2^l) (the judge-count vector, since each judge scores a
+   cell at most once), Y_c = sum y0, sum y0^2 and the K per-judge sums of y0; in the same streaming query a
+   second ``GROUP BY (unit, scenario, n, mask)`` sums the cells, so only O(scenarios) rows are kept (a temp
+   table) and summed once more by (unit, n, mask) for the size-class statistics.
+
+numpy then expands the masks: with D the bits of a mask and N_cells its cells, per size class h
+DD_h = sum N_cells D D', DY_h = sum D sum_c Y_c, YY_h = sum_c Y_c^2, judge counts sum N_cells D, judge sums,
+sum y0^2 and SSW_h = sum_c (sum y0^2 - Y_c^2 / n_c); per scenario and class s_isk = sum N_cells D, the cell
+count and sum Y_c. A cell whose size differs from the number of bits of its mask holds a duplicate judge call.
+
+Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
+O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cjstats.exceptions import CjstatsError
+from cjstats.stats.engines import _source as S
+
+__all__ = ["build", "connect"]
+
+_REQUIRED = ("model", "scenario", "judge", "score")
+_WORD = 62  # judges per BIGINT mask word
+
+
+def _q(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _lit(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _import_duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as exc:
+        raise CjstatsError(S.msg_not_installed("duckdb", "duckdb")) from exc
+    return duckdb
+
+
+def connect(*, memory_limit: str | None = None, temp_directory: str | Path | None = None,
+            threads: int | None = None) -> Any:
+    """A DuckDB connection with the given limits (``memory_limit="2GB"``, spill folder, threads)."""
+    duckdb = _import_duckdb()
+    con = duckdb.connect()
+    if memory_limit is not None:
+        con.execute(f"SET memory_limit = {_lit(memory_limit)}")
+    if temp_directory is not None:
+        con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+# ------------------------------------------------------------------------------------------------ reading
+def _reader(src: S.Source, *, positions: bool = False) -> str:
+    """The SQL table expression that reads the source (with ``cj_file``/``cj_row`` when ``positions``)."""
+    if src.kind == "frame":
+        return "(SELECT *, '' AS cj_file FROM cj_frame_pos)" if positions else "cj_frame"
+    files = "[" + ", ".join(_lit(f) for f in src.files) + "]"
+    if src.kind == "parquet":
+        if positions:
+            return (f"(SELECT * EXCLUDE (filename, file_row_number), filename AS cj_file, file_row_number AS cj_row "
+                    f"FROM read_parquet({files}, union_by_name = true, filename = true, file_row_number = true))")
+        return f"read_parquet({files}, union_by_name = true)"
+    if src.kind in ("csv", "tsv"):
+        sep = "," if src.kind == "csv" else "\\t"
+        expr = f"read_csv({files}, union_by_name = true, header = true, delim = '{sep}'"
+    else:
+        expr = f"read_json_auto({files}, format = 'newline_delimited', union_by_name = true"
+    if positions:  # these readers have no file_row_number: number the rows of each file in scan order
+        return (f"(SELECT * EXCLUDE (filename), filename AS cj_file, "
+                f"row_number() OVER (PARTITION BY filename) - 1 AS cj_row FROM {expr}, filename = true))")
+    return expr + ")"
+
+
+def _schemas(con: Any, src: S.Source) -> dict[str, dict[str, str]]:
+    """Column name -> DuckDB type, per file (one entry for a DataFrame)."""
+    out: dict[str, dict[str, str]] = {}
+    if src.kind == "frame":
+        rows = con.execute("DESCRIBE SELECT * FROM cj_frame").fetchall()
+        return {"": {r[0]: r[1] for r in rows}}
+    for f in src.files:
+        one = S.Source(kind=src.kind, files=(f,))
+        try:
+            rows = con.execute(f"DESCRIBE SELECT * FROM {_reader(one)}").fetchall()
+        except Exception as exc:  # duckdb.Error: unreadable file
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CjstatsError(f"Could not read `{f}` as {src.kind.upper()}: {first}.") from exc
+        out[f] = {r[0]: r[1] for r in rows}
+    return out
+
+
+def _check_files_agree(schemas: dict[str, dict[str, str]], used: list[str]) -> None:
+    """Every file has the columns used, each of one type family; else one sentence naming file and column."""
+    files = list(schemas)
+    first = files[0]
+    for f in files[1:]:
+        for col in used:
+            if (col in schemas[first]) != (col in schemas[f]):
+                has, lacks = (first, f) if col in schemas[first] else (f, first)
+                raise CjstatsError(f"The score files have different columns: `{lacks}` has no column '{col}' but "
+                                   f"`{has}` has; write every file with the same columns.")
+            if col in schemas[first]:
+                a, b = schemas[first][col], schemas[f][col]
+                if S.type_family(a) != S.type_family(b):
+                    raise CjstatsError(f"Column '{col}' is {b} in `{f}` but {a} in `{first}`: write it with one "
+                                       f"type in every score file.")
+
+
+# --------------------------------------------------------------------------------------------- the build
+def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
+          connection: Any = None, memory_limit: str | None = None, temp_directory: str | Path | None = None,
+          threads: int | None = None) -> Any:
+    """Reduce a score source to :class:`~cjstats.stats.ScoreStats` inside DuckDB (raw rows stay in DuckDB).
+
+    Parameters
+    ----------
+    source : str, Path, list of paths or DataFrame
+        A Parquet/CSV/TSV/JSONL file, a folder, a glob such as ``"scores/*.parquet"``, a list of paths, or a
+        DataFrame (scanned in place by DuckDB). Every file must have the same columns, each of one type.
+    unit : tuple of str
+        ``("model", "criterion")`` (the criterion is ignored when the table has none) or ``("model",)``.
+    columns : mapping, optional
+        Renames your columns to ours, as in :func:`cjstats.read_scores`.
+    connection : duckdb.DuckDBPyConnection, optional
+        A connection to use (its settings apply); by default a new in-memory one from :func:`connect`.
+    memory_limit, temp_directory, threads
+        DuckDB settings for the new connection (``memory_limit="2GB"``; hash aggregates spill to
+        ``temp_directory`` beyond it).
+
+    Returns
+    -------
+    ScoreStats
+        The same statistics as ``build_stats(read_scores(table))`` (to rounding, about 1e-13 relative).
+    """
+    from cjstats.stats import ScoreStats
+
+    src = S.resolve(source)
+    own = connection is None
+    con = connect(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads) if own else connection
+    bar = None if own else con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
+    try:
+        con.execute("SET enable_progress_bar = false")  # library code writes nothing to the terminal
+        if src.frame is not None:
+            con.register("cj_frame", src.frame)
+        units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns)
+    finally:
+        if src.frame is not None:
+            con.unregister("cj_frame")
+        if own:
+            con.close()
+        else:  # leave the caller's connection as it was
+            con.execute(f"SET enable_progress_bar = {'true' if bar else 'false'}")
+    return ScoreStats(units=units, has_criterion=has_criterion, design=design, unit=tuple(unit), engine="duckdb")
+
+
+def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[str, str] | None) -> Any:
+    schemas = _schemas(con, src)
+    first = next(iter(schemas.values()))
+    rename = {}
+    if columns:
+        if not isinstance(columns, Mapping):
+            raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as {'rater': 'judge'}.")
+        absent = [c for c in columns if c not in first]
+        if absent:
+            raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
+                               f"(found: {', '.join(map(str, first))}).")
+        rename = dict(columns)
+    canon = {rename.get(c, c): c for c in first}  # our name -> the source's name
+    found = [str(rename.get(c, c)) for c in first]
+    missing = [c for c in _REQUIRED if c not in canon]
+    if missing:
+        raise CjstatsError(S.msg_missing_column(missing, found))
+    has_gen = "generation" in canon
+    has_criterion = "criterion" in canon
+    if unit == ("model",) and has_criterion:
+        raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
+                           "column; pass unit=('model', 'criterion') or drop the column.")
+    used_src = [canon[c] for c in (*_REQUIRED, "generation", "criterion") if c in canon]
+    if src.several:
+        _check_files_agree(schemas, used_src)
+    score_type = S.type_family(first[canon["score"]])
+    ids = ["model", "scenario", "generation", "judge"] + (["criterion"] if has_criterion else [])
+    sel = [f"CAST({_q(canon['model'])} AS VARCHAR) AS model",
+           f"{_q(canon['scenario'])} AS scenario",
+           f"{_q(canon['generation'])} AS generation" if has_gen else "0 AS generation",
+           f"CAST({_q(canon['judge'])} AS VARCHAR) AS judge"]
+    if has_criterion:
+        sel.append(f"CAST({_q(canon['criterion'])} AS VARCHAR) AS criterion")
+    raw = _q(canon["score"])
+    sel.append(f"{raw} AS score_raw")
+    if score_type == "numeric":
+        sel.append(f"CAST({raw} AS DOUBLE) AS y")
+    elif score_type == "string":
+        sel.append(f"TRY_CAST({raw} AS DOUBLE) AS y")
+    else:
+        sel.append("CAST(NULL AS DOUBLE) AS y")
+    select = ", ".join(sel)
+    rows_sql = f"(SELECT {select} FROM {_reader(src)})"
+    pos_select = select + ", cj_file, cj_row"
+
+    # ---- pass 1: validation counts, judge means, min/max, per (unit, judge)
+    crit = ", criterion" if has_criterion else ""
+    nonnum = "score_raw IS NOT NULL AND y IS NULL" if score_type == "string" else "false"
+    nan = ("(score_raw IS NULL) OR isnan(y)" if score_type in ("numeric", "string") else "false")
+    agg = [f"count(*) FILTER (WHERE {c} IS NULL) AS null_{c}" for c in ids]
+    pass1 = con.execute(
+        f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
+        f"min(y) AS lo, max(y) AS hi, {', '.join(agg)}, count(*) FILTER (WHERE {nonnum}) AS nonnum, "
+        f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf "
+        f"FROM {rows_sql} GROUP BY ALL"
+    ).df()
+    if int(pass1["n"].sum()) == 0:
+        raise CjstatsError(S.msg_empty())
+
+    def first_row(cond: str, extra: str = "") -> tuple[Any, ...]:
+        return _first_offending(con, src, pos_select, cond, extra)
+
+    for c in ids:
+        cnt = int(pass1[f"null_{c}"].sum())
+        if cnt:
+            f, r = first_row(f"{c} IS NULL")[:2]
+            raise CjstatsError(S.msg_missing_ids(c, cnt, _where(src, f, r)))
+    if score_type == "boolean":
+        raise CjstatsError(S.msg_bool_score())
+    if score_type not in ("numeric", "string"):
+        raise CjstatsError(f"Column 'score' has type {first[canon['score']]}, not numbers; recode it as numbers "
+                           f"before read_scores().")
+    for col, msg in (("nonnum", None), ("nan", S.msg_nan), ("inf", S.msg_inf)):
+        cnt = int(pass1[col].sum())
+        if not cnt:
+            continue
+        cond = {"nonnum": nonnum, "nan": nan, "inf": "isinf(y)"}[col]
+        f, r, raw_value = first_row(cond, ", score_raw")
+        where = _where(src, f, r)
+        raise CjstatsError(S.msg_nonnumeric(cnt, raw_value, where) if msg is None else msg(cnt, where))
+
+    # ---- unit and judge codes (units sorted as in memory: model, then criterion, as strings)
+    p1 = pass1.copy()
+    if not has_criterion:
+        p1["criterion"] = None
+    p1["gkey"] = p1["model"].astype(str) + ("\x1f" + p1["criterion"].astype(str) if has_criterion else "")
+    p1 = p1.sort_values(["gkey", "judge"], kind="stable").reset_index(drop=True)
+    gkeys = list(dict.fromkeys(p1["gkey"]))
+    p1["unit_id"] = p1["gkey"].map({g: i for i, g in enumerate(gkeys)}).astype(np.int64)
+    p1["jcode"] = p1.groupby("unit_id").cumcount().astype(np.int64)
+    p1["shift"] = p1["sy"].to_numpy(dtype=np.float64) / p1["n"].to_numpy(dtype=np.float64)
+    k_max = int(p1["jcode"].max()) + 1
+    n_words = (k_max + _WORD - 1) // _WORD
+    judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
+    con.register("cj_judges", judges_tbl)
+    try:
+        cls_tbl = _aggregate(con, rows_sql, has_criterion, k_max, n_words)
+    finally:
+        con.unregister("cj_judges")
+    units = []
+    designs = []
+    wcols = ", ".join(f"w{w}" for w in range(n_words))
+    try:
+        # ---- duplicates: a cell with more rows than judges in its mask
+        if np.any(cls_tbl["n"].to_numpy() != _popcount(cls_tbl, n_words)):
+            _raise_duplicates(con, src, pos_select, has_criterion)
+        for u in range(len(gkeys)):  # one unit's scenario table in Python at a time
+            scen = con.execute(f"SELECT scenario, n, {wcols}, cells, ys, gen_min FROM cj_scen WHERE unit_id = {u} "
+                               f"ORDER BY scenario, n, {wcols}").df()
+            cs = _unit_stats(p1[p1["unit_id"] == u], scen, cls_tbl[cls_tbl["unit_id"] == u], n_words, has_criterion)
+            del scen
+            units.append(cs)
+            designs.append(cs.design.as_dict())
+    finally:
+        con.execute("DROP TABLE IF EXISTS cj_scen")
+    design = pd.DataFrame(designs)
+    design["generations"] = design["generations"].astype("Int64")
+    if not has_criterion:
+        design = design.drop(columns="criterion")
+    return tuple(units), design, has_criterion
+
+
+def _where(src: S.Source, file: Any, row: Any) -> str:
+    return S.row_ref(src, file, row)
+
+
+def _first_offending(con: Any, src: S.Source, pos_select: str, cond: str, extra: str) -> tuple[Any, ...]:
+    """(file, row label, extra...) of the first row meeting ``cond``, in file then row order."""
+    if src.kind == "frame":
+        con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
+    try:
+        hit = con.execute(f"SELECT cj_file, cj_row{extra} FROM (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
+                          f"WHERE {cond} ORDER BY cj_file, cj_row LIMIT 1").fetchall()[0]
+    finally:
+        if src.kind == "frame":
+            con.unregister("cj_frame_pos")
+    file, row = hit[0], int(hit[1])
+    if src.kind == "frame":  # read_scores names a DataFrame row by its index label
+        row = src.frame.index[row]
+    return (file, row, *hit[2:])
+
+
+def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int) -> pd.DataFrame:
+    """One scan: rows -> cells -> temp table ``cj_scen`` by (unit, scenario, size, mask); returns its class sums."""
+    on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
+    words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
+             for w in range(n_words)]
+    jsums = [f"sum(y0) FILTER (WHERE jcode = {l}) AS j{l}" for l in range(k_max)]
+    jsum2 = [f"COALESCE(sum(j{l}), 0) AS j{l}" for l in range(k_max)]
+    wcols = ", ".join(f"w{w}" for w in range(n_words))
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE cj_scen AS "
+        f"WITH r AS (SELECT j.unit_id, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
+        f"           FROM {rows_sql} x JOIN cj_judges j ON {on}), "
+        f"c AS (SELECT unit_id, scenario, generation, count(*) AS n, {', '.join(words)}, sum(y0) AS ys, "
+        f"      sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r GROUP BY unit_id, scenario, generation) "
+        f"SELECT unit_id, scenario, n, {wcols}, count(*) AS cells, sum(ys) AS ys, min(generation) AS gen_min, "
+        f"sum(ys * ys) AS yyc, sum(yy) AS yy, sum(yy - ys * ys / n) AS ssw, {', '.join(jsum2)} "
+        f"FROM c GROUP BY unit_id, scenario, n, {wcols}"
+    )
+    return con.execute(
+        f"SELECT unit_id, n, {wcols}, sum(cells) AS cells, sum(ys) AS ys, sum(yyc) AS yyc, sum(yy) AS yy, "
+        f"sum(ssw) AS ssw, {', '.join(f'sum(j{l}) AS j{l}' for l in range(k_max))} "
+        f"FROM cj_scen GROUP BY unit_id, n, {wcols} ORDER BY unit_id, n, {wcols}").df()
+
+
+def _popcount(tbl: pd.DataFrame, n_words: int) -> np.ndarray:
+    total = np.zeros(len(tbl), dtype=np.int64)
+    for w in range(n_words):
+        v = tbl[f"w{w}"].to_numpy(dtype=np.int64)
+        total += np.unpackbits(np.ascontiguousarray(v).view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
+    return total
+
+
+def _mask_bits(tbl: pd.DataFrame, n_words: int, k: int) -> np.ndarray:
+    """(rows, K) 0/1 judge-count vectors D from the mask words."""
+    out = np.empty((len(tbl), k))
+    words = [tbl[f"w{w}"].to_numpy(dtype=np.int64) for w in range(n_words)]
+    for j in range(k):
+        out[:, j] = (words[j // _WORD] >> (j % _WORD)) & 1
+    return out
+
+
+def _raise_duplicates(con: Any, src: S.Source, pos_select: str, has_criterion: bool) -> None:
+    """The read_scores duplicate sentence: count of duplicated cells, first one and its first two rows."""
+    keys = ["model"] + (["criterion"] if has_criterion else []) + ["scenario", "generation", "judge"]
+    kl = ", ".join(keys)
+    if src.kind == "frame":
+        con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
+    try:
+        n_cells, files, rows = con.execute(
+            f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}), "
+            f"d AS (SELECT {kl}, count(*) OVER () AS n_cells, list(cj_file ORDER BY cj_file, cj_row) AS fs, "
+            f"      list(cj_row ORDER BY cj_file, cj_row) AS rs FROM p GROUP BY {kl} HAVING count(*) > 1) "
+            f"SELECT n_cells, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
+        ).fetchall()[0]
+        raw = con.execute(
+            f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
+            f"SELECT {kl} FROM p WHERE cj_file = {_lit(files[0])} AND cj_row = {int(rows[0])}").fetchall()[0]
+    finally:
+        if src.kind == "frame":
+            con.unregister("cj_frame_pos")
+    key = dict(zip(keys, raw))
+    if src.several and files[0] != files[1]:
+        where = f"row {rows[0]} of `{files[0]}` and row {rows[1]} of `{files[1]}`"
+    elif src.several:
+        where = f"rows {rows[0]} and {rows[1]} of `{files[0]}`"
+    else:
+        where = f"rows {rows[0]} and {rows[1]}"
+    raise CjstatsError(S.msg_duplicates(int(n_cells), key, where))
+
+
+def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_words: int,
+                has_criterion: bool) -> Any:
+    """One unit's :class:`CellStats` from its judge table, scenario-level and class-level aggregates."""
+    from cjstats.scores import GroupDesign
+    from cjstats.stats.cellstats import CellStats
+
+    k = len(judges)
+    labels = tuple(str(x) for x in judges["judge"])
+    model = str(judges["model"].iloc[0])
+    criterion = str(judges["criterion"].iloc[0]) if has_criterion else None
+    sizes_i = np.unique(cls["n"].to_numpy(dtype=np.int64))
+    n_s = len(sizes_i)
+    sizes = sizes_i.astype(np.float64)
+    # class level
+    s_idx = np.searchsorted(sizes_i, cls["n"].to_numpy(dtype=np.int64))
+    d = _mask_bits(cls, n_words, k)
+    cells = cls["cells"].to_numpy(dtype=np.float64)
+    ysum = cls["ys"].to_numpy(dtype=np.float64)
+    dd = np.zeros((n_s, k, k))
+    np.add.at(dd, s_idx, cells[:, None, None] * d[:, :, None] * d[:, None, :])
+    dy = np.zeros((n_s, k))
+    np.add.at(dy, s_idx, d * ysum[:, None])
+    judge_n_s = np.zeros((n_s, k))
+    np.add.at(judge_n_s, s_idx, d * cells[:, None])
+    jsum = np.nan_to_num(cls[[f"j{l}" for l in range(k)]].to_numpy(dtype=np.float64))
+    judge_sum_s = np.zeros((n_s, k))
+    np.add.at(judge_sum_s, s_idx, jsum)
+
+    def per_class(col: str) -> np.ndarray:
+        return np.bincount(s_idx, weights=cls[col].to_numpy(dtype=np.float64), minlength=n_s)
+
+    yyc, yy_s, ssw_s = per_class("yyc"), per_class("yy"), per_class("ssw")
+    size_cells = np.bincount(s_idx, weights=cells, minlength=n_s)
+    # scenario level
+    raw = scen["scenario"].to_numpy()  # sorted by scenario; native dtype (no Python object per row)
+    new = np.r_[True, raw[1:] != raw[:-1]]
+    si = np.cumsum(new) - 1
+    n_scen = int(si.max()) + 1
+    ss_idx = np.searchsorted(sizes_i, scen["n"].to_numpy(dtype=np.int64))
+    key = si * n_s + ss_idx
+    scells = scen["cells"].to_numpy(dtype=np.float64)
+    words = [scen[f"w{w}"].to_numpy(dtype=np.int64) for w in range(n_words)]
+    s_isk = np.zeros((n_scen * n_s, k))
+    for j in range(k):  # one judge column at a time: no (rows, K) temporary
+        s_isk[:, j] = np.bincount(key, weights=((words[j // _WORD] >> (j % _WORD)) & 1) * scells,
+                                  minlength=n_scen * n_s)
+    cnt_is = np.bincount(key, weights=scells, minlength=n_scen * n_s).reshape(n_scen, n_s)
+    ys = np.bincount(key, weights=scen["ys"].to_numpy(dtype=np.float64), minlength=n_scen * n_s).reshape(n_scen, n_s)
+    scen_labels = np.empty(n_scen, dtype=object)
+    scen_labels[:] = raw[new].tolist()
+    gen_min = scen["gen_min"].to_numpy()  # native dtype; the two labels used become Python values below
+    # design
+    judge_n = judges["n"].to_numpy(dtype=np.float64)
+    n_obs = int(judge_n.sum())
+    n_cells = int(size_cells.sum())
+    m_per = cnt_is.sum(axis=1).astype(np.int64)
+    complete = bool(np.all(sizes_i == k))
+    design = GroupDesign(
+        model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
+        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
+        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=labels,
+        n_cells=n_cells, n_missing=int(n_cells * k - n_obs), n_duplicates=0, complete=complete,
+        balanced=bool(complete and (m_per == m_per[0]).all()),
+    )
+    first_rows = np.flatnonzero(si == 0)
+    first_cell = (scen_labels[0], min(gen_min[first_rows].tolist()))  # tolist(): Python values
+    first_missing = None
+    if not complete:
+        bad = np.flatnonzero(scen["n"].to_numpy(dtype=np.int64) < k)
+        i0 = int(si[bad].min())
+        cand = bad[si[bad] == i0]
+        gens = gen_min[cand].tolist()
+        r = int(cand[gens.index(min(gens))])
+        absent = tuple(labels[j] for j in range(k) if not (int(words[j // _WORD][r]) >> (j % _WORD)) & 1)
+        first_missing = (scen_labels[i0], gens[gens.index(min(gens))], absent)
+    return CellStats(
+        model=model, criterion=criterion, scenario_labels=scen_labels, judge_labels=labels, design=design,
+        shift=judges["shift"].to_numpy(dtype=np.float64), n_obs=n_obs, n_cells=n_cells, sizes=sizes,
+        size_cells=size_cells, dd=dd, dy=dy, yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s,
+        ssw_s=ssw_s, s_isk=s_isk.reshape(n_scen, n_s, k), cnt_is=cnt_is, ys=ys, judge_n=judge_n,
+        judge_sum=judge_sum_s.sum(axis=0), yy=float(yy_s.sum()), y_min=float(judges["lo"].min()),
+        y_max=float(judges["hi"].max()), first_cell=first_cell, first_missing=first_missing,
+    )

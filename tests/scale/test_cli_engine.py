@@ -1,0 +1,44 @@
+"""``cjstats decompose --engine duckdb|dask``: the same components as the in-memory command, from files."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from _scale_helpers import TABLES, rel_close
+
+from cjstats.cli import cli
+
+pytest.importorskip("duckdb")
+
+
+def _csv(result) -> pd.DataFrame:
+    assert result.exit_code == 0, result.output
+    return pd.read_csv(io.StringIO(result.output))
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "dask"])
+def test_decompose_with_an_engine_prints_the_in_memory_components(runner, tmp_path, engine):
+    frame = TABLES["unbalanced"]()
+    for i, idx in enumerate(np.array_split(np.arange(len(frame)), 2)):
+        frame.iloc[idx].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    frame.to_parquet(tmp_path / "whole.pq", index=False)
+    ref = _csv(runner.invoke(cli, ["decompose", str(tmp_path / "whole.pq"), "--method", "reml", "--format", "csv"]))
+    args = ["decompose", str(tmp_path / "*.parquet"), "--method", "reml", "--engine", engine, "--format", "csv"]
+    got = _csv(runner.invoke(cli, args + (["--memory-limit", "256MB"] if engine == "duckdb" else [])))
+    assert ref[["model", "component"]].equals(got[["model", "component"]])
+    assert rel_close(ref["estimate"].to_numpy(float), got["estimate"].to_numpy(float))
+
+
+def test_options_that_change_rows_are_one_sentence_with_an_engine(tmp_path):
+    import subprocess
+    import sys
+
+    TABLES["balanced"]().to_parquet(tmp_path / "s.parquet", index=False)
+    r = subprocess.run([sys.executable, "-c", "from cjstats.cli import main; main()", "decompose",
+                        str(tmp_path / "s.parquet"), "--engine", "duckdb", "--duplicates", "mean"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("--duplicates mean and --composite change rows, which --engine duckdb does not load")
