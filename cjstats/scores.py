@@ -292,13 +292,27 @@ class Scores:
         return self._reference.copy()
 
 
-def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
-    """Warn about judges that scored less than ``min_share`` of a group's (scenario, generation) cells.
+def sparse_judge_message(label: str, judge_labels: Sequence[str], cells_per_judge: Any, n_cells: int, *,
+                         min_share: float = 0.5) -> str | None:
+    """The warning for the sparsest judge that scored less than ``min_share`` of ``n_cells`` cells, or ``None``.
 
     Under ``incomplete="drop"`` only the cells that every judge scored are kept, so one judge that scored 2 of
-    16 cells silently reduces the analysis to those 2 cells. The warning gives the counts and the fix
+    16 cells silently reduces the analysis to those 2 cells. The message gives the counts and the fix
     (leave the judge out, or use an estimator that handles missing calls).
     """
+    counts = np.asarray(cells_per_judge, dtype=float)
+    if n_cells == 0 or counts.size == 0:
+        return None
+    j = int(np.argmin(counts))
+    if counts[j] >= min_share * n_cells:
+        return None
+    return (f"In {label}, judge '{judge_labels[j]}' scored {int(counts[j])} of {n_cells} (scenario, generation) "
+            f"cells, so dropping incomplete cells keeps at most {int(counts[j])}; leave that judge out or use REML, "
+            f"which keeps every call.")
+
+
+def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
+    """Warn (:class:`CjstatsWarning`) about the sparsest judge of a group, see :func:`sparse_judge_message`."""
     import warnings
 
     d = group.design
@@ -306,14 +320,10 @@ def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
         return
     present = np.zeros((d.n_cells, d.n_judges), dtype=bool)
     present[group.cell, group.judge] = True
-    per_judge = present.sum(axis=0)
-    for j in np.argsort(per_judge, kind="stable"):
-        if per_judge[j] < min_share * d.n_cells:
-            warnings.warn(f"In {group.label()}, judge '{group.judge_labels[j]}' scored {int(per_judge[j])} of "
-                          f"{d.n_cells} (scenario, generation) cells, so dropping incomplete cells keeps at most "
-                          f"{int(per_judge[j])}; leave that judge out or use REML, which keeps every call.",
-                          CjstatsWarning, stacklevel=2)
-        break
+    msg = sparse_judge_message(group.label(), group.judge_labels, present.sum(axis=0), d.n_cells,
+                               min_share=min_share)
+    if msg:
+        warnings.warn(msg, CjstatsWarning, stacklevel=2)
 
 
 # ---------------------------------------------------------------------------------------------- indexing

@@ -165,6 +165,15 @@ class TestSparseJudgeUnderDrop:
         with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16"):
             judge_f_test(read_scores(df), incomplete="drop")
 
+    def test_estimate_with_drop_warns_about_the_sparse_judge(self):
+        from cjstats import estimate
+
+        df = _frame(n=16, k=3)
+        df = df[~((df["judge"] == "J2") & (df["scenario"] >= 2))]
+        with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16 .* cells"):
+            fit = estimate(read_scores(df), method="anova", incomplete="drop")
+        assert fit.diagnostics[fit.components["model"].iloc[0]]["dropped_cells"] == 14
+
     def test_complete_judges_do_not_warn(self):
         from cjstats.scores import warn_sparse_judges
 

@@ -72,7 +72,9 @@ def run_group(group: click.Group) -> None:
     import warnings
 
     def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        click.echo(f"Warning: {as_flags(str(message))}", err=True)
+        text = as_flags(str(message)).replace("leave that judge out or", "leave that judge out with "
+                                              "--exclude-judges or")
+        click.echo(f"Warning: {text}", err=True)
 
     warnings.showwarning = show  # one line per warning, in the CLI's words, no source line
     try:
@@ -375,8 +377,6 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci
                    VarianceComponents, str]:
     """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto)."""
     from cjstats.estimators import estimate
-    from cjstats.scores import warn_sparse_judges
-
     chosen, note = resolve_method(scores, method, incomplete)
     options: dict[str, Any] = {}
     if incomplete is not None:
@@ -384,17 +384,6 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci
             raise CjstatsError(f"The option --incomplete applies to --method anova only (REML and Bayes keep every "
                                f"call); leave it out or add --method anova.")
         options["incomplete"] = incomplete
-        if incomplete == "drop":
-            import warnings
-
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                for g in scores.groups():
-                    warn_sparse_judges(g)
-            for w in caught:
-                text = as_flags(str(w.message)).replace("leave that judge out", "leave that judge out with "
-                                                        "--exclude-judges")
-                click.echo(f"Warning: {text}", err=True)
     if chosen == "bayes":
         for name, value in (("draws", draws), ("chains", chains), ("tune", tune)):
             if value is not None:

@@ -40,6 +40,7 @@ Intervals (two-sided, level 1 - 2a):
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -49,8 +50,8 @@ from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, location_params
 from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
-from cjstats.exceptions import CjstatsError
-from cjstats.scores import GroupData, Scores
+from cjstats.exceptions import CjstatsError, CjstatsWarning
+from cjstats.scores import GroupData, Scores, sparse_judge_message
 from cjstats.stats import CellStats, ScoreStats
 from cjstats.stats.views import MeanSquares
 
@@ -344,6 +345,11 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     stats, _ = as_stats(stats, rows)
 
     def fit_one(g: CellStats) -> GroupFit:
+        if incomplete == "drop" and not g.design.complete:
+            # each judge scores a cell at most once, so its call count is the number of cells it scored
+            msg = sparse_judge_message(g.label(), g.judge_labels, g.judge_n, g.n_cells)
+            if msg:
+                warnings.warn(msg, CjstatsWarning, stacklevel=4)
         ms, dropped = g.for_anova(incomplete)
         if ms.n < 2:
             raise CjstatsError(f"{g.label(capital=True)} keeps only one scenario after dropping incomplete "
