@@ -503,7 +503,10 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
                                f"Got {len(axes)} instead.")
         fig = axes[0].figure
     width = 0.7 / max(len(methods), 1)
-    reps = float(np.nanmin(s["replicates"].to_numpy(dtype=float)))
+    # the band is for rows that have a coverage at all (a method that failed in every replicate has none)
+    counted = s.loc[s["coverage"].notna(), "replicates"].to_numpy(dtype=float)
+    counted = counted[counted > 0]
+    reps = float(np.min(counted)) if counted.size else 0.0
     half = 2.0 * math.sqrt(level * (1 - level) / reps) if reps > 0 else float("nan")
     for a, comp in zip(axes, comps):
         a.axvspan(level - half, level + half, color="0.88", zorder=0, gid="mc_band")

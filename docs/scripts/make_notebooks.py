@@ -90,11 +90,32 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
         ("code", "table = cj.judge_table(scores)\nprint(\"top model changes across judges:\", "
                  "table.top_model_changes)\ntable.top_model.pivot(index=\"criterion\", columns=\"judge\", "
                  "values=\"top_model\")"),
-        ("md", "## Human raters in the file\n\nThe human ratings are not used by the LLM-judge analysis above; "
-               "here is what the file holds (rows per model and criterion), the raw material of a human "
-               "reference."),
-        ("code", "frame = cj.datasets.load_frame(\"mentalalign\")\nhuman = frame[frame[\"judge_type\"] == \"human\"]\n"
-                 "human.pivot_table(index=\"model\", columns=\"criterion\", values=\"score\", aggfunc=\"count\")"),
+        ("md", "## Which model is better, and how sure?\n\nOne joint fit of all models on the composite score "
+               "(`cj.compare_models`): the models share the scenarios and the judges, so every difference is "
+               "paired and the scenario effects cancel. `incomplete=\"drop\"` keeps the scenarios that every "
+               "judge scored for every model. Rank intervals are simultaneous (Tukey), `p_best` is the probability "
+               "of being best."),
+        ("code", "composite = scores.composite()\ncomparison = cj.compare_models(composite, method=\"anova\", "
+                 "incomplete=\"drop\")\ncomparison.ranks"),
+        ("code", "plots.rank_plot(comparison)"),
+        ("code", "comparison.differences.head(10)"),
+        ("md", "## Does a judge favour its own family?\n\nThree of the judges belong to evaluated families. "
+               "`self_preference[l,p]` is how much more judge l scores its own model p, relative to the other "
+               "judges, than it scores the other models; the judge x model interaction (`judge_model`) is "
+               "tested as a whole."),
+        ("code", "families = {\"gpt-4o\": [\"gpt-4o\", \"gpt-4o-mini\"], \"o4-mini\": [\"gpt-4o\", "
+                 "\"gpt-4o-mini\"],\n            \"gemini-2.5-flash-preview-04-17\": \"gemini-2.0-flash\",\n"
+                 "            \"claude-3-7-sonnet-20250219\": \"claude-3.5-haiku\"}\n"
+                 "sp = cj.self_preference(composite, families, fit=comparison.fit)\nsp.contrasts"),
+        ("md", "## Judges against the human expert\n\n`humans=True` keeps the `human-expert` ratings as the "
+               "reference raters (they never enter the LLM-judge analyses above). `bias[l]` is judge minus human "
+               "on the same items, with a cluster-robust interval by scenario."),
+        ("code", "with_humans = cj.datasets.load(\"mentalalign\", humans=True)\n"
+                 "agreement = cj.judge_agreement(with_humans)\nagreement.table.head(10)"),
+        ("md", "Prediction-powered means (PPI++) put each model on the human scale from all judge scores plus the "
+               "human labels, here pretending only 100 scenarios were labelled."),
+        ("code", "ppi = cj.ppi_means(with_humans.composite(), n_labels=100, seed=0, differences=False)\n"
+                 "ppi.means.head(10)"),
         ("md", "## A report to share\n\n`cj.report(scores.composite(), output=\"mentalalign.html\", "
                "method=\"reml\")` (or `cjstats report scores.csv -o mentalalign.html --method reml`) writes "
                "all of the above, with the allocation, as one self-contained HTML file."),
@@ -102,58 +123,26 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
     "03_choosing_an_estimator": [
         ("md", "# Choosing an estimator: a small simulation study\n\nKnown components (the paper's Table 3, "
                "Qwen), a small design (n = 30 scenarios, m = 2 generations, K = 4 judges), complete or with 10% "
-               "of the judge calls lost. Each replicate is simulated with `cjstats.simulate.simulate_scores` and "
-               "fitted with every backend that applies; we record the estimate and whether the 95% interval "
-               "covers the truth. 30 replicates keep it fast; Monte Carlo standard errors say how far to trust "
-               "each number."),
-        ("code", SETUP + "\nimport time\nfrom types import SimpleNamespace\n\nimport numpy as np\nimport pandas as pd\n"
-                 "from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores\n\n"
-                 "truth = TABLE3_MTBENCH[\"Qwen\"]\nK = 4\n"
-                 "gamma = panel_offsets(K, truth[\"judge_panel\"])   # a fixed "
-                 "panel: mean(gamma^2) = judge_panel exactly\nCOMPS = [\"scenario\", \"generation\", \"residual\", "
-                 "\"judge_panel\"]"),
-        ("code", "rows = []\nfor design, missing, methods in [(\"complete\", 0.0, (\"anova\", \"reml\")), "
-                 "(\"10% missing\", 0.1, (\"reml\",))]:\n    for rep in range(30):\n"
-                 "        df = simulate_scores(n=30, m=2, k=K, s2_scenario=truth[\"scenario\"], "
-                 "s2_generation=truth[\"generation\"],\n                             s2_residual=truth[\"residual\"], "
-                 "judge_offsets=gamma, mu=truth[\"mu\"], missing=missing, seed=rep)\n"
-                 "        scores = cj.read_scores(df)\n        for method in methods:\n"
-                 "            t0 = time.perf_counter()\n"
-                 "            fit = cj.estimate(scores, method=method, seed=rep)\n"
-                 "            seconds = time.perf_counter() - t0\n"
-                 "            for r in fit.components[fit.components[\"component\"].isin(COMPS)].itertuples():\n"
-                 "                rows.append({\"design\": design, \"method\": method, \"component\": r.component,\n"
-                 "                             \"truth\": truth[r.component], \"estimate\": r.estimate, "
-                 "\"lower\": r.lower, \"upper\": r.upper,\n"
-                 "                             \"at_boundary\": r.at_boundary, \"seconds\": seconds})\n"
-                 "runs = pd.DataFrame(rows)\nlen(runs)"),
-        ("md", "Summaries with Monte Carlo standard errors: bias (sd / sqrt(R)), coverage (sqrt(p(1-p)/R))."),
-        ("code", "def summarise(g):\n    R = len(g)\n    err = g[\"estimate\"] - g[\"truth\"]\n"
-                 "    cover = ((g[\"lower\"] <= g[\"truth\"]) & (g[\"truth\"] <= g[\"upper\"])).mean()\n"
-                 "    return pd.Series({\"truth\": g[\"truth\"].iloc[0], \"mean_estimate\": g[\"estimate\"].mean(),\n"
-                 "                      \"bias\": err.mean(), \"bias_mcse\": err.std(ddof=1) / np.sqrt(R),\n"
-                 "                      \"rmse\": np.sqrt((err ** 2).mean()), \"coverage\": cover,\n"
-                 "                      \"coverage_mcse\": np.sqrt(cover * (1 - cover) / R),\n"
-                 "                      \"mean_width\": (g[\"upper\"] - g[\"lower\"]).mean(), "
-                 "\"boundary_rate\": g[\"at_boundary\"].mean(),\n"
-                 "                      \"seconds_per_fit\": g[\"seconds\"].mean(), \"replicates\": R})\n\n"
-                 "summary = runs.groupby([\"design\", \"method\", \"component\"], sort=False).apply(summarise, "
-                 "include_groups=False).reset_index()\nsummary.round(3)"),
+               "of the judge calls lost at random (MCAR). `cj.simulation_study` simulates each replicate once, fits "
+               "every method to the same data (so differences between methods are paired) and summarises bias, "
+               "RMSE and coverage with Monte Carlo standard errors (Morris, White & Crowther 2019). 60 replicates "
+               "keep it fast; the Monte Carlo standard errors say how far to trust each number."),
+        ("code", SETUP + "\n\ntruth = cj.Truth.table3([\"Qwen\"])\n"
+                 "designs = [cj.Design(n=30, m=2, k=4), cj.Design(n=30, m=2, k=4, misspec={\"mcar\": 0.1})]\n"
+                 "study = cj.simulation_study(truth, designs, [\"anova\", \"reml\"], 60, seed=1)\nprint(study)"),
         ("md", "Coverage by design, method and component; the grey band is where a correct 95% interval's "
-               "coverage falls 95% of the time with this many replicates."),
-        ("code", "plots.coverage_plot(SimpleNamespace(summary=summary))"),
-        ("md", "Which coverages fall outside the band? With this few replicates, a row here is a reason for a "
-               "longer run, not yet a verdict (the package's own coverage tests use 2,000 replicates; see the "
-               "Backends page)."),
-        ("code", "band = 2 * np.sqrt(0.95 * 0.05 / summary[\"replicates\"])\n"
-                 "summary.loc[(summary[\"coverage\"] - 0.95).abs() > band, [\"design\", \"method\", \"component\", "
-                 "\"coverage\", \"coverage_mcse\"]]"),
-        ("md", "And the biases, in Monte Carlo standard errors (|z| above 2 would deserve a look):"),
-        ("code", "summary.assign(z=summary[\"bias\"] / summary[\"bias_mcse\"]).pivot(index=[\"design\", \"method\"], "
-                 "columns=\"component\", values=\"z\").round(1)"),
-        ("md", "Only REML fits the table with lost calls (`anova` refuses incomplete data unless told to drop "
-               "incomplete cells). The Bayesian backend (`method=\"bayes\"`) fits the same model with a "
-               "posterior; it takes seconds per fit, so it is left out of this quick study."),
+               "coverage falls with this many replicates. The method of moments refuses incomplete data unless "
+               "told to drop incomplete cells, so under MCAR its fits are recorded as failures "
+               "(`failure_rate`), never silently skipped."),
+        ("code", "plots.coverage_plot(study)"),
+        ("code", "study.summary[[\"design\", \"method\", \"component\", \"truth\", \"bias\", \"bias_mcse\", "
+                 "\"coverage\", \"coverage_mcse\", \"failure_rate\"]].round(3)"),
+        ("md", "Every replicate x method x component is kept in `study.replicates`, so anything else can be "
+               "computed from it; `study.as_latex()` gives the summary as a booktabs table. A larger study runs "
+               "in parallel (`jobs=2`, or a Dask cluster) and resumes from `checkpoint=\"study.parquet\"`; the "
+               "reference study in the docs (*The reference simulation study*) says which estimator and which "
+               "interval to trust where."),
+        ("code", "study.replicates.head()"),
     ],
     "04_planning_a_cyclicjudge_run": [
         ("md", "# Planning a CyclicJudge run\n\nFrom components (estimated on a pilot, here HANNA's GPT stories) "
