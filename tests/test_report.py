@@ -74,12 +74,27 @@ class TestHannaReport:
         html = hanna_report.read_text()
         tags = _tags(html)
         ids = [a["id"] for t, a in tags if t == "section"]
-        assert ids == list(CORE)
-        for key in CORE:
+        assert ids == [*CORE, "comparisons"]        # 11 models: compared automatically
+        for key in [*CORE, "comparisons"]:
             assert f"<h2>{SECTION_TITLES[key]}</h2>" in html
         assert sum(t == "table" for t, _ in tags) >= 8
-        assert sum(t == "img" for t, _ in tags) >= 4                # forest, heatmap, curves, frontier
+        assert sum(t == "img" for t, _ in tags) >= 5                # forest, heatmap, curves, frontier, ranks
         assert "Backend anova" in html and "Backend reml" in html
+
+    def test_human_raters_in_the_table_give_the_human_agreement_section(self):
+        full = cj.datasets.load("mentalalign", humans=True)
+        keep = sorted(full.to_frame()["scenario"].unique())[:60]
+        frame = full.to_frame()
+        ref = full.reference_frame()
+        small = cj.read_scores(pd.concat([frame[frame["scenario"].isin(keep)], ref[ref["scenario"].isin(keep)]]),
+                               reference="human-expert").subset(models=["gpt-4o", "qwen3-4b"],
+                                                                criteria=["Empathy", "Safety"])
+        html = cj.report(small, method="reml")
+        ids = [a["id"] for t, a in _tags(html) if t == "section"]
+        assert ids == [*CORE, "comparisons", "human_agreement"]
+        section = html[html.index("id=\"human_agreement\""):]
+        assert "bias" in section and "panel" in section
+        assert "Joint fit of every model (reml) on the composite" in html
 
     def test_numbers_formatted_to_their_precision(self, hanna_report):
         fit = cj.estimate(cj.datasets.load("hanna", composite=True))

@@ -210,9 +210,26 @@ def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False
     return path
 
 
+def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, list[str]]:
+    """compare_models on the table when it has two or more models; the reason in words when it cannot run."""
+    from cjstats.comparisons import compare_models
+
+    if len(scores.models) < 2:
+        return None, []
+    table = scores.composite() if scores.has_criterion else scores
+    method = "anova" if bool(table.design["balanced"].all()) else "reml"
+    where = "the composite of the criteria" if scores.has_criterion else "the scores"
+    try:
+        result = compare_models(table, method=method, ci_level=level, seed=seed)
+    except CjstatsError as exc:
+        return None, [f"The models could not be compared on {where}: {exc}"]
+    return result, [f"Joint fit of every model ({method}) on {where}: paired differences (the models share "
+                    f"scenarios and judges) and simultaneous rank intervals."]
+
+
 def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method: str | Sequence[str] = "anova",
            budget: float | None = None, model: str | None = None, criterion: str | None = None,
-           comparisons: Any = None, human_agreement: Any = None, ci_level: float | None = None,
+           comparisons: Any = "auto", human_agreement: Any = "auto", ci_level: float | None = None,
            seed: int | None = 0, title: str | None = None, force: bool = False,
            subsample_reps: int = 1000) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
@@ -236,8 +253,12 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         Judge-call budget for the allocation (default: the calls in the data for the chosen model).
     model, criterion : str, optional
         The group drawn in the strategy, allocation and posterior sections (default: the first).
-    comparisons, human_agreement : result object, DataFrame or mapping of them, optional
+    comparisons, human_agreement : result object, DataFrame, mapping of them, "auto" or None
         Rendered as tables (every DataFrame attribute); a comparison with ``.ranks`` also gets a rank plot.
+        ``"auto"`` (default): with two or more models, :func:`cjstats.compare_models` on the table (on the
+        composite of the criteria when there are several; anova when complete and balanced, else reml); with
+        reference (human) raters in the table, :func:`cjstats.judge_agreement`. A comparison the data cannot
+        support is reported in its section with the reason. ``None`` leaves the section out.
     ci_level : float, optional
         Interval level (default 0.95).
     seed : int, optional
@@ -369,12 +390,23 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                      f"P(best) = {r['p_best']:.2f}.", "items": items})
 
     # optional ------------------------------------------------------------------------------------------
-    if comparisons is not None:
-        items = _generic_section(comparisons, "comparisons")
-        for c in (comparisons.values() if isinstance(comparisons, Mapping) else [comparisons]):
+    comparison_intro: list[str] = []
+    if isinstance(comparisons, str) and comparisons == "auto":
+        comparisons, comparison_intro = _auto_comparison(scores, level, seed)
+    if isinstance(human_agreement, str) and human_agreement == "auto":
+        human_agreement = None
+        if scores.has_reference:
+            from cjstats.humans import judge_agreement
+
+            human_agreement = judge_agreement(scores, ci_level=level)
+    if comparisons is not None or comparison_intro:
+        items = _generic_section(comparisons, "comparisons") if comparisons is not None else []
+        for c in ([] if comparisons is None else comparisons.values() if isinstance(comparisons, Mapping)
+                  else [comparisons]):
             if isinstance(getattr(c, "ranks", None), pd.DataFrame):
                 items.append(_figure(plots.rank_plot(c), "Rank of each model with its interval.", "rank plot"))
-        sections.append({"id": "comparisons", "title": SECTION_TITLES["comparisons"], "intro": [], "items": items})
+        sections.append({"id": "comparisons", "title": SECTION_TITLES["comparisons"], "intro": comparison_intro,
+                         "items": items})
     if human_agreement is not None:
         sections.append({"id": "human_agreement", "title": SECTION_TITLES["human_agreement"], "intro": [],
                          "items": _generic_section(human_agreement, "human_agreement")})
