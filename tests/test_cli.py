@@ -127,8 +127,18 @@ class TestDemo:
         r = runner.invoke(cli, ["demo"])
         assert r.exit_code == 0, r.output
         for text in ("cjstats demo: 'hanna'", "Design: 11 models x 96 scenarios x 1 generation(s) x 5 judges",
-                     "Judge offsets gamma[l]", "F-test", "Top model by judge"):
+                     "Judge offsets gamma[l]", "F-test", "Top model by judge",
+                     "Which model is better", "Judges against the human raters", "Human ceiling"):
             assert text in r.output
+        # the comparison and the human section carry the library's numbers, not a rendering of their own
+        import cjstats as cj
+
+        ranks = cj.compare_models(cj.datasets.load("hanna", composite=True), method="anova").ranks
+        top = ranks.iloc[0]
+        assert f"{top['model']} {top['mean']:.3f}     1        [{top['rank_lower']}, {top['rank_upper']}]" in r.output
+        agree = cj.judge_agreement(cj.datasets.load("hanna", composite=True, humans=True)).table
+        panel = agree[agree["judge"] == "panel"].iloc[0]
+        assert f"panel {panel['bias']:+.3f} [{panel['bias_lower']:+.3f}, {panel['bias_upper']:+.3f}]" in r.output
 
 
 class TestOptionParsing:

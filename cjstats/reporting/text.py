@@ -95,5 +95,44 @@ def demo_report(dataset: str = "hanna", *, method: str = "anova") -> str:
     ]
     from cjstats.allocate import allocation_section
 
-    parts += ["", allocation_section(fit)]
+    parts += ["", allocation_section(fit), "", comparison_section(scores)]
+    if dataset == "hanna":
+        parts += ["", human_section(datasets.load(dataset, composite=True, humans=True))]
     return "\n".join(parts)
+
+
+def comparison_section(scores) -> str:
+    """Which model is better: ranks with simultaneous intervals, P(best) and a compact letter display."""
+    from cjstats.comparisons import compare_models
+
+    method = "anova" if bool(scores.design["balanced"].all()) else "reml"
+    c = compare_models(scores, method=method)
+    r = c.ranks.copy()
+    r["rank interval"] = [f"[{int(lo)}, {int(hi)}]" for lo, hi in zip(r["rank_lower"], r["rank_upper"])]
+    letters = c.letters()
+    r["letters"] = r["model"].map(letters).fillna("") if letters.index.dtype == object else letters.to_numpy()
+    table = r[["model", "mean", "rank", "rank interval", "p_best", "letters"]].round({"mean": 3, "p_best": 3})
+    title = "Which model is better: paired comparisons on one joint fit (cj.compare_models)"
+    return "\n".join([title, "-" * len(title), table.to_string(index=False),
+                      f"Rank intervals are simultaneous ({c.rank_method}); models sharing a letter do not differ at "
+                      f"{c.adjust}-adjusted p < 0.05. All {len(c.differences)} paired differences: cjstats compare."])
+
+
+def human_section(scores) -> str:
+    """The judges against the human raters: bias with a scenario-clustered interval, correlation, the ceiling."""
+    from cjstats.humans import judge_agreement
+
+    a = judge_agreement(scores)
+    t = a.table
+    lvl = f"{int(round(100 * float(t['ci_level'].iloc[0])))}%"
+    shown = t.assign(**{f"bias [{lvl} interval]": [f"{b:+.3f} [{lo:+.3f}, {hi:+.3f}]" for b, lo, hi in
+                                                   zip(t["bias"], t["bias_lower"], t["bias_upper"])]})
+    shown = shown[["judge", f"bias [{lvl} interval]", "pearson", "r_single"]].round({"pearson": 3, "r_single": 3})
+    h = a.humans.iloc[0]
+    title = f"Judges against the human raters ({', '.join(a.reference)}; cj.judge_agreement)"
+    return "\n".join([title, "-" * len(title), shown.to_string(index=False),
+                      "bias = judge minus the mean human rating of the same story (interval clustered by scenario); "
+                      "r_single = correlation with one human.",
+                      f"Human ceiling: two humans rating the same story correlate r = {h['human_r']:.3f} "
+                      f"(Krippendorff's alpha {h['human_alpha']:.3f}); a judge cannot be checked more finely than "
+                      f"that. More: cjstats humans."])
