@@ -287,6 +287,9 @@ def judge_agreement(scores: Scores, reference: str | list[str] | None = None, *,
     >>> agr = cj.judge_agreement(cj.datasets.load("hanna", humans=True))
     >>> agr.table.query("judge == 'panel'")[["criterion", "bias", "pearson"]]  # doctest: +SKIP
     """
+    from cjstats._validate import require_packages
+
+    require_packages("judge_agreement", "krippendorff", extra="humans")
     ci_level = resolve_ci_level(ci_level)
     paired: PairedItems = paired_items(scores, reference=reference, caller="judge_agreement")
     items = paired.items[paired.items["n_human"] > 0]

@@ -6,6 +6,7 @@ import math
 import pandas as pd
 
 from cjstats.components import VarianceComponents
+from cjstats.exceptions import CjstatsError
 from cjstats.judges import JudgeTable
 
 __all__ = ["components_wide", "offsets_wide", "render_judges", "demo_report"]
@@ -97,7 +98,10 @@ def demo_report(dataset: str = "hanna", *, method: str = "anova") -> str:
 
     parts += ["", allocation_section(fit), "", comparison_section(scores)]
     if dataset == "hanna":
-        parts += ["", human_section(datasets.load(dataset, composite=True, humans=True))]
+        try:
+            parts += ["", human_section(datasets.load(dataset, composite=True, humans=True))]
+        except CjstatsError as exc:  # e.g. the humans extra is not installed: say so, keep the rest
+            parts += ["", f"Judges against the human raters: not shown ({exc})"]
     return "\n".join(parts)
 
 
