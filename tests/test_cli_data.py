@@ -11,27 +11,14 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from cjstats.cli import cli, main
+from cjstats.cli import cli
+from cli_helpers import run_main
 
 DATA_OPTIONS = {"columns", "judge_columns", "composite", "incomplete", "duplicates", "judges", "exclude_judges",
                 "criteria", "where"}
 
 
-def run_main(args: list[str]) -> tuple[int, str, str]:
-    """The console entry point in-process: (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    with runner.isolation() as streams:
-        argv, sys.argv = sys.argv, ["cjstats", *args]
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        finally:
-            sys.argv = argv
-        return code, streams[0].getvalue().decode(), streams[1].getvalue().decode()
 
 
 @pytest.fixture

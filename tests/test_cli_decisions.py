@@ -17,26 +17,13 @@ import pytest
 from click.testing import CliRunner
 
 import cjstats as cj
-from cjstats.cli import cli, main
+from cjstats.cli import cli
 from cjstats.plan import cyclic_schedule
 from cjstats.variance import variance_contributions
+from cli_helpers import run_main
 
 
 
-def run_main(args: list[str]) -> tuple[int, str, str]:
-    """Run the console entry point in-process; return (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    with runner.isolation() as streams:
-        out, err = streams[0], streams[1]
-        argv, sys.argv = sys.argv, ["cjstats", *args]
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        finally:
-            sys.argv = argv
-        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 class TestVariance:
