@@ -41,4 +41,5 @@ def test_options_that_change_rows_are_one_sentence_with_an_engine(tmp_path):
                         str(tmp_path / "s.parquet"), "--engine", "duckdb", "--duplicates", "mean"],
                        capture_output=True, text=True)
     assert r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1
-    assert r.stderr.startswith("--duplicates mean and --composite change rows, which --engine duckdb does not load")
+    assert r.stderr == ("--duplicates mean changes rows, which --engine duckdb never loads; use --engine numpy for "
+                        "it, or filter the files first.\n")

@@ -140,17 +140,101 @@ def _message(fn) -> str:
     return str(info.value)
 
 
+def _write(frame: pd.DataFrame, path) -> None:
+    """The table as a Parquet, CSV, TSV or JSONL file, by the suffix of ``path``."""
+    kind = str(path).rsplit(".", 1)[-1]
+    if kind == "parquet":
+        frame.to_parquet(path, index=False)
+    elif kind in ("csv", "tsv"):
+        frame.to_csv(path, index=False, sep="," if kind == "csv" else "\t")
+    else:
+        frame.to_json(path, orient="records", lines=True)
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
-@pytest.mark.parametrize("as_file", ["dataframe", "parquet", "csv"])
+@pytest.mark.parametrize("as_file", ["dataframe", "parquet", "csv", "tsv", "jsonl"])
 def test_every_read_scores_message_has_its_duckdb_twin(case, as_file, tmp_path):
     frame = BAD[case]()
     source = frame if as_file == "dataframe" else tmp_path / f"scores.{as_file}"
-    if as_file == "parquet":
-        frame.to_parquet(source, index=False)
-    elif as_file == "csv":
-        frame.to_csv(source, index=False)
+    if as_file != "dataframe":
+        _write(frame, source)
     expected = _message(lambda: build_stats(cj.read_scores(source)))
     assert _message(lambda: build_stats(source, engine="duckdb")) == expected
+
+
+def test_a_text_file_names_lines_as_read_scores_does(tmp_path):
+    """CSV: line 1 is the header; True/False scores are text there, so non-numeric, not a boolean column."""
+    source = tmp_path / "s.csv"
+    BAD["bool_score"]().to_csv(source, index=False)
+    msg = _message(lambda: build_stats(source, engine="duckdb"))
+    assert msg == ("Column 'score' has 6 non-numeric values (first: 'True' in line 2). Drop or recode them before "
+                   "read_scores().")
+    BAD["duplicates"]().to_csv(source, index=False)
+    assert "in lines 2 and 3)" in _message(lambda: build_stats(source, engine="duckdb"))
+
+
+@pytest.mark.parametrize("text", [
+    "model,scenario,generation,judge,score\na,s1,g,j1,1\n\na,s1,g,j2,x\n",          # blank line: rows, as read_scores
+    'model,scenario,generation,judge,score\na,"s\n1",g,j1,1\na,s2,g,j2,NAN\n',     # quoted line break: rows
+    "model;scenario;generation;judge;score\na;s1;g;j1;1,5\na;s1;g;j2; inf \n",      # ';' and decimal commas
+    "model,scenario,generation,judge,score\na, s1,g,j1,1_000\na,s1,g,j2,+-1\n",     # pandas refuses these numbers
+    "model,scenario,generation,judge,score\na,1.1,g,j1,1\na,1.10,g,j1,2\na,1.1,g,j1,3\n",  # 1.1 and 1.10: labels
+    "model,scenario,generation,judge,score\na,7,g,j1,1\na,007,g,j1,2\na,7,g,j1,3\n",       # 007 is not 7
+    "model,scenario,generation,judge,score\na,7,0,j1,1\na,8,0,j1,2\na,7,0,j1,3\n",         # integers
+    "model,scenario,generation,judge,score\na,s1,g,j1,1\na,s1,g,j2, nan\n",                # ' nan' is missing
+    "model,scenario,generation,judge,score\na,s1,g,j1,1\na, NA,g,j2,2\n",                  # so is ' NA'
+    "model,scenario,generation,judge,score\na,s1,g,j1,NAN\na,s1,g,j2,inf \n",              # to_numeric refuses
+])
+def test_text_edge_cases_give_read_scores_message(text, tmp_path):
+    source = tmp_path / "s.csv"
+    source.write_text(text)
+    assert _message(lambda: build_stats(source, engine="duckdb")) == \
+        _message(lambda: build_stats(cj.read_scores(source)))
+
+
+def test_a_jsonl_line_counts_blank_lines(tmp_path):
+    source = tmp_path / "s.jsonl"
+    rows = [{"model": "a", "scenario": "s1", "generation": "g", "judge": "j1", "score": 1},
+            {"model": "a", "scenario": "s1", "generation": "g", "judge": "j2", "score": "x"}]
+    import json
+    source.write_text(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n")
+    msg = _message(lambda: build_stats(source, engine="duckdb"))
+    assert msg == _message(lambda: build_stats(cj.read_scores(source)))
+    assert "'x' in line 3)" in msg
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl"])
+def test_a_bad_line_in_the_second_text_file_names_that_file(kind, tmp_path):
+    _write(_base(), tmp_path / f"a.{kind}")
+    _write(BAD["nan_score"](), tmp_path / f"b.{kind}")
+    msg = _message(lambda: build_stats(str(tmp_path / f"*.{kind}"), engine="duckdb"))
+    expected = _message(lambda: build_stats(cj.read_scores(tmp_path / f"b.{kind}")))
+    line = 3 if kind == "jsonl" else 4  # a JSONL file has no header line
+    assert f"(first in line {line})" in expected
+    assert msg == expected.replace(f"line {line})", f"line {line} of `{tmp_path / f'b.{kind}'}`)")
+
+
+def test_duplicates_across_two_csv_files_name_both_lines(tmp_path):
+    _base().to_csv(tmp_path / "a.csv", index=False)
+    _base().iloc[[3]].to_csv(tmp_path / "b.csv", index=False)
+    msg = _message(lambda: build_stats(str(tmp_path / "*.csv"), engine="duckdb"))
+    assert msg == ("scores has 1 duplicate cells, several rows for one judge call (first: model 'a', scenario 's2', "
+                   f"generation 'g', judge 'j2' in line 5 of `{tmp_path / 'a.csv'}` and line 2 of "
+                   f"`{tmp_path / 'b.csv'}`). Average them with read_scores(..., duplicates='mean') or keep one "
+                   f"row per cell.")
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_text_ids_give_the_statistics_of_read_scores(name, tmp_path):
+    """Ids of a CSV are labels: integers only when every value is a plain integer, as read_scores reads them."""
+    frame = TABLES[name]()
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    assert_stats_equal(build_stats(cj.read_scores(tmp_path / "s.csv")),
+                       build_stats(tmp_path / "s.csv", engine="duckdb"))
+    frame.assign(scenario=lambda d: d["scenario"].astype(str).str.zfill(3)).to_csv(tmp_path / "t.tsv", index=False,
+                                                                                   sep="\t")
+    assert_stats_equal(build_stats(cj.read_scores(tmp_path / "t.tsv")),
+                       build_stats(tmp_path / "t.tsv", engine="duckdb"))
 
 
 def test_a_dataframe_row_is_named_by_its_index_label_as_read_scores_does():

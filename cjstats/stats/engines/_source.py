@@ -4,7 +4,9 @@ A source is a DataFrame, one score file, a folder (every score file under it), a
 ``"scores/*.parquet"`` or a list of paths. :func:`resolve` turns it into a :class:`Source` (the files, sorted,
 all of one kind) or raises one sentence naming the path. The message builders below reproduce the wording of
 :func:`cjstats.read_scores` word for word, so a table refused in memory is refused the same way out of core;
-with several files, a row is named as ``row 12 of `b.parquet```.
+with several files, a row is named as ``row 12 of `b.parquet```. As in read_scores, a row of a text file (CSV,
+TSV, JSONL) is named by its line in the file (``line 14``, the header being line 1), and a row of a DataFrame
+or Parquet file by its row (see :func:`position`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,21 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["Source", "resolve", "row_ref", "SYNONYMS", "msg_missing_column", "msg_empty", "msg_missing_ids",
+__all__ = ["Source", "resolve", "row_ref", "position", "NA_STRINGS", "TEXT_KINDS", "SYNONYMS",
+           "msg_missing_column", "msg_empty", "msg_missing_ids",
            "msg_bool_score", "msg_nonnumeric", "msg_nan", "msg_inf", "msg_duplicates", "msg_not_installed",
            "suggest_mapping", "type_family", "KINDS"]
 
 #: File suffix -> reader kind (the suffixes :func:`cjstats.read_scores` reads).
 KINDS: dict[str, str] = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv", ".parquet": "parquet",
                          ".pq": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl"}
+
+#: Kinds read as text: every column a string, as :func:`cjstats.read_scores` reads them.
+TEXT_KINDS = ("csv", "tsv")
+
+#: Strings pandas.read_csv reads as missing (its default ``na_values``), so text files agree with read_scores.
+NA_STRINGS: tuple[str, ...] = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                               "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 
 #: Column-name synonyms used to suggest a ``columns=`` mapping (as read_scores does).
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -44,6 +54,7 @@ class Source:
     kind: str                       # "frame", "parquet", "csv", "tsv" or "jsonl"
     files: tuple[str, ...] = ()
     frame: pd.DataFrame | None = None
+    sep: str | None = None          # field separator of CSV/TSV files, read from the first file's header
 
     @property
     def several(self) -> bool:
@@ -100,12 +111,54 @@ def resolve(source: Any) -> Source:
         if k != kinds[first]:
             raise CjstatsError(f"The score files mix file types (`{first}` is {kinds[first].upper()}, `{f}` is "
                                f"{k.upper()}): pass files of one type.")
-    return Source(kind=kinds[first], files=tuple(files))
+    kind = kinds[first]
+    return Source(kind=kind, files=tuple(files), sep=_separator(first, kind) if kind in TEXT_KINDS else None)
 
 
-def row_ref(src: Source, file: str | None, row: Any) -> str:
-    """How a message names a row: ``12`` (one file or a DataFrame) or ``12 of `b.parquet``` (several files)."""
-    return f"{row} of `{file}`" if src.several and file else f"{row}"
+def _separator(path: str, kind: str) -> str:
+    """The separator read_scores would use (``,`` ``;`` tab or ``|``, sniffed from the header line)."""
+    from cjstats.scores import _sniff_separator
+
+    try:
+        return _sniff_separator(Path(path), kind)
+    except Exception:  # unreadable header: the reader raises its own sentence
+        return "," if kind == "csv" else "\t"
+
+
+def _count_lines(path: str) -> list[int]:
+    """The line numbers (1-based) of the non-blank lines of a text file, and its number of lines last."""
+    from cjstats.scores import _open_text
+
+    numbers, n = [], 0
+    with _open_text(Path(path)) as fh:
+        for n, line in enumerate(fh, start=1):
+            if line.strip():
+                numbers.append(n)
+    numbers.append(n)
+    return numbers
+
+
+def position(src: Source, file: str | None, row: int, n_rows: Any = None) -> tuple[str, Any]:
+    """How read_scores names the 0-based row ``row`` of ``file``: ``("line", n)`` or ``("row", n)``.
+
+    A CSV/TSV row is named by its line (the header is line 1) when the file's rows and lines match one to one
+    (no blank lines, no quoted line breaks), else by its 0-based row, as read_scores does; ``n_rows()`` gives
+    the number of rows the reader found in the file. A JSONL row is named by its line (blank lines counted).
+    """
+    if src.kind in TEXT_KINDS and file:
+        lines = _count_lines(file)
+        if lines[-1] == int(n_rows()) + 1:
+            return "line", row + 2
+        return "row", row
+    if src.kind == "jsonl" and file:
+        lines = _count_lines(file)
+        return ("line", lines[row]) if row < len(lines) - 1 else ("row", row)
+    return "row", row
+
+
+def row_ref(src: Source, file: str | None, row: Any, unit: str = "row") -> str:
+    """How a message names a row: ``row 12`` (one file or a DataFrame) or ``line 12 of `b.csv``` (several files)."""
+    return f"{unit} {row} of `{file}`" if src.several and file else f"{unit} {row}"
 
 
 def type_family(sql_type: str) -> str:
@@ -144,7 +197,7 @@ def msg_empty() -> str:
 
 
 def msg_missing_ids(col: str, count: int, where: str) -> str:
-    return (f"Column '{col}' has {count} missing values (first in row {where}). "
+    return (f"Column '{col}' has {count} missing values (first in {where}). "
             f"Fill or drop them before read_scores().")
 
 
@@ -153,17 +206,17 @@ def msg_bool_score() -> str:
 
 
 def msg_nonnumeric(count: int, raw: Any, where: str) -> str:
-    return (f"Column 'score' has {count} non-numeric values (first: {raw!r} in row {where}). "
+    return (f"Column 'score' has {count} non-numeric values (first: {raw!r} in {where}). "
             f"Drop or recode them before read_scores().")
 
 
 def msg_nan(count: int, where: str) -> str:
-    return (f"Column 'score' has {count} missing (NaN) values (first in row {where}). Drop those rows: a failed "
+    return (f"Column 'score' has {count} missing (NaN) values (first in {where}). Drop those rows: a failed "
             f"judge call is a missing cell, not a score.")
 
 
 def msg_inf(count: int, where: str) -> str:
-    return (f"Column 'score' has {count} infinite values (first in row {where}). "
+    return (f"Column 'score' has {count} infinite values (first in {where}). "
             f"Drop or recode them before read_scores().")
 
 

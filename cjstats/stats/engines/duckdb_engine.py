@@ -5,8 +5,10 @@ The raw rows never enter Python. Two scans of the source do all the work:
 1. **Validation and centring.** ``GROUP BY (model, [criterion], judge)``: the number of rows and the sum, min
    and max of the score, and the counts of missing ids, non-numeric, NaN and infinite scores. Any count above
    zero raises the sentence :func:`cjstats.read_scores` raises (a second, filtered query finds the first
-   offending row, named by file and row). The judge means are the centring ``shift`` of each unit, and
-   every (unit, judge) gets its code ``l`` (judges sorted by label, as in memory).
+   offending row, named by file and row, or by line in CSV, TSV and JSONL files, as read_scores names it).
+   CSV and TSV files are read with every column as text, as read_scores reads them. The judge means are the
+   centring ``shift`` of each unit, and every (unit, judge) gets its code ``l`` (judges sorted by label, as in
+   memory).
 2. **Cells, then scenarios.** With y0 = y - shift[l], ``GROUP BY (unit, scenario, generation)`` gives per
    cell c its size n_c, its judge mask D_c = bit_or(2^l) (the judge-count vector, since each judge scores a
    cell at most once), Y_c = sum y0, sum y0^2 and the K per-judge sums of y0; in the same streaming query a
@@ -81,9 +83,12 @@ def _reader(src: S.Source, *, positions: bool = False) -> str:
             return (f"(SELECT * EXCLUDE (filename, file_row_number), filename AS cj_file, file_row_number AS cj_row "
                     f"FROM read_parquet({files}, union_by_name = true, filename = true, file_row_number = true))")
         return f"read_parquet({files}, union_by_name = true)"
-    if src.kind in ("csv", "tsv"):
-        sep = "," if src.kind == "csv" else "\\t"
-        expr = f"read_csv({files}, union_by_name = true, header = true, delim = '{sep}'"
+    if src.kind in S.TEXT_KINDS:  # every column as text, as read_scores reads CSV/TSV (see _text_col)
+        sep = src.sep or ("," if src.kind == "csv" else "\t")
+        sep_sql = "'\\t'" if sep == "\t" else _lit(sep)
+        nulls = "[" + ", ".join(_lit(x) for x in S.NA_STRINGS) + "]"
+        expr = (f"read_csv({files}, union_by_name = true, header = true, delim = {sep_sql}, all_varchar = true, "
+                f"nullstr = {nulls}")
     else:
         expr = f"read_json_auto({files}, format = 'newline_delimited', union_by_name = true"
     if positions:  # these readers have no file_row_number: number the rows of each file in scan order
@@ -99,13 +104,15 @@ def _schemas(con: Any, src: S.Source) -> dict[str, dict[str, str]]:
         rows = con.execute("DESCRIBE SELECT * FROM cj_frame").fetchall()
         return {"": {r[0]: r[1] for r in rows}}
     for f in src.files:
-        one = S.Source(kind=src.kind, files=(f,))
+        one = S.Source(kind=src.kind, files=(f,), sep=src.sep)
         try:
             rows = con.execute(f"DESCRIBE SELECT * FROM {_reader(one)}").fetchall()
         except Exception as exc:  # duckdb.Error: unreadable file
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CjstatsError(f"Could not read `{f}` as {src.kind.upper()}: {first}.") from exc
         out[f] = {r[0]: r[1] for r in rows}
+        if src.kind == "jsonl" and out[f] == {"json": "JSON"} and len(S._count_lines(f)) == 1:
+            raise CjstatsError(f"The score file `{f}` is empty: it has no header and no rows.")  # blank lines only
     return out
 
 
@@ -199,30 +206,22 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     if src.several:
         _check_files_agree(schemas, used_src)
     score_type = S.type_family(first[canon["score"]])
+    text = src.kind in S.TEXT_KINDS
     ids = ["model", "scenario", "generation", "judge"] + (["criterion"] if has_criterion else [])
-    sel = [f"CAST({_q(canon['model'])} AS VARCHAR) AS model",
-           f"{_q(canon['scenario'])} AS scenario",
-           f"{_q(canon['generation'])} AS generation" if has_gen else "0 AS generation",
-           f"CAST({_q(canon['judge'])} AS VARCHAR) AS judge"]
-    if has_criterion:
-        sel.append(f"CAST({_q(canon['criterion'])} AS VARCHAR) AS criterion")
-    raw = _q(canon["score"])
-    sel.append(f"{raw} AS score_raw")
-    if score_type == "numeric":
-        sel.append(f"CAST({raw} AS DOUBLE) AS y")
-    elif score_type == "string":
-        sel.append(f"TRY_CAST({raw} AS DOUBLE) AS y")
-    else:
-        sel.append("CAST(NULL AS DOUBLE) AS y")
-    select = ", ".join(sel)
-    rows_sql = f"(SELECT {select} FROM {_reader(src)})"
-    pos_select = select + ", cj_file, cj_row"
+    label_ids = [c for c in ("scenario", "generation") if c in canon]  # text ids that may become integers
+    json_cols = frozenset(c for c, t in first.items() if str(t).upper() == "JSON")  # JSONL columns of mixed types
+    rows = _select(canon, has_gen, has_criterion, score_type, text=text, int_ids=(),
+                   decimal_comma=text and src.sep == ";", json_cols=json_cols)
+    rows_sql, pos_rows = rows(_reader(src)), rows(_reader(src, positions=True), positions=True)
 
     # ---- pass 1: validation counts, judge means, min/max, per (unit, judge)
     crit = ", criterion" if has_criterion else ""
     nonnum = "score_raw IS NOT NULL AND y IS NULL" if score_type == "string" else "false"
     nan = ("(score_raw IS NULL) OR isnan(y)" if score_type in ("numeric", "string") else "false")
     agg = [f"count(*) FILTER (WHERE {c} IS NULL) AS null_{c}" for c in ids]
+    if text:  # read_scores makes a text id column integers when every value is a plain integer (12, not 007)
+        agg += [f"count(*) FILTER (WHERE NOT regexp_full_match({c}, {_lit(_INT_TEXT)})) AS text_{c}"
+                for c in label_ids]
     pass1 = con.execute(
         f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
         f"min(y) AS lo, max(y) AS hi, {', '.join(agg)}, count(*) FILTER (WHERE {nonnum}) AS nonnum, "
@@ -233,13 +232,13 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
         raise CjstatsError(S.msg_empty())
 
     def first_row(cond: str, extra: str = "") -> tuple[Any, ...]:
-        return _first_offending(con, src, pos_select, cond, extra)
+        return _first_offending(con, src, pos_rows, cond, extra)
 
     for c in ids:
         cnt = int(pass1[f"null_{c}"].sum())
         if cnt:
             f, r = first_row(f"{c} IS NULL")[:2]
-            raise CjstatsError(S.msg_missing_ids(c, cnt, _where(src, f, r)))
+            raise CjstatsError(S.msg_missing_ids(c, cnt, _where(con, src, f, r)))
     if score_type == "boolean":
         raise CjstatsError(S.msg_bool_score())
     if score_type not in ("numeric", "string"):
@@ -251,8 +250,14 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
             continue
         cond = {"nonnum": nonnum, "nan": nan, "inf": "isinf(y)"}[col]
         f, r, raw_value = first_row(cond, ", score_raw")
-        where = _where(src, f, r)
+        where = _where(con, src, f, r)
         raise CjstatsError(S.msg_nonnumeric(cnt, raw_value, where) if msg is None else msg(cnt, where))
+    if text:
+        int_ids = tuple(c for c in label_ids if int(pass1[f"text_{c}"].sum()) == 0)
+        if int_ids:
+            rows = _select(canon, has_gen, has_criterion, score_type, text=text, int_ids=int_ids,
+                           decimal_comma=src.sep == ";", json_cols=json_cols)
+            rows_sql, pos_rows = rows(_reader(src)), rows(_reader(src, positions=True), positions=True)
 
     # ---- unit and judge codes (units sorted as in memory: model, then criterion, as strings)
     p1 = pass1.copy()
@@ -278,7 +283,7 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     try:
         # ---- duplicates: a cell with more rows than judges in its mask
         if np.any(cls_tbl["n"].to_numpy() != _popcount(cls_tbl, n_words)):
-            _raise_duplicates(con, src, pos_select, has_criterion)
+            _raise_duplicates(con, src, pos_rows, has_criterion)
         for u in range(len(gkeys)):  # one unit's scenario table in Python at a time
             scen = con.execute(f"SELECT scenario, n, {wcols}, cells, ys, gen_min FROM cj_scen WHERE unit_id = {u} "
                                f"ORDER BY scenario, n, {wcols}").df()
@@ -295,16 +300,98 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     return tuple(units), design, has_criterion
 
 
-def _where(src: S.Source, file: Any, row: Any) -> str:
-    return S.row_ref(src, file, row)
+_INT_TEXT = r"-?(?:0|[1-9][0-9]*)"  # a plain integer, as cjstats.scores reads ids
 
 
-def _first_offending(con: Any, src: S.Source, pos_select: str, cond: str, extra: str) -> tuple[Any, ...]:
+def _text_col(name: str) -> str:
+    """A column of a text file as read_scores reads it: leading spaces skipped, pandas' NA strings missing.
+
+    The reader already makes pandas' NA strings NULL (``nullstr``); only a value with leading spaces needs the
+    check again after they are skipped (`` NA`` is missing in pandas too).
+    """
+    q = _q(name)
+    v = f"ltrim({q}, ' ')"
+    na = " OR ".join(f"{v} = {_lit(x)}" for x in S.NA_STRINGS)  # an OR chain: DuckDB's IN list is 3x slower here
+    return f"CASE WHEN NOT prefix({q}, ' ') THEN {q} WHEN {na} THEN NULL ELSE {v} END"
+
+
+def _select(canon: dict[str, str], has_gen: bool, has_criterion: bool, score_type: str, *, text: bool,
+            int_ids: tuple[str, ...], decimal_comma: bool, json_cols: frozenset[str] = frozenset()) -> Any:
+    """``rows(reader, positions=False)``: the canonical rows model, scenario, generation, judge, [criterion],
+    score_raw and y (the score as a number), and ``cj_file``, ``cj_row`` with ``positions``, as a subquery.
+
+    A text source (every column VARCHAR) is read as read_scores reads it: ids are labels (integers only when
+    every value is a plain integer, ``int_ids``) and the score is parsed as pandas.to_numeric parses it, so
+    ``True`` or ``1_000`` is non-numeric; ``;``-separated files read decimal commas (``4,5``). A JSONL column
+    of mixed types (DuckDB's JSON) is read as its values' text, ``"x"`` as ``x``, as pandas holds them. Each
+    value is cleaned once (inner query) and parsed once (middle query), which keeps text sources fast.
+    """
+    def col(name: str) -> str:
+        if text:
+            return _text_col(name)
+        return f"({_q(name)} ->> '$')" if name in json_cols else _q(name)
+
+    def ident(c: str) -> str:
+        return f"CAST({col(canon[c])} AS BIGINT)" if c in int_ids else col(canon[c])
+
+    sel = [f"CAST({col(canon['model'])} AS VARCHAR) AS model",
+           f"{ident('scenario')} AS scenario",
+           f"{ident('generation')} AS generation" if has_gen else "0 AS generation",
+           f"CAST({col(canon['judge'])} AS VARCHAR) AS judge"]
+    if has_criterion:
+        sel.append(f"CAST({col(canon['criterion'])} AS VARCHAR) AS criterion")
+    raw = col(canon["score"])
+    if text and decimal_comma:  # read_scores strips the scores of a ';' file and reads 4,5 as 4.5
+        sel.append(f"trim({raw}) AS score_raw")
+        num = ("CASE WHEN regexp_full_match(score_raw, '-?\\d+,\\d+') THEN replace(score_raw, ',', '.') "
+               "ELSE score_raw END")
+    else:
+        sel.append(f"{raw} AS score_raw")
+        num = "score_raw"
+    if score_type == "numeric":
+        cast, y = f"CAST({num} AS DOUBLE)", "cj_t"
+    elif score_type == "string":
+        cast, y = f"TRY_CAST({num} AS DOUBLE)", "cj_t"
+        if text:  # pandas.to_numeric, which read_scores uses, refuses what DuckDB also reads as a number:
+            # 1_000, +-1, every spelling of NaN (nan is missing only as a CSV NA string), and 'inf ' with a space
+            y = ("CASE WHEN contains(cj_num, '_') OR contains(cj_num, '+-') OR isnan(cj_t) OR "
+                 "(isinf(cj_t) AND cj_num <> trim(cj_num)) THEN NULL ELSE cj_t END")
+    else:
+        cast, y = "CAST(NULL AS DOUBLE)", "cj_t"
+    inner = ", ".join(sel)
+
+    def rows(reader: str, positions: bool = False) -> str:
+        pos = ", cj_file, cj_row" if positions else ""
+        return (f"(SELECT * EXCLUDE (cj_num, cj_t), {y} AS y FROM "
+                f"(SELECT *, {cast} AS cj_t FROM (SELECT *, {num} AS cj_num FROM "
+                f"(SELECT {inner}{pos} FROM {reader}))))")
+
+    return rows
+
+
+def _where(con: Any, src: S.Source, file: Any, row: Any) -> str:
+    """``row 3``, ``line 5`` or ``line 5 of `b.csv```: how read_scores names the 0-based row ``row`` of ``file``."""
+    unit, number = _position(con, src, file, row)
+    return S.row_ref(src, file, number, unit)
+
+
+def _position(con: Any, src: S.Source, file: Any, row: Any) -> tuple[str, Any]:
+    if src.kind == "frame":
+        return "row", row
+
+    def n_rows() -> int:
+        return con.execute(f"SELECT count(*) FROM {_reader(S.Source(kind=src.kind, files=(file,), sep=src.sep))}"
+                           ).fetchall()[0][0]
+
+    return S.position(src, file, int(row), n_rows)
+
+
+def _first_offending(con: Any, src: S.Source, pos_rows: str, cond: str, extra: str) -> tuple[Any, ...]:
     """(file, row label, extra...) of the first row meeting ``cond``, in file then row order."""
     if src.kind == "frame":
         con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
     try:
-        hit = con.execute(f"SELECT cj_file, cj_row{extra} FROM (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
+        hit = con.execute(f"SELECT cj_file, cj_row{extra} FROM {pos_rows} "
                           f"WHERE {cond} ORDER BY cj_file, cj_row LIMIT 1").fetchall()[0]
     finally:
         if src.kind == "frame":
@@ -356,7 +443,7 @@ def _mask_bits(tbl: pd.DataFrame, n_words: int, k: int) -> np.ndarray:
     return out
 
 
-def _raise_duplicates(con: Any, src: S.Source, pos_select: str, has_criterion: bool) -> None:
+def _raise_duplicates(con: Any, src: S.Source, pos_rows: str, has_criterion: bool) -> None:
     """The read_scores duplicate sentence: count of duplicated cells, first one and its first two rows."""
     keys = ["model"] + (["criterion"] if has_criterion else []) + ["scenario", "generation", "judge"]
     kl = ", ".join(keys)
@@ -364,24 +451,27 @@ def _raise_duplicates(con: Any, src: S.Source, pos_select: str, has_criterion: b
         con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
     try:
         n_cells, files, rows = con.execute(
-            f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}), "
+            f"WITH p AS (SELECT * FROM {pos_rows}), "
             f"d AS (SELECT {kl}, count(*) OVER () AS n_cells, list(cj_file ORDER BY cj_file, cj_row) AS fs, "
             f"      list(cj_row ORDER BY cj_file, cj_row) AS rs FROM p GROUP BY {kl} HAVING count(*) > 1) "
             f"SELECT n_cells, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
         ).fetchall()[0]
         raw = con.execute(
-            f"WITH p AS (SELECT {pos_select} FROM {_reader(src, positions=True)}) "
+            f"WITH p AS (SELECT * FROM {pos_rows}) "
             f"SELECT {kl} FROM p WHERE cj_file = {_lit(files[0])} AND cj_row = {int(rows[0])}").fetchall()[0]
     finally:
         if src.kind == "frame":
             con.unregister("cj_frame_pos")
     key = dict(zip(keys, raw))
+    (u0, r0), (u1, r1) = (_position(con, src, f, r) for f, r in zip(files, rows))
+    if src.kind == "frame":  # read_scores names a DataFrame row by its index label
+        r0, r1 = src.frame.index[r0], src.frame.index[r1]
     if src.several and files[0] != files[1]:
-        where = f"row {rows[0]} of `{files[0]}` and row {rows[1]} of `{files[1]}`"
+        where = f"{u0} {r0} of `{files[0]}` and {u1} {r1} of `{files[1]}`"
     elif src.several:
-        where = f"rows {rows[0]} and {rows[1]} of `{files[0]}`"
+        where = f"{u0}s {r0} and {r1} of `{files[0]}`"
     else:
-        where = f"rows {rows[0]} and {rows[1]}"
+        where = f"{u0}s {r0} and {r1}"
     raise CjstatsError(S.msg_duplicates(int(n_cells), key, where))
 
 
