@@ -414,6 +414,18 @@ def _open_text(path: Path):
         open(path, encoding="utf-8")
 
 
+def _count_lines(path: Path) -> int:
+    """Lines of a (possibly gzip-compressed) text file, as iterating over it would count them, read in 1 MB blocks."""
+    import gzip
+
+    n, last = 0, b"\n"
+    with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as fh:
+        while block := fh.read(1 << 20):
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
+
+
 def _sniff_separator(path: Path, kind: str) -> str:
     """The field separator of a delimited file, read from its header line (``,`` ``;`` tab or ``|``).
 
@@ -489,8 +501,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             df.columns = [str(c).strip() for c in df.columns]
             # messages point at the line of the file (line 1 is the header) when rows and lines match one to
             # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
-            with _open_text(path) as fh:
-                n_lines = sum(1 for _ in fh)
+            n_lines = _count_lines(path)
             if n_lines == len(df) + 1:
                 df.index = pd.RangeIndex(2, len(df) + 2, name="line")
             if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
@@ -583,9 +594,11 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
     import warnings
 
     if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
-        if all(isinstance(v, str) for v in col):
-            if col.str.fullmatch(_INT_TEXT).all():
-                return col.astype(np.int64)
+        codes, uniques = pd.factorize(col)  # decide on the distinct labels, not on every row
+        uniques = np.asarray(uniques, dtype=object)
+        if all(isinstance(v, str) for v in uniques):
+            if pd.Series(uniques, dtype=object).str.fullmatch(_INT_TEXT).all():
+                return pd.Series(uniques.astype(np.int64)[codes], index=col.index, name=col.name)
             return col.astype(object)
     if not pd.api.types.is_object_dtype(col):
         return col
