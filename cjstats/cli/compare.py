@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import format_option, load_scores, scores_options
+from cjstats.cli._app import DataOptions, data_options, format_option, load_scores
 
 __all__ = ["compare"]
 
@@ -24,14 +24,11 @@ __all__ = ["compare"]
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--adjust", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True,
               help="Multiplicity adjustment of the pairwise p-values.")
-@click.option("--incomplete", type=click.Choice(["error", "drop"]), default=None,
-              help="anova only: fail on an incomplete scenario, or drop it.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo behind p_best.")
-@scores_options
+@data_options
 @format_option
 def compare(file: str, method: str, population: bool, families: str | None, ci_level: float | None, adjust: str,
-            incomplete: str | None, seed: int, columns: str | None, duplicates: str, composite: bool,
-            fmt: str) -> None:
+            seed: int, data: DataOptions, fmt: str) -> None:
     """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best."""
     import json
 
@@ -40,8 +37,8 @@ def compare(file: str, method: str, population: bool, families: str | None, ci_l
     from cjstats.cli._app import frame_to_json
     from cjstats.comparisons import compare_models, parse_families, self_preference
 
-    scores = load_scores(file, columns, duplicates, composite)
-    options = {"incomplete": incomplete} if incomplete else {}
+    scores = load_scores(file, data)
+    options = {"incomplete": data.incomplete} if data.incomplete else {}
     res = compare_models(scores, method, ci_level=ci_level, adjust=adjust,
                          view="population" if population else "panel", seed=seed, **options)
     sp = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import load_scores, scores_options
+from cjstats.cli._app import DataOptions, data_options, load_scores
 
 __all__ = ["report"]
 
@@ -23,15 +23,20 @@ __all__ = ["report"]
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the backends and subsampling.")
 @click.option("--title", default=None, help="Title of the report.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
-@scores_options
+@data_options
 def report(file: str, output: str, methods: tuple[str, ...], budget: float | None, model: str | None,
            criterion: str | None, ci_level: float | None, seed: int, title: str | None, force: bool,
-           columns: str | None, duplicates: str, composite: bool) -> None:
+           data: DataOptions) -> None:
     """Design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
     from cjstats.reporting import _check_output, report as make_report
 
+    from cjstats.exceptions import CjstatsError
+
+    if data.incomplete is not None:
+        raise CjstatsError("The option --incomplete is not used by report: its backends keep every call with "
+                           "--method reml (or drop incomplete rows yourself with --where); leave it out.")
     _check_output(output, force)          # before reading and fitting: nothing is written on a bad path
-    scores = load_scores(file, columns, duplicates, composite)
+    scores = load_scores(file, data)
     make_report(scores, output=output, method=list(methods), budget=budget, model=model, criterion=criterion,
                 ci_level=ci_level, seed=seed, title=title, force=force)
     click.echo(f"Wrote {output}", err=True)
