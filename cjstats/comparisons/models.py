@@ -199,6 +199,17 @@ class ModelComparison:
                  "letter are not significantly different."]
         return "\n".join(lines)
 
+    def as_latex(self, *, digits: int = 3) -> str:
+        """The ranks and the paired differences as two booktabs LaTeX tables (:func:`cjstats.tables.as_latex`)."""
+        from cjstats.tables import as_latex
+
+        r = self.ranks.assign(letters=self.letters().reindex(self.ranks["model"]).to_numpy())
+        return "\n\n".join([
+            as_latex(r, caption=f"Model ranks ({self.method}; {self.rank_method})", digits=digits),
+            as_latex(self.differences.drop(columns=["ci_level", "method", "view"]),
+                     caption=f"Paired differences, {100 * self.ci_level:g}% intervals, p adjusted: {self.adjust}",
+                     digits=digits)])
+
     def as_markdown(self) -> str:
         def md(t: pd.DataFrame) -> str:
             head = "| " + " | ".join(map(str, t.columns)) + " |"

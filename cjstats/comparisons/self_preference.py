@@ -122,6 +122,12 @@ class SelfPreference:
     families: Mapping[str, list[str]]
     fit: JointFit
 
+    def as_latex(self, *, digits: int = 3) -> str:
+        """The self-preference contrasts as a booktabs LaTeX table (:func:`cjstats.tables.as_latex`)."""
+        from cjstats.tables import as_latex
+
+        return as_latex(self.contrasts, caption="Judge self-preference contrasts", digits=digits)
+
     def as_text(self) -> str:
         t = self.test
         if t:

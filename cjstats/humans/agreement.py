@@ -169,6 +169,14 @@ class Agreement:
                          "smallest_abs_bias": part.loc[part["bias"].abs().idxmin(), "judge"]})
         return pd.DataFrame(rows)
 
+    def as_latex(self, digits: int = 3) -> str:
+        """Bias, calibration and agreement per judge as a booktabs LaTeX table (:func:`cjstats.tables.as_latex`)."""
+        from cjstats.tables import as_latex
+
+        cols = [c for c in ("model", "criterion", "judge", "n_items", "bias", "bias_lower", "bias_upper", "slope",
+                            "intercept", "pearson", "r_single", "alpha") if c in self.table.columns]
+        return as_latex(self.table[cols], caption=f"Judges against {', '.join(self.reference)}", digits=digits)
+
     def as_text(self, digits: int = 3) -> str:
         pct = f"{100 * self.ci_level:g}%"
         cols = ["model", "criterion", "judge", "n_items", "bias", "bias_lower", "bias_upper", "slope", "intercept",

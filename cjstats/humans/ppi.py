@@ -180,6 +180,19 @@ class PPIMeans:
             rows.append({**base, "rho": r["rho"], "sigma2_human": r["sigma2_human"], **res})
         return pd.DataFrame(rows)
 
+    def as_latex(self, digits: int = 3) -> str:
+        """Human-scale means (and differences) as booktabs LaTeX tables (:func:`cjstats.tables.as_latex`)."""
+        from cjstats.tables import as_latex
+
+        cols = [c for c in ("model", "criterion", "estimate", "lower", "upper", "human_only", "judge_only",
+                            "n_labeled", "n_effective") if c in self.means.columns]
+        parts = [as_latex(self.means[cols], caption="Prediction-powered (PPI++) human-scale means", digits=digits)]
+        if self.differences is not None and len(self.differences):
+            dcols = [c for c in ("model_a", "model_b", "criterion", "estimate", "lower", "upper", "human_only",
+                                 "n_effective") if c in self.differences.columns]
+            parts.append(as_latex(self.differences[dcols], caption="PPI++ paired differences", digits=digits))
+        return "\n\n".join(parts)
+
     def as_text(self, digits: int = 3) -> str:
         pct = f"{100 * self.ci_level:g}%"
         cols = ["model", "criterion", "estimate", "lower", "upper", "human_only", "human_only_lower",
