@@ -133,10 +133,12 @@ class Scores:
     __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
 
     def __init__(self, frame: pd.DataFrame, *, provenance: Mapping[str, Any] | None = None,
-                 _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None) -> None:
+                 _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None,
+                 _codes: _Codes | None = None) -> None:
         # ``frame`` must come from read_scores (validated, canonical columns); users call read_scores.
+        # ``_codes``: the key codes read_scores already computed for exactly this frame (saves a second pass).
         self._has_criterion = "criterion" in frame.columns
-        self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {})
+        self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {}, _codes)
         self._reference = _reference_rows(_reference)
         provenance = dict(provenance or {})
         if self._reference is not None:
@@ -341,26 +343,82 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _index_groups(frame: pd.DataFrame, has_criterion: bool,
-                  n_duplicates: Mapping[tuple, int]) -> tuple[pd.DataFrame, list[GroupData]]:
-    """Sort the table once and build each group's local codes, design and read-only arrays."""
-    group_cols = ["model", "criterion"] if has_criterion else ["model"]
-    gkey = frame[group_cols[0]].astype(str)
-    if has_criterion:
-        gkey = gkey + "\x1f" + frame["criterion"].astype(str)
-    g, _ = _codes(gkey)
+@dataclass(frozen=True, slots=True)
+class _Codes:
+    """Integer codes of the key columns of a frame (row order of that frame) and their sorted labels."""
+
+    model: np.ndarray
+    model_labels: np.ndarray
+    criterion: np.ndarray | None
+    criterion_labels: np.ndarray | None
+    scenario: np.ndarray
+    scenario_labels: np.ndarray
+    generation: np.ndarray
+    generation_labels: np.ndarray
+    judge: np.ndarray
+    judge_labels: np.ndarray
+    order: np.ndarray | None  # the stable sort by (model, [criterion], scenario, generation, judge); None: sorted
+    sorted_key: np.ndarray | None  # one int64 per row in sorted order, equal for equal cells (None: too many)
+
+    @property
+    def group(self) -> np.ndarray:
+        if self.criterion is None:
+            return self.model
+        return self.model * len(self.criterion_labels) + self.criterion
+
+    def take(self, a: np.ndarray) -> np.ndarray:
+        return a if self.order is None else a[self.order]
+
+    def sorted_duplicate_mask(self) -> np.ndarray:
+        """In sorted order: True for every row whose cell has another row."""
+        if self.sorted_key is not None:
+            same = self.sorted_key[1:] == self.sorted_key[:-1]
+        else:
+            cols = [self.take(self.group), self.take(self.scenario), self.take(self.generation), self.take(self.judge)]
+            same = np.logical_and.reduce([c[1:] == c[:-1] for c in cols])
+        dup = np.zeros(len(same) + 1, dtype=bool)
+        dup[1:] |= same
+        dup[:-1] |= same
+        return dup
+
+
+def _key_codes(frame: pd.DataFrame, has_criterion: bool) -> _Codes:
+    """Factorize the key columns once and sort the rows by them, see :class:`_Codes`."""
+    m, m_lab = _codes(frame["model"].astype(str))
+    c, c_lab = _codes(frame["criterion"].astype(str)) if has_criterion else (None, None)
     s, s_lab = _codes(frame["scenario"])
     gen, gen_lab = _codes(frame["generation"])
     j, j_lab = _codes(frame["judge"].astype(str))
-    order = np.lexsort((j, gen, s, g))
-    frame = frame.iloc[order].reset_index(drop=True)
-    g, s, gen, j = g[order], s[order], gen[order], j[order]
+    g = m if c is None else m * len(c_lab) + c
+    n_g = len(m_lab) * (1 if c_lab is None else len(c_lab))
+    sizes = (max(n_g, 1), max(len(s_lab), 1), max(len(gen_lab), 1), max(len(j_lab), 1))
+    key = None
+    if math.prod(sizes) < 2**62:
+        key = ((g * sizes[1] + s) * sizes[2] + gen) * sizes[3] + j
+        order = None if bool((key[1:] >= key[:-1]).all()) else np.argsort(key, kind="stable")
+        if order is not None:
+            key = key[order]
+    else:
+        order = np.lexsort((j, gen, s, g))
+    return _Codes(m, m_lab, c, c_lab, s, s_lab, gen, gen_lab, j, j_lab, order, key)
+
+
+def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mapping[tuple, int],
+                  codes: _Codes | None = None) -> tuple[pd.DataFrame, list[GroupData]]:
+    """Sort the table once and build each group's local codes, design and read-only arrays."""
+    cd = codes if codes is not None else _key_codes(frame, has_criterion)
+    if cd.order is not None:
+        frame = frame.iloc[cd.order]
+    frame = frame.reset_index(drop=True)
+    g, s, gen, j = cd.take(cd.group), cd.take(cd.scenario), cd.take(cd.generation), cd.take(cd.judge)
+    s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
     y_all = frame["score"].to_numpy(dtype=np.float64)
     bounds = np.flatnonzero(np.diff(g)) + 1
     starts = np.concatenate(([0], bounds))
     stops = np.concatenate((bounds, [len(frame)]))
-    models = frame["model"].astype(str).to_numpy()
-    crits = frame["criterion"].astype(str).to_numpy() if has_criterion else None
+    m_sorted = cd.take(cd.model)
+    c_sorted = cd.take(cd.criterion) if cd.criterion is not None else None
+    n_judges_all = len(j_lab)
     groups = []
     for a, b in zip(starts, stops):
         gs, ggen, gj = s[a:b], gen[a:b], j[a:b]
@@ -371,14 +429,17 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool,
         new_c[1:] |= ggen[1:] != ggen[:-1]
         scen = np.cumsum(new_s) - 1
         cell = np.cumsum(new_c) - 1
-        judges_global, judge = np.unique(gj, return_inverse=True)
+        seen = np.zeros(n_judges_all, dtype=bool)
+        seen[gj] = True
+        judges_global = np.flatnonzero(seen)
+        judge = (np.cumsum(seen) - 1)[gj]
         cell_scenario = scen[new_c]
         n, n_cells, k = int(scen[-1]) + 1, int(cell[-1]) + 1, len(judges_global)
         m_per = np.bincount(cell_scenario, minlength=n)
         per_cell = np.bincount(cell, minlength=n_cells)
         n_missing = int(n_cells * k - (b - a))
-        model = str(models[a])
-        crit = str(crits[a]) if crits is not None else None
+        model = str(cd.model_labels[m_sorted[a]])
+        crit = str(cd.criterion_labels[c_sorted[a]]) if c_sorted is not None else None
         design = GroupDesign(
             model=model, criterion=crit, n_rows=int(b - a), n_scenarios=n,
             generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
@@ -615,11 +676,14 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
     return col.map(lambda v: _number_text(v) if _is_number(v) else v).astype(object)
 
 
-def _warn_near_duplicates(col: pd.Series, name: str) -> None:
-    """Warn when two labels differ only in case or surrounding spaces (``gpt-4`` and ``GPT-4 ``)."""
+def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
+    """Warn when two labels differ only in case or surrounding spaces (``gpt-4`` and ``GPT-4 ``).
+
+    ``col`` is the column or its distinct labels (the check reads only the distinct labels).
+    """
     import warnings
 
-    labels = sorted({v for v in pd.unique(col) if isinstance(v, str)})
+    labels = sorted({v for v in pd.unique(np.asarray(col, dtype=object)) if isinstance(v, str)})
     seen: dict[str, str] = {}
     for label in labels:
         key = label.strip().casefold()
@@ -829,13 +893,22 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     for col in ("model", "judge", "criterion"):
         if col in df.columns:
             df[col] = df[col].astype(str)
+    codes = _key_codes(df, "criterion" in df.columns)  # the distinct labels of every id column, factorized once
+    distinct = {"model": codes.model_labels, "scenario": codes.scenario_labels,
+                "generation": codes.generation_labels, "judge": codes.judge_labels,
+                "criterion": codes.criterion_labels}
     for col in ids:
-        _warn_near_duplicates(df[col], col)
+        _warn_near_duplicates(distinct[col], col)
     unit, where_in_source = _unit(df), df.index  # to name the user's rows or lines in messages
     df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score", "_reference")
              if c in df.columns]].reset_index(drop=True)
     key_cols = ["model"] + (["criterion"] if "criterion" in df.columns else []) + ["scenario", "generation", "judge"]
-    dup = df.duplicated(key_cols, keep=False).to_numpy()
+    dup_sorted = codes.sorted_duplicate_mask()
+    if codes.order is None:
+        dup = dup_sorted
+    else:
+        dup = np.empty_like(dup_sorted)
+        dup[codes.order] = dup_sorted
     n_dup: dict[tuple, int] = {}
     if dup.any():
         if duplicates == "error":
@@ -858,7 +931,8 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             score=("score", "mean"), _reference=("_reference", "first"))
         provenance["duplicate_cells_averaged"] = int(dups)
     df, ref = _split_reference(df)
-    return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref)
+    reuse = codes if not dup.any() and ref is None else None  # same rows in the same order: reuse the codes
+    return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref, _codes=reuse)
 
 
 # -------------------------------------------------------------------------------- reference (human) raters
