@@ -534,6 +534,50 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, index=pd.Index(numbers, name="line"))
 
 
+# the strings pandas.read_csv reads as missing by default (its documented ``na_values``)
+_CSV_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+           "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
+def _read_csv_arrow(path: Path, sep: str) -> pd.DataFrame | None:
+    """The table ``pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True)`` gives, read by pyarrow.csv.
+
+    Every column is read as text. Returns ``None`` whenever pandas could read the file differently, so the
+    caller reads it with pandas: pyarrow is missing or fails (ragged rows, bad UTF-8, cut-short gzip: pandas
+    then words the error), the file starts with a byte-order mark, or a value is one of pandas' missing-value
+    strings (``NA``, empty, ...), starts with a space or tab (pandas skips those) or holds a quote character.
+    """
+    import io
+
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:
+        return None
+    try:
+        with _open_text(path) as fh:
+            first = fh.readline()
+        if first.startswith("\ufeff"):
+            return None
+        parse = pcsv.ParseOptions(delimiter=sep, newlines_in_values=True)
+        names = pcsv.read_csv(io.BytesIO(first.encode("utf-8")), parse_options=parse).column_names
+        convert = pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=False,
+                                      quoted_strings_can_be_null=False)
+        table = pcsv.read_csv(path, parse_options=parse, convert_options=convert)
+    except (pa.ArrowException, OSError, UnicodeDecodeError, EOFError, ValueError):
+        return None
+    if table.column_names != names:
+        return None
+    na = pa.array(_CSV_NA, type=pa.string())
+    for column in table.columns:
+        values = column.unique() if column.num_chunks else column
+        if len(values) and (pc.any(pc.is_in(values, value_set=na)).as_py()
+                            or pc.any(pc.match_substring_regex(values, r'^[ \t]|"')).as_py()):
+            return None
+    return table.to_pandas()
+
+
 def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`)."""
     import zlib
@@ -558,7 +602,9 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             if twice is not None:
                 raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
                                    f"each column has its own name.")
-            df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
+            df = _read_csv_arrow(path, sep)
+            if df is None:  # pyarrow would read it differently (or not at all): pandas decides and words errors
+                df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
             df.columns = [str(c).strip() for c in df.columns]
             # messages point at the line of the file (line 1 is the header) when rows and lines match one to
             # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
@@ -645,7 +691,7 @@ def _number_text(v: Any) -> str:
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
+def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object: bool = True) -> pd.Series:
     """Treat an id column as labels: never merge or split ids by parsing them as numbers.
 
     A column read from a text file is text; it becomes integers only when every value is a plain integer
@@ -660,7 +706,7 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
         if all(isinstance(v, str) for v in uniques):
             if pd.Series(uniques, dtype=object).str.fullmatch(_INT_TEXT).all():
                 return pd.Series(uniques.astype(np.int64)[codes], index=col.index, name=col.name)
-            return col.astype(object)
+            return col.astype(object) if text_as_object else col
     if not pd.api.types.is_object_dtype(col):
         return col
     values = pd.unique(col)
@@ -695,18 +741,40 @@ def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
         seen[key] = label
 
 
+def _text_scores(raw: pd.Series) -> np.ndarray | None:
+    """A text score column parsed by pyarrow when every value is a number, else ``None`` (pandas then decides).
+
+    For finite numbers pyarrow's cast accepts a subset of what ``pd.to_numeric`` accepts (no surrounding
+    spaces, no missing values) and rounds the same way, so the numbers are the same; a column that does not
+    parse or gives a NaN or infinity takes the pandas path, which words the error.
+    """
+    if not isinstance(raw.dtype, pd.StringDtype) or raw.hasnans:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pc.cast(pa.array(raw.array), pa.float64()).to_numpy(zero_copy_only=False)
+    except Exception:  # noqa: BLE001 - pyarrow missing, or a value it does not parse: pandas handles it
+        return None
+    # pyarrow reads 'NAN', 'INF', '1e999' and the like, pandas only some of them: leave those to pandas
+    return values if np.isfinite(values).all() else None
+
+
 def _check_scores(df: pd.DataFrame) -> pd.Series:
     raw = df["score"]
     if pd.api.types.is_bool_dtype(raw):
         raise CjstatsError("Column 'score' holds True/False values; recode them as numbers before read_scores().")
-    num = pd.to_numeric(raw, errors="coerce")
-    nonnum = (num.isna() & raw.notna()).to_numpy()
-    if nonnum.any():
-        i = int(np.flatnonzero(nonnum)[0])
-        first = _plain(raw.iloc[i])
-        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
-                           f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
-    values = num.to_numpy(dtype=np.float64)
+    values = _text_scores(raw)
+    if values is None:
+        num = pd.to_numeric(raw, errors="coerce")
+        nonnum = (num.isna() & raw.notna()).to_numpy()
+        if nonnum.any():
+            i = int(np.flatnonzero(nonnum)[0])
+            first = _plain(raw.iloc[i])
+            raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
+                               f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
+        values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
         raise CjstatsError(f"Column 'score' has {int(nan.sum())} missing (NaN) values (first in {_unit(df)} "
@@ -889,7 +957,9 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         provenance.pop("decimal")
     df["score"] = _check_scores(df)
     for col in ids:
-        df[col] = _ids_as_labels(df[col], col, from_text=from_text)
+        # model, judge and criterion become str just below, so text stays text (no round trip through object)
+        df[col] = _ids_as_labels(df[col], col, from_text=from_text,
+                                 text_as_object=col not in ("model", "judge", "criterion"))
     for col in ("model", "judge", "criterion"):
         if col in df.columns:
             df[col] = df[col].astype(str)
