@@ -330,6 +330,18 @@ def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
 
 # ---------------------------------------------------------------------------------------------- indexing
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes into the sorted distinct values (order of appearance when they cannot be sorted)."""
+    dtype = values.dtype
+    if isinstance(dtype, np.dtype) and (dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 8)) \
+            and len(values):
+        # integers in a modest range: a lookup table instead of a hash table, same codes and uniques
+        v = values.to_numpy().astype(np.int64, copy=False)
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo <= 4 * len(v) + 1024:
+            seen = np.zeros(hi - lo + 1, dtype=bool)
+            seen[v - lo] = True
+            rank = np.cumsum(seen) - 1
+            return rank[v - lo].astype(np.int64), (np.flatnonzero(seen) + lo).astype(values.dtype).astype(object)
     try:
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:  # mixed, unorderable labels: keep order of appearance
@@ -571,6 +583,11 @@ def _read_csv_arrow(path: Path, sep: str) -> pd.DataFrame | None:
         return None
     na = pa.array(_CSV_NA, type=pa.string())
     for column in table.columns:
+        try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
+            if np.isfinite(pc.cast(column, pa.float64()).to_numpy()).all():
+                continue
+        except pa.ArrowException:
+            pass
         values = column.unique() if column.num_chunks else column
         if len(values) and (pc.any(pc.is_in(values, value_set=na)).as_py()
                             or pc.any(pc.match_substring_regex(values, r'^[ \t]|"')).as_py()):
@@ -691,6 +708,17 @@ def _number_text(v: Any) -> str:
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
+def _all_int_text(labels: np.ndarray) -> bool:
+    """Whether every label (all str) is a plain integer in the sense of ``_INT_TEXT`` (``12``, not ``007``)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return bool(pd.Series(labels, dtype=object).str.fullmatch(_INT_TEXT).all())
+    arr = pa.array(labels, type=pa.string())
+    return bool(pc.all(pc.match_substring_regex(arr, f"^{_INT_TEXT}$")).as_py() is not False)
+
+
 def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object: bool = True) -> pd.Series:
     """Treat an id column as labels: never merge or split ids by parsing them as numbers.
 
@@ -703,8 +731,8 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object
     if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         codes, uniques = pd.factorize(col)  # decide on the distinct labels, not on every row
         uniques = np.asarray(uniques, dtype=object)
-        if all(isinstance(v, str) for v in uniques):
-            if pd.Series(uniques, dtype=object).str.fullmatch(_INT_TEXT).all():
+        if isinstance(col.dtype, pd.StringDtype) or all(isinstance(v, str) for v in uniques):
+            if _all_int_text(uniques):
                 return pd.Series(uniques.astype(np.int64)[codes], index=col.index, name=col.name)
             return col.astype(object) if text_as_object else col
     if not pd.api.types.is_object_dtype(col):

@@ -109,3 +109,17 @@ def test_group_index_of_unsorted_frame_matches_sorted_frame():
         assert a.design == b.design and a.key == b.key
         for f in ("y", "scenario", "cell", "judge", "cell_scenario", "scenario_labels", "cell_generation_labels"):
             np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+
+
+@pytest.mark.parametrize("values", [
+    np.array([5, -3, 5, 0, 127, -128], dtype=np.int8),      # int8 near its limits: no overflow in the shift
+    np.array([60000, 3, 3, 65535], dtype=np.uint16),
+    np.array([10**12, -(10**12), 0]),                         # range too wide: the hash-table path
+    np.array([2, 2, 2]),
+])
+def test_integer_codes_equal_pandas_factorize(values):
+    codes, uniques = scores_mod._codes(pd.Series(values))
+    want_codes, want_uniques = pd.factorize(pd.Series(values), sort=True)
+    np.testing.assert_array_equal(codes, want_codes)
+    assert list(uniques) == list(np.asarray(want_uniques, dtype=object))
+    assert all(type(u) is type(w) for u, w in zip(uniques, np.asarray(want_uniques, dtype=object), strict=True))
