@@ -422,17 +422,18 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
     if cd.order is not None:
         frame = frame.iloc[cd.order]
     frame = frame.reset_index(drop=True)
-    g, s, gen, j = cd.take(cd.group), cd.take(cd.scenario), cd.take(cd.generation), cd.take(cd.judge)
+    s, gen, j = cd.take(cd.scenario), cd.take(cd.generation), cd.take(cd.judge)
     s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
     y_all = frame["score"].to_numpy(dtype=np.float64)
-    bounds = np.flatnonzero(np.diff(g)) + 1
-    starts = np.concatenate(([0], bounds))
-    stops = np.concatenate((bounds, [len(frame)]))
-    m_sorted = cd.take(cd.model)
-    c_sorted = cd.take(cd.criterion) if cd.criterion is not None else None
+    # rows are sorted by group first, so each group is one run whose length is its row count
+    n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
+    sizes = np.bincount(cd.group, minlength=len(cd.model_labels) * n_crit)
+    gids = np.flatnonzero(sizes)
+    stops = np.cumsum(sizes[gids])
+    starts = stops - sizes[gids]
     n_judges_all = len(j_lab)
     groups = []
-    for a, b in zip(starts, stops):
+    for gid, a, b in zip(gids, starts, stops):
         gs, ggen, gj = s[a:b], gen[a:b], j[a:b]
         new_s = np.empty(b - a, dtype=bool)
         new_s[0] = True
@@ -450,8 +451,8 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
         m_per = np.bincount(cell_scenario, minlength=n)
         per_cell = np.bincount(cell, minlength=n_cells)
         n_missing = int(n_cells * k - (b - a))
-        model = str(cd.model_labels[m_sorted[a]])
-        crit = str(cd.criterion_labels[c_sorted[a]]) if c_sorted is not None else None
+        model = str(cd.model_labels[gid // n_crit])
+        crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
         design = GroupDesign(
             model=model, criterion=crit, n_rows=int(b - a), n_scenarios=n,
             generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
@@ -996,7 +997,8 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
                 "generation": codes.generation_labels, "judge": codes.judge_labels,
                 "criterion": codes.criterion_labels}
     for col in ids:
-        _warn_near_duplicates(distinct[col], col)
+        if df[col].dtype.kind not in "iu":  # integer labels cannot differ only in case or spaces
+            _warn_near_duplicates(distinct[col], col)
     unit, where_in_source = _unit(df), df.index  # to name the user's rows or lines in messages
     df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score", "_reference")
              if c in df.columns]].reset_index(drop=True)
