@@ -415,22 +415,57 @@ def _key_codes(frame: pd.DataFrame, has_criterion: bool) -> _Codes:
     return _Codes(m, m_lab, c, c_lab, s, s_lab, gen, gen_lab, j, j_lab, order, key)
 
 
+def _sorted_frame(frame: pd.DataFrame, order: np.ndarray,
+                  sorted_codes: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """``frame.iloc[order]``, building the id columns from their sorted codes and few labels.
+
+    Gathering a million strings in random order is slow; looking codes up in a table of a few labels is
+    not. Text (Arrow-backed ``str``) and numpy integer id columns are built that way, with the same dtype
+    and values as ``iloc`` gives; every other column is gathered.
+    """
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return frame.iloc[order]
+    cols = {}
+    for name in frame.columns:
+        col = frame[name]
+        dtype = col.dtype
+        if name in sorted_codes and isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+            codes, labels = sorted_codes[name]
+            built = pa.array(list(labels), type=pa.string()).take(pa.array(codes))
+            out = pa.chunked_array([built]).to_pandas()
+            if out.dtype != dtype:
+                out = col.iloc[order].reset_index(drop=True)
+            cols[name] = out
+        elif name in sorted_codes and isinstance(dtype, np.dtype) and dtype.kind in "iu":
+            codes, labels = sorted_codes[name]
+            cols[name] = pd.Series(np.asarray(labels).astype(dtype)[codes], dtype=dtype)
+        else:
+            cols[name] = col.iloc[order].reset_index(drop=True)
+    return pd.DataFrame(cols, columns=frame.columns)
+
+
 def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mapping[tuple, int],
                   codes: _Codes | None = None) -> tuple[pd.DataFrame, list[GroupData]]:
     """Sort the table once and build each group's local codes, design and read-only arrays."""
     cd = codes if codes is not None else _key_codes(frame, has_criterion)
-    if cd.order is not None:
-        frame = frame.iloc[cd.order]
-    frame = frame.reset_index(drop=True)
     s, gen, j = cd.take(cd.scenario), cd.take(cd.generation), cd.take(cd.judge)
     s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
-    y_all = frame["score"].to_numpy(dtype=np.float64)
     # rows are sorted by group first, so each group is one run whose length is its row count
     n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
     sizes = np.bincount(cd.group, minlength=len(cd.model_labels) * n_crit)
     gids = np.flatnonzero(sizes)
     stops = np.cumsum(sizes[gids])
     starts = stops - sizes[gids]
+    if cd.order is not None:
+        sorted_codes = {"model": (np.repeat(gids // n_crit, sizes[gids]), cd.model_labels),
+                        "scenario": (s, s_lab), "generation": (gen, gen_lab), "judge": (j, j_lab)}
+        if cd.criterion_labels is not None:
+            sorted_codes["criterion"] = (np.repeat(gids % n_crit, sizes[gids]), cd.criterion_labels)
+        frame = _sorted_frame(frame, cd.order, sorted_codes)
+    frame = frame.reset_index(drop=True)
+    y_all = frame["score"].to_numpy(dtype=np.float64)
     n_judges_all = len(j_lab)
     groups = []
     for gid, a, b in zip(gids, starts, stops):

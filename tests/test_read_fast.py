@@ -123,3 +123,18 @@ def test_integer_codes_equal_pandas_factorize(values):
     np.testing.assert_array_equal(codes, want_codes)
     assert list(uniques) == list(np.asarray(want_uniques, dtype=object))
     assert all(type(u) is type(w) for u, w in zip(uniques, np.asarray(want_uniques, dtype=object), strict=True))
+
+
+def test_sorted_table_keeps_values_and_dtypes_of_a_plain_sort():
+    """Id columns rebuilt from codes equal a stable sort of the rows, dtype for dtype (str, int8, object)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame({"model": rng.choice(["m2", "m1"], n), "criterion": rng.choice(["c", "b"], n),
+                          "scenario": rng.choice(np.array(["q7", "q10", "q1"], dtype=object), n),
+                          "generation": rng.integers(-2, 3, n).astype(np.int8),
+                          "judge": rng.choice(["j3", "j1", "j2"], n), "score": rng.normal(size=n)})
+    frame = frame.drop_duplicates(["model", "criterion", "scenario", "generation", "judge"]).reset_index(drop=True)
+    got = scores_mod.Scores(frame).to_frame()
+    want = frame.sort_values(["model", "criterion", "scenario", "generation", "judge"], kind="stable")
+    pd.testing.assert_frame_equal(got, want.reset_index(drop=True))
+    assert isinstance(got["model"].dtype, pd.StringDtype) and got["generation"].dtype == np.int8
