@@ -523,13 +523,9 @@ def _open_text(path: Path):
         open(path, encoding="utf-8")
 
 
-def _count_lines(path: Path) -> int:
-    """Lines of a (possibly gzip-compressed) text file, as iterating over it would count them, read in 1 MB blocks."""
-    return _scan_lines(path)[0]
-
-
 def _scan_lines(path: Path) -> tuple[int, bool]:
-    """Lines of a (possibly gzip-compressed) text file (see :func:`_count_lines`) and whether it holds a ``"``."""
+    """Lines of a (possibly gzip-compressed) text file, as iterating over it would count them, and whether it
+    holds a ``"`` anywhere; read in 1 MB blocks."""
     import gzip
 
     n, last, quote = 0, b"\n", False
