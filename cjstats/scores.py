@@ -133,10 +133,12 @@ class Scores:
     __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
 
     def __init__(self, frame: pd.DataFrame, *, provenance: Mapping[str, Any] | None = None,
-                 _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None) -> None:
+                 _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None,
+                 _codes: _Codes | None = None) -> None:
         # ``frame`` must come from read_scores (validated, canonical columns); users call read_scores.
+        # ``_codes``: the key codes read_scores already computed for exactly this frame (saves a second pass).
         self._has_criterion = "criterion" in frame.columns
-        self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {})
+        self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {}, _codes)
         self._reference = _reference_rows(_reference)
         provenance = dict(provenance or {})
         if self._reference is not None:
@@ -328,6 +330,18 @@ def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
 
 # ---------------------------------------------------------------------------------------------- indexing
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes into the sorted distinct values (order of appearance when they cannot be sorted)."""
+    dtype = values.dtype
+    if isinstance(dtype, np.dtype) and (dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 8)) \
+            and len(values):
+        # integers in a modest range: a lookup table instead of a hash table, same codes and uniques
+        v = values.to_numpy().astype(np.int64, copy=False)
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo <= 4 * len(v) + 1024:
+            seen = np.zeros(hi - lo + 1, dtype=bool)
+            seen[v - lo] = True
+            rank = np.cumsum(seen) - 1
+            return rank[v - lo].astype(np.int64), (np.flatnonzero(seen) + lo).astype(values.dtype).astype(object)
     try:
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:  # mixed, unorderable labels: keep order of appearance
@@ -341,28 +355,120 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _index_groups(frame: pd.DataFrame, has_criterion: bool,
-                  n_duplicates: Mapping[tuple, int]) -> tuple[pd.DataFrame, list[GroupData]]:
-    """Sort the table once and build each group's local codes, design and read-only arrays."""
-    group_cols = ["model", "criterion"] if has_criterion else ["model"]
-    gkey = frame[group_cols[0]].astype(str)
-    if has_criterion:
-        gkey = gkey + "\x1f" + frame["criterion"].astype(str)
-    g, _ = _codes(gkey)
+@dataclass(frozen=True, slots=True)
+class _Codes:
+    """Integer codes of the key columns of a frame (row order of that frame) and their sorted labels."""
+
+    model: np.ndarray
+    model_labels: np.ndarray
+    criterion: np.ndarray | None
+    criterion_labels: np.ndarray | None
+    scenario: np.ndarray
+    scenario_labels: np.ndarray
+    generation: np.ndarray
+    generation_labels: np.ndarray
+    judge: np.ndarray
+    judge_labels: np.ndarray
+    order: np.ndarray | None  # the stable sort by (model, [criterion], scenario, generation, judge); None: sorted
+    sorted_key: np.ndarray | None  # one int64 per row in sorted order, equal for equal cells (None: too many)
+
+    @property
+    def group(self) -> np.ndarray:
+        if self.criterion is None:
+            return self.model
+        return self.model * len(self.criterion_labels) + self.criterion
+
+    def take(self, a: np.ndarray) -> np.ndarray:
+        return a if self.order is None else a[self.order]
+
+    def sorted_duplicate_mask(self) -> np.ndarray:
+        """In sorted order: True for every row whose cell has another row."""
+        if self.sorted_key is not None:
+            same = self.sorted_key[1:] == self.sorted_key[:-1]
+        else:
+            cols = [self.take(self.group), self.take(self.scenario), self.take(self.generation), self.take(self.judge)]
+            same = np.logical_and.reduce([c[1:] == c[:-1] for c in cols])
+        dup = np.zeros(len(same) + 1, dtype=bool)
+        dup[1:] |= same
+        dup[:-1] |= same
+        return dup
+
+
+def _key_codes(frame: pd.DataFrame, has_criterion: bool) -> _Codes:
+    """Factorize the key columns once and sort the rows by them, see :class:`_Codes`."""
+    m, m_lab = _codes(frame["model"].astype(str))
+    c, c_lab = _codes(frame["criterion"].astype(str)) if has_criterion else (None, None)
     s, s_lab = _codes(frame["scenario"])
     gen, gen_lab = _codes(frame["generation"])
     j, j_lab = _codes(frame["judge"].astype(str))
-    order = np.lexsort((j, gen, s, g))
-    frame = frame.iloc[order].reset_index(drop=True)
-    g, s, gen, j = g[order], s[order], gen[order], j[order]
+    g = m if c is None else m * len(c_lab) + c
+    n_g = len(m_lab) * (1 if c_lab is None else len(c_lab))
+    sizes = (max(n_g, 1), max(len(s_lab), 1), max(len(gen_lab), 1), max(len(j_lab), 1))
+    key = None
+    if math.prod(sizes) < 2**62:
+        key = ((g * sizes[1] + s) * sizes[2] + gen) * sizes[3] + j
+        order = None if bool((key[1:] >= key[:-1]).all()) else np.argsort(key, kind="stable")
+        if order is not None:
+            key = key[order]
+    else:
+        order = np.lexsort((j, gen, s, g))
+    return _Codes(m, m_lab, c, c_lab, s, s_lab, gen, gen_lab, j, j_lab, order, key)
+
+
+def _sorted_frame(frame: pd.DataFrame, order: np.ndarray,
+                  sorted_codes: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """``frame.iloc[order]``, building the id columns from their sorted codes and few labels.
+
+    Gathering a million strings in random order is slow; looking codes up in a table of a few labels is
+    not. Text (Arrow-backed ``str``) and numpy integer id columns are built that way, with the same dtype
+    and values as ``iloc`` gives; every other column is gathered.
+    """
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return frame.iloc[order]
+    cols = {}
+    for name in frame.columns:
+        col = frame[name]
+        dtype = col.dtype
+        if name in sorted_codes and isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+            codes, labels = sorted_codes[name]
+            built = pa.array(list(labels), type=pa.string()).take(pa.array(codes))
+            out = pa.chunked_array([built]).to_pandas()
+            if out.dtype != dtype:
+                out = col.iloc[order].reset_index(drop=True)
+            cols[name] = out
+        elif name in sorted_codes and isinstance(dtype, np.dtype) and dtype.kind in "iu":
+            codes, labels = sorted_codes[name]
+            cols[name] = pd.Series(np.asarray(labels).astype(dtype)[codes], dtype=dtype)
+        else:
+            cols[name] = col.iloc[order].reset_index(drop=True)
+    return pd.DataFrame(cols, columns=frame.columns)
+
+
+def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mapping[tuple, int],
+                  codes: _Codes | None = None) -> tuple[pd.DataFrame, list[GroupData]]:
+    """Sort the table once and build each group's local codes, design and read-only arrays."""
+    cd = codes if codes is not None else _key_codes(frame, has_criterion)
+    s, gen, j = cd.take(cd.scenario), cd.take(cd.generation), cd.take(cd.judge)
+    s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
+    # rows are sorted by group first, so each group is one run whose length is its row count
+    n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
+    sizes = np.bincount(cd.group, minlength=len(cd.model_labels) * n_crit)
+    gids = np.flatnonzero(sizes)
+    stops = np.cumsum(sizes[gids])
+    starts = stops - sizes[gids]
+    if cd.order is not None:
+        sorted_codes = {"model": (np.repeat(gids // n_crit, sizes[gids]), cd.model_labels),
+                        "scenario": (s, s_lab), "generation": (gen, gen_lab), "judge": (j, j_lab)}
+        if cd.criterion_labels is not None:
+            sorted_codes["criterion"] = (np.repeat(gids % n_crit, sizes[gids]), cd.criterion_labels)
+        frame = _sorted_frame(frame, cd.order, sorted_codes)
+    frame = frame.reset_index(drop=True)
     y_all = frame["score"].to_numpy(dtype=np.float64)
-    bounds = np.flatnonzero(np.diff(g)) + 1
-    starts = np.concatenate(([0], bounds))
-    stops = np.concatenate((bounds, [len(frame)]))
-    models = frame["model"].astype(str).to_numpy()
-    crits = frame["criterion"].astype(str).to_numpy() if has_criterion else None
+    n_judges_all = len(j_lab)
     groups = []
-    for a, b in zip(starts, stops):
+    for gid, a, b in zip(gids, starts, stops):
         gs, ggen, gj = s[a:b], gen[a:b], j[a:b]
         new_s = np.empty(b - a, dtype=bool)
         new_s[0] = True
@@ -371,14 +477,17 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool,
         new_c[1:] |= ggen[1:] != ggen[:-1]
         scen = np.cumsum(new_s) - 1
         cell = np.cumsum(new_c) - 1
-        judges_global, judge = np.unique(gj, return_inverse=True)
+        seen = np.zeros(n_judges_all, dtype=bool)
+        seen[gj] = True
+        judges_global = np.flatnonzero(seen)
+        judge = (np.cumsum(seen) - 1)[gj]
         cell_scenario = scen[new_c]
         n, n_cells, k = int(scen[-1]) + 1, int(cell[-1]) + 1, len(judges_global)
         m_per = np.bincount(cell_scenario, minlength=n)
         per_cell = np.bincount(cell, minlength=n_cells)
         n_missing = int(n_cells * k - (b - a))
-        model = str(models[a])
-        crit = str(crits[a]) if crits is not None else None
+        model = str(cd.model_labels[gid // n_crit])
+        crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
         design = GroupDesign(
             model=model, criterion=crit, n_rows=int(b - a), n_scenarios=n,
             generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
@@ -414,16 +523,18 @@ def _open_text(path: Path):
         open(path, encoding="utf-8")
 
 
-def _count_lines(path: Path) -> int:
-    """Lines of a (possibly gzip-compressed) text file, as iterating over it would count them, read in 1 MB blocks."""
+def _scan_lines(path: Path) -> tuple[int, bool]:
+    """Lines of a (possibly gzip-compressed) text file, as iterating over it would count them, and whether it
+    holds a ``"`` anywhere; read in 1 MB blocks."""
     import gzip
 
-    n, last = 0, b"\n"
+    n, last, quote = 0, b"\n", False
     with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as fh:
         while block := fh.read(1 << 20):
             n += block.count(b"\n")
+            quote = quote or b'"' in block
             last = block[-1:]
-    return n + (last != b"\n")
+    return n + (last != b"\n"), quote
 
 
 def _sniff_separator(path: Path, kind: str) -> str:
@@ -473,6 +584,57 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, index=pd.Index(numbers, name="line"))
 
 
+# the strings pandas.read_csv reads as missing by default (its documented ``na_values``)
+_CSV_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+           "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
+def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True) -> pd.DataFrame | None:
+    """The table ``pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True)`` gives, read by pyarrow.csv.
+
+    Every column is read as text. Returns ``None`` whenever pandas could read the file differently, so the
+    caller reads it with pandas: pyarrow is missing or fails (ragged rows, bad UTF-8, cut-short gzip: pandas
+    then words the error), the file starts with a byte-order mark, or a value is one of pandas' missing-value
+    strings (``NA``, empty, ...), starts with a space or tab (pandas skips those) or holds a quote character.
+    """
+    import io
+
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:
+        return None
+    try:
+        with _open_text(path) as fh:
+            first = fh.readline()
+        if first.startswith("\ufeff"):
+            return None
+        # a file without any quote has no quoted line break, and parses faster knowing so
+        parse = pcsv.ParseOptions(delimiter=sep, newlines_in_values=quoted)
+        names = pcsv.read_csv(io.BytesIO(first.encode("utf-8")), parse_options=parse).column_names
+        convert = pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=False,
+                                      quoted_strings_can_be_null=False)
+        table = pcsv.read_csv(path, parse_options=parse, convert_options=convert)
+    except (pa.ArrowException, OSError, UnicodeDecodeError, EOFError, ValueError):
+        return None
+    if table.column_names != names:
+        return None
+    na = pa.array(_CSV_NA, type=pa.string())
+    for column in table.columns:
+        try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
+            if len(column) and np.isfinite(pc.cast(column.slice(0, 1), pa.float64()).to_numpy()).all() \
+                    and np.isfinite(pc.cast(column, pa.float64()).to_numpy()).all():
+                continue
+        except pa.ArrowException:
+            pass
+        values = column.unique() if column.num_chunks else column
+        if len(values) and (pc.any(pc.is_in(values, value_set=na)).as_py()
+                            or pc.any(pc.match_substring_regex(values, r'^[ \t]|"')).as_py()):
+            return None
+    return table.to_pandas()
+
+
 def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`)."""
     import zlib
@@ -497,11 +659,13 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             if twice is not None:
                 raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
                                    f"each column has its own name.")
-            df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
+            n_lines, quoted = _scan_lines(path)
+            df = _read_csv_arrow(path, sep, quoted=quoted)
+            if df is None:  # pyarrow would read it differently (or not at all): pandas decides and words errors
+                df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
             df.columns = [str(c).strip() for c in df.columns]
             # messages point at the line of the file (line 1 is the header) when rows and lines match one to
             # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
-            n_lines = _count_lines(path)
             if n_lines == len(df) + 1:
                 df.index = pd.RangeIndex(2, len(df) + 2, name="line")
             if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
@@ -584,7 +748,18 @@ def _number_text(v: Any) -> str:
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
+def _all_int_text(labels: np.ndarray) -> bool:
+    """Whether every label (all str) is a plain integer in the sense of ``_INT_TEXT`` (``12``, not ``007``)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return bool(pd.Series(labels, dtype=object).str.fullmatch(_INT_TEXT).all())
+    arr = pa.array(labels, type=pa.string())
+    return bool(pc.all(pc.match_substring_regex(arr, f"^{_INT_TEXT}$")).as_py() is not False)
+
+
+def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object: bool = True) -> pd.Series:
     """Treat an id column as labels: never merge or split ids by parsing them as numbers.
 
     A column read from a text file is text; it becomes integers only when every value is a plain integer
@@ -596,10 +771,10 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
     if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         codes, uniques = pd.factorize(col)  # decide on the distinct labels, not on every row
         uniques = np.asarray(uniques, dtype=object)
-        if all(isinstance(v, str) for v in uniques):
-            if pd.Series(uniques, dtype=object).str.fullmatch(_INT_TEXT).all():
+        if isinstance(col.dtype, pd.StringDtype) or all(isinstance(v, str) for v in uniques):
+            if _all_int_text(uniques):
                 return pd.Series(uniques.astype(np.int64)[codes], index=col.index, name=col.name)
-            return col.astype(object)
+            return col.astype(object) if text_as_object else col
     if not pd.api.types.is_object_dtype(col):
         return col
     values = pd.unique(col)
@@ -615,11 +790,14 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool) -> pd.Series:
     return col.map(lambda v: _number_text(v) if _is_number(v) else v).astype(object)
 
 
-def _warn_near_duplicates(col: pd.Series, name: str) -> None:
-    """Warn when two labels differ only in case or surrounding spaces (``gpt-4`` and ``GPT-4 ``)."""
+def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
+    """Warn when two labels differ only in case or surrounding spaces (``gpt-4`` and ``GPT-4 ``).
+
+    ``col`` is the column or its distinct labels (the check reads only the distinct labels).
+    """
     import warnings
 
-    labels = sorted({v for v in pd.unique(col) if isinstance(v, str)})
+    labels = sorted({v for v in pd.unique(np.asarray(col, dtype=object)) if isinstance(v, str)})
     seen: dict[str, str] = {}
     for label in labels:
         key = label.strip().casefold()
@@ -631,18 +809,40 @@ def _warn_near_duplicates(col: pd.Series, name: str) -> None:
         seen[key] = label
 
 
+def _text_scores(raw: pd.Series) -> np.ndarray | None:
+    """A text score column parsed by pyarrow when every value is a number, else ``None`` (pandas then decides).
+
+    For finite numbers pyarrow's cast accepts a subset of what ``pd.to_numeric`` accepts (no surrounding
+    spaces, no missing values) and rounds the same way, so the numbers are the same; a column that does not
+    parse or gives a NaN or infinity takes the pandas path, which words the error.
+    """
+    if not isinstance(raw.dtype, pd.StringDtype) or raw.hasnans:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pc.cast(pa.array(raw.array), pa.float64()).to_numpy(zero_copy_only=False)
+    except Exception:  # noqa: BLE001 - pyarrow missing, or a value it does not parse: pandas handles it
+        return None
+    # pyarrow reads 'NAN', 'INF', '1e999' and the like, pandas only some of them: leave those to pandas
+    return values if np.isfinite(values).all() else None
+
+
 def _check_scores(df: pd.DataFrame) -> pd.Series:
     raw = df["score"]
     if pd.api.types.is_bool_dtype(raw):
         raise CjstatsError("Column 'score' holds True/False values; recode them as numbers before read_scores().")
-    num = pd.to_numeric(raw, errors="coerce")
-    nonnum = (num.isna() & raw.notna()).to_numpy()
-    if nonnum.any():
-        i = int(np.flatnonzero(nonnum)[0])
-        first = _plain(raw.iloc[i])
-        raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
-                           f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
-    values = num.to_numpy(dtype=np.float64)
+    values = _text_scores(raw)
+    if values is None:
+        num = pd.to_numeric(raw, errors="coerce")
+        nonnum = (num.isna() & raw.notna()).to_numpy()
+        if nonnum.any():
+            i = int(np.flatnonzero(nonnum)[0])
+            first = _plain(raw.iloc[i])
+            raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
+                               f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
+        values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
         raise CjstatsError(f"Column 'score' has {int(nan.sum())} missing (NaN) values (first in {_unit(df)} "
@@ -825,17 +1025,29 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
         provenance.pop("decimal")
     df["score"] = _check_scores(df)
     for col in ids:
-        df[col] = _ids_as_labels(df[col], col, from_text=from_text)
+        # model, judge and criterion become str just below, so text stays text (no round trip through object)
+        df[col] = _ids_as_labels(df[col], col, from_text=from_text,
+                                 text_as_object=col not in ("model", "judge", "criterion"))
     for col in ("model", "judge", "criterion"):
         if col in df.columns:
             df[col] = df[col].astype(str)
+    codes = _key_codes(df, "criterion" in df.columns)  # the distinct labels of every id column, factorized once
+    distinct = {"model": codes.model_labels, "scenario": codes.scenario_labels,
+                "generation": codes.generation_labels, "judge": codes.judge_labels,
+                "criterion": codes.criterion_labels}
     for col in ids:
-        _warn_near_duplicates(df[col], col)
+        if df[col].dtype.kind not in "iu":  # integer labels cannot differ only in case or spaces
+            _warn_near_duplicates(distinct[col], col)
     unit, where_in_source = _unit(df), df.index  # to name the user's rows or lines in messages
     df = df[[c for c in (*SCORE_COLUMNS[:4], "criterion", "score", "_reference")
              if c in df.columns]].reset_index(drop=True)
     key_cols = ["model"] + (["criterion"] if "criterion" in df.columns else []) + ["scenario", "generation", "judge"]
-    dup = df.duplicated(key_cols, keep=False).to_numpy()
+    dup_sorted = codes.sorted_duplicate_mask()
+    if codes.order is None:
+        dup = dup_sorted
+    else:
+        dup = np.empty_like(dup_sorted)
+        dup[codes.order] = dup_sorted
     n_dup: dict[tuple, int] = {}
     if dup.any():
         if duplicates == "error":
@@ -858,7 +1070,8 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             score=("score", "mean"), _reference=("_reference", "first"))
         provenance["duplicate_cells_averaged"] = int(dups)
     df, ref = _split_reference(df)
-    return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref)
+    reuse = codes if not dup.any() and ref is None else None  # same rows in the same order: reuse the codes
+    return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref, _codes=reuse)
 
 
 # -------------------------------------------------------------------------------- reference (human) raters
