@@ -103,3 +103,17 @@ class TestBrokenFiles:
         p.write_bytes(b"not a zip")
         with pytest.raises(CjstatsError, match="as an Inspect log"):
             cj.read_inspect_log(p)
+
+
+def test_inspect_log_sources_follow_the_same_rule_as_fastchat(tmp_path):
+    """Both loaders expand a source through one rule: file, folder, glob, list (each file once)."""
+    from cjstats.io.inspect import log_files
+
+    for name in ("a.eval", "b.json", "logs.json"):
+        (tmp_path / name).write_text("{}")
+    folder = log_files(tmp_path)
+    assert [p.name for p in folder] == ["a.eval", "b.json"]          # Inspect's index file is not a log
+    assert log_files(str(tmp_path / "*.eval")) == [tmp_path / "a.eval"]
+    assert log_files([tmp_path / "a.eval", tmp_path]) == [tmp_path / "a.eval", tmp_path / "b.json"]
+    with pytest.raises(CjstatsError, match="matches no file"):
+        log_files(str(tmp_path / "*.nothing"))

@@ -7,7 +7,6 @@ pattern or a list of files, and stacks them into one table.
 
 from __future__ import annotations
 
-import glob as _glob
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.io._paths import expand_sources
 from cjstats.scores import Scores, read_scores
 
 __all__ = ["read_mtbench_judgments", "judgment_files"]
@@ -28,33 +28,18 @@ def judgment_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
 
     A folder contributes every ``*_single.jsonl`` in it (every ``.jsonl`` file if none is so named).
     """
-    if isinstance(source, (list, tuple)):
-        if not source:
-            raise CjstatsError("read_mtbench_judgments got an empty list of files; give at least one file.")
-        files: list[Path] = []
-        for item in source:
-            files.extend(f for f in judgment_files(item) if f not in files)
-        return files
-    if not isinstance(source, (str, Path)):
-        raise CjstatsError(f"read_mtbench_judgments takes a file, a folder, a glob pattern or a list of files. "
-                           f"Got {type(source).__name__} instead.")
-    path = Path(source)
-    if path.is_dir():
+    def folder_files(path: Path) -> list[Path]:
         found = sorted(path.glob("*_single.jsonl")) + sorted(path.glob("*_single.jsonl.gz"))
-        if not found:
-            found = sorted(p for p in path.iterdir() if p.name.lower().endswith(_SUFFIXES))
-        if not found:
-            raise CjstatsError(f"The folder `{path}` holds no judgment file (*_single.jsonl); give the folder "
-                               f"FastChat wrote its judgments to.")
-        return found
-    if path.exists():
-        return [path]
-    if _glob.has_magic(str(source)):
-        found = sorted(Path(p) for p in _glob.glob(str(source)) if Path(p).is_file())
-        if not found:
-            raise CjstatsError(f"The pattern `{source}` matches no file.")
-        return found
-    raise CjstatsError(f"The judgment file `{path}` does not exist.")
+        return found or sorted(p for p in path.iterdir() if p.name.lower().endswith(_SUFFIXES))
+
+    return expand_sources(
+        source, empty_list="read_mtbench_judgments got an empty list of files; give at least one file.",
+        bad_type="read_mtbench_judgments takes a file, a folder, a glob pattern or a list of files. Got {type} "
+                 "instead.",
+        folder_files=folder_files,
+        empty_folder="The folder `{path}` holds no judgment file (*_single.jsonl); give the folder FastChat wrote "
+                     "its judgments to.",
+        missing="The judgment file `{path}` does not exist.")
 
 
 def _records(path: Path) -> list[dict[str, Any]]:

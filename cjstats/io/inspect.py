@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.io._paths import expand_sources
 from cjstats.scores import Scores, read_scores
 
 __all__ = ["read_inspect_log", "cyclic_judge_scorer", "log_files"]
@@ -38,27 +39,16 @@ def _need_inspect() -> None:
 
 
 def log_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
-    """The ``.eval``/``.json`` log files named by a file, a folder (searched recursively) or a list, sorted."""
-    if isinstance(source, (list, tuple)):
-        if not source:
-            raise CjstatsError("read_inspect_log got an empty list of logs; give at least one log file or folder.")
-        out: list[Path] = []
-        for item in source:
-            out.extend(p for p in log_files(item) if p not in out)
-        return out
-    if not isinstance(source, (str, Path)):
-        raise CjstatsError(f"read_inspect_log takes a log file, a folder of logs or a list of them. "
-                           f"Got {type(source).__name__} instead.")
-    path = Path(source)
-    if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file()
-                       and not p.name.startswith(("logs.json", "eval-set.json")))
-        if not found:
-            raise CjstatsError(f"The folder `{path}` holds no Inspect log (*.eval or *.json).")
-        return found
-    if not path.exists():
-        raise CjstatsError(f"The Inspect log `{path}` does not exist.")
-    return [path]
+    """The ``.eval``/``.json`` log files named by a file, a folder (searched recursively), a glob or a list."""
+    def folder_files(path: Path) -> list[Path]:
+        return sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file()
+                      and not p.name.startswith(("logs.json", "eval-set.json")))
+
+    return expand_sources(
+        source, empty_list="read_inspect_log got an empty list of logs; give at least one log file or folder.",
+        bad_type="read_inspect_log takes a log file, a folder of logs or a list of them. Got {type} instead.",
+        folder_files=folder_files, empty_folder="The folder `{path}` holds no Inspect log (*.eval or *.json).",
+        missing="The Inspect log `{path}` does not exist.")
 
 
 def _unique_names(names: list[str]) -> list[str]:
