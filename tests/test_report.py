@@ -94,6 +94,7 @@ class TestHannaReport:
         assert ids == [*CORE, "comparisons", "human_agreement"]
         section = html[html.index("id=\"human_agreement\""):]
         assert "bias" in section and "panel" in section
+        assert 'alt="agreement plot"' in section
         assert "Joint fit of every model (reml) on the composite" in html
 
     def test_numbers_formatted_to_their_precision(self, hanna_report):

@@ -408,8 +408,13 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         sections.append({"id": "comparisons", "title": SECTION_TITLES["comparisons"], "intro": comparison_intro,
                          "items": items})
     if human_agreement is not None:
+        items = _generic_section(human_agreement, "human_agreement")
+        for a in (human_agreement.values() if isinstance(human_agreement, Mapping) else [human_agreement]):
+            if isinstance(getattr(a, "table", None), pd.DataFrame) and "bias" in a.table.columns:
+                items.append(_figure(plots.agreement_plot(a), "bias[l] of each judge and the panel against the "
+                                     "reference raters, with its scenario-clustered interval.", "agreement plot"))
         sections.append({"id": "human_agreement", "title": SECTION_TITLES["human_agreement"], "intro": [],
-                         "items": _generic_section(human_agreement, "human_agreement")})
+                         "items": items})
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("cjstats.reporting", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
