@@ -26,8 +26,11 @@ from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
+from cjstats.stats import ScoreStats, build_stats
+from cjstats.stats.joint import JointStats, stack_models
 
-__all__ = ["JointFit", "JointData", "JointRow", "joint_data", "as_scores", "components_frame", "JOINT_LABEL"]
+__all__ = ["JointFit", "JointData", "JointRow", "joint_data", "joint_stats", "as_scores", "components_frame",
+           "check_judges_scored", "JOINT_LABEL"]
 
 View = Literal["panel", "population"]
 
@@ -129,17 +132,63 @@ def joint_data(scores: Scores) -> JointData:
                      judges=tuple(str(j) for j in judges))
 
 
-def check_shared_scenarios(d: JointData) -> None:
+def check_shared_scenarios(d: JointData | JointStats) -> None:
     """Every pair of models must share at least one scenario (else their difference rests on no pairing)."""
-    p = d.n_models
-    seen = np.zeros((p, len(d.scenarios)), dtype=bool)
-    seen[d.model, d.scenario] = True
+    if isinstance(d, JointStats):
+        seen = d.presence()
+    else:
+        seen = np.zeros((d.n_models, len(d.scenarios)), dtype=bool)
+        seen[d.model, d.scenario] = True
     shared = seen.astype(np.int64) @ seen.T.astype(np.int64)
     a, b = np.nonzero(shared == 0)
     if a.size:
         raise CjstatsError(f"Models '{d.models[a[0]]}' and '{d.models[b[0]]}' share no scenario, so their "
                            f"difference cannot be paired. Score both on common scenarios, or compare them "
                            f"separately with cj.estimate.")
+
+
+def joint_stats(source: Any, caller: str) -> tuple[JointStats, Scores | None]:
+    """The :class:`~cjstats.stats.JointStats` a joint backend fits from, and the rows when the source has them.
+
+    ``source`` is a Scores table or DataFrame (one score per row, no criterion), a joint unit
+    (``cj.stats.build_stats(..., unit=("criterion",))``, or its ``ScoreStats`` when it holds one criterion),
+    or per-model statistics of one criterion (stacked here). Checks: 2+ models, 2+ judges, 2+ scenarios, and
+    every pair of models shares a scenario.
+    """
+    scores = None
+    if isinstance(source, JointStats):
+        js = source
+    elif isinstance(source, ScoreStats):
+        units = source.units if source.joint else tuple(
+            stack_models([u for u in source.units if u.criterion == c])
+            for c in dict.fromkeys(u.criterion for u in source.units))
+        if len(units) != 1:
+            crits = ", ".join(repr(u.criterion) for u in units)
+            raise CjstatsError(f"These statistics hold {len(units)} criteria ({crits}), but {caller} compares "
+                               f"models on one score. Pass one unit: stats.get(criterion=...).")
+        js = units[0]
+    else:
+        scores = as_scores(source, caller)
+        js = build_stats(scores, unit=("criterion",)).units[0]
+    if js.n_models < 2:
+        raise CjstatsError(f"scores has only one model ('{js.models[0]}'); {caller} needs at least 2 "
+                           f"models to compare.")
+    if js.k < 2:
+        raise CjstatsError(f"scores has only one judge ('{js.judge_labels[0]}'): judge x model terms need at "
+                           f"least 2 judges.")
+    if js.n_scenarios < 2:
+        raise CjstatsError("scores has only one scenario: the joint fit needs at least 2.")
+    check_shared_scenarios(js)
+    return js, scores
+
+
+def check_judges_scored(counts: np.ndarray, models: tuple[str, ...], judges: tuple[str, ...]) -> None:
+    """Every (model, judge) cell mean must have data: one sentence naming the first empty cell."""
+    empty = np.flatnonzero(np.asarray(counts).reshape(-1) == 0)
+    if empty.size:
+        pm, lj = divmod(int(empty[0]), len(judges))
+        raise CjstatsError(f"Judge '{judges[lj]}' never scored model '{models[pm]}', so the model x judge cell "
+                           f"means are not estimable. Drop that judge or that model (scores.subset(...)).")
 
 
 def components_frame(rows: list[tuple[str, JointRow]], *, method: str, ci_level: float) -> pd.DataFrame:

@@ -44,39 +44,41 @@ interaction contrast (self-preference).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special
 
-from cjstats.comparisons._joint import (
-    JOINT_LABEL, JointData, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
-)
+from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, components_frame, joint_stats
 from cjstats.estimators.anova import chi2_interval, mls_interval
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
+from cjstats.stats import JointBalanced, build_stats
 
-__all__ = ["JointMeanSquares", "dense_joint", "fit_joint"]
+__all__ = ["JointMeanSquares", "fit_joint"]
 
 _NAN = float("nan")
 
 
 class JointMeanSquares:
-    """Sums of squares and means of a balanced (P, n, m, K) array (see the module docstring)."""
+    """Sums of squares and means of a balanced joint table (see the module docstring).
 
-    def __init__(self, y: np.ndarray) -> None:
-        y = np.asarray(y, dtype=np.float64)
-        p, n, m, k = y.shape
+    Built from the joint statistics' balanced view (:class:`cjstats.stats.JointBalanced`: per-model and
+    per-(model, scenario) means, the judge x model means and the pooled per-model generation and residual sums
+    of squares), or with :meth:`from_array` from a dense (P, n, m, K) array.
+    """
+
+    def __init__(self, b: JointBalanced) -> None:
+        p, n, m, k = b.p, b.n, b.m, b.k
         self.p, self.n, self.m, self.k = p, n, m, k
-        g = y.mean()
-        y_p = y.mean(axis=(1, 2, 3))
-        y_i = y.mean(axis=(0, 2, 3))
-        y_pi = y.mean(axis=(2, 3))
-        y_pij = y.mean(axis=3)
-        y_l = y.mean(axis=(0, 1, 2))
-        y_pl = y.mean(axis=(1, 2))
-        self.grand_mean = float(g)
+        y_p = np.asarray(b.model_means, dtype=np.float64)
+        y_pi = np.asarray(b.scenario_means, dtype=np.float64)
+        y_pl = np.asarray(b.cell_means, dtype=np.float64)
+        g = float(y_p.mean())
+        y_i = y_pi.mean(axis=0)
+        y_l = y_pl.mean(axis=0)
+        self.grand_mean = g
         self.model_means = y_p
         self.cell_means = y_pl
         self.scenario_means = y_pi  # (P, n): per-model scenario means
@@ -84,54 +86,29 @@ class JointMeanSquares:
             "M": n * m * k * float(((y_p - g) ** 2).sum()),
             "S": p * m * k * float(((y_i - g) ** 2).sum()),
             "MS": m * k * float(((y_pi - y_p[:, None] - y_i[None, :] + g) ** 2).sum()),
-            "G": k * float(((y_pij - y_pi[:, :, None]) ** 2).sum()),
+            "G": float(b.ss_generation),
             "J": p * n * m * float(((y_l - g) ** 2).sum()),
             "JM": n * m * float(((y_pl - y_p[:, None] - y_l[None, :] + g) ** 2).sum()),
+            # residual of the per-model crossed fits X - Y_pij - Y_pl + Y_p, pooled over models
+            "W": float(b.ss_residual),
         }
-        # residual of the per-model crossed fits: X - Y_pij - Y_pl + Y_p, summed directly (no cancellation)
-        r = y - y_pij[..., None] - (y_pl - y_p[:, None])[:, None, None, :]
-        self.ss["W"] = float(np.einsum("pijl,pijl->", r, r))
         self.df = {"M": p - 1, "S": n - 1, "MS": (p - 1) * (n - 1), "G": p * n * (m - 1), "J": k - 1,
                    "JM": (p - 1) * (k - 1), "W": p * (n * m - 1) * (k - 1)}
         self.ms = {key: (self.ss[key] / self.df[key] if self.df[key] > 0 else _NAN) for key in self.ss}
 
-
-def dense_joint(d: JointData, incomplete: Literal["error", "drop"] = "error") -> tuple[np.ndarray, dict]:
-    """The (P, n, m, K) array of a complete balanced joint table; ``"drop"`` drops incomplete scenarios."""
-    p, k = d.n_models, d.n_judges
-    n_all = len(d.scenarios)
-    seen = np.zeros((p, n_all), dtype=bool)
-    seen[d.model, d.scenario] = True
-    if not seen.all(axis=0).any():
-        raise CjstatsError("No scenario was scored for every model, so the ANOVA joint fit has nothing to pair. "
-                           "Use method='reml', which handles models that do not share scenarios.")
-    n_cells = int(d.cell.max()) + 1
-    cell_ms = np.zeros(n_cells, dtype=np.int64)
-    cell_ms[d.cell] = d.ms
-    first_cell = np.full(int(d.ms.max()) + 1, n_cells, dtype=np.int64)
-    np.minimum.at(first_cell, cell_ms, np.arange(n_cells))
-    gen_local = d.cell - first_cell[d.ms]
-    m_per_ms = np.bincount(cell_ms)
-    m = int(m_per_ms.max())
-    y = np.full((p, n_all, m, k), np.nan)
-    y[d.model, d.scenario, gen_local, d.judge] = d.y
-    complete = ~np.isnan(y).any(axis=(0, 2, 3))
-    n_bad = int((~complete).sum())
-    if n_bad:
-        bad = int(np.flatnonzero(~complete)[0])
-        if incomplete == "error":
-            pm, jj, ll = np.argwhere(np.isnan(y[:, bad]))[0]
-            what = (f"model '{d.models[pm]}' has fewer generations there" if m_per_ms.min() != m else
-                    f"model '{d.models[pm]}', judge '{d.judges[ll]}' is missing")
-            raise CjstatsError(
-                f"The ANOVA joint fit needs a complete balanced table (every model x judge on every scenario, "
-                f"the same number of generations): {n_bad} scenarios are not (first: scenario {d.scenarios[bad]!r}, "
-                f"{what}). Pass incomplete='drop' to drop those scenarios, or use method='reml'.")
-    y = y[:, complete]
-    if y.shape[1] < 2:
-        raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA joint "
-                           "fit cannot estimate the scenario variance. Use method='reml'.")
-    return y, {"dropped_scenarios": n_bad, "n_scenarios": int(y.shape[1])}
+    @classmethod
+    def from_array(cls, y: np.ndarray) -> JointMeanSquares:
+        """The mean squares of a dense (P, n, m, K) array (the definitions, summed directly)."""
+        y = np.asarray(y, dtype=np.float64)
+        p, n, m, k = y.shape
+        y_pij = y.mean(axis=3)
+        y_pi = y.mean(axis=(2, 3))
+        y_pl = y.mean(axis=(1, 2))
+        y_p = y.mean(axis=(1, 2, 3))
+        r = y - y_pij[..., None] - (y_pl - y_p[:, None])[:, None, None, :]
+        return cls(JointBalanced(p=p, n=n, m=m, k=k, model_means=y_p, scenario_means=y_pi, cell_means=y_pl,
+                                 ss_generation=k * float(((y_pij - y_pi[:, :, None]) ** 2).sum()),
+                                 ss_residual=float(np.einsum("pijl,pijl->", r, r))))
 
 
 def _t_ppf(p: float, df: float) -> float:
@@ -236,20 +213,41 @@ def _contrast_fn(t: JointMeanSquares):
     return fn
 
 
-def fit_joint(scores: Scores, *, ci_level: float, incomplete: Literal["error", "drop"] = "error") -> JointFit:
-    """Joint ANOVA fit (module docstring) of a complete, balanced multi-model table."""
-    scores = as_scores(scores, "compare_models")
-    d = joint_data(scores)
-    check_shared_scenarios(d)
-    y, dropped = dense_joint(d, incomplete)
-    t = JointMeanSquares(y)
-    rows = _rows(t, ci_level, d.models)
+def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "drop"] = "error") -> JointFit:
+    """Joint ANOVA fit (module docstring) of a complete, balanced multi-model table, from its joint statistics.
+
+    ``source`` is a table or a joint unit of :func:`cjstats.stats.build_stats`. ``incomplete="drop"`` drops the
+    scenarios that are not complete for every model and judge; that needs the score rows (a table), since
+    statistics summed over every scenario cannot be split again.
+    """
+    js, scores = joint_stats(source, "compare_models")
+    if not js.presence().all(axis=0).any():
+        raise CjstatsError("No scenario was scored for every model, so the ANOVA joint fit has nothing to pair. "
+                           "Use method='reml', which handles models that do not share scenarios.")
+    keep, _, _ = js.complete_scenarios()
+    n_bad = int((~keep).sum())
+    if n_bad and incomplete == "drop":
+        if scores is None:
+            raise CjstatsError(f"incomplete='drop' needs the score rows: {n_bad} scenarios are not complete for "
+                               f"every model and judge, and statistics summed over all scenarios cannot be split. "
+                               f"Pass the table itself, or use method='reml'.")
+        if int(keep.sum()) < 2:
+            raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA joint "
+                               "fit cannot estimate the scenario variance. Use method='reml'.")
+        frame = scores.to_frame()
+        kept = set(js.scenario_labels[keep].tolist())
+        js = build_stats(Scores(frame[frame["scenario"].isin(kept)].reset_index(drop=True),
+                                provenance=dict(scores.provenance)), unit=("criterion",)).units[0]
+    jb = js.for_joint_anova()
+    t = JointMeanSquares(jb)
+    rows = _rows(t, ci_level, js.models)
     f = t.ms["JM"] / t.ms["W"] if t.ms["W"] > 0 else math.inf
     from scipy import stats
 
     test = {"test": "F", "statistic": f, "df1": t.df["JM"], "df2": t.df["W"],
             "p_value": float(stats.f.sf(f, t.df["JM"], t.df["W"]))}
+    dropped = {"dropped_scenarios": n_bad if incomplete == "drop" else 0, "n_scenarios": t.n}
     diag = {"ms": dict(t.ms), "ss": dict(t.ss), "df": dict(t.df), "n": t.n, "m": t.m, "k": t.k, "p": t.p, **dropped}
-    return JointFit(method="anova", models=d.models, judges=d.judges, cell_means=t.cell_means,
+    return JointFit(method="anova", models=js.models, judges=js.judge_labels, cell_means=t.cell_means,
                     components=components_frame(rows, method="anova", ci_level=ci_level),
                     tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t))

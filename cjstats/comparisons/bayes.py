@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from cjstats.comparisons._joint import (
-    JOINT_LABEL, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
+    JOINT_LABEL, JointFit, JointRow, components_frame, joint_data, joint_stats,
 )
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
@@ -49,9 +49,11 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     except ImportError as exc:  # pragma: no cover - optional
         raise CjstatsError("method='bayes' requires package(s): pymc. Install them with pip install "
                            "'cjstats[bayes]'.") from exc
-    scores = as_scores(scores, "compare_models")
+    _, scores = joint_stats(scores, "compare_models")
+    if scores is None:
+        raise CjstatsError("method='bayes' fits the score rows (its model has an effect per scenario and cell), "
+                           "but it was given statistics without rows; pass the table, or use method='reml'.")
     d = joint_data(scores)
-    check_shared_scenarios(d)
     p, k = d.n_models, d.n_judges
     n_scen = len(d.scenarios)
     counts = np.bincount(d.model * k + d.judge, minlength=p * k)

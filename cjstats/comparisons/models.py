@@ -27,6 +27,7 @@ share of draws in which a model is best.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from scipy import special
 
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.comparisons._joint import JointFit
+from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
 
 __all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
@@ -52,9 +54,30 @@ _JOINT_BACKENDS = {"anova": "cjstats.comparisons.anova", "reml": "cjstats.compar
                    "bayes": "cjstats.comparisons.bayes"}
 
 
-def fit_joint(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_level: float | None = None,
-              seed: int | None = None, **options: Any) -> JointFit:
+def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
+              seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
+              **options: Any) -> JointFit:
     """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
+
+    The table is reduced to its joint statistics (:func:`cjstats.stats.build_stats` with
+    ``unit=("criterion",)``: every model's cell statistics on a shared scenario axis) and the ANOVA and REML
+    backends fit from those alone; the Bayesian model reads the rows.
+
+    Parameters
+    ----------
+    scores : Scores, DataFrame, ScoreStats or JointStats
+        The table (one score per (model, scenario, generation, judge), no criterion column), or statistics
+        from ``build_stats`` (per-model statistics of one criterion are stacked; joint ones used as they are),
+        or with ``engine`` a file, folder, glob or list of paths.
+    method : {"anova", "reml", "bayes"}
+        Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC.
+    engine : {"numpy", "duckdb", "dask"}, optional
+        The engine that computes the statistics; ``"duckdb"`` and ``"dask"`` never load the rows
+        (``docs/scale.md``), so ``method="bayes"`` and ``incomplete="drop"`` are refused with them.
+    engine_options : mapping, optional
+        Passed to the engine (``memory_limit``, ``columns``, ``client``, ...).
+    **options
+        Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA, ``draws=`` for Bayes.
 
     Returns a :class:`~cjstats.comparisons._joint.JointFit` with the tidy ``components`` table
     (``model_scenario`` and ``judge_model`` besides the per-model names) and the judge x model cell means.
@@ -71,10 +94,30 @@ def fit_joint(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_lev
 
     method = check_choice("method", method, _JOINT_BACKENDS, caller="fit_joint")
     level = resolve_ci_level(ci_level)
+    source = joint_source(scores, engine, engine_options)
+    if method == "bayes" and not isinstance(source, (Scores, pd.DataFrame)):
+        raise CjstatsError("method='bayes' fits the score rows (its model has an effect per scenario and cell), "
+                           "but it was given statistics without rows; pass the table (engine='numpy'), or use "
+                           "method='reml'.")
     mod = import_module(_JOINT_BACKENDS[method])
     if method == "bayes":
-        return mod.fit_joint(scores, ci_level=level, seed=seed, **options)
-    return mod.fit_joint(scores, ci_level=level, **options)
+        return mod.fit_joint(source, ci_level=level, seed=seed, **options)
+    return mod.fit_joint(source, ci_level=level, **options)
+
+
+def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, Any] | None) -> Any:
+    """What the joint backends read: the table itself (numpy), or the joint statistics an engine computed."""
+    if engine is not None:
+        check_choice("engine", engine, ("numpy", "duckdb", "dask"), caller="fit_joint")
+    if engine in (None, "numpy"):
+        if engine_options:
+            raise CjstatsError(f"engine_options ({', '.join(sorted(engine_options))}) belong to engine='duckdb' or "
+                               f"'dask'; the numpy engine takes none.")
+        return scores
+    from cjstats.stats import build_stats
+
+    src = scores.to_frame() if isinstance(scores, Scores) else scores
+    return build_stats(src, unit=("criterion",), engine=engine, **dict(engine_options or {}))
 
 
 def holm(p: np.ndarray, adjust: str = "holm") -> np.ndarray:
@@ -275,19 +318,24 @@ def _rank_bounds(order_models: list[int], sig_above: np.ndarray) -> tuple[np.nda
     return lower, upper
 
 
-def compare_models(scores: Scores | pd.DataFrame, method: Method = "anova", *, ci_level: float | None = None,
+def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
                    adjust: Adjust = "holm", view: View = "panel", seed: int | None = 0,
-                   n_draws: int = 20_000, fit: JointFit | None = None, **options: Any) -> ModelComparison:
+                   n_draws: int = 20_000, fit: JointFit | None = None, engine: str | None = None,
+                   engine_options: Mapping[str, Any] | None = None, **options: Any) -> ModelComparison:
     """Paired differences of every pair of models, simultaneous rank intervals and the probability of being best.
 
     Parameters
     ----------
-    scores : Scores or DataFrame
-        One score per (model, scenario, generation, judge); no criterion column (use ``.composite()``).
+    scores : Scores, DataFrame, ScoreStats or JointStats
+        One score per (model, scenario, generation, judge); no criterion column (use ``.composite()``). Or
+        statistics from :func:`cjstats.stats.build_stats`, or with ``engine`` a file, folder or glob
+        (see :func:`fit_joint`).
     method : {"anova", "reml", "bayes"}
         Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC.
     ci_level : float, optional
         Level of the intervals (default 0.95) and the significance threshold 1 - ci_level.
+    engine, engine_options
+        The engine that computes the joint statistics, and its options (see :func:`fit_joint`).
     adjust : {"holm", "bonferroni", "none"}
         Multiplicity adjustment of ``p_adjusted`` over the P(P - 1)/2 pairs.
     view : {"panel", "population"}
@@ -320,7 +368,8 @@ def compare_models(scores: Scores | pd.DataFrame, method: Method = "anova", *, c
     check_choice("view", view, ("panel", "population"), caller="compare_models")
     n_draws = check_positive_int("n_draws", n_draws, caller="compare_models", minimum=1000)
     if fit is None:
-        fit = fit_joint(scores, method, ci_level=level, seed=seed, **options)
+        fit = fit_joint(scores, method, ci_level=level, seed=seed, engine=engine, engine_options=engine_options,
+                        **options)
     method = fit.method
     rng = np.random.default_rng(seed)
     p, k = fit.cell_means.shape

@@ -1,4 +1,4 @@
-r"""Joint REML fit of several models: nested random intercepts, fixed model x judge, from per-cell statistics.
+r"""Joint REML fit of several models: nested random intercepts, fixed model x judge, from the joint statistics.
 
 Model (lme4: ``lmer(score ~ model * judge + (1|scenario) + (1|scenario:model) +
 (1|scenario:model:generation))``, any contrasts: the fit is coded by the P x K cell means eta_pl, which spans
@@ -19,7 +19,9 @@ sums a_c = sum_{rows in c} a:
     log|H| = sum_c log(1 + n_c theta_b) + sum_g log(1 + theta_ms q_g) + sum_i log(1 + theta_a Q_i).
 
 So the profiled REML criterion (N - r)(1 + log(2 pi s2_hat)) + log|H| + log|X'H^{-1}X|, s2_hat = RSS/(N - r),
-needs only the per-cell judge counts and score sums: O(rows) once, then O(cells x (PK)^2) per evaluation,
+needs only per-cell-size sums of the cell judge counts and score sums, per model and per (model, scenario)
+group (:class:`cjstats.stats.NestedStats`, the ``for_joint_reml`` view of ``build_stats(..., unit=("criterion",))``,
+so any engine can feed it): O(rows) once, then O(groups x sizes x K + (PK)^2 x scenarios) per evaluation,
 with no N x N matrix. The optimiser (L-BFGS-B on sqrt(theta) >= 0, like lme4's theta >= 0) finds boundary
 optima exactly at 0. With one generation in every (model, scenario), the generation term is not identifiable
 (it is the ``scenario:model`` term) and is dropped; ``model_scenario`` then holds both.
@@ -53,82 +55,18 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
-from cjstats.comparisons._joint import (
-    JOINT_LABEL, JointData, JointFit, JointRow, as_scores, check_shared_scenarios, components_frame, joint_data,
-)
+from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, check_judges_scored, components_frame, joint_stats
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import Scores
+from cjstats.stats import NestedStats
 
-__all__ = ["CellStatistics", "cell_statistics", "reml_deviance", "fit_nested", "NestedFit", "fit_joint"]
+__all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint"]
 
 _NAN = float("nan")
 
 
-@dataclass(frozen=True, slots=True)
-class CellStatistics:
-    """Per-cell counts and sums of a joint table (cells sorted by model, then scenario, then generation).
-
-    ``hk[c, l]`` counts the rows of generation cell c scored by judge l, ``u[c]`` sums their scores; the
-    model of a cell is ``cell_model``. Groups are (model, scenario) pairs, model-major.
-    """
-
-    n_rows: int
-    n_models: int
-    n_judges: int
-    hk: np.ndarray          # (C, K)
-    u: np.ndarray           # (C,)
-    n_c: np.ndarray         # (C,)
-    cell_group: np.ndarray  # (C,)
-    cell_starts: np.ndarray  # (P,) first cell of each model
-    group_scen: np.ndarray  # (G,)
-    group_model: np.ndarray  # (G,)
-    group_starts: np.ndarray  # (P,) first group of each model
-    counts: np.ndarray      # (PK,) rows per (model, judge)
-    sums: np.ndarray        # (PK,) score sums per (model, judge)
-    yy: float
-    has_generation: bool
-    cell_to_group: Any      # sparse (G, C) indicator
-
-    @property
-    def n_scenarios(self) -> int:
-        return int(self.group_scen.max()) + 1
-
-
-def cell_statistics(d: JointData) -> CellStatistics:
-    """O(rows) sufficient statistics of the joint REML criterion."""
-    from scipy import sparse
-
-    p, k = d.n_models, d.n_judges
-    n_cells = int(d.cell.max()) + 1
-    hk = np.zeros((n_cells, k))
-    np.add.at(hk, (d.cell, d.judge), 1.0)
-    u = np.bincount(d.cell, weights=d.y, minlength=n_cells)
-    n_c = hk.sum(axis=1)
-    cell_group = np.zeros(n_cells, dtype=np.int64)
-    cell_group[d.cell] = d.ms
-    cell_model = np.zeros(n_cells, dtype=np.int64)
-    cell_model[d.cell] = d.model
-    n_groups = int(d.ms.max()) + 1
-    group_scen = np.zeros(n_groups, dtype=np.int64)
-    group_scen[d.ms] = d.scenario
-    group_model = np.zeros(n_groups, dtype=np.int64)
-    group_model[d.ms] = d.model
-    pl = d.model * k + d.judge
-    c2g = sparse.csr_matrix((np.ones(n_cells), (cell_group, np.arange(n_cells))), shape=(n_groups, n_cells))
-    return CellStatistics(
-        n_rows=len(d.y), n_models=p, n_judges=k, hk=hk, u=u, n_c=n_c, cell_group=cell_group,
-        cell_starts=np.searchsorted(cell_model, np.arange(p)), group_scen=group_scen, group_model=group_model,
-        group_starts=np.searchsorted(group_model, np.arange(p)),
-        counts=np.bincount(pl, minlength=p * k).astype(float), sums=np.bincount(pl, weights=d.y, minlength=p * k),
-        yy=float(d.y @ d.y), has_generation=n_cells > n_groups, cell_to_group=c2g)
-
-
-def _grouped_outer(local: np.ndarray, weight: np.ndarray, starts: np.ndarray, p: int, k: int,
-                   out: np.ndarray) -> None:
-    """out -= sum_rows weight e e', rows grouped by model (contiguous); e = local[:K] in the model's block, y last."""
-    wl = local * weight[:, None]
-    blocks = np.add.reduceat(np.einsum("ca,cb->cab", wl, local), starts, axis=0)  # (P, K+1, K+1)
+def _subtract_blocks(blocks: np.ndarray, p: int, k: int, out: np.ndarray) -> None:
+    """out -= blocks[q] in model q's [judges, y] rows and columns (blocks (P, K+1, K+1), y last)."""
     y = p * k
     for q in range(p):
         sl = slice(q * k, (q + 1) * k)
@@ -139,39 +77,41 @@ def _grouped_outer(local: np.ndarray, weight: np.ndarray, starts: np.ndarray, p:
         out[y, y] -= bq[k, k]
 
 
-def _weighted_gram(theta: np.ndarray, cs: CellStatistics, t: np.ndarray) -> tuple[np.ndarray, float]:
+def _weighted_gram(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None) -> tuple[np.ndarray, float]:
     """[X, y]'H^{-1}[X, y] and log|H| at relative variances theta = (theta_a, theta_ms, theta_b).
 
     Computed in the cell-means basis (P K columns + y), where the generation and (model, scenario) levels are
-    block-diagonal by model, then mapped to X = cell indicator x T.
+    block-diagonal by model, then mapped to X = cell indicator x T. Every cell of size h has the same weight
+    w_h = 1/(1 + h theta_b), so the cell level is sum_h theta_b w_h sum_c [D_c; Y_c][D_c; Y_c]' per model and
+    f_g = sum_h w_h sum_{c in g, size h} [D_c; Y_c]: the per-size sums of :class:`~cjstats.stats.NestedStats`.
     """
     ta, tm, tb = theta
-    p, k = cs.n_models, cs.n_judges
+    p, k = ns.n_models, ns.n_judges
     pk = p * k
     m = np.zeros((pk + 1, pk + 1))
-    m[np.arange(pk), np.arange(pk)] = cs.counts
-    m[:pk, pk] = m[pk, :pk] = cs.sums
-    m[pk, pk] = cs.yy
-    local = np.column_stack([cs.hk, cs.u])  # (C, K+1)
-    w = 1.0 / (1.0 + cs.n_c * tb)
+    m[np.arange(pk), np.arange(pk)] = ns.counts
+    m[:pk, pk] = m[pk, :pk] = ns.sums
+    m[pk, pk] = ns.yy
+    w = 1.0 / (1.0 + ns.sizes * tb)                                   # (S,)
     if tb > 0:
-        _grouped_outer(local, tb * w, cs.cell_starts, p, k, m)
-    f = np.asarray(cs.cell_to_group @ (local * w[:, None]))  # (G, K+1)
-    n_groups = len(cs.group_scen)
-    qg = np.bincount(cs.cell_group, weights=cs.n_c * w, minlength=n_groups)
+        _subtract_blocks(np.tensordot(ns.cell_aug, tb * w, axes=([1], [0])), p, k, m)
+    f = np.tensordot(ns.group_aug, w, axes=([1], [0]))                # (G, K+1)
+    qg = ns.group_cnt @ (ns.sizes * w)
     dg = 1.0 / (1.0 + tm * qg)
     if tm > 0:
-        _grouped_outer(f, tm * dg, cs.group_starts, p, k, m)
-    n_scen = cs.n_scenarios
+        fw = f * (tm * dg)[:, None]
+        _subtract_blocks(np.add.reduceat(np.einsum("ga,gb->gab", fw, f), ns.group_starts, axis=0), p, k, m)
+    n_scen = ns.n_scenarios
     fd = f * dg[:, None]
     fs = np.zeros((n_scen, p, k))
-    fs[cs.group_scen, cs.group_model] = fd[:, :k]
-    fs = np.column_stack([fs.reshape(n_scen, pk), np.bincount(cs.group_scen, weights=fd[:, k], minlength=n_scen)])
-    qs = np.bincount(cs.group_scen, weights=qg * dg, minlength=n_scen)
+    fs[ns.group_scen, ns.group_model] = fd[:, :k]
+    fs = np.column_stack([fs.reshape(n_scen, pk), np.bincount(ns.group_scen, weights=fd[:, k], minlength=n_scen)])
+    qs = np.bincount(ns.group_scen, weights=qg * dg, minlength=n_scen)
     ds = 1.0 / (1.0 + ta * qs)
     if ta > 0:
         m -= (fs * (ta * ds)[:, None]).T @ fs
-    logdet = float(np.log1p(cs.n_c * tb).sum() + np.log1p(tm * qg).sum() + np.log1p(ta * qs).sum())
+    logdet = float(ns.size_cells.sum(axis=0) @ np.log1p(ns.sizes * tb) + np.log1p(tm * qg).sum()
+                   + np.log1p(ta * qs).sum())
     if t is not None and not (t.shape[0] == t.shape[1] and np.array_equal(t, np.eye(pk))):
         q = t.shape[1]
         tt = np.zeros((pk + 1, q + 1))
@@ -181,16 +121,16 @@ def _weighted_gram(theta: np.ndarray, cs: CellStatistics, t: np.ndarray) -> tupl
     return m, logdet
 
 
-def reml_deviance(theta: np.ndarray, cs: CellStatistics, t: np.ndarray, *, reml: bool = True
+def reml_deviance(theta: np.ndarray, ns: NestedStats, t: np.ndarray, *, reml: bool = True
                   ) -> tuple[float, dict]:
     """Profiled -2 log (restricted) likelihood at relative variances theta; also beta, s2 and X'H^{-1}X."""
-    m, logdet = _weighted_gram(theta, cs, t)
+    m, logdet = _weighted_gram(theta, ns, t)
     q = t.shape[1]
     a, b, c = m[:q, :q], m[:q, q], m[q, q]
     chol = np.linalg.cholesky(a)
     z = np.linalg.solve(chol, b)
     rss = max(float(c - z @ z), 1e-300)
-    n = cs.n_rows
+    n = ns.n_rows
     dof = n - q if reml else n
     s2 = rss / dof
     dev = dof * (1 + math.log(2 * math.pi * s2)) + logdet
@@ -211,14 +151,14 @@ class NestedFit:
     n_evaluations: int
 
 
-def fit_nested(cs: CellStatistics, t: np.ndarray, *, reml: bool = True) -> NestedFit:
+def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True) -> NestedFit:
     """Minimise the profiled criterion over sqrt(theta) >= 0 (generation fixed at 0 when not identifiable)."""
-    free = np.array([True, True, cs.has_generation])
+    free = np.array([True, True, ns.has_generation])
 
     def fun(x: np.ndarray) -> float:
         th = np.zeros(3)
         th[free] = x**2
-        return reml_deviance(th, cs, t, reml=reml)[0]
+        return reml_deviance(th, ns, t, reml=reml)[0]
 
     best = None
     for x0 in (np.full(free.sum(), 0.7), np.full(free.sum(), 0.1)):
@@ -238,48 +178,48 @@ def fit_nested(cs: CellStatistics, t: np.ndarray, *, reml: bool = True) -> Neste
                 x = trial
     th = np.zeros(3)
     th[free] = x**2
-    dev, info = reml_deviance(th, cs, t, reml=reml)
+    dev, info = reml_deviance(th, ns, t, reml=reml)
     cov = info["s2"] * np.linalg.inv(info["xhx"])
     return NestedFit(theta=th, s2=info["s2"], beta=info["beta"], cov_beta=cov, deviance=dev,
                      converged=bool(best.success), n_evaluations=int(best.nfev))
 
 
-def _deviance_in_variances(v: np.ndarray, cs: CellStatistics, t: np.ndarray, free: np.ndarray) -> float:
+def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> float:
     """Non-profiled REML deviance at variances v = (s2_eps, s2_a, s2_ms, s2_b)[free]."""
     full = np.zeros(4)
     full[np.r_[True, free]] = v
     s2 = full[0]
     th = full[1:] / s2
-    m, logdet = _weighted_gram(th, cs, t)
+    m, logdet = _weighted_gram(th, ns, t)
     q = t.shape[1]
     a, b, c = m[:q, :q], m[:q, q], m[q, q]
     chol = np.linalg.cholesky(a)
     z = np.linalg.solve(chol, b)
     rss = float(c - z @ z)
-    n = cs.n_rows
+    n = ns.n_rows
     return (n - q) * math.log(s2) + logdet + 2 * float(np.log(np.diag(chol)).sum()) + rss / s2
 
 
-def _wald_cov(fit: NestedFit, cs: CellStatistics, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Variances (s2_eps, s2_a, s2_ms, s2_b) and the inverse of half the Hessian of the REML deviance."""
-    free = np.array([True, True, cs.has_generation])
+    free = np.array([True, True, ns.has_generation])
     v = np.r_[fit.s2, fit.s2 * fit.theta][np.r_[True, free]]
     k = len(v)
     h = np.zeros((k, k))
     step = 1e-4 * np.maximum(v, 1e-8 * max(v.max(), 1e-12))
-    f0 = _deviance_in_variances(v, cs, t, free)
+    f0 = _deviance_in_variances(v, ns, t, free)
     for i in range(k):
         for j in range(i, k):
             ei, ej = np.eye(k)[i] * step[i], np.eye(k)[j] * step[j]
             if i == j:
-                fp = _deviance_in_variances(v + ei, cs, t, free)
-                fm = _deviance_in_variances(np.maximum(v - ei, 1e-300), cs, t, free)
+                fp = _deviance_in_variances(v + ei, ns, t, free)
+                fm = _deviance_in_variances(np.maximum(v - ei, 1e-300), ns, t, free)
                 h[i, i] = (fp - 2 * f0 + fm) / step[i] ** 2
             else:
-                fpp = _deviance_in_variances(v + ei + ej, cs, t, free)
-                fpm = _deviance_in_variances(np.maximum(v + ei - ej, 1e-300), cs, t, free)
-                fmp = _deviance_in_variances(np.maximum(v - ei + ej, 1e-300), cs, t, free)
-                fmm = _deviance_in_variances(np.maximum(v - ei - ej, 1e-300), cs, t, free)
+                fpp = _deviance_in_variances(v + ei + ej, ns, t, free)
+                fpm = _deviance_in_variances(np.maximum(v + ei - ej, 1e-300), ns, t, free)
+                fmp = _deviance_in_variances(np.maximum(v - ei + ej, 1e-300), ns, t, free)
+                fmm = _deviance_in_variances(np.maximum(v - ei - ej, 1e-300), ns, t, free)
                 h[i, j] = h[j, i] = (fpp - fpm - fmp + fmm) / (4 * step[i] * step[j])
     boundary = np.r_[False, fit.theta[free] == 0]
     cov = np.full((k, k), np.nan)
@@ -332,39 +272,35 @@ def _single_thread_blas() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
-    """Joint REML fit (module docstring); missing cells, unequal generations and unshared scenarios are fine."""
+def fit_joint(source: Any, *, ci_level: float) -> JointFit:
+    """Joint REML fit (module docstring) from the joint statistics of ``source`` (a table or a joint unit of
+    :func:`cjstats.stats.build_stats`); missing cells, unequal generations and unshared scenarios are fine."""
     with _single_thread_blas():
-        return _fit_joint(scores, ci_level=ci_level)
+        return _fit_joint(source, ci_level=ci_level)
 
 
-def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
-    scores = as_scores(scores, "compare_models")
-    d = joint_data(scores)
-    check_shared_scenarios(d)
-    p, k = d.n_models, d.n_judges
-    cs = cell_statistics(d)
-    empty = np.flatnonzero(cs.counts == 0)  # (model, judge) cells
-    if empty.size:
-        pm, lj = divmod(int(empty[0]), k)
-        raise CjstatsError(f"Judge '{d.judges[lj]}' never scored model '{d.models[pm]}', so the model x judge cell "
-                           f"means are not estimable. Drop that judge or that model (scores.subset(...)).")
+def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
+    js, _ = joint_stats(source, "compare_models")
+    ns = js.for_joint_reml()
+    p, k = ns.n_models, ns.n_judges
+    check_judges_scored(ns.counts, js.models, js.judge_labels)
     t_full = np.eye(p * k)
-    fit = fit_nested(cs, t_full, reml=True)
-    beta = fit.beta.reshape(p, k)
+    fit = fit_nested(ns, t_full, reml=True)
+    beta_raw = fit.beta + np.repeat(ns.shift, k)       # the scores were centred by one constant per model
+    beta = beta_raw.reshape(p, k)
     cov = fit.cov_beta
-    v, vcov = _wald_cov(fit, cs, t_full)
-    free = np.array([True, True, cs.has_generation])
+    v, vcov = _wald_cov(fit, ns, t_full)
+    free = np.array([True, True, ns.has_generation])
     names = ["residual", "scenario", "model_scenario", "generation"]
     used = [n for n, f in zip(names, np.r_[True, free]) if f]
     level = ci_level
     rows: list[tuple[str, JointRow]] = []
-    n_scen_model = np.bincount(_group_model(d), minlength=p)
+    n_scen_model = np.bincount(ns.group_model, minlength=p)
     a = (1 - level) / 2
-    for q, name in enumerate(d.models):
+    for q, name in enumerate(js.models):
         c = np.zeros(p * k)
         c[q * k:(q + 1) * k] = 1.0 / k
-        est = float(c @ fit.beta)
+        est = float(c @ beta_raw)
         se = math.sqrt(float(c @ cov @ c))
         df = max(int(n_scen_model[q]) - 1, 1)
         tq = float(special.stdtrit(df, 1 - a))
@@ -379,15 +315,15 @@ def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
         i = used.index(comp)
         bnd = comp != "residual" and v[i] == 0
         rows.append((JOINT_LABEL, _variance_row(comp, float(v[i]), float(vcov[i, i]), level, bnd,
-                                                m1_note if comp == "model_scenario" and not cs.has_generation else "")))
+                                                m1_note if comp == "model_scenario" and not ns.has_generation else "")))
     # judge and judge x model effects of the GLS cell means
     lk = np.eye(k) - 1.0 / k
     lp = np.eye(p) - 1.0 / p
     colmean = np.kron(np.full((1, p), 1.0 / p), np.eye(k))  # (K, PK): judge means
-    g_judge = lk @ colmean @ fit.beta
+    g_judge = lk @ colmean @ beta_raw
     cov_judge = lk @ colmean @ cov @ colmean.T @ lk
     l_int = np.kron(lp, lk)
-    g_int = l_int @ fit.beta
+    g_int = l_int @ beta_raw
     cov_int = l_int @ cov @ l_int
     dfi = (p - 1) * (k - 1)
     rows.append((JOINT_LABEL, _effect_row("judge_panel", g_judge, cov_judge, k, k - 1, level)))
@@ -403,13 +339,13 @@ def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
     # likelihood-ratio test of the interaction (ML fits)
     t_add = np.hstack([np.kron(np.eye(p), np.ones((k, 1))),
                        np.kron(np.ones((p, 1)), np.vstack([np.eye(k - 1), -np.ones((1, k - 1))]))])
-    ml_full = fit_nested(cs, t_full, reml=False)
-    ml_add = fit_nested(cs, t_add, reml=False)
+    ml_full = fit_nested(ns, t_full, reml=False)
+    ml_add = fit_nested(ns, t_add, reml=False)
     lr = max(ml_add.deviance - ml_full.deviance, 0.0)
     test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(stats.chi2.sf(lr, dfi)),
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
-    n_cells, n_groups, n_scen = len(cs.u), len(cs.group_scen), int(cs.group_scen.max()) + 1
-    df_within = cs.n_rows - n_cells - p * (k - 1)
+    n_cells, n_groups, n_scen = ns.n_cells, ns.n_groups, ns.n_scenarios
+    df_within = ns.n_rows - n_cells - p * (k - 1)
     df_between = n_groups - n_scen - (p - 1)
     s2_jm_pop = max(jm_pop.raw_estimate, 0.0)
     s2_j_pop = max(raw_pop_j, 0.0)
@@ -432,22 +368,13 @@ def _fit_joint(scores: Scores, *, ci_level: float) -> JointFit:
 
     diag = {"theta": fit.theta.tolist(), "s2_residual": fit.s2, "reml_deviance": fit.deviance,
             "converged": fit.converged, "n_evaluations": fit.n_evaluations, "n": n_scen, "p": p, "k": k,
-            "n_cells": n_cells, "has_generation": cs.has_generation, "cell_counts": cs.counts.reshape(p, k),
+            "n_cells": n_cells, "has_generation": ns.has_generation, "cell_counts": ns.counts.reshape(p, k),
             "df_within": df_within, "df_between": df_between}
     if not fit.converged:
         import warnings
 
         warnings.warn("The joint REML optimiser did not report convergence; check diagnostics['converged'].",
                       CjstatsWarning, stacklevel=2)
-    return JointFit(method="reml", models=d.models, judges=d.judges, cell_means=beta,
+    return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)
-
-
-def _group_model(d: JointData) -> np.ndarray:
-    """Model of each (model, scenario) group, for counting each model's scenarios."""
-    n_groups = int(d.ms.max()) + 1
-    out = np.zeros(n_groups, dtype=np.int64)
-    out[d.ms] = d.model
-    return out
-

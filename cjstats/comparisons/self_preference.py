@@ -152,13 +152,15 @@ class SelfPreference:
 def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | Sequence[str]], *,
                     method: Literal["anova", "reml", "bayes"] = "anova", ci_level: float | None = None,
                     adjust: Literal["holm", "bonferroni", "none"] = "holm", fit: JointFit | None = None,
-                    seed: int | None = 0, **options: Any) -> SelfPreference:
+                    seed: int | None = 0, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
+                    **options: Any) -> SelfPreference:
     """Self-preference of each judge for its own model family, and the judge x model interaction.
 
     Parameters
     ----------
-    scores : Scores or DataFrame
-        One score per (model, scenario, generation, judge); no criterion column.
+    scores : Scores, DataFrame, ScoreStats or JointStats
+        One score per (model, scenario, generation, judge); no criterion column. Or statistics, or with
+        ``engine`` a file, folder or glob (see :func:`cjstats.fit_joint`).
     families : dict
         ``{judge: model}`` or ``{judge: [models]}``: the models of each judge's family. The other models
         (outside that judge's family) form the comparison group.
@@ -168,6 +170,8 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
         Interval level; multiplicity adjustment of ``p_adjusted`` across the rows.
     fit : JointFit, optional
         Reuse a joint fit.
+    engine, engine_options
+        The engine that computes the joint statistics, and its options (see :func:`cjstats.fit_joint`).
 
     Examples
     --------
@@ -181,13 +185,14 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
     if fit is None:
         from types import SimpleNamespace
 
-        from cjstats.comparisons._joint import as_scores
+        from cjstats.comparisons._joint import joint_stats
+        from cjstats.comparisons.models import joint_source
 
-        scores = as_scores(scores, "self_preference")
-        f = scores.to_frame()
-        counts = pd.crosstab(f["model"].astype(str), f["judge"].astype(str))
-        _normalise(families, SimpleNamespace(models=tuple(counts.index), judges=tuple(counts.columns)), counts)
-        fit = fit_joint(scores, method, ci_level=level, seed=seed, **options)
+        source = joint_source(scores, engine, engine_options)
+        js, rows = joint_stats(source, "self_preference")
+        counts = pd.DataFrame(js.judge_counts(), index=list(js.models), columns=list(js.judge_labels))
+        _normalise(families, SimpleNamespace(models=js.models, judges=js.judge_labels), counts)
+        fit = fit_joint(js if rows is None else rows, method, ci_level=level, seed=seed, **options)
     fam = _normalise(families, fit)
     p, k = fit.cell_means.shape
     rows = []

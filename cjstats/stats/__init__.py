@@ -34,13 +34,14 @@ from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 from cjstats.stats.cellstats import CellStats, merge_stats
 from cjstats.stats.engines import ENGINES
+from cjstats.stats.joint import JointBalanced, JointStats, NestedStats, stack_models
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats
 
 __all__ = ["CellStats", "ScoreStats", "build_stats", "merge_stats", "MeanSquares", "Design", "YStats",
-           "GaussianStats", "UNITS"]
+           "GaussianStats", "JointStats", "NestedStats", "JointBalanced", "stack_models", "UNITS"]
 
-#: The analysis units :func:`build_stats` supports today.
-UNITS: tuple[tuple[str, ...], ...] = (("model", "criterion"), ("model",))
+#: The analysis units :func:`build_stats` supports: per model (x criterion), or joint (every model of a criterion).
+UNITS: tuple[tuple[str, ...], ...] = (("model", "criterion"), ("model",), ("criterion",))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -61,7 +62,7 @@ class ScoreStats:
         The engine that computed the statistics.
     """
 
-    units: tuple[CellStats, ...]
+    units: tuple[CellStats, ...] | tuple[JointStats, ...]
     has_criterion: bool
     design: pd.DataFrame
     unit: tuple[str, ...] = ("model", "criterion")
@@ -73,8 +74,20 @@ class ScoreStats:
     def __len__(self) -> int:
         return len(self.units)
 
-    def get(self, model: str, criterion: str | None = None) -> CellStats:
-        """The statistics of one unit."""
+    @property
+    def joint(self) -> bool:
+        """Whether the units are joint (every model of a criterion, ``unit=("criterion",)``)."""
+        return self.unit == ("criterion",)
+
+    def get(self, model: str | None = None, criterion: str | None = None) -> CellStats | JointStats:
+        """The statistics of one unit: a model (and criterion), or for joint units a criterion."""
+        if self.joint:
+            for u in self.units:
+                if criterion is None or u.criterion == str(criterion):
+                    return u if model is None else u.get(model)
+            raise CjstatsError(f"These statistics have no criterion '{criterion}'.")
+        if model is None:
+            raise CjstatsError("ScoreStats.get needs a model for per-model statistics.")
         for u in self.units:
             if u.model == str(model) and (criterion is None or u.criterion == str(criterion)):
                 return u
@@ -101,9 +114,10 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         The table (a DataFrame is validated by :func:`cjstats.read_scores` first).
     unit : tuple of str
         The columns that define one analysis unit: ``("model", "criterion")`` (default; the criterion is
-        ignored when the table has none) or ``("model",)`` (a table with a criterion column is refused:
-        pooling criteria would mix scales). A unit without ``"model"`` (one joint multi-model unit) is
-        not supported yet.
+        ignored when the table has none), ``("model",)`` (a table with a criterion column is refused:
+        pooling criteria would mix scales) or ``("criterion",)``: one joint unit per criterion holding every
+        model on a shared scenario axis (:class:`JointStats`, what ``cj.fit_joint`` and ``cj.compare_models``
+        fit from), stacked from the per-model statistics of any engine.
     engine : {"numpy", "duckdb", "dask"}
         The engine that reads the rows (``cjstats.stats.engines.ENGINES``). ``"duckdb"`` and ``"dask"`` also take
         a file, folder, glob (``"scores/*.parquet"``) or list of paths (``"dask"`` a dask DataFrame) and keep the
@@ -115,13 +129,19 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
     Returns
     -------
     ScoreStats
-        One :class:`CellStats` per unit.
+        One :class:`CellStats` per unit (a :class:`JointStats` per criterion for ``unit=("criterion",)``).
     """
     check_choice("engine", engine, ENGINES, caller="build_stats")
     unit = tuple(unit)
     if unit not in UNITS:
-        raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion') or ('model',). Got "
-                           f"{unit!r} instead; joint multi-model units are not supported yet.")
+        raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion'), ('model',) or "
+                           f"('criterion',). Got {unit!r} instead.")
+    if unit == ("criterion",):
+        per = build_stats(source, unit=("model", "criterion"), engine=engine, **engine_options)
+        crits = list(dict.fromkeys(u.criterion for u in per.units))
+        joint = tuple(stack_models([u for u in per.units if u.criterion == c]) for c in crits)
+        return ScoreStats(units=joint, has_criterion=per.has_criterion, design=per.design, unit=unit,
+                          engine=per.engine)
     mod = import_module(ENGINES[engine])
     if hasattr(mod, "build"):  # out-of-core engines (duckdb, dask) read the source themselves
         return mod.build(source.to_frame() if isinstance(source, Scores) else source, unit=unit, **engine_options)

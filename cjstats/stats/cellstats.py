@@ -160,7 +160,11 @@ class CellStats:
         """
         jj = np.diag(self.judge_n) - np.tensordot(1.0 / self.sizes, self.dd, axes=1)
         jy = self.judge_sum - (self.dy / self.sizes[:, None]).sum(axis=0)
-        rss = float(self.ssw_s.sum()) - float(jy @ np.linalg.pinv(jj) @ jy)
+        # J_w'J_w is singular by construction (its judge columns sum to zero within every cell, so the ones
+        # vector, and one vector per further linked judge set, span its null space); those eigenvalues come out
+        # as rounding noise near 1e-16 max|J_w'J_w|, which the default cut-off of pinv (1e-15) may keep and
+        # invert. A cut-off of 1e-10 drops the noise and keeps every real eigenvalue of a usable design.
+        rss = float(self.ssw_s.sum()) - float(jy @ np.linalg.pinv(jj, rtol=1e-10, hermitian=True) @ jy)
         within = float(self.recentre(np.zeros(self.k)).ssw_s.sum())   # of the scores themselves: the scale
         return max(rss, 0.0), within
 

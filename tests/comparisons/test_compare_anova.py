@@ -152,7 +152,7 @@ class TestSelfPreference:
             for planted in (False, True):
                 y = simulate_joint_array(n=self.N, m=self.M, mu=np.zeros(self.P), gamma=np.linspace(-.3, .3, self.K),
                                          judge_model=gp if planted else None, rng=rng, **BASE)
-                t = JointMeanSquares(y)
+                t = JointMeanSquares.from_array(y)
                 est = float((c * t.cell_means).sum())
                 se = np.sqrt(t.ms["W"] / (self.N * self.M) * (c**2).sum())
                 q = stats.t.ppf(0.975, t.df["W"])

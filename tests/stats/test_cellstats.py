@@ -182,7 +182,7 @@ def test_chunks_sharing_a_scenario_are_refused():
 def test_unknown_unit_and_engine_are_one_sentence():
     scores = cj.read_scores(DESIGNS["balanced-1"])
     with pytest.raises(cj.CjstatsError, match="'unit' argument of build_stats"):
-        build_stats(scores, unit=("criterion",))
+        build_stats(scores, unit=("scenario",))
     with pytest.raises(cj.CjstatsError, match="'engine' argument of build_stats must be one of 'dask', 'duckdb', 'numpy'"):
         build_stats(scores, engine="spark")
 
