@@ -457,3 +457,44 @@ def report_dropped(fit: VarianceComponents) -> None:
             scen = diag.get("dropped_scenarios", 0)
             extra = f" ({scen} scenario{'s' if scen != 1 else ''} left out entirely)" if scen else ""
             click.echo(f"{name}: dropped {cells} cells / {rows} rows with --incomplete drop{extra}.", err=True)
+
+
+def engine_options(f: Callable) -> Callable:
+    """Add ``--engine`` (who reduces the rows) and ``--memory-limit`` (DuckDB's) to a data subcommand."""
+    f = click.option("--memory-limit", default=None, metavar="SIZE",
+                     help="duckdb only: its memory limit, e.g. 2GB.")(f)
+    return click.option("--engine", type=click.Choice(["numpy", "duckdb", "dask"]), default="numpy",
+                        show_default=True,
+                        help="Who reduces the rows: numpy (in memory), duckdb (files larger than memory; FILE may "
+                             "be a quoted glob such as 'scores/*.parquet') or dask (the active cluster, or local "
+                             "threads).")(f)
+
+
+def load_source(file: str, data: DataOptions, engine: str, memory_limit: str | None) -> Any:
+    """FILE read in memory (``--engine numpy``: a Scores table) or reduced by an out-of-core engine to statistics."""
+    from cjstats.exceptions import CjstatsError
+
+    if engine == "numpy":
+        if memory_limit is not None:
+            raise CjstatsError("--memory-limit is a DuckDB setting, but --engine is numpy; use --engine duckdb.")
+        return load_scores(file, data)
+    return load_stats(file, engine, data, memory_limit)
+
+
+def load_stats(file: str, engine: str, data: DataOptions, memory_limit: str | None):
+    """The statistics of FILE (a path or a quoted glob) computed by an out-of-core engine; the rows stay out."""
+    from cjstats.exceptions import CjstatsError
+    from cjstats.stats import build_stats
+
+    row_options = [flag for flag, used in (
+        ("--duplicates mean", data.duplicates != "error"), ("--composite", data.composite),
+        ("--judge-columns", bool(data.judge_columns)), ("--judges", bool(data.judges)),
+        ("--exclude-judges", bool(data.exclude_judges)), ("--criteria", bool(data.criteria)),
+        ("--where", bool(data.where)), ("--incomplete drop", data.incomplete == "drop")) if used]
+    if row_options:
+        raise CjstatsError(f"{row_options[0]} changes rows, which --engine {engine} never loads; use --engine numpy "
+                           f"for it, or filter the files first.")
+    if memory_limit is not None and engine != "duckdb":
+        raise CjstatsError(f"--memory-limit is a DuckDB setting, but --engine is {engine}; use --engine duckdb.")
+    opts = {"memory_limit": memory_limit} if memory_limit else {}
+    return build_stats(file, engine=engine, columns=parse_mapping(data.columns, option="--columns") or None, **opts)

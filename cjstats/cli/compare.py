@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import DataOptions, data_options, format_option, load_scores
+from cjstats.cli._app import DataOptions, data_options, engine_options, format_option, load_source
 
 __all__ = ["compare"]
 
@@ -25,10 +25,11 @@ __all__ = ["compare"]
 @click.option("--adjust", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True,
               help="Multiplicity adjustment of the pairwise p-values.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo behind p_best.")
+@engine_options
 @data_options
 @format_option
 def compare(file: str, method: str, population: bool, families: str | None, ci_level: float | None, adjust: str,
-            seed: int, data: DataOptions, fmt: str) -> None:
+            seed: int, engine: str, memory_limit: str | None, data: DataOptions, fmt: str) -> None:
     """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best."""
     import json
 
@@ -37,7 +38,11 @@ def compare(file: str, method: str, population: bool, families: str | None, ci_l
     from cjstats.cli._app import frame_to_json
     from cjstats.comparisons import compare_models, parse_families, self_preference
 
-    scores = load_scores(file, data)
+    from cjstats.exceptions import CjstatsError
+
+    if engine != "numpy" and method == "bayes":
+        raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for bayes.")
+    scores = load_source(file, data, engine, memory_limit)
     options = {"incomplete": data.incomplete} if data.incomplete else {}
     res = compare_models(scores, method, ci_level=ci_level, adjust=adjust,
                          view="population" if population else "panel", seed=seed, **options)

@@ -54,3 +54,26 @@ def test_malformed_families_option(runner, joint_file):
     r = runner.invoke(cli, ["compare", str(joint_file), "--families", "j0"])
     assert r.exit_code != 0 and "has no '='" in str(r.exception)
 
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "dask"])
+def test_an_out_of_core_engine_gives_the_in_memory_comparison(runner, joint_file, engine):
+    pytest.importorskip(engine)
+    base = ["compare", str(joint_file), "--families", "j0=m0", "--format", "json"]
+    a = runner.invoke(cli, base)
+    b = runner.invoke(cli, base + ["--engine", engine])
+    assert a.exit_code == 0 and b.exit_code == 0, b.output
+    ja, jb = json.loads(a.output), json.loads(b.output)
+    for table in ("differences", "ranks", "self_preference"):
+        fa, fb = pd.DataFrame(ja[table]), pd.DataFrame(jb[table])
+        pd.testing.assert_frame_equal(fa, fb, rtol=1e-12)
+
+
+def test_engine_errors_are_one_sentence(joint_file):
+    from cli_helpers import run_main
+
+    for args, msg in ((["--engine", "duckdb", "--method", "bayes"], "--engine duckdb fits --method anova or reml"),
+                      (["--memory-limit", "1GB"], "--memory-limit is a DuckDB setting"),
+                      (["--engine", "duckdb", "--composite"], "--composite changes rows")):
+        code, out, err = run_main(["compare", str(joint_file), *args])
+        assert code != 0 and msg in err and "Traceback" not in err, err
