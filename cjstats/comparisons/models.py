@@ -79,8 +79,11 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
     **options
         Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA, ``draws=`` for Bayes.
 
-    Returns a :class:`~cjstats.comparisons._joint.JointFit` with the tidy ``components`` table
-    (``model_scenario`` and ``judge_model`` besides the per-model names) and the judge x model cell means.
+    Returns
+    -------
+    JointFit
+        The tidy ``components`` table (``model_scenario`` and ``judge_model`` besides the per-model names)
+        and the judge x model cell means.
 
     Examples
     --------
