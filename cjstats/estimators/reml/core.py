@@ -36,7 +36,9 @@ log|H_R| = log|H| + log|T|, so the crossed random-judge REML (lme4's ``(1|judge)
 Cells are grouped by size (at most K distinct sizes S), so an evaluation costs O(n_scenarios S K + S K^2).
 The criterion is minimised over theta >= 0 by projected quasi-Newton steps (analytic gradient; a Hessian from
 its differences, then BFGS updates), and every boundary face is checked: a variance whose optimum is
-theta = 0 is reported as exactly 0 (lme4's ``isSingular``). Profile-likelihood intervals re-optimise the
+theta = 0 is reported as exactly 0 (lme4's ``isSingular``). The Wald standard errors come from the exact
+Hessian of the criterion in the variances (the Woodbury formulas differentiated twice, ``variance_hessian``),
+so they are as reproducible as the estimates. Profile-likelihood intervals re-optimise the
 other variances at each point of a secant search on the standard-deviation scale (``profile_interval``).
 """
 
@@ -429,10 +431,13 @@ class Evaluator:
 
         Woodbury on the judge columns gives G = [J y]'H_R^{-1}[J y] = A - theta_j F T^{-1} F' with F = A[:, :K]
         (the columns [M; b']), T = I + theta_j M, and P = E'GE = [[x'H_R^{-1}x, x'H_R^{-1}y], [., y'H_R^{-1}y]]
-        with E = [[1_K, 0], [0, 1]]. G is differentiated twice by the product rule, with
-        (T^{-1})_i = -T^{-1}T_i T^{-1}, (T^{-1})_ij = T^{-1}T_i T^{-1}T_j T^{-1} + T^{-1}T_j T^{-1}T_i T^{-1} - T^{-1}T_ij T^{-1},
-        T_i = theta_j M_i + d_i M, T_ij = theta_j M_ij + d_i M_j + d_j M_i (d_i = 1 when parameter i is theta_j). Then, as for the fixed
-        judges (rss is P's Schur complement; z = (-mu, 1), r_i = (P_i z)_1):
+        with E = [[1_K, 0], [0, 1]]. G is differentiated twice by the product rule, with S = T^{-1},
+
+            S_i = -S T_i S,  S_ij = S T_i S T_j S + S T_j S T_i S - S T_ij S,
+            T_i = theta_j M_i + d_i M,  T_ij = theta_j M_ij + d_i M_j + d_j M_i
+
+        (d_i = 1 when parameter i is theta_j, else 0). Then, as for the fixed judges (rss is P's Schur
+        complement; z = (-mu, 1), r_i = (P_i z)_1):
 
             rss_ij = z'P_ij z - 2 r_i r_j / x'H_R^{-1}x,
             (log|T|)_ij = tr(T^{-1} T_ij) - tr(T^{-1}T_i T^{-1}T_j),
