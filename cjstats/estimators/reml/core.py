@@ -57,7 +57,7 @@ from scipy.sparse import csgraph
 
 from cjstats.stats.views import Design, YStats
 
-__all__ = ["Design", "Evaluator", "fixed_effects", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
+__all__ = ["Design", "Evaluator", "ScenarioPatterns", "scenario_patterns", "fixed_effects", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
            "moment_start", "profile_interval", "variance_hessian", "wald_covariance", "within_cell_rss", "y_stats"]
 
 _LOG2PI = math.log(2.0 * math.pi)
@@ -152,6 +152,74 @@ def within_cell_rss(d: Design, y: np.ndarray) -> tuple[float, float]:
     return max(rss, 0.0), within
 
 
+# -------------------------------------------------------------------------------- scenario patterns
+@dataclass(frozen=True, slots=True)
+class ScenarioPatterns:
+    r"""Scenarios grouped by their design pattern, with the moments of their score sums.
+
+    Two scenarios share a pattern when they have the same cell counts per size class and the same judge
+    counts per size class (S_is, the judge part of the scenario's cell sums). Every scenario sum of the Woodbury
+    core is a sum over scenarios of (pattern-only weight) x q_i q_i' with q_i = sum_s alpha_s [S_is, Y_is]; so per
+    pattern p it needs only N_p, S_p, sum_{i in p} Y_is and sum_{i in p} Y_is Y_ir. A balanced table is one
+    pattern whatever its size, so an evaluation costs O(patterns x (K^2 + S^2)) instead of O(scenarios x K^2).
+    """
+
+    n: np.ndarray                          # (P,) scenarios per pattern
+    cnt: np.ndarray                        # (P, S) cells per size class
+    s: np.ndarray                          # (P, K, S) judge counts per size class
+    y1: dict[str, np.ndarray]              # which -> (P, S): sums of Y_is
+    y2: dict[str, np.ndarray]              # which -> (P, S, S): sums of Y_is Y_ir
+
+
+def scenario_patterns(d: Design, ys: YStats, delta: np.ndarray, *, max_share: float = 0.25
+                      ) -> ScenarioPatterns | None:
+    """The :class:`ScenarioPatterns` of a group, or ``None`` when patterns would not save work.
+
+    ``delta`` re-centres the scores of the random-judge model (Y_is -> Y_is + S_is'delta). Patterns are used when
+    they are fewer than ``max_share`` of the scenarios (any balanced or nearly balanced table).
+    """
+    n, n_s = d.cnt_is.shape
+    k = d.k
+    if n < 64:
+        return None
+    cols = np.concatenate((d.cnt_is, d.s_isk.reshape(n, n_s * k)), axis=1)
+    ic = cols.astype(np.int64)
+    if not np.array_equal(ic, cols) or ic.min() < 0:
+        return None
+    span = ic.max(axis=0) + 1
+    n_keys = float(np.prod(span.astype(np.float64)))
+    if n_keys < 2.0**62:
+        radix = np.cumprod(np.r_[1, span[:-1]]).astype(np.int64)
+        key = ic @ radix
+        if n_keys <= 4 * n:   # few possible keys: a dense lookup table, O(n), no sort
+            seen = np.zeros(int(n_keys), dtype=bool)
+            seen[key] = True
+            uniq = np.flatnonzero(seen)
+            lookup = np.zeros(int(n_keys), dtype=np.int64)
+            lookup[uniq] = np.arange(uniq.shape[0])
+            codes = lookup[key]
+            first = np.empty(uniq.shape[0], dtype=np.int64)
+            first[codes[::-1]] = np.arange(n - 1, -1, -1)     # the last write of each code is its first row
+        else:
+            _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, codes = np.unique(ic, axis=0, return_index=True, return_inverse=True)
+    codes = codes.ravel()
+    n_p = first.shape[0]
+    if n_p > max_share * n:
+        return None
+    y1, y2 = {}, {}
+    for which, yy in (("fixed", ys.ys), ("random", ys.ys + d.s_isk @ delta)):
+        y1[which] = np.stack([np.bincount(codes, weights=yy[:, h], minlength=n_p) for h in range(n_s)], axis=1)
+        m2 = np.empty((n_p, n_s, n_s))
+        for h in range(n_s):
+            for r in range(h, n_s):
+                m2[:, h, r] = m2[:, r, h] = np.bincount(codes, weights=yy[:, h] * yy[:, r], minlength=n_p)
+        y2[which] = m2
+    return ScenarioPatterns(n=np.bincount(codes, minlength=n_p).astype(np.float64), cnt=d.cnt_is[first],
+                            s=np.ascontiguousarray(d.s_isk[first].transpose(0, 2, 1)), y1=y1, y2=y2)
+
+
 # --------------------------------------------------------------------------------------------- evaluator
 class Evaluator:
     """REML criteria of the fixed-judge and random-judge models on one group's sufficient statistics.
@@ -160,7 +228,7 @@ class Evaluator:
     evaluation is a handful of array operations. ``counter`` counts evaluations (reported in diagnostics).
     """
 
-    def __init__(self, d: Design, ys: YStats) -> None:
+    def __init__(self, d: Design, ys: YStats, *, patterns: bool = True) -> None:
         self.d, self.ys = d, ys
         self.n = d.n_obs
         k = self.k = d.k
@@ -177,7 +245,6 @@ class Evaluator:
         dd[:, :k, :k] = d.dd
         dd[:, :k, k] = dd[:, k, :k] = ys.dy
         dd[:, k, k] = ys.yyc
-        s_aug = np.concatenate((d.s_isk, ys.ys[:, :, None]), axis=2)   # (n, S, K+1)
         self._cnt = np.ascontiguousarray(d.cnt_is[:, 0]) if self._one_size else d.cnt_is
         self._sizes = d.sizes
         self._size_cells = d.size_cells
@@ -189,15 +256,21 @@ class Evaluator:
         lmat[:k, k] = delta
         self._lmat = lmat
         k1 = k + 1
+        #: scenarios grouped by design pattern (None: evaluate scenario by scenario), see ScenarioPatterns
+        self._pat = scenario_patterns(d, ys, delta) if patterns else None
+        # per-scenario cell sums [S_is, Y_is] (only when there are no patterns to use instead)
+        s_aug = None if self._pat is not None else np.concatenate((d.s_isk, ys.ys[:, :, None]), axis=2)
         self._arrays = {}
         for key, lm in (("fixed", None), ("random", lmat)):
             b_ = base if lm is None else lm.T @ base @ lm
             dd_ = dd if lm is None else lm.T @ dd @ lm
-            sa = s_aug if lm is None else s_aug @ lm
-            if self._one_size:
-                sa = np.ascontiguousarray(sa[:, 0, :])
-            else:   # (n*(K+1), S) so that Q = (sa @ a).reshape(n, K+1) is one matrix-vector product
-                sa = np.ascontiguousarray(sa.transpose(0, 2, 1).reshape(d.n_scen * k1, n_s))
+            sa = None
+            if s_aug is not None:
+                sa = s_aug if lm is None else s_aug @ lm
+                if self._one_size:
+                    sa = np.ascontiguousarray(sa[:, 0, :])
+                else:   # (n*(K+1), S) so that Q = (sa @ a).reshape(n, K+1) is one matrix-vector product
+                    sa = np.ascontiguousarray(sa.transpose(0, 2, 1).reshape(d.n_scen * k1, n_s))
             self._arrays[key] = (b_, dd_.reshape(n_s, k1 * k1), sa)
         self._eye_k = np.eye(k)
         #: REML (default) or ML criterion; ML only to check the profile search against lme4's ML profiles
@@ -212,6 +285,8 @@ class Evaluator:
         ``hess`` the derivative arrays are ``(dA, d2A)`` of shapes (2, K+1, K+1) and (2, 2, K+1, K+1) and
         ``(dlog|H|, d2log|H|)`` of shapes (2,) and (2, 2) (see :meth:`_core_hessian` for the formulas).
         """
+        if self._pat is not None:
+            return self._core_patterns(ta, tb, which, 2 if hess else int(grad))
         if hess:
             return self._core_hessian(ta, tb, which)
         self.counter += 1
@@ -251,6 +326,72 @@ class Evaluator:
         da_b = -(a2 @ ddf).reshape(k1, k1) - (q * gb[:, None]).T @ q - cross - cross.T
         dld_b = float(self._size_cells @ (sizes * a)) + float((ta * w_b / den).sum())
         return amat, ld, np.stack((da_a, da_b)), np.array([dld_a, dld_b])
+
+    def _core_patterns(self, ta: float, tb: float, which: str, order: int) -> tuple[Any, ...]:
+        """:meth:`core` (``order`` 0 or 1) and :meth:`_core_hessian` (2) from the scenario patterns.
+
+        The same formulas, with every sum over scenarios taken per pattern (:class:`ScenarioPatterns`): a scalar
+        sum_i phi(w_i) is sum_p N_p phi(w_p), and sum_i c_i x_i(alpha) x_i(beta)' with x_i(alpha) =
+        sum_s alpha_s [S_is, Y_is] has judge block sum_p c_p N_p S_p alpha beta'S_p', cross block
+        sum_p c_p S_p alpha (beta'Y1_p) and score entry sum_p c_p alpha'Y2_p beta.
+        """
+        self.counter += 1
+        pt = self._pat
+        k, k1 = self.k, self.k + 1
+        base, ddf, _ = self._arrays[which]
+        y1, y2 = pt.y1[which], pt.y2[which]
+        nn = pt.n
+        sizes = self._sizes
+        a = 1.0 / (1.0 + tb * sizes)
+        a2 = a * a
+        f = tb * a
+        da1 = -sizes * a2
+        da2 = 2.0 * sizes * sizes * a2 * a
+        u = {"0": pt.s @ a, "1": pt.s @ da1, "2": pt.s @ da2}                 # (P, K) judge parts
+        t = {"0": y1 @ a, "1": y1 @ da1, "2": y1 @ da2}                       # (P,) summed score parts
+        al = {"0": a, "1": da1, "2": da2}
+
+        def quad(x: str, wt: np.ndarray, y: str) -> np.ndarray:
+            out = np.empty((k1, k1))
+            out[:k, :k] = (u[x] * (wt * nn)[:, None]).T @ u[y]
+            out[:k, k] = (u[x] * wt[:, None]).T @ t[y]
+            out[k, :k] = (u[y] * wt[:, None]).T @ t[x]
+            out[k, k] = float(np.einsum("p,psr,s,r->", wt, y2, al[x], al[y]))
+            return out
+
+        def sym(m: np.ndarray) -> np.ndarray:
+            return m + m.T
+
+        w = pt.cnt @ (sizes * a)
+        den = 1.0 + ta * w
+        inv = 1.0 / den
+        g = ta * inv
+        amat = base - (f @ ddf).reshape(k1, k1) - quad("0", g, "0")
+        ld = float(self._size_cells @ np.log1p(tb * sizes)) + float(nn @ np.log(den))
+        if order == 0:
+            return amat, ld, None, None
+        w_b = pt.cnt @ (sizes * da1)
+        g_a = inv * inv
+        g_b = -(ta * ta) * w_b * g_a
+        da_a = -quad("0", g_a, "0")
+        da_b = -(a2 @ ddf).reshape(k1, k1) - quad("0", g_b, "0") - sym(quad("1", g, "0"))
+        dld = np.array([float(nn @ (w * inv)), float(self._size_cells @ (sizes * a)) + float(nn @ (ta * w_b * inv))])
+        if order == 1:
+            return amat, ld, np.stack((da_a, da_b)), dld
+        w_bb = pt.cnt @ (sizes * da2)
+        g_aa = -2.0 * w * g_a * inv
+        g_ab = -2.0 * ta * w_b * g_a * inv
+        g_bb = -(ta * ta) * w_bb * g_a + 2.0 * ta**3 * w_b * w_b * g_a * inv
+        d_aa = -quad("0", g_aa, "0")
+        d_ab = -quad("0", g_ab, "0") - sym(quad("1", g_a, "0"))
+        d_bb = (-((-2.0 * sizes * a2 * a) @ ddf).reshape(k1, k1) - quad("0", g_bb, "0") - 2.0 * sym(quad("1", g_b, "0"))
+                - sym(quad("2", g, "0")) - 2.0 * quad("1", g, "1"))
+        l_ab = float(nn @ (w_b * g_a))
+        d2ld = np.array([[-float(nn @ (w * w * g_a)), l_ab],
+                         [l_ab, -float(self._size_cells @ (sizes * sizes * a2))
+                          + float(nn @ (ta * w_bb * inv)) - float(nn @ ((ta * w_b * inv) ** 2))]])
+        d2a = np.stack((np.stack((d_aa, d_ab)), np.stack((d_ab, d_bb))))
+        return amat, ld, (np.stack((da_a, da_b)), d2a), (dld, d2ld)
 
     def _core_hessian(self, ta: float, tb: float, which: str = "fixed"
                       ) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
