@@ -148,7 +148,7 @@ def within_cell_rss(d: Design, y: np.ndarray) -> tuple[float, float]:
     jj = np.diag(d.judge_n) - np.tensordot(1.0 / d.sizes, d.dd, axes=1)
     jy = np.bincount(d.row_judge, weights=yw, minlength=d.k)
     within = float(yw @ yw)
-    rss = within - float(jy @ np.linalg.pinv(jj) @ jy)
+    rss = within - float(jy @ np.linalg.pinv(jj, rtol=1e-10, hermitian=True) @ jy)   # see CellStats.within_cell_rss
     return max(rss, 0.0), within
 
 
