@@ -182,15 +182,19 @@ def scenario_patterns(d: Design, ys: YStats, delta: np.ndarray, *, max_share: fl
     k = d.k
     if n < 64:
         return None
-    cols = np.concatenate((d.cnt_is, d.s_isk.reshape(n, n_s * k)), axis=1)
-    ic = cols.astype(np.int64)
-    if not np.array_equal(ic, cols) or ic.min() < 0:
-        return None
-    span = ic.max(axis=0) + 1
+    cols = [d.cnt_is[:, h] for h in range(n_s)] + [d.s_isk[:, h, j] for h in range(n_s) for j in range(k)]
+    span = np.empty(len(cols), dtype=np.int64)
+    for i, c in enumerate(cols):   # column by column: no (n, S(K+1)) copy of the design
+        lo, hi = float(c.min()), float(c.max())
+        if lo < 0 or hi > 2.0**40 or not np.array_equal(c, np.floor(c)):
+            return None
+        span[i] = int(hi) + 1
     n_keys = float(np.prod(span.astype(np.float64)))
     if n_keys < 2.0**62:
         radix = np.cumprod(np.r_[1, span[:-1]]).astype(np.int64)
-        key = ic @ radix
+        key = np.zeros(n, dtype=np.int64)
+        for c, r in zip(cols, radix):
+            key += c.astype(np.int64) * r
         if n_keys <= 4 * n:   # few possible keys: a dense lookup table, O(n), no sort
             seen = np.zeros(int(n_keys), dtype=bool)
             seen[key] = True
@@ -202,7 +206,9 @@ def scenario_patterns(d: Design, ys: YStats, delta: np.ndarray, *, max_share: fl
             first[codes[::-1]] = np.arange(n - 1, -1, -1)     # the last write of each code is its first row
         else:
             _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+        del key
     else:
+        ic = np.column_stack(cols).astype(np.int64)
         _, first, codes = np.unique(ic, axis=0, return_index=True, return_inverse=True)
     codes = codes.ravel()
     n_p = first.shape[0]
