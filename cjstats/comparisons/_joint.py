@@ -132,13 +132,9 @@ def joint_data(scores: Scores) -> JointData:
                      judges=tuple(str(j) for j in judges))
 
 
-def check_shared_scenarios(d: JointData | JointStats) -> None:
+def check_shared_scenarios(d: JointStats) -> None:
     """Every pair of models must share at least one scenario (else their difference rests on no pairing)."""
-    if isinstance(d, JointStats):
-        seen = d.presence()
-    else:
-        seen = np.zeros((d.n_models, len(d.scenarios)), dtype=bool)
-        seen[d.model, d.scenario] = True
+    seen = d.presence()
     shared = seen.astype(np.int64) @ seen.T.astype(np.int64)
     a, b = np.nonzero(shared == 0)
     if a.size:
