@@ -22,15 +22,20 @@ So the profiled REML criterion (N - r)(1 + log(2 pi s2_hat)) + log|H| + log|X'H^
 needs only per-cell-size sums of the cell judge counts and score sums, per model and per (model, scenario)
 group (:class:`cjstats.stats.NestedStats`, the ``for_joint_reml`` view of ``build_stats(..., unit=("criterion",))``,
 so any engine can feed it): O(rows) once, then O(groups x sizes x K + (PK)^2 x scenarios) per evaluation,
-with no N x N matrix. The optimiser (L-BFGS-B on sqrt(theta) >= 0, like lme4's theta >= 0) finds boundary
-optima exactly at 0. With one generation in every (model, scenario), the generation term is not identifiable
-(it is the ``scenario:model`` term) and is dropped; ``model_scenario`` then holds both.
+with no N x N matrix. Every step above is differentiated exactly in theta (first and second derivatives carried
+forward through w_c, f_g, q_g, the 1/(1 + theta q) factors, F_i and Q_i; ``_Jets``), so the criterion's
+gradient and Hessian need no step size: with beta = (X'H^{-1}X)^{-1} X'H^{-1}y and z = (-beta, 1),
+d rss = z' dM z and d log|X'H^{-1}X| = tr((X'H^{-1}X)^{-1} dA) (second derivatives in ``_gls_terms``).
+The optimiser (L-BFGS-B with that gradient on sqrt(theta) >= 0, like lme4's theta >= 0, then Newton steps on
+the inner coordinates) finds boundary optima exactly at 0. With one generation in every (model, scenario), the
+generation term is not identifiable (it is the ``scenario:model`` term) and is dropped; ``model_scenario``
+then holds both.
 
 Reported (``components``):
 
 - ``scenario``, ``model_scenario``, ``generation``, ``residual``: the REML variances; interval: Wald on the
-  log scale from the exact Hessian of the REML deviance in the variances (none at a boundary, where the
-  row says so).
+  log scale from the exact Hessian of the REML deviance in the variances (``_variance_hessian``; none at a
+  boundary, where the row says so).
 - ``mu`` per model: the row mean of the GLS cell means, t interval with (scenarios of the model - 1) df.
 - ``judge_panel`` and ``judge_model`` (panel view): mean of the squared estimated effects minus the mean of
   their sampling variances, (|g|^2 - tr Cov g)/count, with g the judge (or judge x model interaction) effects
