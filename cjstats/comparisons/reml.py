@@ -172,21 +172,23 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     tq = jt.mul(tm, qg)
     dg = jt.inv1p(tq)
     rows = lambda a, b: b * a[:, None]                                 # noqa: E731 - scale the rows of b by a
+    fd = jt.mul(dg, f, rows)                                           # d_g f_g
     if active[1]:
-        fw = jt.mul(jt.mul(tm, dg), f, rows)
         bounds = list(zip(ns.group_starts, [*ns.group_starts[1:], ns.n_groups]))
-        outer = jt.mul(fw, f, lambda a, b: np.stack([a[i:j].T @ b[i:j] for i, j in bounds]))  # per model
-        for mc, oc in zip(m, outer):
+        outer = jt.mul(fd, f, lambda a, b: np.stack([a[i:j].T @ b[i:j] for i, j in bounds]))  # per model
+        for mc, oc in zip(m, jt.mul(tm, outer)):                      # theta_ms sum_g d_g f_g f_g'
             _subtract_blocks(oc, p, k, mc)
     n_scen = ns.n_scenarios
+    flat = ((ns.group_scen * (pk + 1) + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, PK+1)
 
-    def scatter(fd: np.ndarray) -> np.ndarray:
-        fs = np.zeros((n_scen, p, k))
-        fs[ns.group_scen, ns.group_model] = fd[:, :k]
-        return np.column_stack([fs.reshape(n_scen, pk), np.bincount(ns.group_scen, weights=fd[:, k],
-                                                                    minlength=n_scen)])
+    def scatter(fdc: np.ndarray) -> np.ndarray:
+        fs = np.zeros(n_scen * (pk + 1))
+        fs[flat] = fdc[:, :k].ravel()
+        fs = fs.reshape(n_scen, pk + 1)
+        fs[:, pk] = np.bincount(ns.group_scen, weights=fdc[:, k], minlength=n_scen)
+        return fs
 
-    fs = jt.lin(scatter, jt.mul(dg, f, rows))                         # F_i, (n, PK+1)
+    fs = jt.lin(scatter, fd)                                           # F_i, (n, PK+1)
     qs = jt.lin(lambda c: np.bincount(ns.group_scen, weights=c, minlength=n_scen), jt.mul(qg, dg))   # Q_i
     ts = jt.mul(ta, qs)
     if active[0]:
