@@ -375,7 +375,8 @@ def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True) -> NestedFi
 
 
 def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> float:
-    """Non-profiled REML deviance at variances v = (s2_eps, s2_a, s2_ms, s2_b)[free]."""
+    """Non-profiled REML deviance at variances v = (s2_eps, s2_a, s2_ms, s2_b)[free]: the function whose exact
+    Hessian :func:`_variance_hessian` gives (computed here independently, as its reference)."""
     full = np.zeros(4)
     full[np.r_[True, free]] = v
     s2 = full[0]
