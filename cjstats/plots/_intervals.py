@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cjstats.plots._style import PALETTE, new_axes, require_columns
+from cjstats.plots._style import PALETTE, label_inches, new_axes, require_columns
 
 __all__ = ["agreement_plot", "ppi_plot", "self_preference_plot"]
 
@@ -39,11 +39,12 @@ def agreement_plot(agreement: Any, *, ax: Any = None) -> Any:
     t = getattr(agreement, "table", None)
     require_columns(t, ("judge", "bias", "bias_lower", "bias_upper"), what="an agreement's .table",
                     caller="agreement_plot")
-    fig, ax = new_axes(ax, figsize=(5.2, 0.9 + 0.28 * len(t)))
+    labels = _labels(t, "judge")
+    fig, ax = new_axes(ax, figsize=(min(3.6 + label_inches(labels), 12.0), 0.9 + 0.28 * len(t)))
     y = np.arange(len(t))[::-1]
     _rows(ax, y, t["bias"], t["bias_lower"], t["bias_upper"], colour=PALETTE[0], label="bias[l]", gid="bias")
     ax.axvline(0.0, color="0.4", lw=0.8)
-    ax.set_yticks(y, _labels(t, "judge"))
+    ax.set_yticks(y, labels)
     ref = ", ".join(getattr(agreement, "reference", ()) or ("reference",))
     ax.set_xlabel(f"bias[l] = judge minus {ref} (score units)")
     ax.set_title("Judges against the reference raters", fontsize=10)
@@ -90,12 +91,13 @@ def self_preference_plot(preference: Any, *, ax: Any = None) -> Any:
     c = getattr(preference, "contrasts", None)
     require_columns(c, ("judge", "model", "estimate", "lower", "upper"), what="a self-preference's .contrasts",
                     caller="self_preference_plot")
-    fig, ax = new_axes(ax, figsize=(5.2, 0.9 + 0.3 * len(c)))
+    labels = [f"{j} -> {mo}" for j, mo in zip(c["judge"], c["model"])]
+    fig, ax = new_axes(ax, figsize=(min(3.6 + label_inches(labels), 12.0), 0.9 + 0.3 * len(c)))
     y = np.arange(len(c))[::-1]
     _rows(ax, y, c["estimate"], c["lower"], c["upper"], colour=PALETTE[0], label="self_preference",
           gid="self_preference")
     ax.axvline(0.0, color="0.4", lw=0.8)
-    ax.set_yticks(y, [f"{j} -> {mo}" for j, mo in zip(c["judge"], c["model"])])
+    ax.set_yticks(y, labels)
     ax.set_xlabel("self_preference[l,p] (score units)")
     ax.set_title("Judge self-preference for its own family", fontsize=10)
     return fig

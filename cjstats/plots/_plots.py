@@ -16,7 +16,9 @@ import pandas as pd
 
 from cjstats._defaults import CI_LEVEL
 from cjstats.exceptions import CjstatsError
-from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, new_axes, require_columns, require_packages
+from cjstats.plots._style import (
+    PALETTE, STRATEGY_COLOURS, label_inches, new_axes, require_columns, require_packages,
+)
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
            "rank_plot", "coverage_plot"]
@@ -102,7 +104,11 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
     grid = t.pivot_table(index="model", columns="judge", values="estimate", aggfunc="first", sort=False)
     values = grid.to_numpy(dtype=float)
     lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
-    fig, ax = new_axes(ax, figsize=(1.1 + 0.95 * grid.shape[1], 0.9 + 0.36 * grid.shape[0]))
+    # room for the model labels at the left and the judge labels (turned 30 degrees, so about half their
+    # length stands below the axes)
+    size = (1.6 + 0.95 * grid.shape[1] + label_inches(grid.index),
+            1.4 + 0.36 * grid.shape[0] + 0.5 * label_inches(grid.columns))
+    fig, ax = new_axes(ax, figsize=size)
     im = ax.imshow(values, cmap=cmap, norm=TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim), aspect="auto")
     ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=30, ha="right")
     ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index])

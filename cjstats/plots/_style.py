@@ -50,6 +50,13 @@ def new_axes(ax: Any, *, figsize: tuple[float, float]) -> tuple[Any, Any]:
     return fig, fig.add_subplot()
 
 
+def label_inches(labels: Any) -> float:
+    """Width in inches that the longest of ``labels`` takes as tick text (about 0.07 inch a character at the
+    style's tick size), so a figure can grow with its labels instead of squeezing its axes to nothing."""
+    longest = max((len(str(x)) for x in labels), default=0)
+    return 0.07 * longest
+
+
 def require_columns(frame: Any, columns: tuple[str, ...], *, what: str, caller: str) -> None:
     """Refuse, in one sentence, a result whose table lacks the columns a plot draws."""
     import pandas as pd

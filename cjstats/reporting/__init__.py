@@ -155,6 +155,9 @@ def _generic_section(obj: Any, what: str) -> list[dict[str, Any]]:
         if label is not None:
             items.append(_heading(str(label)))
         for name, frame in frames:
+            if frame.empty:   # e.g. the human ceiling of a table with one reference rater: say so, no bare header
+                items.append({"kind": "note", "text": f"{name}: no rows."})
+                continue
             items.append(format_table(frame, caption=name))
     return items
 
