@@ -456,8 +456,6 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
     n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
     sizes = np.bincount(cd.group, minlength=len(cd.model_labels) * n_crit)
     gids = np.flatnonzero(sizes)
-    stops = np.cumsum(sizes[gids])
-    starts = stops - sizes[gids]
     if cd.order is not None:
         sorted_codes = {"model": (np.repeat(gids // n_crit, sizes[gids]), cd.model_labels),
                         "scenario": (s, s_lab), "generation": (gen, gen_lab), "judge": (j, j_lab)}
@@ -466,6 +464,21 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
         frame = _sorted_frame(frame, cd.order, sorted_codes)
     frame = frame.reset_index(drop=True)
     y_all = frame["score"].to_numpy(dtype=np.float64)
+    return frame, _build_groups(cd, s, gen, j, y_all, sizes, n_duplicates)
+
+
+def _build_groups(cd: _Codes, s: np.ndarray, gen: np.ndarray, j: np.ndarray, y_all: np.ndarray, sizes: np.ndarray,
+                  n_duplicates: Mapping[tuple, int]) -> list[GroupData]:
+    """Each group's local codes, design and read-only arrays from the sorted codes ``s, gen, j`` and scores.
+
+    ``sizes[g]`` is the row count of group code ``g`` (model, or model x criterion); rows are sorted by group,
+    so each group is one run of rows.
+    """
+    s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
+    n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
+    gids = np.flatnonzero(sizes)
+    stops = np.cumsum(sizes[gids])
+    starts = stops - sizes[gids]
     n_judges_all = len(j_lab)
     groups = []
     for gid, a, b in zip(gids, starts, stops):
@@ -503,7 +516,7 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
             scenario_labels=_readonly(s_lab[gs[new_s]]), cell_generation_labels=_readonly(gen_lab[ggen[new_c]]),
             judge_labels=design.judges, design=design,
         ))
-    return frame, groups
+    return groups
 
 
 # ------------------------------------------------------------------------------------------------ reading

@@ -1,0 +1,123 @@
+"""Arrow-native pieces of ``read_scores``: label codes from dictionary encoding and the sort of the key.
+
+Every function works on whole Arrow or NumPy arrays (no per-row Python) and returns ``None`` when its fast
+route does not apply (nulls, an unexpected type, a value it cannot parse); ``read_scores`` then takes the
+pandas route, which words every error. pyarrow is imported inside the functions so ``import cjstats`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# a plain integer label (``12``, ``-3``; not ``007``, ``+5`` or ``1.0``), as read_scores defines it
+INT_TEXT = r"-?(?:0|[1-9][0-9]*)"
+
+
+def is_text_type(t: Any) -> bool:
+    """Whether an Arrow type is ``string`` or ``large_string``."""
+    import pyarrow as pa
+
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _dictionary(col: Any) -> tuple[np.ndarray, Any] | None:
+    """(indices as a NumPy array, one dictionary) of a text column without nulls, dictionary-encoded or not."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col])
+    t = col.type
+    if pa.types.is_dictionary(t):
+        if not is_text_type(t.value_type):
+            return None
+        enc = col
+    elif is_text_type(t):
+        enc = pc.dictionary_encode(col)
+    else:
+        return None
+    if col.null_count or enc.num_chunks == 0:
+        return None
+    if enc.num_chunks > 1:
+        enc = enc.unify_dictionaries()
+        indices = np.concatenate([c.indices.to_numpy() for c in enc.chunks])
+    else:
+        indices = enc.chunk(0).indices.to_numpy()
+    return indices, enc.chunk(0).dictionary
+
+
+def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool] | None:
+    """Codes of a text column into its sorted distinct labels, by dictionary encoding.
+
+    Returns ``(codes, labels, is_int)``: ``codes`` (int64, one per row) index ``labels``, the distinct values
+    that occur, sorted. Text sorts by code point (the order ``sorted`` gives for ``str``), and ``labels`` is an
+    Arrow string array. With ``as_int``, a column whose every distinct label is a plain integer
+    (:data:`INT_TEXT`) is coded by numeric order instead and ``labels`` is then an int64 NumPy array
+    (``is_int`` True). ``None`` when the column is not text or holds nulls.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    got = _dictionary(col)
+    if got is None:
+        return None
+    indices, dictionary = got
+    counts = np.bincount(indices, minlength=len(dictionary))
+    if not counts.all():  # entries no row uses (a dictionary shared with other rows): leave them out
+        used = counts > 0
+        remap = np.cumsum(used) - 1
+        indices, dictionary = remap[indices], dictionary.filter(pa.array(used))
+    is_int = False
+    if as_int and pc.all(pc.match_substring_regex(dictionary, f"^{INT_TEXT}$")).as_py() is not False:
+        try:
+            numbers = pc.cast(dictionary, pa.int64()).to_numpy()
+        except pa.ArrowException:  # beyond int64: the pandas route decides
+            return None
+        order = np.argsort(numbers, kind="stable")
+        labels: Any = numbers[order]
+        is_int = True
+    else:
+        order = pc.array_sort_indices(dictionary).to_numpy()
+        labels = dictionary.take(pa.array(order))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return rank[indices], labels, is_int
+
+
+def int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(codes, sorted distinct values) of an integer array in a modest range, by a lookup table; else ``None``."""
+    if values.dtype.kind not in "iu" or (values.dtype.kind == "u" and values.dtype.itemsize >= 8) or not len(values):
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > 4 * len(values) + 1024:
+        return None
+    shifted = values.astype(np.int64, copy=False) - lo if lo else values
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[shifted] = True
+    rank = np.cumsum(seen, dtype=np.int64) - 1
+    return rank[shifted], (np.flatnonzero(seen) + lo).astype(values.dtype)
+
+
+def sort_key(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray | None, np.ndarray, bool] | None:
+    """The stable row order by several code columns, the combined key in that order, and whether a key repeats.
+
+    The key is ``((c0 * n1 + c1) * n2 + c2) ...`` (``n`` = number of labels of each column), so equal keys are
+    equal cells. Returns ``(order, sorted_key, has_duplicates)`` with ``order`` None when the rows are
+    already sorted; ``None`` when the key would not fit in an int64.
+    """
+    total = 1
+    for n in sizes:
+        total *= max(n, 1)
+    if total >= 2**62:
+        return None
+    key = codes[0]
+    for c, n in zip(codes[1:], sizes[1:]):
+        key = key * max(n, 1) + c
+    ordered = bool((key[1:] >= key[:-1]).all())
+    order = None if ordered else np.argsort(key, kind="stable")
+    if order is not None:
+        key = key[order]
+    dup = bool((key[1:] == key[:-1]).any())
+    return order, key, dup
