@@ -69,14 +69,17 @@ def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool
         used = counts > 0
         remap = np.cumsum(used) - 1
         indices, dictionary = remap[indices], dictionary.filter(pa.array(used))
-    is_int = False
+    is_int, numbers = False, None
     if as_int and pc.all(pc.match_substring_regex(dictionary, f"^{INT_TEXT}$")).as_py() is not False:
         try:
             numbers = pc.cast(dictionary, pa.int64()).to_numpy()
-        except pa.ArrowException:  # beyond int64: the pandas route decides
-            return None
+        except pa.ArrowException:  # beyond int64 the integers would not be lossless: they stay text
+            numbers = None
+    if numbers is not None:
         order = np.argsort(numbers, kind="stable")
         labels: Any = numbers[order]
+        if (labels[1:] == labels[:-1]).any():  # '-0' and '0' are one integer: the pandas route merges them
+            return None
         is_int = True
     else:
         order = pc.array_sort_indices(dictionary).to_numpy()

@@ -145,6 +145,15 @@ class Scores:
             provenance["reference"] = _reference_note(self._reference)
         self._provenance = MappingProxyType(provenance)
 
+    @classmethod
+    def _assembled(cls, frame: pd.DataFrame, groups: list[GroupData], provenance: Mapping[str, Any]) -> Scores:
+        """A table from its sorted frame and groups, built by read_scores' Arrow route (no reference rows)."""
+        self = cls.__new__(cls)
+        self._has_criterion = "criterion" in frame.columns
+        self._frame, self._groups, self._reference = frame, groups, None
+        self._provenance = MappingProxyType(dict(provenance))
+        return self
+
     # -- public accessors ----------------------------------------------------------------------------
     @property
     def has_criterion(self) -> bool:
@@ -602,13 +611,19 @@ _CSV_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
            "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 
 
-def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True) -> pd.DataFrame | None:
+def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool = False,
+                    labels: Sequence[str] = ()) -> Any:
     """The table ``pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True)`` gives, read by pyarrow.csv.
 
     Every column is read as text. Returns ``None`` whenever pandas could read the file differently, so the
     caller reads it with pandas: pyarrow is missing or fails (ragged rows, bad UTF-8, cut-short gzip: pandas
     then words the error), the file starts with a byte-order mark, or a value is one of pandas' missing-value
     strings (``NA``, empty, ...), starts with a space or tab (pandas skips those) or holds a quote character.
+
+    With ``as_table`` it returns ``(table, columns, floats)`` instead of the DataFrame: the Arrow table of
+    text, ``columns`` the same columns by name with the ``labels`` columns (names as in the header, stripped)
+    dictionary-encoded, and ``floats`` the float64 values of every other column that holds only finite numbers.
+    A label column is checked on its distinct values only.
     """
     import io
 
@@ -634,22 +649,96 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True) -> pd.DataFram
     if table.column_names != names:
         return None
     na = pa.array(_CSV_NA, type=pa.string())
-    for column in table.columns:
-        try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
-            if len(column) and np.isfinite(pc.cast(column.slice(0, 1), pa.float64()).to_numpy()).all() \
-                    and np.isfinite(pc.cast(column, pa.float64()).to_numpy()).all():
-                continue
-        except pa.ArrowException:
-            pass
-        values = column.unique() if column.num_chunks else column
+    columns, floats = {}, {}
+    for name, column in zip(names, table.columns):
+        name = name.strip()
+        columns[name] = column
+        if name not in labels:
+            try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
+                if len(column) and np.isfinite(pc.cast(column.slice(0, 1), pa.float64()).to_numpy()).all():
+                    values = pc.cast(column, pa.float64()).to_numpy()
+                    if np.isfinite(values).all():
+                        floats[name] = values
+                        continue
+            except pa.ArrowException:
+                pass
+            values = column.unique() if column.num_chunks else column
+        else:  # label columns are coded by their distinct values anyway: encode once, check the dictionary
+            if column.num_chunks:
+                column = pc.dictionary_encode(column).unify_dictionaries()
+                columns[name] = column
+            values = column.chunk(0).dictionary if column.num_chunks else column
         if len(values) and (pc.any(pc.is_in(values, value_set=na)).as_py()
                             or pc.any(pc.match_substring_regex(values, r'^[ \t]|"')).as_py()):
             return None
-    return table.to_pandas()
+    return (table, columns, floats) if as_table else table.to_pandas()
 
 
-def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`)."""
+_LABELS = (*_ID_COLUMNS, "criterion")
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrowRead:
+    """A score file read by pyarrow: its columns by name (Arrow arrays; label columns of a text file
+    dictionary-encoded), the float64 values of the text columns that hold only finite numbers, and ``frame()``,
+    which gives the DataFrame the pandas route reads from the same file."""
+
+    names: list[str]
+    columns: Mapping[str, Any]
+    floats: Mapping[str, np.ndarray]
+    frame: Any
+
+
+def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | None:
+    """The columns ``read_scores`` uses of a Parquet file, text columns read dictionary-encoded (no string is
+    materialised), or ``None`` when ``pd.read_parquet`` could give something else than the plain conversion of
+    those columns: pandas metadata that restores an index, a category, a nullable or a ``string`` dtype, or a
+    type the fast route does not take (the pandas route then reads the file)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from cjstats._read_arrow import is_text_type
+
+        schema = pq.read_schema(path)
+        meta = schema.pandas_metadata or {}
+        if any(not isinstance(i, dict) for i in meta.get("index_columns", [])) or \
+                len(meta.get("column_indexes", [])) > 1 or len(set(schema.names)) != len(schema.names):
+            return None
+        stored = {c.get("name"): c.get("numpy_type") for c in meta.get("columns", [])}
+        wanted, text = [], []
+        for name in schema.names:
+            ours = mapping.get(name, name)
+            if ours == "judge_type":
+                return None
+            if ours not in (*_LABELS, "score"):
+                continue
+            t = schema.field(name).type
+            if is_text_type(t):
+                if stored.get(name) not in (None, "str", "object"):
+                    return None
+                text.append(name)
+            elif pa.types.is_integer(t) or (ours == "score" and pa.types.is_floating(t)
+                                             and not pa.types.is_float16(t)):
+                if stored.get(name) not in (None, str(np.dtype(t.to_pandas_dtype()))):
+                    return None
+            else:
+                return None
+            wanted.append(name)
+        table = pq.read_table(path, columns=wanted, read_dictionary=text)
+    except Exception:  # noqa: BLE001 - no pyarrow, or a file it cannot read: the pandas route words the error
+        return None
+    if table.column_names != wanted:
+        return None
+    return _ArrowRead(list(schema.names), dict(zip(wanted, table.columns)), {}, lambda: pd.read_parquet(path))
+
+
+def _read_file(path: Path, *, arrow: Mapping[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`).
+
+    Returns a DataFrame, or with ``arrow`` (the column mapping of read_scores) an :class:`_ArrowRead` when
+    pyarrow reads the file as pandas would.
+    """
     import zlib
     from gzip import BadGzipFile
 
@@ -673,18 +762,23 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
                 raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
                                    f"each column has its own name.")
             n_lines, quoted = _scan_lines(path)
+            if arrow is not None and sep != ";":
+                labels = [c for c in header if arrow.get(c, c) in _LABELS]
+                got = _read_csv_arrow(path, sep, quoted=quoted, as_table=True, labels=labels)
+                if got is not None:
+                    return _ArrowRead(list(got[1]), got[1], got[2],
+                                      lambda: _csv_frame(got[0].to_pandas(), n_lines)), info
             df = _read_csv_arrow(path, sep, quoted=quoted)
             if df is None:  # pyarrow would read it differently (or not at all): pandas decides and words errors
                 df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
-            df.columns = [str(c).strip() for c in df.columns]
-            # messages point at the line of the file (line 1 is the header) when rows and lines match one to
-            # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
-            if n_lines == len(df) + 1:
-                df.index = pd.RangeIndex(2, len(df) + 2, name="line")
+            df = _csv_frame(df, n_lines)
             if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
                 info["decimal"] = ","
             return df, info
         if kind == "parquet":
+            fast = _read_parquet_arrow(path, arrow) if arrow is not None else None
+            if fast is not None:
+                return fast, info
             try:
                 return pd.read_parquet(path), info
             except ImportError as exc:
@@ -707,6 +801,15 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         if "end-of-stream" in first or "ended before" in first:
             raise _cut_short(path) from exc
         raise CjstatsError(f"Could not read `{path}` as {kind.upper()}: {first.rstrip('.')}.") from exc
+
+
+def _csv_frame(df: pd.DataFrame, n_lines: int) -> pd.DataFrame:
+    """Strip the column names; number the rows by the line of the file (line 1 is the header) when rows and
+    lines match one to one (no blank lines, no quoted line breaks), so messages point at lines."""
+    df.columns = [str(c).strip() for c in df.columns]
+    if n_lines == len(df) + 1:
+        df.index = pd.RangeIndex(2, len(df) + 2, name="line")
+    return df
 
 
 def _suggest_mapping(missing: list[str], found: list[str]) -> dict[str, str]:
@@ -786,7 +889,12 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object
         uniques = np.asarray(uniques, dtype=object)
         if isinstance(col.dtype, pd.StringDtype) or all(isinstance(v, str) for v in uniques):
             if _all_int_text(uniques):
-                return pd.Series(uniques.astype(np.int64)[codes], index=col.index, name=col.name)
+                try:
+                    as_int = uniques.astype(np.int64)
+                except OverflowError:  # beyond int64 the integers would not be lossless: they stay text
+                    as_int = None
+                if as_int is not None:
+                    return pd.Series(as_int[codes], index=col.index, name=col.name)
             return col.astype(object) if text_as_object else col
     if not pd.api.types.is_object_dtype(col):
         return col
@@ -975,37 +1083,39 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     check_choice("duplicates", duplicates, ("error", "mean"), caller="read_scores")
     provenance: dict[str, Any] = {}
     from_text = False
+    # the Arrow route: plain tables (no wide layout, no reference raters) are coded on Arrow/NumPy arrays
+    mapping = (dict(columns) if columns else {}) if judge_columns is None and reference is None and \
+        (not columns or isinstance(columns, Mapping)) else None
+    fast = None
     if isinstance(source, pd.DataFrame):
         df = source
         provenance["source"] = "DataFrame"
+        if mapping is not None:
+            fast = _frame_columns(df, mapping)
     elif isinstance(source, (str, Path)):
         path = Path(source)
-        df, info = _read_file(path)
+        df, info = _read_file(path, arrow=mapping)
         provenance["source"] = str(path)
         provenance.update(info)
         from_text = _file_kind(path) != "parquet"
+        if isinstance(df, _ArrowRead):
+            if columns:
+                _check_mapping(columns, df.names)
+            fast = ({mapping.get(k, k): v for k, v in df.columns.items()},
+                    {mapping.get(k, k): v for k, v in df.floats.items()})
     else:
         raise CjstatsError(f"read_scores takes a DataFrame or a file path. Got {type(source).__name__} instead.")
+    if fast is not None:
+        got = _fast_scores(fast[0], fast[1], from_text=from_text, provenance=provenance)
+        if got is not None:
+            scores, distinct = got
+            for col, labels in distinct.items():
+                _warn_near_duplicates(labels, col)
+            return scores
+        if isinstance(df, _ArrowRead):
+            df = df.frame()
     if columns:
-        if not isinstance(columns, Mapping):
-            raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as "
-                               "{'rater': 'judge'}.")
-        absent = [c for c in columns if c not in df.columns]
-        if absent:
-            raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
-                               f"(found: {', '.join(map(str, df.columns))}).")
-        taken = [(theirs, ours) for theirs, ours in columns.items()
-                 if ours in df.columns and ours != theirs and ours not in columns]
-        if taken:
-            theirs, ours = taken[0]
-            raise CjstatsError(f"columns maps '{theirs}' to '{ours}', but scores already has a column '{ours}'; "
-                               f"drop one of the two columns, or map '{ours}' to another name as well.")
-        targets = list(columns.values())
-        twice = next((t for t in targets if targets.count(t) > 1), None)
-        if twice is not None:
-            names = [k for k, v in columns.items() if v == twice]
-            raise CjstatsError(f"columns maps both '{names[0]}' and '{names[1]}' to '{twice}'; map one column to "
-                               f"each name.")
+        _check_mapping(columns, list(df.columns))
         df = df.rename(columns=dict(columns))
     if judge_columns is not None:
         df, blank = _melt_judges(df, judge_columns)
@@ -1085,6 +1195,191 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     df, ref = _split_reference(df)
     reuse = codes if not dup.any() and ref is None else None  # same rows in the same order: reuse the codes
     return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref, _codes=reuse)
+
+
+def _check_mapping(columns: Any, names: list[Any]) -> None:
+    """The checks of read_scores' ``columns=`` against the column names of the table."""
+    if not isinstance(columns, Mapping):
+        raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as "
+                           "{'rater': 'judge'}.")
+    absent = [c for c in columns if c not in names]
+    if absent:
+        raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
+                           f"(found: {', '.join(map(str, names))}).")
+    taken = [(theirs, ours) for theirs, ours in columns.items()
+             if ours in names and ours != theirs and ours not in columns]
+    if taken:
+        theirs, ours = taken[0]
+        raise CjstatsError(f"columns maps '{theirs}' to '{ours}', but scores already has a column '{ours}'; "
+                           f"drop one of the two columns, or map '{ours}' to another name as well.")
+    targets = list(columns.values())
+    twice = next((t for t in targets if targets.count(t) > 1), None)
+    if twice is not None:
+        both = [k for k, v in columns.items() if v == twice]
+        raise CjstatsError(f"columns maps both '{both[0]}' and '{both[1]}' to '{twice}'; map one column to "
+                           f"each name.")
+
+
+# --------------------------------------------------------------------------------------- the Arrow route
+_STR = pd.StringDtype("pyarrow", na_value=np.nan)  # pandas' default text dtype ("str")
+
+
+def _is_str(dtype: Any) -> bool:
+    """Whether a dtype is exactly ``_STR`` (``==`` alone also holds for the object dtype)."""
+    return isinstance(dtype, pd.StringDtype) and dtype == _STR
+
+
+def _frame_columns(df: pd.DataFrame, mapping: Mapping[str, str]) -> tuple[dict[str, Any], dict] | None:
+    """The columns of a DataFrame for :func:`_fast_scores` (after the renaming ``mapping``), or ``None`` when
+    its names are not unique text or a mapping check fails (the pandas route then raises the error)."""
+    names = list(df.columns)
+    if not all(isinstance(c, str) for c in names) or len(set(names)) != len(names):
+        return None
+    if mapping:
+        _check_mapping(mapping, names)
+    return {mapping.get(c, c): df[c] for c in names}, {}
+
+
+def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, Any, np.ndarray, Any] | None:
+    """One id column coded for the Arrow route: ``(codes, labels, labels as objects, result dtype)``.
+
+    ``labels`` are what the sorted column is built from (an Arrow string array for text, a NumPy array
+    otherwise) and the result dtype is the one the pandas route gives the column: ``str`` for text (object for
+    a scenario or generation read from a text file), the integer dtype for integers (int64 for text that
+    holds only plain integers). ``None`` for anything else (object columns, nulls, integer models or judges).
+    """
+    from cjstats._read_arrow import int_codes, text_codes
+
+    is_key = name in ("scenario", "generation")
+    if isinstance(col, pd.Series):
+        if _is_str(col.dtype):
+            got = text_codes(col.array.__arrow_array__())
+            if got is None:
+                return None
+            return got[0], got[1], got[1].to_numpy(zero_copy_only=False), _STR
+        if not (is_key and isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu"):
+            return None
+        values = col.to_numpy()
+    else:  # an Arrow column of a file
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not pa.types.is_integer(col.type):
+            got = text_codes(col, as_int=from_text and is_key)
+            if got is None:
+                return None
+            codes, labels, is_int = got
+            if from_text and not is_key and pc.any(pc.equal(labels, "-0")).as_py():
+                return None  # the pandas route reads a text model or judge '-0' as the integer 0, then '0'
+            if is_int:
+                return codes, labels, labels.astype(object), np.dtype(np.int64)
+            objects = labels.to_numpy(zero_copy_only=False)
+            return codes, labels, objects, np.dtype(object) if from_text and is_key else _STR
+        if not is_key or col.null_count:
+            return None
+        values = col.to_numpy()
+    got = int_codes(values)
+    if got is None:
+        return None
+    return got[0], got[1], got[1].astype(object), values.dtype
+
+
+def _fast_score(col: Any, floats: np.ndarray | None) -> np.ndarray | None:
+    """The scores as float64 when every one is a finite number that read_scores takes without a message."""
+    if floats is not None:
+        y = floats
+    elif isinstance(col, pd.Series):
+        if not (isinstance(col.dtype, np.dtype) and col.dtype.kind in "iuf"):
+            return None
+        y = col.to_numpy(dtype=np.float64)
+    else:
+        import pyarrow as pa
+
+        t = col.type
+        if col.null_count or not (pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)):
+            return None
+        y = col.to_numpy().astype(np.float64, copy=False)
+    limit = math.sqrt(np.finfo(np.float64).max / (16.0 * max(len(y), 1)))  # as in _check_scores
+    if not np.isfinite(y).all() or np.abs(y).max() > limit:
+        return None
+    sentinel = y == -1
+    if sentinel.any() and (y[~sentinel] >= 0).all():  # the FastChat warning: the pandas route words it
+        return None
+    return y
+
+
+def _fast_column(coded: tuple, codes: np.ndarray) -> Any:
+    """A sorted id column built from its codes and few labels, with the dtype the pandas route gives."""
+    labels, objects, dtype = coded[1:]
+    if _is_str(dtype):
+        import pyarrow as pa
+
+        out = pa.chunked_array([labels.take(pa.array(codes))]).to_pandas()
+        return out if _is_str(out.dtype) else out.astype(_STR)
+    if dtype == object:  # a Series, or pandas would infer str from the object array
+        return pd.Series(objects[codes], dtype=object)
+    return labels.astype(dtype, copy=False)[codes]
+
+
+def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, from_text: bool,
+                 provenance: dict[str, Any]) -> tuple[Scores, dict[str, np.ndarray]] | None:
+    """``read_scores`` on Arrow/NumPy columns: code every id column once (dictionary encoding for text), sort
+    by the combined int64 key and build the sorted table and groups from the codes.
+
+    Returns the table and the distinct text labels of each id column (for the near-duplicate warnings), or
+    ``None`` whenever the pandas route could say something (an error, a warning other than near-duplicate
+    labels, duplicate cells, reference raters, decimal commas), so that route reads the table instead.
+    """
+    from cjstats._read_arrow import sort_key
+
+    if any(c not in cols for c in _REQUIRED) or "judge_type" in cols or provenance.get("decimal"):
+        return None
+    n = len(cols["score"])
+    if n == 0 or any(len(v) != n for v in cols.values()):
+        return None
+    has_crit = "criterion" in cols
+    names = ["model", "scenario", "generation", "judge"] + (["criterion"] if has_crit else [])
+    coded: dict[str, tuple] = {}
+    for name in names:
+        if name == "generation" and name not in cols:
+            coded[name] = (np.zeros(n, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                           np.zeros(1, dtype=np.int64).astype(object), np.dtype(np.int64))
+            continue
+        got = _fast_label(cols[name], name, from_text=from_text)
+        if got is None:
+            return None
+        coded[name] = got
+    y = _fast_score(cols["score"], floats.get("score"))
+    if y is None:
+        return None
+    m, m_lab = coded["model"][0], coded["model"][2]
+    c, c_lab = (coded["criterion"][0], coded["criterion"][2]) if has_crit else (None, None)
+    g = m if c is None else m * len(c_lab) + c
+    n_crit = 1 if c is None else len(c_lab)
+    s, gen, j = coded["scenario"][0], coded["generation"][0], coded["judge"][0]
+    got = sort_key([g, s, gen, j], [len(m_lab) * n_crit, len(coded["scenario"][2]), len(coded["generation"][2]),
+                                    len(coded["judge"][2])])
+    if got is None or got[2]:  # a key too wide for int64, or duplicate cells: the pandas route
+        return None
+    order, key, _ = got
+    if "generation" not in cols:
+        provenance["generation"] = "absent: one generation per scenario assumed (m = 1)"
+    cd = _Codes(m, m_lab, c, c_lab, s, coded["scenario"][2], gen, coded["generation"][2], j, coded["judge"][2],
+                order, key)
+    sizes = np.bincount(g, minlength=len(m_lab) * n_crit)
+    gids = np.flatnonzero(sizes)
+    if order is not None:
+        s, gen, j, y = s[order], gen[order], j[order], y[order]
+    sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen, "judge": j}
+    if has_crit:
+        sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
+    frame = pd.DataFrame({name: _fast_column(coded[name], sorted_codes[name])
+                          for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded})
+    frame["score"] = y
+    groups = _build_groups(cd, s, gen, j, y, sizes, {})
+    # the pandas route warns about labels that differ only in case or spaces in every column not of integers
+    distinct = {name: coded[name][2] for name in names if coded[name][3].kind not in "iu"}
+    return Scores._assembled(frame, groups, provenance), distinct
 
 
 # -------------------------------------------------------------------------------- reference (human) raters
