@@ -22,8 +22,9 @@ def is_text_type(t: Any) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def _dictionary(col: Any) -> tuple[np.ndarray, Any] | None:
-    """(indices as a NumPy array, one dictionary) of a text column without nulls, dictionary-encoded or not."""
+def _dictionary(col: Any) -> tuple[np.ndarray, Any, bool] | None:
+    """(indices as a NumPy array, one dictionary, whether every entry is used) of a text column without nulls,
+    dictionary-encoded or not (a dictionary that comes with the column may hold entries no row uses)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -33,9 +34,9 @@ def _dictionary(col: Any) -> tuple[np.ndarray, Any] | None:
     if pa.types.is_dictionary(t):
         if not is_text_type(t.value_type):
             return None
-        enc = col
+        enc, all_used = col, False
     elif is_text_type(t):
-        enc = pc.dictionary_encode(col)
+        enc, all_used = pc.dictionary_encode(col), True
     else:
         return None
     if col.null_count or enc.num_chunks == 0:
@@ -45,13 +46,13 @@ def _dictionary(col: Any) -> tuple[np.ndarray, Any] | None:
         indices = np.concatenate([c.indices.to_numpy() for c in enc.chunks])
     else:
         indices = enc.chunk(0).indices.to_numpy()
-    return indices, enc.chunk(0).dictionary
+    return indices, enc.chunk(0).dictionary, all_used
 
 
 def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool] | None:
     """Codes of a text column into its sorted distinct labels, by dictionary encoding.
 
-    Returns ``(codes, labels, is_int)``: ``codes`` (int64, one per row) index ``labels``, the distinct values
+    Returns ``(codes, labels, is_int)``: ``codes`` (int32, one per row) index ``labels``, the distinct values
     that occur, sorted. Text sorts by code point (the order ``sorted`` gives for ``str``), and ``labels`` is an
     Arrow string array. With ``as_int``, a column whose every distinct label is a plain integer
     (:data:`INT_TEXT`) is coded by numeric order instead and ``labels`` is then an int64 NumPy array
@@ -63,12 +64,12 @@ def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool
     got = _dictionary(col)
     if got is None:
         return None
-    indices, dictionary = got
-    counts = np.bincount(indices, minlength=len(dictionary))
-    if not counts.all():  # entries no row uses (a dictionary shared with other rows): leave them out
-        used = counts > 0
-        remap = np.cumsum(used) - 1
-        indices, dictionary = remap[indices], dictionary.filter(pa.array(used))
+    indices, dictionary, all_used = got
+    if not all_used:
+        used = np.bincount(indices, minlength=len(dictionary)) > 0
+        if not used.all():  # entries no row uses (a dictionary shared with other rows): leave them out
+            remap = (np.cumsum(used) - 1).astype(np.int32)
+            indices, dictionary = remap[indices], dictionary.filter(pa.array(used))
     is_int, numbers = False, None
     if as_int and pc.all(pc.match_substring_regex(dictionary, f"^{INT_TEXT}$")).as_py() is not False:
         try:
@@ -84,23 +85,31 @@ def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool
     else:
         order = pc.array_sort_indices(dictionary).to_numpy()
         labels = dictionary.take(pa.array(order))
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
+    if (order == np.arange(len(order))).all():  # labels already in order: the indices are the codes
+        return indices.astype(np.int32, copy=False), labels, is_int
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
     return rank[indices], labels, is_int
 
 
 def int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(codes, sorted distinct values) of an integer array in a modest range, by a lookup table; else ``None``."""
+    """(codes, sorted distinct values) of an integer array in a modest range, by a lookup table; else ``None``.
+
+    When the values are exactly ``0 .. n-1`` (every one present) they are their own codes (no copy).
+    """
     if values.dtype.kind not in "iu" or (values.dtype.kind == "u" and values.dtype.itemsize >= 8) or not len(values):
         return None
     lo, hi = int(values.min()), int(values.max())
-    if hi - lo > 4 * len(values) + 1024:
+    if hi - lo > 4 * len(values) + 1024 or hi - lo >= 2**31:
         return None
     shifted = values.astype(np.int64, copy=False) - lo if lo else values
     seen = np.zeros(hi - lo + 1, dtype=bool)
     seen[shifted] = True
-    rank = np.cumsum(seen, dtype=np.int64) - 1
-    return rank[shifted], (np.flatnonzero(seen) + lo).astype(values.dtype)
+    uniques = (np.flatnonzero(seen) + lo).astype(values.dtype)
+    if seen.all():
+        return shifted, uniques
+    rank = np.cumsum(seen, dtype=np.int32) - 1
+    return rank[shifted], uniques
 
 
 def sort_key(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray | None, np.ndarray, bool] | None:
@@ -115,9 +124,10 @@ def sort_key(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray | No
         total *= max(n, 1)
     if total >= 2**62:
         return None
-    key = codes[0]
+    key = codes[0].astype(np.int64)  # a copy, so the steps below can work in place
     for c, n in zip(codes[1:], sizes[1:]):
-        key = key * max(n, 1) + c
+        key *= max(n, 1)
+        key += c
     ordered = bool((key[1:] >= key[:-1]).all())
     order = None if ordered else np.argsort(key, kind="stable")
     if order is not None:

@@ -492,21 +492,25 @@ def _build_groups(cd: _Codes, s: np.ndarray, gen: np.ndarray, j: np.ndarray, y_a
     groups = []
     for gid, a, b in zip(gids, starts, stops):
         gs, ggen, gj = s[a:b], gen[a:b], j[a:b]
-        new_s = np.empty(b - a, dtype=bool)
+        new_s = np.empty(b - a, dtype=bool)  # first row of a scenario, then of a cell
         new_s[0] = True
-        new_s[1:] = gs[1:] != gs[:-1]
+        np.not_equal(gs[1:], gs[:-1], out=new_s[1:])
         new_c = new_s.copy()
         new_c[1:] |= ggen[1:] != ggen[:-1]
-        scen = np.cumsum(new_s) - 1
-        cell = np.cumsum(new_c) - 1
+        s_starts, c_starts = np.flatnonzero(new_s), np.flatnonzero(new_c)
+        n, n_cells = len(s_starts), len(c_starts)
+        per_cell = np.diff(c_starts, append=b - a)  # rows of each cell
+        # local codes count the starts before each row (a cumsum of new_s), written as runs
+        scen = np.repeat(np.arange(n, dtype=np.int64), np.diff(s_starts, append=b - a))
+        cell = np.repeat(np.arange(n_cells, dtype=np.int64), per_cell)
         seen = np.zeros(n_judges_all, dtype=bool)
         seen[gj] = True
         judges_global = np.flatnonzero(seen)
-        judge = (np.cumsum(seen) - 1)[gj]
-        cell_scenario = scen[new_c]
-        n, n_cells, k = int(scen[-1]) + 1, int(cell[-1]) + 1, len(judges_global)
+        k = len(judges_global)
+        # local judge codes: the global ones when the group has every judge
+        judge = gj.astype(np.int64, copy=False) if k == n_judges_all else (np.cumsum(seen) - 1)[gj]
+        cell_scenario = scen[c_starts]
         m_per = np.bincount(cell_scenario, minlength=n)
-        per_cell = np.bincount(cell, minlength=n_cells)
         n_missing = int(n_cells * k - (b - a))
         model = str(cd.model_labels[gid // n_crit])
         crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
@@ -521,8 +525,8 @@ def _build_groups(cd: _Codes, s: np.ndarray, gen: np.ndarray, j: np.ndarray, y_a
         )
         groups.append(GroupData(
             model=model, criterion=crit, y=_readonly(y_all[a:b]), scenario=_readonly(scen),
-            cell=_readonly(cell), judge=_readonly(judge.astype(np.int64)), cell_scenario=_readonly(cell_scenario),
-            scenario_labels=_readonly(s_lab[gs[new_s]]), cell_generation_labels=_readonly(gen_lab[ggen[new_c]]),
+            cell=_readonly(cell), judge=_readonly(judge), cell_scenario=_readonly(cell_scenario),
+            scenario_labels=_readonly(s_lab[gs[s_starts]]), cell_generation_labels=_readonly(gen_lab[ggen[c_starts]]),
             judge_labels=design.judges, design=design,
         ))
     return groups
@@ -1300,11 +1304,13 @@ def _fast_score(col: Any, floats: np.ndarray | None) -> np.ndarray | None:
             return None
         y = col.to_numpy().astype(np.float64, copy=False)
     limit = math.sqrt(np.finfo(np.float64).max / (16.0 * max(len(y), 1)))  # as in _check_scores
-    if not np.isfinite(y).all() or np.abs(y).max() > limit:
+    lo, hi = y.min(), y.max()  # NaN and infinities show in the extremes
+    if not (np.isfinite(lo) and np.isfinite(hi)) or max(-lo, hi) > limit:
         return None
-    sentinel = y == -1
-    if sentinel.any() and (y[~sentinel] >= 0).all():  # the FastChat warning: the pandas route words it
-        return None
+    if lo == -1:  # the FastChat warning when the other scores are >= 0: the pandas route words it
+        sentinel = y == -1
+        if (y[~sentinel] >= 0).all():
+            return None
     return y
 
 
@@ -1368,14 +1374,16 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
                 order, key)
     sizes = np.bincount(g, minlength=len(m_lab) * n_crit)
     gids = np.flatnonzero(sizes)
+    # y may be the caller's memory (a DataFrame column) or a read-only Arrow buffer: the table gets its own copy
+    y = y[order] if order is not None else np.array(y, dtype=np.float64)
     if order is not None:
-        s, gen, j, y = s[order], gen[order], j[order], y[order]
+        s, gen, j = s[order], gen[order], j[order]
     sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen, "judge": j}
     if has_crit:
         sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
-    frame = pd.DataFrame({name: _fast_column(coded[name], sorted_codes[name])
-                          for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded})
-    frame["score"] = y
+    columns = {name: _fast_column(coded[name], sorted_codes[name])
+               for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded}
+    frame = pd.DataFrame({**columns, "score": y}, copy=False)  # every column is a new array: no copy needed
     groups = _build_groups(cd, s, gen, j, y, sizes, {})
     # the pandas route warns about labels that differ only in case or spaces in every column not of integers
     distinct = {name: coded[name][2] for name in names if coded[name][3].kind not in "iu"}
