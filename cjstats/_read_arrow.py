@@ -35,8 +35,8 @@ def _dictionary(col: Any) -> tuple[np.ndarray, Any, bool] | None:
         if not is_text_type(t.value_type):
             return None
         enc, all_used = col, False
-    elif is_text_type(t):
-        enc, all_used = pc.dictionary_encode(col), True
+    elif is_text_type(t):  # one chunk, one dictionary (chunks encoded apart would need unifying)
+        enc, all_used = pa.chunked_array([pc.dictionary_encode(col.combine_chunks())]), True
     else:
         return None
     if col.null_count or enc.num_chunks == 0:
@@ -49,14 +49,17 @@ def _dictionary(col: Any) -> tuple[np.ndarray, Any, bool] | None:
     return indices, enc.chunk(0).dictionary, all_used
 
 
-def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool] | None:
+def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool, bool] | None:
     """Codes of a text column into its sorted distinct labels, by dictionary encoding.
 
-    Returns ``(codes, labels, is_int)``: ``codes`` (int32, one per row) index ``labels``, the distinct values
-    that occur, sorted. Text sorts by code point (the order ``sorted`` gives for ``str``), and ``labels`` is an
-    Arrow string array. With ``as_int``, a column whose every distinct label is a plain integer
+    Returns ``(codes, labels, is_int, all_used)``: ``codes`` (int32, one per row) index ``labels``, the
+    distinct values, sorted. Text sorts by code point (the order ``sorted`` gives for ``str``), and ``labels``
+    is an Arrow string array. A column that comes dictionary-encoded (Parquet) keeps its dictionary, which may
+    hold labels no row uses (``all_used`` False; codes and sort are right either way, and finding them costs a
+    pass over the rows). With ``as_int``, a column whose every distinct label is a plain integer
     (:data:`INT_TEXT`) is coded by numeric order instead and ``labels`` is then an int64 NumPy array
-    (``is_int`` True). ``None`` when the column is not text or holds nulls.
+    (``is_int`` True; the dictionary is then checked for unused labels). ``None`` when the column is not text
+    or holds nulls.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -65,11 +68,12 @@ def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool
     if got is None:
         return None
     indices, dictionary, all_used = got
-    if not all_used:
+    if not all_used and as_int:
         used = np.bincount(indices, minlength=len(dictionary)) > 0
         if not used.all():  # entries no row uses (a dictionary shared with other rows): leave them out
             remap = (np.cumsum(used) - 1).astype(np.int32)
             indices, dictionary = remap[indices], dictionary.filter(pa.array(used))
+        all_used = True
     is_int, numbers = False, None
     if as_int and pc.all(pc.match_substring_regex(dictionary, f"^{INT_TEXT}$")).as_py() is not False:
         try:
@@ -86,10 +90,10 @@ def text_codes(col: Any, *, as_int: bool = False) -> tuple[np.ndarray, Any, bool
         order = pc.array_sort_indices(dictionary).to_numpy()
         labels = dictionary.take(pa.array(order))
     if (order == np.arange(len(order))).all():  # labels already in order: the indices are the codes
-        return indices.astype(np.int32, copy=False), labels, is_int
+        return indices.astype(np.int32, copy=False), labels, is_int, all_used
     rank = np.empty(len(order), dtype=np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
-    return rank[indices], labels, is_int
+    return rank[indices], labels, is_int, all_used
 
 
 def int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -124,7 +128,8 @@ def sort_key(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray | No
         total *= max(n, 1)
     if total >= 2**62:
         return None
-    key = codes[0].astype(np.int64)  # a copy, so the steps below can work in place
+    # a copy, so the steps below can work in place; int32 when the key fits (half the memory traffic)
+    key = codes[0].astype(np.int32 if total < 2**31 else np.int64)
     for c, n in zip(codes[1:], sizes[1:]):
         key *= max(n, 1)
         key += c

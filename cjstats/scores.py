@@ -668,8 +668,8 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool
                 pass
             values = column.unique() if column.num_chunks else column
         else:  # label columns are coded by their distinct values anyway: encode once, check the dictionary
-            if column.num_chunks:
-                column = pc.dictionary_encode(column).unify_dictionaries()
+            if column.num_chunks:  # one chunk, one dictionary (chunks encoded apart would need unifying)
+                column = pa.chunked_array([pc.dictionary_encode(column.combine_chunks())])
                 columns[name] = column
             values = column.chunk(0).dictionary if column.num_chunks else column
         if len(values) and (pc.any(pc.is_in(values, value_set=na)).as_py()
@@ -922,16 +922,23 @@ def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
     """
     import warnings
 
+    pair = _near_duplicates(col)
+    if pair is not None:
+        warnings.warn(f"Column '{name}' has labels that differ only in case or surrounding spaces "
+                      f"({pair[0]!r} and {pair[1]!r}): they are analysed as different {name}s; fix the labels "
+                      f"if they name the same one.", CjstatsWarning, stacklevel=3)
+
+
+def _near_duplicates(col: pd.Series | np.ndarray) -> tuple[str, str] | None:
+    """The first two labels (in sorted order) that differ only in case or surrounding spaces, or ``None``."""
     labels = sorted({v for v in pd.unique(np.asarray(col, dtype=object)) if isinstance(v, str)})
     seen: dict[str, str] = {}
     for label in labels:
         key = label.strip().casefold()
         if key in seen:
-            warnings.warn(f"Column '{name}' has labels that differ only in case or surrounding spaces "
-                          f"({seen[key]!r} and {label!r}): they are analysed as different {name}s; fix the labels "
-                          f"if they name the same one.", CjstatsWarning, stacklevel=3)
-            return
+            return seen[key], label
         seen[key] = label
+    return None
 
 
 def _text_scores(raw: pd.Series) -> np.ndarray | None:
@@ -1244,8 +1251,9 @@ def _frame_columns(df: pd.DataFrame, mapping: Mapping[str, str]) -> tuple[dict[s
     return {mapping.get(c, c): df[c] for c in names}, {}
 
 
-def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, Any, np.ndarray, Any] | None:
-    """One id column coded for the Arrow route: ``(codes, labels, labels as objects, result dtype)``.
+def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, Any, np.ndarray, Any, bool] | None:
+    """One id column coded for the Arrow route: ``(codes, labels, labels as objects, result dtype, all used)``
+    (see :func:`cjstats._read_arrow.text_codes` for labels that no row uses).
 
     ``labels`` are what the sorted column is built from (an Arrow string array for text, a NumPy array
     otherwise) and the result dtype is the one the pandas route gives the column: ``str`` for text (object for
@@ -1260,7 +1268,7 @@ def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, An
             got = text_codes(col.array.__arrow_array__())
             if got is None:
                 return None
-            return got[0], got[1], got[1].to_numpy(zero_copy_only=False), _STR
+            return got[0], got[1], got[1].to_numpy(zero_copy_only=False), _STR, got[3]
         if not (is_key and isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu"):
             return None
         values = col.to_numpy()
@@ -1272,20 +1280,20 @@ def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, An
             got = text_codes(col, as_int=from_text and is_key)
             if got is None:
                 return None
-            codes, labels, is_int = got
+            codes, labels, is_int, all_used = got
             if from_text and not is_key and pc.any(pc.equal(labels, "-0")).as_py():
                 return None  # the pandas route reads a text model or judge '-0' as the integer 0, then '0'
             if is_int:
-                return codes, labels, labels.astype(object), np.dtype(np.int64)
+                return codes, labels, labels.astype(object), np.dtype(np.int64), all_used
             objects = labels.to_numpy(zero_copy_only=False)
-            return codes, labels, objects, np.dtype(object) if from_text and is_key else _STR
+            return codes, labels, objects, np.dtype(object) if from_text and is_key else _STR, all_used
         if not is_key or col.null_count:
             return None
         values = col.to_numpy()
     got = int_codes(values)
     if got is None:
         return None
-    return got[0], got[1], got[1].astype(object), values.dtype
+    return got[0], got[1], got[1].astype(object), values.dtype, True
 
 
 def _fast_score(col: Any, floats: np.ndarray | None) -> np.ndarray | None:
@@ -1316,7 +1324,7 @@ def _fast_score(col: Any, floats: np.ndarray | None) -> np.ndarray | None:
 
 def _fast_column(coded: tuple, codes: np.ndarray) -> Any:
     """A sorted id column built from its codes and few labels, with the dtype the pandas route gives."""
-    labels, objects, dtype = coded[1:]
+    labels, objects, dtype = coded[1:4]
     if _is_str(dtype):
         import pyarrow as pa
 
@@ -1348,8 +1356,8 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     coded: dict[str, tuple] = {}
     for name in names:
         if name == "generation" and name not in cols:
-            coded[name] = (np.zeros(n, dtype=np.int64), np.zeros(1, dtype=np.int64),
-                           np.zeros(1, dtype=np.int64).astype(object), np.dtype(np.int64))
+            coded[name] = (np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.int64),
+                           np.zeros(1, dtype=np.int64).astype(object), np.dtype(np.int64), True)
             continue
         got = _fast_label(cols[name], name, from_text=from_text)
         if got is None:
@@ -1372,7 +1380,10 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
         provenance["generation"] = "absent: one generation per scenario assumed (m = 1)"
     cd = _Codes(m, m_lab, c, c_lab, s, coded["scenario"][2], gen, coded["generation"][2], j, coded["judge"][2],
                 order, key)
-    sizes = np.bincount(g, minlength=len(m_lab) * n_crit)
+    # rows of each group: the sorted key runs through the groups in order, each a block of `per` keys
+    per = len(coded["scenario"][2]) * len(coded["generation"][2]) * len(coded["judge"][2])
+    bounds = np.searchsorted(key, (np.arange(len(m_lab) * n_crit + 1, dtype=np.int64) * per).astype(key.dtype))
+    sizes = np.diff(bounds)
     gids = np.flatnonzero(sizes)
     # y may be the caller's memory (a DataFrame column) or a read-only Arrow buffer: the table gets its own copy
     y = y[order] if order is not None else np.array(y, dtype=np.float64)
@@ -1386,7 +1397,14 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     frame = pd.DataFrame({**columns, "score": y}, copy=False)  # every column is a new array: no copy needed
     groups = _build_groups(cd, s, gen, j, y, sizes, {})
     # the pandas route warns about labels that differ only in case or spaces in every column not of integers
-    distinct = {name: coded[name][2] for name in names if coded[name][3].kind not in "iu"}
+    distinct = {}
+    for name in names:
+        codes, labels, objects, dtype, all_used = coded[name]
+        if dtype.kind in "iu":
+            continue
+        if not all_used and _near_duplicates(objects) is not None:  # only labels that rows use count
+            objects = objects[np.bincount(codes, minlength=len(objects)) > 0]
+        distinct[name] = objects
     return Scores._assembled(frame, groups, provenance), distinct
 
 
