@@ -130,7 +130,7 @@ class Scores:
     ``n_reference_raters`` and ``reference_items`` (judged cells with at least one reference rating).
     """
 
-    __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
+    __slots__ = ("_table", "_build", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
 
     def __init__(self, frame: pd.DataFrame, *, provenance: Mapping[str, Any] | None = None,
                  _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None,
@@ -138,7 +138,8 @@ class Scores:
         # ``frame`` must come from read_scores (validated, canonical columns); users call read_scores.
         # ``_codes``: the key codes read_scores already computed for exactly this frame (saves a second pass).
         self._has_criterion = "criterion" in frame.columns
-        self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {}, _codes)
+        self._table, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {}, _codes)
+        self._build = None
         self._reference = _reference_rows(_reference)
         provenance = dict(provenance or {})
         if self._reference is not None:
@@ -146,13 +147,23 @@ class Scores:
         self._provenance = MappingProxyType(provenance)
 
     @classmethod
-    def _assembled(cls, frame: pd.DataFrame, groups: list[GroupData], provenance: Mapping[str, Any]) -> Scores:
-        """A table from its sorted frame and groups, built by read_scores' Arrow route (no reference rows)."""
+    def _assembled(cls, build: Any, has_criterion: bool, groups: list[GroupData],
+                   provenance: Mapping[str, Any]) -> Scores:
+        """A table from its groups, built by read_scores' Arrow route (no reference rows); ``build()`` gives the
+        sorted long frame, made on first use (analyses read the groups, not the frame)."""
         self = cls.__new__(cls)
-        self._has_criterion = "criterion" in frame.columns
-        self._frame, self._groups, self._reference = frame, groups, None
+        self._has_criterion = has_criterion
+        self._table, self._build, self._groups, self._reference = None, build, groups, None
         self._provenance = MappingProxyType(dict(provenance))
         return self
+
+    @property
+    def _frame(self) -> pd.DataFrame:
+        """The validated long table, sorted (built from the codes on first use by the Arrow route)."""
+        if self._table is None:
+            self._table = self._build()
+            self._build = None
+        return self._table
 
     # -- public accessors ----------------------------------------------------------------------------
     @property
@@ -174,7 +185,7 @@ class Scores:
 
     @property
     def judges(self) -> list[str]:
-        return sorted(set(self._frame["judge"].astype(str)))
+        return sorted({j for g in self._groups for j in g.judge_labels})  # every row is in one group
 
     @property
     def design(self) -> pd.DataFrame:
@@ -193,11 +204,11 @@ class Scores:
         return self._frame.copy()
 
     def __len__(self) -> int:
-        return len(self._frame)
+        return sum(g.design.n_rows for g in self._groups)  # every row is in one group
 
     def __repr__(self) -> str:
         crit = f", {len(self.criteria)} criteria" if self._has_criterion else ""
-        return (f"<Scores: {len(self._frame):,} rows, {len(self.models)} models{crit}, "
+        return (f"<Scores: {len(self):,} rows, {len(self.models)} models{crit}, "
                 f"{len(self.judges)} judges>")
 
     def groups(self) -> Iterator[GroupData]:
@@ -1392,9 +1403,11 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen, "judge": j}
     if has_crit:
         sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
-    columns = {name: _fast_column(coded[name], sorted_codes[name])
-               for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded}
-    frame = pd.DataFrame({**columns, "score": y}, copy=False)  # every column is a new array: no copy needed
+    def build() -> pd.DataFrame:  # every column is a new array: no copy needed
+        columns = {name: _fast_column(coded[name], sorted_codes[name])
+                   for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded}
+        return pd.DataFrame({**columns, "score": y}, copy=False)
+
     groups = _build_groups(cd, s, gen, j, y, sizes, {})
     # the pandas route warns about labels that differ only in case or spaces in every column not of integers
     distinct = {}
@@ -1405,7 +1418,7 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
         if not all_used and _near_duplicates(objects) is not None:  # only labels that rows use count
             objects = objects[np.bincount(codes, minlength=len(objects)) > 0]
         distinct[name] = objects
-    return Scores._assembled(frame, groups, provenance), distinct
+    return Scores._assembled(build, has_crit, groups, provenance), distinct
 
 
 # -------------------------------------------------------------------------------- reference (human) raters

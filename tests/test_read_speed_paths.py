@@ -29,7 +29,8 @@ def _read(source, **kw):
             return ("error", str(exc))
     groups = [(g.key, g.design, g.judge_labels, [(getattr(g, f).tolist(), getattr(g, f).dtype) for f in _GROUP_FIELDS])
               for g in s.groups()]
-    return (s.to_frame(), dict(s.provenance), [str(w.message) for w in caught], groups, s.design,
+    summary = (len(s), repr(s), s.judges, s.models, s.criteria)  # before to_frame: the Arrow route builds it late
+    return (s.to_frame(), dict(s.provenance), [str(w.message) for w in caught], groups, summary, s.design,
             s.missing_cells())
 
 
@@ -57,9 +58,9 @@ def _same(fast, slow):
         assert fast == slow
         return
     pd.testing.assert_frame_equal(fast[0], slow[0])
-    assert fast[1:4] == slow[1:4]
-    pd.testing.assert_frame_equal(fast[4], slow[4])
+    assert fast[1:5] == slow[1:5]
     pd.testing.assert_frame_equal(fast[5], slow[5])
+    pd.testing.assert_frame_equal(fast[6], slow[6])
 
 
 def _table(n_scen=6, m=2, k=3, models=("m2", "m1"), seed=0, criteria=None):
