@@ -574,6 +574,16 @@ def _scan_lines(path: Path) -> tuple[int, bool]:
     return n + (last != b"\n"), quote
 
 
+def _has_quote(path: Path) -> bool:
+    """Whether a text file holds a ``"`` anywhere (a memory-mapped search; gzip files are read through)."""
+    import mmap
+
+    if path.name.lower().endswith(".gz"):
+        return _scan_lines(path)[1]
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return mm.find(b'"') != -1
+
+
 def _sniff_separator(path: Path, kind: str) -> str:
     """The field separator of a delimited file, read from its header line (``,`` ``;`` tab or ``|``).
 
@@ -627,7 +637,7 @@ _CSV_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
 
 
 def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool = False,
-                    labels: Sequence[str] = ()) -> Any:
+                    labels: Sequence[str] = (), numbers: Sequence[str] = ()) -> Any:
     """The table ``pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True)`` gives, read by pyarrow.csv.
 
     Every column is read as text. Returns ``None`` whenever pandas could read the file differently, so the
@@ -638,7 +648,9 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool
     With ``as_table`` it returns ``(table, columns, floats)`` instead of the DataFrame: the Arrow table of
     text, ``columns`` the same columns by name with the ``labels`` columns (names as in the header, stripped)
     dictionary-encoded, and ``floats`` the float64 values of every other column that holds only finite numbers.
-    A label column is checked on its distinct values only.
+    A label column is checked on its distinct values only. The ``numbers`` columns are parsed as float64 while
+    reading (no text is kept for them); when one holds anything but finite numbers the file is read again
+    all as text.
     """
     import io
 
@@ -656,10 +668,13 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool
         # a file without any quote has no quoted line break, and parses faster knowing so
         parse = pcsv.ParseOptions(delimiter=sep, newlines_in_values=quoted)
         names = pcsv.read_csv(io.BytesIO(first.encode("utf-8")), parse_options=parse).column_names
-        convert = pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=False,
+        types = {n: pa.float64() if n.strip() in numbers else pa.string() for n in names}
+        convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
                                       quoted_strings_can_be_null=False)
         table = pcsv.read_csv(path, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, OSError, UnicodeDecodeError, EOFError, ValueError):
+        if numbers:  # perhaps a score that does not parse: the text read decides
+            return _read_csv_arrow(path, sep, quoted=quoted, as_table=as_table, labels=labels)
         return None
     if table.column_names != names:
         return None
@@ -668,6 +683,12 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool
     for name, column in zip(names, table.columns):
         name = name.strip()
         columns[name] = column
+        if name in numbers:
+            values = column.to_numpy() if not column.null_count and len(column) else None
+            if values is None or not np.isfinite(values).all():  # missing or not finite: the text read decides
+                return _read_csv_arrow(path, sep, quoted=quoted, as_table=as_table, labels=labels)
+            floats[name] = values
+            continue
         if name not in labels:
             try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
                 if len(column) and np.isfinite(pc.cast(column.slice(0, 1), pa.float64()).to_numpy()).all():
@@ -694,14 +715,13 @@ _LABELS = (*_ID_COLUMNS, "criterion")
 
 @dataclass(frozen=True, slots=True)
 class _ArrowRead:
-    """A score file read by pyarrow: its columns by name (Arrow arrays; label columns of a text file
-    dictionary-encoded), the float64 values of the text columns that hold only finite numbers, and ``frame()``,
-    which gives the DataFrame the pandas route reads from the same file."""
+    """A score file read by pyarrow: all its column names, the columns read by name (Arrow arrays; label columns
+    of a text file dictionary-encoded) and the float64 values of the text columns that hold only finite
+    numbers. When the Arrow route declines the table, the file is read again by the pandas route."""
 
     names: list[str]
     columns: Mapping[str, Any]
     floats: Mapping[str, np.ndarray]
-    frame: Any
 
 
 def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | None:
@@ -745,7 +765,7 @@ def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | 
         return None
     if table.column_names != wanted:
         return None
-    return _ArrowRead(list(schema.names), dict(zip(wanted, table.columns)), {}, lambda: pd.read_parquet(path))
+    return _ArrowRead(list(schema.names), dict(zip(wanted, table.columns)), {})
 
 
 def _read_file(path: Path, *, arrow: Mapping[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -776,13 +796,14 @@ def _read_file(path: Path, *, arrow: Mapping[str, str] | None = None) -> tuple[A
             if twice is not None:
                 raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
                                    f"each column has its own name.")
-            n_lines, quoted = _scan_lines(path)
-            if arrow is not None and sep != ";":
+            if arrow is not None and sep != ";":  # line numbers are only for messages: not counted here
                 labels = [c for c in header if arrow.get(c, c) in _LABELS]
-                got = _read_csv_arrow(path, sep, quoted=quoted, as_table=True, labels=labels)
+                numbers = [c for c in header if arrow.get(c, c) == "score"]
+                got = _read_csv_arrow(path, sep, quoted=_has_quote(path), as_table=True, labels=labels,
+                                      numbers=numbers)
                 if got is not None:
-                    return _ArrowRead(list(got[1]), got[1], got[2],
-                                      lambda: _csv_frame(got[0].to_pandas(), n_lines)), info
+                    return _ArrowRead(list(got[1]), got[1], got[2]), info
+            n_lines, quoted = _scan_lines(path)
             df = _read_csv_arrow(path, sep, quoted=quoted)
             if df is None:  # pyarrow would read it differently (or not at all): pandas decides and words errors
                 df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
@@ -1134,8 +1155,8 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             for col, labels in distinct.items():
                 _warn_near_duplicates(labels, col)
             return scores
-        if isinstance(df, _ArrowRead):
-            df = df.frame()
+        if isinstance(df, _ArrowRead):  # the pandas route reads the file its own way
+            df = _read_file(path)[0]
     if columns:
         _check_mapping(columns, list(df.columns))
         df = df.rename(columns=dict(columns))
@@ -1400,10 +1421,11 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     y = y[order] if order is not None else np.array(y, dtype=np.float64)
     if order is not None:
         s, gen, j = s[order], gen[order], j[order]
-    sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen, "judge": j}
-    if has_crit:
-        sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
     def build() -> pd.DataFrame:  # every column is a new array: no copy needed
+        sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen,
+                        "judge": j}
+        if has_crit:
+            sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
         columns = {name: _fast_column(coded[name], sorted_codes[name])
                    for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded}
         return pd.DataFrame({**columns, "score": y}, copy=False)
