@@ -121,7 +121,10 @@ def sort_key(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray | No
 
     The key is ``((c0 * n1 + c1) * n2 + c2) ...`` (``n`` = number of labels of each column), so equal keys are
     equal cells. Returns ``(order, sorted_key, has_duplicates)`` with ``order`` None when the rows are
-    already sorted; ``None`` when the key would not fit in an int64.
+    already sorted; ``None`` when the key would not fit in an int64. Rows in long sorted runs are ordered by
+    NumPy's stable sort (a merge of the runs); rows in little order, with keys in a dense range, by counting:
+    ``order[rank[key[i]]] = i`` with ``rank`` the cumulative key counts (stable, as keys that repeat stop it).
+    When a key repeats, ``order`` and ``sorted_key`` may be ``None`` (the caller does not use them then).
     """
     total = 1
     for n in sizes:
@@ -133,9 +136,18 @@ def sort_key(codes: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray | No
     for c, n in zip(codes[1:], sizes[1:]):
         key *= max(n, 1)
         key += c
-    ordered = bool((key[1:] >= key[:-1]).all())
-    order = None if ordered else np.argsort(key, kind="stable")
-    if order is not None:
-        key = key[order]
-    dup = bool((key[1:] == key[:-1]).any())
-    return order, key, dup
+    n = len(key)
+    descents = int(np.count_nonzero(key[1:] < key[:-1]))
+    if descents == 0:
+        return None, key, bool((key[1:] == key[:-1]).any())
+    if descents > n // 64 and total <= 4 * n + 1024:
+        counts = np.bincount(key, minlength=total)
+        if counts.max() > 1:
+            return None, None, True
+        rank = np.cumsum(counts) - 1
+        order = np.empty(n, dtype=np.intp)
+        order[rank[key]] = np.arange(n, dtype=np.intp)
+        return order, np.flatnonzero(counts).astype(key.dtype), False
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    return order, key, bool((key[1:] == key[:-1]).any())

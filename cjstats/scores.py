@@ -537,7 +537,8 @@ def _build_groups(cd: _Codes, s: np.ndarray, gen: np.ndarray, j: np.ndarray, y_a
         groups.append(GroupData(
             model=model, criterion=crit, y=_readonly(y_all[a:b]), scenario=_readonly(scen),
             cell=_readonly(cell), judge=_readonly(judge), cell_scenario=_readonly(cell_scenario),
-            scenario_labels=_readonly(s_lab[gs[s_starts]]), cell_generation_labels=_readonly(gen_lab[ggen[c_starts]]),
+            scenario_labels=_readonly(s_lab if n == len(s_lab) else s_lab[gs[s_starts]]),  # all: shared
+            cell_generation_labels=_readonly(gen_lab[ggen[c_starts]]),
             judge_labels=design.judges, design=design,
         ))
     return groups

@@ -232,3 +232,64 @@ def test_arrow_route_is_taken_for_plain_sources(tmp_path, monkeypatch):
         fast, slow, answered = _both(source, monkeypatch)
         assert answered, source
         _same(fast, slow)
+
+
+# ------------------------------------------------------------------------------------------ the Arrow pieces
+@pytest.mark.parametrize("layout", ["shuffled", "two_sorted_runs", "sorted", "reversed_blocks", "duplicates"])
+def test_sort_key_gives_the_stable_order_of_the_key(layout):
+    from cjstats._read_arrow import sort_key
+
+    rng = np.random.default_rng(7)
+    sizes = [3, 40, 2, 5]
+    cells = np.stack(np.meshgrid(*[np.arange(n) for n in sizes], indexing="ij"), -1).reshape(-1, 4)
+    if layout == "shuffled":
+        cells = cells[rng.permutation(len(cells))]
+    elif layout == "two_sorted_runs":  # one descent: NumPy's merge of runs
+        cells = np.concatenate([cells[600:], cells[:600]])
+    elif layout == "reversed_blocks":  # a few descents only
+        cells = np.concatenate([cells[i:i + 200] for i in range(1000, -1, -200)])
+    elif layout == "duplicates":
+        cells = np.concatenate([cells, cells[[5, 900]]])[rng.permutation(len(cells) + 2)]
+    codes = [cells[:, i].astype(np.int32) for i in range(4)]
+    order, key, dup = sort_key(codes, sizes)
+    want_key = ((cells[:, 0] * 40 + cells[:, 1]) * 2 + cells[:, 2]) * 5 + cells[:, 3]
+    assert dup == (layout == "duplicates")
+    if dup:
+        return
+    want = np.argsort(want_key, kind="stable")
+    if layout == "sorted":
+        assert order is None
+        order = np.arange(len(cells))
+    np.testing.assert_array_equal(order, want)
+    np.testing.assert_array_equal(key, want_key[want])
+
+
+def test_text_codes_of_a_dictionary_with_unused_labels_and_several_chunks():
+    import pyarrow as pa
+
+    from cjstats._read_arrow import text_codes
+
+    chunk1 = pa.DictionaryArray.from_arrays(pa.array([2, 0, 2], pa.int32()), pa.array(["b", "x ", "a"]))
+    chunk2 = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["c", "a", "X"]))
+    codes, labels, is_int, all_used = text_codes(pa.chunked_array([chunk1, chunk2]))
+    values = ["a", "b", "a", "c", "a"]
+    assert [labels[int(c)].as_py() for c in codes] == values
+    assert labels.to_pylist() == sorted(labels.to_pylist()) and not is_int and not all_used
+    assert set(values) <= set(labels.to_pylist())
+
+
+def test_unused_dictionary_labels_raise_no_near_duplicate_warning():
+    """A Parquet dictionary may hold labels no row uses: they must not warn ('x ' and 'X' are unused here)."""
+    import pyarrow as pa
+
+    judge = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 1], pa.int32()),
+                                                             pa.array(["j1", "j2", "x ", "X"]))])
+    cols = {"model": pa.chunked_array([pa.array(["m"] * 4)]), "scenario": pa.chunked_array([pa.array([0, 0, 1, 1])]),
+            "judge": judge, "score": pa.chunked_array([pa.array([1.0, 2.0, 3.0, 4.0])])}
+    got = scores_mod._fast_scores(cols, {}, from_text=False, provenance={})
+    assert got is not None
+    scores, distinct = got
+    assert list(distinct["judge"]) == ["j1", "j2"] and scores.judges == ["j1", "j2"]
+    want = read_scores(pd.DataFrame({"model": "m", "scenario": [0, 0, 1, 1], "judge": ["j1", "j2"] * 2,
+                                     "score": [1.0, 2.0, 3.0, 4.0]}))
+    pd.testing.assert_frame_equal(scores.to_frame(), want.to_frame())
