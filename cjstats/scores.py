@@ -1326,7 +1326,10 @@ def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, An
     got = int_codes(values)
     if got is None:
         return None
-    return got[0], got[1], got[1].astype(object), values.dtype, True
+    codes = got[0]
+    if isinstance(col, pd.Series) and np.shares_memory(codes, values):  # dense ids are their own codes: the
+        codes = codes.copy()  # table must not follow later changes to the caller's DataFrame
+    return codes, got[1], got[1].astype(object), values.dtype, True
 
 
 def _fast_score(col: Any, floats: np.ndarray | None) -> np.ndarray | None:
@@ -1422,13 +1425,15 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     y = y[order] if order is not None else np.array(y, dtype=np.float64)
     if order is not None:
         s, gen, j = s[order], gen[order], j[order]
+    specs = {name: (None, *coded[name][1:4]) for name in names}  # labels and dtypes only (not the row codes)
+
     def build() -> pd.DataFrame:  # every column is a new array: no copy needed
         sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen,
                         "judge": j}
         if has_crit:
             sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
-        columns = {name: _fast_column(coded[name], sorted_codes[name])
-                   for name in ("model", "scenario", "generation", "judge", "criterion") if name in coded}
+        columns = {name: _fast_column(specs[name], sorted_codes[name])
+                   for name in ("model", "scenario", "generation", "judge", "criterion") if name in specs}
         return pd.DataFrame({**columns, "score": y}, copy=False)
 
     groups = _build_groups(cd, s, gen, j, y, sizes, {})

@@ -293,3 +293,31 @@ def test_unused_dictionary_labels_raise_no_near_duplicate_warning():
     want = read_scores(pd.DataFrame({"model": "m", "scenario": [0, 0, 1, 1], "judge": ["j1", "j2"] * 2,
                                      "score": [1.0, 2.0, 3.0, 4.0]}))
     pd.testing.assert_frame_equal(scores.to_frame(), want.to_frame())
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_table_does_not_follow_later_changes_to_the_callers_frame(order):
+    """The Arrow route may use a DataFrame's own arrays as codes; the table (built late) must not share them."""
+    df = _table(n_scen=70)
+    if order == "sorted":
+        df = df.sort_values(["model", "scenario", "generation", "judge"]).reset_index(drop=True)
+    want = read_scores(df.copy()).to_frame()
+    s = read_scores(df)
+    before = [g.y.copy() for g in s.groups()]
+    df.loc[:, "score"] = -5.0  # in place, in the frame's own arrays
+    df.loc[:, "scenario"] = 3
+    df.loc[:, "generation"] = 1
+    pd.testing.assert_frame_equal(s.to_frame(), want)
+    for g, y in zip(s.groups(), before, strict=True):
+        np.testing.assert_array_equal(g.y, y)
+
+
+def test_gzip_csv_takes_the_arrow_route(tmp_path, monkeypatch):
+    import gzip
+
+    path = tmp_path / "s.csv.gz"
+    with gzip.open(path, "wt") as fh:
+        _table(criteria=("c1",)).to_csv(fh, index=False)
+    fast, slow, answered = _both(path, monkeypatch)
+    assert answered
+    _same(fast, slow)
