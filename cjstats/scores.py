@@ -1324,8 +1324,9 @@ def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, An
             return None
         values = col.to_numpy()
     got = int_codes(values)
-    if got is None:
-        return None
+    if got is None:  # ids spread over a wide range (hashes, timestamps): a hash table, as the pandas route does
+        codes, uniques = pd.factorize(values, sort=True)
+        got = codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=values.dtype)
     codes = got[0]
     if isinstance(col, pd.Series) and np.shares_memory(codes, values):  # dense ids are their own codes: the
         codes = codes.copy()  # table must not follow later changes to the caller's DataFrame
