@@ -646,8 +646,8 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool
     then words the error), the file starts with a byte-order mark, or a value is one of pandas' missing-value
     strings (``NA``, empty, ...), starts with a space or tab (pandas skips those) or holds a quote character.
 
-    With ``as_table`` it returns ``(table, columns, floats)`` instead of the DataFrame: the Arrow table of
-    text, ``columns`` the same columns by name with the ``labels`` columns (names as in the header, stripped)
+    With ``as_table`` it returns ``(table, columns, floats)`` instead of the DataFrame: the Arrow table as
+    read, ``columns`` its columns by name with the ``labels`` columns (names as in the header, stripped)
     dictionary-encoded, and ``floats`` the float64 values of every other column that holds only finite numbers.
     A label column is checked on its distinct values only. The ``numbers`` columns are parsed as float64 while
     reading (no text is kept for them); when one holds anything but finite numbers the file is read again
