@@ -761,7 +761,8 @@ def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | 
             else:
                 return None
             wanted.append(name)
-        table = pq.read_table(path, columns=wanted, read_dictionary=text)
+        with pq.ParquetFile(path, read_dictionary=text) as pf:  # one file: no dataset layer
+            table = pf.read(columns=wanted)
     except Exception:  # noqa: BLE001 - no pyarrow, or a file it cannot read: the pandas route words the error
         return None
     if table.column_names != wanted:
