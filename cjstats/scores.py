@@ -718,11 +718,13 @@ _LABELS = (*_ID_COLUMNS, "criterion")
 class _ArrowRead:
     """A score file read by pyarrow: all its column names, the columns read by name (Arrow arrays; label columns
     of a text file dictionary-encoded) and the float64 values of the text columns that hold only finite
-    numbers. When the Arrow route declines the table, the file is read again by the pandas route."""
+    numbers. When the Arrow route declines the table, ``frame()`` gives the DataFrame the pandas route starts
+    from, or, when ``frame`` is None, the pandas route reads the file again."""
 
     names: list[str]
     columns: Mapping[str, Any]
     floats: Mapping[str, np.ndarray]
+    frame: Any = None
 
 
 def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | None:
@@ -798,13 +800,16 @@ def _read_file(path: Path, *, arrow: Mapping[str, str] | None = None) -> tuple[A
             if twice is not None:
                 raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
                                    f"each column has its own name.")
-            if arrow is not None and sep != ";":  # line numbers are only for messages: not counted here
+            # the Arrow route (not for decimal commas or reference raters); lines are counted only for messages
+            if arrow is not None and sep != ";" and all(arrow.get(c, c) != "judge_type" for c in header):
                 labels = [c for c in header if arrow.get(c, c) in _LABELS]
                 numbers = [c for c in header if arrow.get(c, c) == "score"]
                 got = _read_csv_arrow(path, sep, quoted=_has_quote(path), as_table=True, labels=labels,
                                       numbers=numbers)
                 if got is not None:
-                    return _ArrowRead(list(got[1]), got[1], got[2]), info
+                    # declined: the table as read (text ids, parsed scores) is what the pandas route reads
+                    return _ArrowRead(list(got[1]), got[1], got[2],
+                                      lambda: _csv_frame(got[0].to_pandas(), _scan_lines(path)[0])), info
             n_lines, quoted = _scan_lines(path)
             df = _read_csv_arrow(path, sep, quoted=quoted)
             if df is None:  # pyarrow would read it differently (or not at all): pandas decides and words errors
@@ -1157,8 +1162,8 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             for col, labels in distinct.items():
                 _warn_near_duplicates(labels, col)
             return scores
-        if isinstance(df, _ArrowRead):  # the pandas route reads the file its own way
-            df = _read_file(path)[0]
+        if isinstance(df, _ArrowRead):  # the pandas route starts from the table read, or reads the file again
+            df = df.frame() if df.frame is not None else _read_file(path)[0]
     if columns:
         _check_mapping(columns, list(df.columns))
         df = df.rename(columns=dict(columns))

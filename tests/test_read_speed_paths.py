@@ -324,3 +324,25 @@ def test_gzip_csv_takes_the_arrow_route(tmp_path, monkeypatch):
     fast, slow, answered = _both(path, monkeypatch)
     assert answered
     _same(fast, slow)
+
+
+@pytest.mark.parametrize("case", ["duplicates", "sentinel", "judge_type", "duplicates_error"])
+def test_declined_csv_reads_what_the_pandas_route_reads(case, tmp_path, monkeypatch):
+    """A CSV the Arrow route reads but declines (scores parsed while reading) goes on from that table: the
+    result, warnings and messages (with line numbers) equal the pandas route's from the file."""
+    df = _table(n_scen=20, criteria=("c1", "c2"))
+    kw = {"duplicates": "error" if case == "duplicates_error" else "mean"}
+    if case.startswith("duplicates"):
+        df = pd.concat([df, df.iloc[[3, 50, 51]].assign(score=lambda d: d["score"] + 1)], ignore_index=True)
+    elif case == "sentinel":
+        df = df.assign(score=lambda d: d["score"].abs().where(d.index % 17 != 0, -1.0))
+    else:
+        df = df.assign(judge_type=lambda d: np.where(d["judge"] == "j0", "human", "llm"))
+    path = tmp_path / "s.csv"
+    df.to_csv(path, index=False)
+    fast = _read(path, **kw)
+    monkeypatch.setattr(scores_mod, "_read_csv_arrow", lambda *a, **k: None)
+    monkeypatch.setattr(scores_mod, "_text_scores", lambda *a, **k: None)
+    _same(fast, _read(path, **kw))
+    if case == "duplicates_error":
+        assert "lines" in fast[1]
