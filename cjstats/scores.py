@@ -492,56 +492,101 @@ def _build_groups(cd: _Codes, s: np.ndarray, gen: np.ndarray, j: np.ndarray, y_a
     """Each group's local codes, design and read-only arrays from the sorted codes ``s, gen, j`` and scores.
 
     ``sizes[g]`` is the row count of group code ``g`` (model, or model x criterion); rows are sorted by group,
-    so each group is one run of rows.
+    so each group is one run of rows, and each (scenario, generation) cell a run within it.
     """
-    s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
     n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
     gids = np.flatnonzero(sizes)
     stops = np.cumsum(sizes[gids])
     starts = stops - sizes[gids]
-    n_judges_all = len(j_lab)
     groups = []
     for gid, a, b in zip(gids, starts, stops):
-        gs, ggen, gj = s[a:b], gen[a:b], j[a:b]
-        new_s = np.empty(b - a, dtype=bool)  # first row of a scenario, then of a cell
-        new_s[0] = True
-        np.not_equal(gs[1:], gs[:-1], out=new_s[1:])
-        new_c = new_s.copy()
+        gs, ggen = s[a:b], gen[a:b]
+        new_c = np.empty(b - a, dtype=bool)  # first row of a cell
+        new_c[0] = True
+        np.not_equal(gs[1:], gs[:-1], out=new_c[1:])
         new_c[1:] |= ggen[1:] != ggen[:-1]
-        s_starts, c_starts = np.flatnonzero(new_s), np.flatnonzero(new_c)
-        n, n_cells = len(s_starts), len(c_starts)
-        per_cell = np.diff(c_starts, append=b - a)  # rows of each cell
-        # local codes count the starts before each row (a cumsum of new_s), written as runs
-        scen = np.repeat(np.arange(n, dtype=np.int64), np.diff(s_starts, append=b - a))
-        cell = np.repeat(np.arange(n_cells, dtype=np.int64), per_cell)
-        seen = np.zeros(n_judges_all, dtype=bool)
-        seen[gj] = True
-        judges_global = np.flatnonzero(seen)
-        k = len(judges_global)
-        # local judge codes: the global ones when the group has every judge
-        judge = gj.astype(np.int64, copy=False) if k == n_judges_all else (np.cumsum(seen) - 1)[gj]
-        cell_scenario = scen[c_starts]
-        m_per = np.bincount(cell_scenario, minlength=n)
-        n_missing = int(n_cells * k - (b - a))
-        model = str(cd.model_labels[gid // n_crit])
-        crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
-        design = GroupDesign(
-            model=model, criterion=crit, n_rows=int(b - a), n_scenarios=n,
-            generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
-            generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k,
-            judges=tuple(str(x) for x in j_lab[judges_global]), n_cells=n_cells, n_missing=n_missing,
-            n_duplicates=int(n_duplicates.get((model, crit), 0)),
-            complete=bool((per_cell == k).all()),
-            balanced=bool((per_cell == k).all() and (m_per == m_per[0]).all()),
-        )
-        groups.append(GroupData(
-            model=model, criterion=crit, y=_readonly(y_all[a:b]), scenario=_readonly(scen),
-            cell=_readonly(cell), judge=_readonly(judge), cell_scenario=_readonly(cell_scenario),
-            scenario_labels=_readonly(s_lab if n == len(s_lab) else s_lab[gs[s_starts]]),  # all: shared
-            cell_generation_labels=_readonly(gen_lab[ggen[c_starts]]),
-            judge_labels=design.judges, design=design,
-        ))
+        c_starts = np.flatnonzero(new_c)
+        groups.append(_group(cd, gid, n_crit, y_all[a:b], j[a:b], c_starts, gs[c_starts], ggen[c_starts],
+                             n_duplicates))
     return groups
+
+
+def _groups_from_key(cd: _Codes, key: np.ndarray, y_all: np.ndarray, bounds: np.ndarray,
+                     sizes: tuple[int, int, int]) -> tuple[list[GroupData], Any]:
+    """:func:`_build_groups` from the sorted key ``((group * ns + s) * ngen + gen) * nj + j`` instead of the
+    sorted code columns (``sizes = (ns, ngen, nj)``; group ``g`` holds rows ``bounds[g]:bounds[g + 1]``).
+
+    The cell of a row is ``key // nj`` and its judge ``key - cell * nj``; scenario and generation are read once
+    per cell, not per row. Also returns a function that gives the sorted scenario, generation and judge codes
+    of every row (for the long frame).
+    """
+    ns, ngen, nj = sizes
+    n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
+    cellkey = key // nj
+    j = cellkey * nj
+    np.subtract(key, j, out=j)
+    new_c = np.empty(len(key), dtype=bool)
+    new_c[0] = True
+    np.not_equal(cellkey[1:], cellkey[:-1], out=new_c[1:])
+    c_starts = np.flatnonzero(new_c)
+    per_cell_key = cellkey[c_starts]
+    scen_key = per_cell_key // ngen
+    cell_gen = per_cell_key - scen_key * ngen
+    cell_s = scen_key % ns
+    groups = []
+    for gid in np.flatnonzero(np.diff(bounds)):
+        a, b = bounds[gid], bounds[gid + 1]
+        lo, hi = np.searchsorted(c_starts, [a, b])  # the cells of the group (groups start at a cell)
+        groups.append(_group(cd, gid, n_crit, y_all[a:b], j[a:b], c_starts[lo:hi] - a, cell_s[lo:hi],
+                             cell_gen[lo:hi], {}))
+    def row_codes() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.diff(c_starts, append=len(key))  # rows of every cell
+        return np.repeat(cell_s, rows), np.repeat(cell_gen, rows), j
+
+    return groups, row_codes
+
+
+def _group(cd: _Codes, gid: int, n_crit: int, y: np.ndarray, gj: np.ndarray, c_starts: np.ndarray,
+           cell_s: np.ndarray, cell_gen: np.ndarray, n_duplicates: Mapping[tuple, int]) -> GroupData:
+    """One group from its scores ``y``, judge codes ``gj`` (rows sorted by cell, then judge), the first row of
+    each cell and each cell's global scenario and generation codes."""
+    s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
+    n_rows, n_cells = len(y), len(c_starts)
+    per_cell = np.diff(c_starts, append=n_rows)  # rows of each cell
+    new_s = np.empty(n_cells, dtype=bool)  # first cell of a scenario
+    new_s[0] = True
+    np.not_equal(cell_s[1:], cell_s[:-1], out=new_s[1:])
+    s_first = np.flatnonzero(new_s)
+    n = len(s_first)
+    m_per = np.diff(s_first, append=n_cells)  # generations (cells) of each scenario
+    # local codes count the starts before each row (a cumsum), written as runs
+    cell_scenario = np.repeat(np.arange(n, dtype=np.int64), m_per)
+    scen = np.repeat(cell_scenario, per_cell)
+    cell = np.repeat(np.arange(n_cells, dtype=np.int64), per_cell)
+    seen = np.zeros(len(j_lab), dtype=bool)
+    seen[gj] = True
+    judges_global = np.flatnonzero(seen)
+    k = len(judges_global)
+    # local judge codes: the global ones when the group has every judge
+    judge = gj.astype(np.int64, copy=False) if k == len(j_lab) else (np.cumsum(seen) - 1)[gj]
+    model = str(cd.model_labels[gid // n_crit])
+    crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
+    design = GroupDesign(
+        model=model, criterion=crit, n_rows=int(n_rows), n_scenarios=n,
+        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
+        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k,
+        judges=tuple(str(x) for x in j_lab[judges_global]), n_cells=n_cells, n_missing=int(n_cells * k - n_rows),
+        n_duplicates=int(n_duplicates.get((model, crit), 0)),
+        complete=bool((per_cell == k).all()),
+        balanced=bool((per_cell == k).all() and (m_per == m_per[0]).all()),
+    )
+    return GroupData(
+        model=model, criterion=crit, y=_readonly(y), scenario=_readonly(scen),
+        cell=_readonly(cell), judge=_readonly(judge), cell_scenario=_readonly(cell_scenario),
+        scenario_labels=_readonly(s_lab if n == len(s_lab) else s_lab[cell_s[s_first]]),  # all: shared
+        cell_generation_labels=_readonly(gen_lab[cell_gen]),
+        judge_labels=design.judges, design=design,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -1430,11 +1475,12 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     gids = np.flatnonzero(sizes)
     # y may be the caller's memory (a DataFrame column) or a read-only Arrow buffer: the table gets its own copy
     y = y[order] if order is not None else np.array(y, dtype=np.float64)
-    if order is not None:
-        s, gen, j = s[order], gen[order], j[order]
+    groups, row_codes = _groups_from_key(cd, key, y, bounds, (len(coded["scenario"][2]),
+                                                              len(coded["generation"][2]), len(coded["judge"][2])))
     specs = {name: (None, *coded[name][1:4]) for name in names}  # labels and dtypes only (not the row codes)
 
     def build() -> pd.DataFrame:  # every column is a new array: no copy needed
+        s, gen, j = row_codes()
         sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen,
                         "judge": j}
         if has_crit:
@@ -1443,7 +1489,6 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
                    for name in ("model", "scenario", "generation", "judge", "criterion") if name in specs}
         return pd.DataFrame({**columns, "score": y}, copy=False)
 
-    groups = _build_groups(cd, s, gen, j, y, sizes, {})
     # the pandas route warns about labels that differ only in case or spaces in every column not of integers
     distinct = {}
     for name in names:

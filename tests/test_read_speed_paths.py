@@ -346,3 +346,18 @@ def test_declined_csv_reads_what_the_pandas_route_reads(case, tmp_path, monkeypa
     _same(fast, _read(path, **kw))
     if case == "duplicates_error":
         assert "lines" in fast[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ragged_designs_give_the_same_groups(seed, monkeypatch):
+    """Groups built from the sorted key (Arrow route) equal those built from the sorted codes (pandas route) on
+    ragged designs: rows dropped at random, a judge missing from one model, scenarios with 1 to 3 generations."""
+    rng = np.random.default_rng(seed)
+    df = _table(n_scen=30, m=3, k=4, models=("m3", "m1", "m2"), seed=seed, criteria=("c2", "c1"))
+    df = df[rng.random(len(df)) > 0.3]
+    df = df[~((df["model"] == "m2") & (df["judge"] == "j1"))]
+    df = df[~((df["scenario"] % 3 == 0) & (df["generation"] > 0))].reset_index(drop=True)
+    fast, slow, answered = _both(df, monkeypatch)
+    assert answered
+    _same(fast, slow)
+    assert any(not d.complete for _, d, _, _ in fast[3])
