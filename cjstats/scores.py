@@ -539,8 +539,10 @@ def _groups_from_key(cd: _Codes, key: np.ndarray, y_all: np.ndarray, bounds: np.
         lo, hi = np.searchsorted(c_starts, [a, b])  # the cells of the group (groups start at a cell)
         groups.append(_group(cd, gid, n_crit, y_all[a:b], j[a:b], c_starts[lo:hi] - a, cell_s[lo:hi],
                              cell_gen[lo:hi], {}))
+    n_rows = len(key)  # (the closure below keeps the cell arrays, not the key)
+
     def row_codes() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows = np.diff(c_starts, append=len(key))  # rows of every cell
+        rows = np.diff(c_starts, append=n_rows)  # rows of every cell
         return np.repeat(cell_s, rows), np.repeat(cell_gen, rows), j
 
     return groups, row_codes
