@@ -3,6 +3,8 @@
 The data (2 models x rows/20 scenarios x 2 generations x 5 judges) are written by make_scale_data.py under
 ``--out`` (generated, never committed); the CSV is the same table. Each figure is the median of ``--repeat``
 runs after one warm-up run. The goal: read_scores within 2x of the pyarrow floor of the same file.
+read_scores builds the sorted long frame on first use (analyses read the groups), so the last rows time
+``read_scores(...).to_frame()`` too.
 
 Run:  .venv/bin/python benchmarks/bench_read.py [--rows 1000000] [--out /tmp/cj_read] [--repeat 5]
 """
@@ -54,6 +56,9 @@ def main() -> None:
         ("Parquet", lambda: cj.read_scores(parquet), "pyarrow.parquet.read_table", lambda: pq.read_table(parquet)),
         ("CSV", lambda: cj.read_scores(csv), "pyarrow.csv.read_csv", lambda: pcsv.read_csv(csv)),
         ("DataFrame", lambda: cj.read_scores(frame), "-", None),
+        ("Parquet + to_frame()", lambda: cj.read_scores(parquet).to_frame(), "pyarrow.parquet.read_table",
+         lambda: pq.read_table(parquet)),
+        ("DataFrame + to_frame()", lambda: cj.read_scores(frame).to_frame(), "-", None),
     ]
     print(f"{len(frame):,} rows, median of {args.repeat} runs (s)\n")
     print("| source | read_scores | floor | floor (s) | ratio |")

@@ -130,7 +130,7 @@ class Scores:
     ``n_reference_raters`` and ``reference_items`` (judged cells with at least one reference rating).
     """
 
-    __slots__ = ("_frame", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
+    __slots__ = ("_table", "_build", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
 
     def __init__(self, frame: pd.DataFrame, *, provenance: Mapping[str, Any] | None = None,
                  _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None,
@@ -138,12 +138,32 @@ class Scores:
         # ``frame`` must come from read_scores (validated, canonical columns); users call read_scores.
         # ``_codes``: the key codes read_scores already computed for exactly this frame (saves a second pass).
         self._has_criterion = "criterion" in frame.columns
-        self._frame, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {}, _codes)
+        self._table, self._groups = _index_groups(frame, self._has_criterion, _n_duplicates or {}, _codes)
+        self._build = None
         self._reference = _reference_rows(_reference)
         provenance = dict(provenance or {})
         if self._reference is not None:
             provenance["reference"] = _reference_note(self._reference)
         self._provenance = MappingProxyType(provenance)
+
+    @classmethod
+    def _assembled(cls, build: Any, has_criterion: bool, groups: list[GroupData],
+                   provenance: Mapping[str, Any]) -> Scores:
+        """A table from its groups, built by read_scores' Arrow route (no reference rows); ``build()`` gives the
+        sorted long frame, made on first use (analyses read the groups, not the frame)."""
+        self = cls.__new__(cls)
+        self._has_criterion = has_criterion
+        self._table, self._build, self._groups, self._reference = None, build, groups, None
+        self._provenance = MappingProxyType(dict(provenance))
+        return self
+
+    @property
+    def _frame(self) -> pd.DataFrame:
+        """The validated long table, sorted (built from the codes on first use by the Arrow route)."""
+        if self._table is None:
+            self._table = self._build()
+            self._build = None
+        return self._table
 
     # -- public accessors ----------------------------------------------------------------------------
     @property
@@ -165,7 +185,7 @@ class Scores:
 
     @property
     def judges(self) -> list[str]:
-        return sorted(set(self._frame["judge"].astype(str)))
+        return sorted({j for g in self._groups for j in g.judge_labels})  # every row is in one group
 
     @property
     def design(self) -> pd.DataFrame:
@@ -184,11 +204,11 @@ class Scores:
         return self._frame.copy()
 
     def __len__(self) -> int:
-        return len(self._frame)
+        return sum(g.design.n_rows for g in self._groups)  # every row is in one group
 
     def __repr__(self) -> str:
         crit = f", {len(self.criteria)} criteria" if self._has_criterion else ""
-        return (f"<Scores: {len(self._frame):,} rows, {len(self.models)} models{crit}, "
+        return (f"<Scores: {len(self):,} rows, {len(self.models)} models{crit}, "
                 f"{len(self.judges)} judges>")
 
     def groups(self) -> Iterator[GroupData]:
@@ -456,8 +476,6 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
     n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
     sizes = np.bincount(cd.group, minlength=len(cd.model_labels) * n_crit)
     gids = np.flatnonzero(sizes)
-    stops = np.cumsum(sizes[gids])
-    starts = stops - sizes[gids]
     if cd.order is not None:
         sorted_codes = {"model": (np.repeat(gids // n_crit, sizes[gids]), cd.model_labels),
                         "scenario": (s, s_lab), "generation": (gen, gen_lab), "judge": (j, j_lab)}
@@ -466,44 +484,111 @@ def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mappin
         frame = _sorted_frame(frame, cd.order, sorted_codes)
     frame = frame.reset_index(drop=True)
     y_all = frame["score"].to_numpy(dtype=np.float64)
-    n_judges_all = len(j_lab)
+    return frame, _build_groups(cd, s, gen, j, y_all, sizes, n_duplicates)
+
+
+def _build_groups(cd: _Codes, s: np.ndarray, gen: np.ndarray, j: np.ndarray, y_all: np.ndarray, sizes: np.ndarray,
+                  n_duplicates: Mapping[tuple, int]) -> list[GroupData]:
+    """Each group's local codes, design and read-only arrays from the sorted codes ``s, gen, j`` and scores.
+
+    ``sizes[g]`` is the row count of group code ``g`` (model, or model x criterion); rows are sorted by group,
+    so each group is one run of rows, and each (scenario, generation) cell a run within it.
+    """
+    n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
+    gids = np.flatnonzero(sizes)
+    stops = np.cumsum(sizes[gids])
+    starts = stops - sizes[gids]
     groups = []
     for gid, a, b in zip(gids, starts, stops):
-        gs, ggen, gj = s[a:b], gen[a:b], j[a:b]
-        new_s = np.empty(b - a, dtype=bool)
-        new_s[0] = True
-        new_s[1:] = gs[1:] != gs[:-1]
-        new_c = new_s.copy()
+        gs, ggen = s[a:b], gen[a:b]
+        new_c = np.empty(b - a, dtype=bool)  # first row of a cell
+        new_c[0] = True
+        np.not_equal(gs[1:], gs[:-1], out=new_c[1:])
         new_c[1:] |= ggen[1:] != ggen[:-1]
-        scen = np.cumsum(new_s) - 1
-        cell = np.cumsum(new_c) - 1
-        seen = np.zeros(n_judges_all, dtype=bool)
-        seen[gj] = True
-        judges_global = np.flatnonzero(seen)
-        judge = (np.cumsum(seen) - 1)[gj]
-        cell_scenario = scen[new_c]
-        n, n_cells, k = int(scen[-1]) + 1, int(cell[-1]) + 1, len(judges_global)
-        m_per = np.bincount(cell_scenario, minlength=n)
-        per_cell = np.bincount(cell, minlength=n_cells)
-        n_missing = int(n_cells * k - (b - a))
-        model = str(cd.model_labels[gid // n_crit])
-        crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
-        design = GroupDesign(
-            model=model, criterion=crit, n_rows=int(b - a), n_scenarios=n,
-            generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
-            generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k,
-            judges=tuple(str(x) for x in j_lab[judges_global]), n_cells=n_cells, n_missing=n_missing,
-            n_duplicates=int(n_duplicates.get((model, crit), 0)),
-            complete=bool((per_cell == k).all()),
-            balanced=bool((per_cell == k).all() and (m_per == m_per[0]).all()),
-        )
-        groups.append(GroupData(
-            model=model, criterion=crit, y=_readonly(y_all[a:b]), scenario=_readonly(scen),
-            cell=_readonly(cell), judge=_readonly(judge.astype(np.int64)), cell_scenario=_readonly(cell_scenario),
-            scenario_labels=_readonly(s_lab[gs[new_s]]), cell_generation_labels=_readonly(gen_lab[ggen[new_c]]),
-            judge_labels=design.judges, design=design,
-        ))
-    return frame, groups
+        c_starts = np.flatnonzero(new_c)
+        groups.append(_group(cd, gid, n_crit, y_all[a:b], j[a:b], c_starts, gs[c_starts], ggen[c_starts],
+                             n_duplicates))
+    return groups
+
+
+def _groups_from_key(cd: _Codes, key: np.ndarray, y_all: np.ndarray, bounds: np.ndarray,
+                     sizes: tuple[int, int, int]) -> tuple[list[GroupData], Any]:
+    """:func:`_build_groups` from the sorted key ``((group * ns + s) * ngen + gen) * nj + j`` instead of the
+    sorted code columns (``sizes = (ns, ngen, nj)``; group ``g`` holds rows ``bounds[g]:bounds[g + 1]``).
+
+    The cell of a row is ``key // nj`` and its judge ``key - cell * nj``; scenario and generation are read once
+    per cell, not per row. Also returns a function that gives the sorted scenario, generation and judge codes
+    of every row (for the long frame).
+    """
+    ns, ngen, nj = sizes
+    n_crit = 1 if cd.criterion_labels is None else len(cd.criterion_labels)
+    cellkey = key // nj
+    j = cellkey * nj
+    np.subtract(key, j, out=j)
+    new_c = np.empty(len(key), dtype=bool)
+    new_c[0] = True
+    np.not_equal(cellkey[1:], cellkey[:-1], out=new_c[1:])
+    c_starts = np.flatnonzero(new_c)
+    per_cell_key = cellkey[c_starts]
+    scen_key = per_cell_key // ngen
+    cell_gen = per_cell_key - scen_key * ngen
+    cell_s = scen_key % ns
+    groups = []
+    for gid in np.flatnonzero(np.diff(bounds)):
+        a, b = bounds[gid], bounds[gid + 1]
+        lo, hi = np.searchsorted(c_starts, [a, b])  # the cells of the group (groups start at a cell)
+        groups.append(_group(cd, gid, n_crit, y_all[a:b], j[a:b], c_starts[lo:hi] - a, cell_s[lo:hi],
+                             cell_gen[lo:hi], {}))
+    n_rows = len(key)  # (the closure below keeps the cell arrays, not the key)
+
+    def row_codes() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.diff(c_starts, append=n_rows)  # rows of every cell
+        return np.repeat(cell_s, rows), np.repeat(cell_gen, rows), j
+
+    return groups, row_codes
+
+
+def _group(cd: _Codes, gid: int, n_crit: int, y: np.ndarray, gj: np.ndarray, c_starts: np.ndarray,
+           cell_s: np.ndarray, cell_gen: np.ndarray, n_duplicates: Mapping[tuple, int]) -> GroupData:
+    """One group from its scores ``y``, judge codes ``gj`` (rows sorted by cell, then judge), the first row of
+    each cell and each cell's global scenario and generation codes."""
+    s_lab, gen_lab, j_lab = cd.scenario_labels, cd.generation_labels, cd.judge_labels
+    n_rows, n_cells = len(y), len(c_starts)
+    per_cell = np.diff(c_starts, append=n_rows)  # rows of each cell
+    new_s = np.empty(n_cells, dtype=bool)  # first cell of a scenario
+    new_s[0] = True
+    np.not_equal(cell_s[1:], cell_s[:-1], out=new_s[1:])
+    s_first = np.flatnonzero(new_s)
+    n = len(s_first)
+    m_per = np.diff(s_first, append=n_cells)  # generations (cells) of each scenario
+    # local codes count the starts before each row (a cumsum), written as runs
+    cell_scenario = np.repeat(np.arange(n, dtype=np.int64), m_per)
+    scen = np.repeat(cell_scenario, per_cell)
+    cell = np.repeat(np.arange(n_cells, dtype=np.int64), per_cell)
+    seen = np.zeros(len(j_lab), dtype=bool)
+    seen[gj] = True
+    judges_global = np.flatnonzero(seen)
+    k = len(judges_global)
+    # local judge codes: the global ones when the group has every judge
+    judge = gj.astype(np.int64, copy=False) if k == len(j_lab) else (np.cumsum(seen) - 1)[gj]
+    model = str(cd.model_labels[gid // n_crit])
+    crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
+    design = GroupDesign(
+        model=model, criterion=crit, n_rows=int(n_rows), n_scenarios=n,
+        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
+        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k,
+        judges=tuple(str(x) for x in j_lab[judges_global]), n_cells=n_cells, n_missing=int(n_cells * k - n_rows),
+        n_duplicates=int(n_duplicates.get((model, crit), 0)),
+        complete=bool((per_cell == k).all()),
+        balanced=bool((per_cell == k).all() and (m_per == m_per[0]).all()),
+    )
+    return GroupData(
+        model=model, criterion=crit, y=_readonly(y), scenario=_readonly(scen),
+        cell=_readonly(cell), judge=_readonly(judge), cell_scenario=_readonly(cell_scenario),
+        scenario_labels=_readonly(s_lab if n == len(s_lab) else s_lab[cell_s[s_first]]),  # all: shared
+        cell_generation_labels=_readonly(gen_lab[cell_gen]),
+        judge_labels=design.judges, design=design,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -535,6 +620,16 @@ def _scan_lines(path: Path) -> tuple[int, bool]:
             quote = quote or b'"' in block
             last = block[-1:]
     return n + (last != b"\n"), quote
+
+
+def _has_quote(path: Path) -> bool:
+    """Whether a text file holds a ``"`` anywhere (a memory-mapped search; gzip files are read through)."""
+    import mmap
+
+    if path.name.lower().endswith(".gz"):
+        return _scan_lines(path)[1]
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return mm.find(b'"') != -1
 
 
 def _sniff_separator(path: Path, kind: str) -> str:
@@ -589,13 +684,21 @@ _CSV_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
            "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 
 
-def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True) -> pd.DataFrame | None:
+def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True, as_table: bool = False,
+                    labels: Sequence[str] = (), numbers: Sequence[str] = ()) -> Any:
     """The table ``pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True)`` gives, read by pyarrow.csv.
 
     Every column is read as text. Returns ``None`` whenever pandas could read the file differently, so the
     caller reads it with pandas: pyarrow is missing or fails (ragged rows, bad UTF-8, cut-short gzip: pandas
     then words the error), the file starts with a byte-order mark, or a value is one of pandas' missing-value
     strings (``NA``, empty, ...), starts with a space or tab (pandas skips those) or holds a quote character.
+
+    With ``as_table`` it returns ``(table, columns, floats)`` instead of the DataFrame: the Arrow table as
+    read, ``columns`` its columns by name with the ``labels`` columns (names as in the header, stripped)
+    dictionary-encoded, and ``floats`` the float64 values of every other column that holds only finite numbers.
+    A label column is checked on its distinct values only. The ``numbers`` columns are parsed as float64 while
+    reading (no text is kept for them); when one holds anything but finite numbers the file is read again
+    all as text.
     """
     import io
 
@@ -613,30 +716,115 @@ def _read_csv_arrow(path: Path, sep: str, *, quoted: bool = True) -> pd.DataFram
         # a file without any quote has no quoted line break, and parses faster knowing so
         parse = pcsv.ParseOptions(delimiter=sep, newlines_in_values=quoted)
         names = pcsv.read_csv(io.BytesIO(first.encode("utf-8")), parse_options=parse).column_names
-        convert = pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=False,
+        types = {n: pa.float64() if n.strip() in numbers else pa.string() for n in names}
+        convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
                                       quoted_strings_can_be_null=False)
         table = pcsv.read_csv(path, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, OSError, UnicodeDecodeError, EOFError, ValueError):
+        if numbers:  # perhaps a score that does not parse: the text read decides
+            return _read_csv_arrow(path, sep, quoted=quoted, as_table=as_table, labels=labels)
         return None
     if table.column_names != names:
         return None
     na = pa.array(_CSV_NA, type=pa.string())
-    for column in table.columns:
-        try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
-            if len(column) and np.isfinite(pc.cast(column.slice(0, 1), pa.float64()).to_numpy()).all() \
-                    and np.isfinite(pc.cast(column, pa.float64()).to_numpy()).all():
-                continue
-        except pa.ArrowException:
-            pass
-        values = column.unique() if column.num_chunks else column
+    columns, floats = {}, {}
+    for name, column in zip(names, table.columns):
+        name = name.strip()
+        columns[name] = column
+        if name in numbers:
+            values = column.to_numpy() if not column.null_count and len(column) else None
+            if values is None or not np.isfinite(values).all():  # missing or not finite: the text read decides
+                return _read_csv_arrow(path, sep, quoted=quoted, as_table=as_table, labels=labels)
+            floats[name] = values
+            continue
+        if name not in labels:
+            try:  # a column of finite numbers holds no missing-value string, space or quote: nothing to check
+                if len(column) and np.isfinite(pc.cast(column.slice(0, 1), pa.float64()).to_numpy()).all():
+                    values = pc.cast(column, pa.float64()).to_numpy()
+                    if np.isfinite(values).all():
+                        floats[name] = values
+                        continue
+            except pa.ArrowException:
+                pass
+            values = column.unique() if column.num_chunks else column
+        else:  # label columns are coded by their distinct values anyway: encode once, check the dictionary
+            if column.num_chunks:  # one chunk, one dictionary (chunks encoded apart would need unifying)
+                column = pa.chunked_array([pc.dictionary_encode(column.combine_chunks())])
+                columns[name] = column
+            values = column.chunk(0).dictionary if column.num_chunks else column
         if len(values) and (pc.any(pc.is_in(values, value_set=na)).as_py()
                             or pc.any(pc.match_substring_regex(values, r'^[ \t]|"')).as_py()):
             return None
-    return table.to_pandas()
+    return (table, columns, floats) if as_table else table.to_pandas()
 
 
-def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`)."""
+_LABELS = (*_ID_COLUMNS, "criterion")
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrowRead:
+    """A score file read by pyarrow: all its column names, the columns read by name (Arrow arrays; label columns
+    of a text file dictionary-encoded) and the float64 values of the text columns that hold only finite
+    numbers. When the Arrow route declines the table, ``frame()`` gives the DataFrame the pandas route starts
+    from, or, when ``frame`` is None, the pandas route reads the file again."""
+
+    names: list[str]
+    columns: Mapping[str, Any]
+    floats: Mapping[str, np.ndarray]
+    frame: Any = None
+
+
+def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | None:
+    """The columns ``read_scores`` uses of a Parquet file, text columns read dictionary-encoded (no string is
+    materialised), or ``None`` when ``pd.read_parquet`` could give something else than the plain conversion of
+    those columns: pandas metadata that restores an index, a category, a nullable or a ``string`` dtype, or a
+    type the fast route does not take (the pandas route then reads the file)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from cjstats._read_arrow import is_text_type
+
+        schema = pq.read_schema(path)
+        meta = schema.pandas_metadata or {}
+        if any(not isinstance(i, dict) for i in meta.get("index_columns", [])) or \
+                len(meta.get("column_indexes", [])) > 1 or len(set(schema.names)) != len(schema.names):
+            return None
+        stored = {c.get("name"): c.get("numpy_type") for c in meta.get("columns", [])}
+        wanted, text = [], []
+        for name in schema.names:
+            ours = mapping.get(name, name)
+            if ours == "judge_type":
+                return None
+            if ours not in (*_LABELS, "score"):
+                continue
+            t = schema.field(name).type
+            if is_text_type(t):
+                if stored.get(name) not in (None, "str", "object"):
+                    return None
+                text.append(name)
+            elif pa.types.is_integer(t) or (ours == "score" and pa.types.is_floating(t)
+                                             and not pa.types.is_float16(t)):
+                if stored.get(name) not in (None, str(np.dtype(t.to_pandas_dtype()))):
+                    return None
+            else:
+                return None
+            wanted.append(name)
+        with pq.ParquetFile(path, read_dictionary=text) as pf:  # one file: no dataset layer
+            table = pf.read(columns=wanted)
+    except Exception:  # noqa: BLE001 - no pyarrow, or a file it cannot read: the pandas route words the error
+        return None
+    if table.column_names != wanted:
+        return None
+    return _ArrowRead(list(schema.names), dict(zip(wanted, table.columns)), {})
+
+
+def _read_file(path: Path, *, arrow: Mapping[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+    """Read one score file; id columns of text formats are read as text (see :func:`_ids_as_labels`).
+
+    Returns a DataFrame, or with ``arrow`` (the column mapping of read_scores) an :class:`_ArrowRead` when
+    pyarrow reads the file as pandas would.
+    """
     import zlib
     from gzip import BadGzipFile
 
@@ -659,19 +847,28 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             if twice is not None:
                 raise CjstatsError(f"The header of `{path}` names column '{twice}' twice; rename one of them so "
                                    f"each column has its own name.")
+            # the Arrow route (not for decimal commas or reference raters); lines are counted only for messages
+            if arrow is not None and sep != ";" and all(arrow.get(c, c) != "judge_type" for c in header):
+                labels = [c for c in header if arrow.get(c, c) in _LABELS]
+                numbers = [c for c in header if arrow.get(c, c) == "score"]
+                got = _read_csv_arrow(path, sep, quoted=_has_quote(path), as_table=True, labels=labels,
+                                      numbers=numbers)
+                if got is not None:
+                    # declined: the table as read (text ids, parsed scores) is what the pandas route reads
+                    return _ArrowRead(list(got[1]), got[1], got[2],
+                                      lambda: _csv_frame(got[0].to_pandas(), _scan_lines(path)[0])), info
             n_lines, quoted = _scan_lines(path)
             df = _read_csv_arrow(path, sep, quoted=quoted)
             if df is None:  # pyarrow would read it differently (or not at all): pandas decides and words errors
                 df = pd.read_csv(path, sep=sep, dtype=str, skipinitialspace=True, low_memory=False)
-            df.columns = [str(c).strip() for c in df.columns]
-            # messages point at the line of the file (line 1 is the header) when rows and lines match one to
-            # one (no blank lines, no quoted line breaks); otherwise at the 0-based data row
-            if n_lines == len(df) + 1:
-                df.index = pd.RangeIndex(2, len(df) + 2, name="line")
+            df = _csv_frame(df, n_lines)
             if sep == ";":  # ';'-separated files come from locales that write decimal commas (4,5 = 4.5)
                 info["decimal"] = ","
             return df, info
         if kind == "parquet":
+            fast = _read_parquet_arrow(path, arrow) if arrow is not None else None
+            if fast is not None:
+                return fast, info
             try:
                 return pd.read_parquet(path), info
             except ImportError as exc:
@@ -694,6 +891,15 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         if "end-of-stream" in first or "ended before" in first:
             raise _cut_short(path) from exc
         raise CjstatsError(f"Could not read `{path}` as {kind.upper()}: {first.rstrip('.')}.") from exc
+
+
+def _csv_frame(df: pd.DataFrame, n_lines: int) -> pd.DataFrame:
+    """Strip the column names; number the rows by the line of the file (line 1 is the header) when rows and
+    lines match one to one (no blank lines, no quoted line breaks), so messages point at lines."""
+    df.columns = [str(c).strip() for c in df.columns]
+    if n_lines == len(df) + 1:
+        df.index = pd.RangeIndex(2, len(df) + 2, name="line")
+    return df
 
 
 def _suggest_mapping(missing: list[str], found: list[str]) -> dict[str, str]:
@@ -773,7 +979,12 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object
         uniques = np.asarray(uniques, dtype=object)
         if isinstance(col.dtype, pd.StringDtype) or all(isinstance(v, str) for v in uniques):
             if _all_int_text(uniques):
-                return pd.Series(uniques.astype(np.int64)[codes], index=col.index, name=col.name)
+                try:
+                    as_int = uniques.astype(np.int64)
+                except OverflowError:  # beyond int64 the integers would not be lossless: they stay text
+                    as_int = None
+                if as_int is not None:
+                    return pd.Series(as_int[codes], index=col.index, name=col.name)
             return col.astype(object) if text_as_object else col
     if not pd.api.types.is_object_dtype(col):
         return col
@@ -797,16 +1008,23 @@ def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
     """
     import warnings
 
+    pair = _near_duplicates(col)
+    if pair is not None:
+        warnings.warn(f"Column '{name}' has labels that differ only in case or surrounding spaces "
+                      f"({pair[0]!r} and {pair[1]!r}): they are analysed as different {name}s; fix the labels "
+                      f"if they name the same one.", CjstatsWarning, stacklevel=3)
+
+
+def _near_duplicates(col: pd.Series | np.ndarray) -> tuple[str, str] | None:
+    """The first two labels (in sorted order) that differ only in case or surrounding spaces, or ``None``."""
     labels = sorted({v for v in pd.unique(np.asarray(col, dtype=object)) if isinstance(v, str)})
     seen: dict[str, str] = {}
     for label in labels:
         key = label.strip().casefold()
         if key in seen:
-            warnings.warn(f"Column '{name}' has labels that differ only in case or surrounding spaces "
-                          f"({seen[key]!r} and {label!r}): they are analysed as different {name}s; fix the labels "
-                          f"if they name the same one.", CjstatsWarning, stacklevel=3)
-            return
+            return seen[key], label
         seen[key] = label
+    return None
 
 
 def _text_scores(raw: pd.Series) -> np.ndarray | None:
@@ -962,37 +1180,39 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     check_choice("duplicates", duplicates, ("error", "mean"), caller="read_scores")
     provenance: dict[str, Any] = {}
     from_text = False
+    # the Arrow route: plain tables (no wide layout, no reference raters) are coded on Arrow/NumPy arrays
+    mapping = (dict(columns) if columns else {}) if judge_columns is None and reference is None and \
+        (not columns or isinstance(columns, Mapping)) else None
+    fast = None
     if isinstance(source, pd.DataFrame):
         df = source
         provenance["source"] = "DataFrame"
+        if mapping is not None:
+            fast = _frame_columns(df, mapping)
     elif isinstance(source, (str, Path)):
         path = Path(source)
-        df, info = _read_file(path)
+        df, info = _read_file(path, arrow=mapping)
         provenance["source"] = str(path)
         provenance.update(info)
         from_text = _file_kind(path) != "parquet"
+        if isinstance(df, _ArrowRead):
+            if columns:
+                _check_mapping(columns, df.names)
+            fast = ({mapping.get(k, k): v for k, v in df.columns.items()},
+                    {mapping.get(k, k): v for k, v in df.floats.items()})
     else:
         raise CjstatsError(f"read_scores takes a DataFrame or a file path. Got {type(source).__name__} instead.")
+    if fast is not None:
+        got = _fast_scores(fast[0], fast[1], from_text=from_text, provenance=provenance)
+        if got is not None:
+            scores, distinct = got
+            for col, labels in distinct.items():
+                _warn_near_duplicates(labels, col)
+            return scores
+        if isinstance(df, _ArrowRead):  # the pandas route starts from the table read, or reads the file again
+            df = df.frame() if df.frame is not None else _read_file(path)[0]
     if columns:
-        if not isinstance(columns, Mapping):
-            raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as "
-                               "{'rater': 'judge'}.")
-        absent = [c for c in columns if c not in df.columns]
-        if absent:
-            raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
-                               f"(found: {', '.join(map(str, df.columns))}).")
-        taken = [(theirs, ours) for theirs, ours in columns.items()
-                 if ours in df.columns and ours != theirs and ours not in columns]
-        if taken:
-            theirs, ours = taken[0]
-            raise CjstatsError(f"columns maps '{theirs}' to '{ours}', but scores already has a column '{ours}'; "
-                               f"drop one of the two columns, or map '{ours}' to another name as well.")
-        targets = list(columns.values())
-        twice = next((t for t in targets if targets.count(t) > 1), None)
-        if twice is not None:
-            names = [k for k, v in columns.items() if v == twice]
-            raise CjstatsError(f"columns maps both '{names[0]}' and '{names[1]}' to '{twice}'; map one column to "
-                               f"each name.")
+        _check_mapping(columns, list(df.columns))
         df = df.rename(columns=dict(columns))
     if judge_columns is not None:
         df, blank = _melt_judges(df, judge_columns)
@@ -1072,6 +1292,215 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     df, ref = _split_reference(df)
     reuse = codes if not dup.any() and ref is None else None  # same rows in the same order: reuse the codes
     return Scores(df, provenance=provenance, _n_duplicates=n_dup, _reference=ref, _codes=reuse)
+
+
+def _check_mapping(columns: Any, names: list[Any]) -> None:
+    """The checks of read_scores' ``columns=`` against the column names of the table."""
+    if not isinstance(columns, Mapping):
+        raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as "
+                           "{'rater': 'judge'}.")
+    absent = [c for c in columns if c not in names]
+    if absent:
+        raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
+                           f"(found: {', '.join(map(str, names))}).")
+    taken = [(theirs, ours) for theirs, ours in columns.items()
+             if ours in names and ours != theirs and ours not in columns]
+    if taken:
+        theirs, ours = taken[0]
+        raise CjstatsError(f"columns maps '{theirs}' to '{ours}', but scores already has a column '{ours}'; "
+                           f"drop one of the two columns, or map '{ours}' to another name as well.")
+    targets = list(columns.values())
+    twice = next((t for t in targets if targets.count(t) > 1), None)
+    if twice is not None:
+        both = [k for k, v in columns.items() if v == twice]
+        raise CjstatsError(f"columns maps both '{both[0]}' and '{both[1]}' to '{twice}'; map one column to "
+                           f"each name.")
+
+
+# --------------------------------------------------------------------------------------- the Arrow route
+_STR = pd.StringDtype("pyarrow", na_value=np.nan)  # pandas' default text dtype ("str")
+
+
+def _is_str(dtype: Any) -> bool:
+    """Whether a dtype is exactly ``_STR`` (``==`` alone also holds for the object dtype)."""
+    return isinstance(dtype, pd.StringDtype) and dtype == _STR
+
+
+def _frame_columns(df: pd.DataFrame, mapping: Mapping[str, str]) -> tuple[dict[str, Any], dict] | None:
+    """The columns of a DataFrame for :func:`_fast_scores` (after the renaming ``mapping``), or ``None`` when
+    its names are not unique text or a mapping check fails (the pandas route then raises the error)."""
+    names = list(df.columns)
+    if not all(isinstance(c, str) for c in names) or len(set(names)) != len(names):
+        return None
+    if mapping:
+        _check_mapping(mapping, names)
+    return {mapping.get(c, c): df[c] for c in names}, {}
+
+
+def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, Any, np.ndarray, Any, bool] | None:
+    """One id column coded for the Arrow route: ``(codes, labels, labels as objects, result dtype, all used)``
+    (see :func:`cjstats._read_arrow.text_codes` for labels that no row uses).
+
+    ``labels`` are what the sorted column is built from (an Arrow string array for text, a NumPy array
+    otherwise) and the result dtype is the one the pandas route gives the column: ``str`` for text (object for
+    a scenario or generation read from a text file), the integer dtype for integers (int64 for text that
+    holds only plain integers). ``None`` for anything else (object columns, nulls, integer models or judges).
+    """
+    from cjstats._read_arrow import int_codes, text_codes
+
+    is_key = name in ("scenario", "generation")
+    if isinstance(col, pd.Series):
+        if _is_str(col.dtype):
+            got = text_codes(col.array.__arrow_array__())
+            if got is None:
+                return None
+            return got[0], got[1], got[1].to_numpy(zero_copy_only=False), _STR, got[3]
+        if not (is_key and isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu"):
+            return None
+        values = col.to_numpy()
+    else:  # an Arrow column of a file
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not pa.types.is_integer(col.type):
+            got = text_codes(col, as_int=from_text and is_key)
+            if got is None:
+                return None
+            codes, labels, is_int, all_used = got
+            if from_text and not is_key and pc.any(pc.equal(labels, "-0")).as_py():
+                return None  # the pandas route reads a text model or judge '-0' as the integer 0, then '0'
+            if is_int:
+                return codes, labels, labels.astype(object), np.dtype(np.int64), all_used
+            objects = labels.to_numpy(zero_copy_only=False)
+            return codes, labels, objects, np.dtype(object) if from_text and is_key else _STR, all_used
+        if not is_key or col.null_count:
+            return None
+        values = col.to_numpy()
+    got = int_codes(values)
+    if got is None:  # ids spread over a wide range (hashes, timestamps): a hash table, as the pandas route does
+        codes, uniques = pd.factorize(values, sort=True)
+        got = codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=values.dtype)
+    codes = got[0]
+    if isinstance(col, pd.Series) and np.shares_memory(codes, values):  # dense ids are their own codes: the
+        codes = codes.copy()  # table must not follow later changes to the caller's DataFrame
+    return codes, got[1], got[1].astype(object), values.dtype, True
+
+
+def _fast_score(col: Any, floats: np.ndarray | None) -> np.ndarray | None:
+    """The scores as float64 when every one is a finite number that read_scores takes without a message."""
+    if floats is not None:
+        y = floats
+    elif isinstance(col, pd.Series):
+        if not (isinstance(col.dtype, np.dtype) and col.dtype.kind in "iuf"):
+            return None
+        y = col.to_numpy(dtype=np.float64)
+    else:
+        import pyarrow as pa
+
+        t = col.type
+        if col.null_count or not (pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)):
+            return None
+        y = col.to_numpy().astype(np.float64, copy=False)
+    limit = math.sqrt(np.finfo(np.float64).max / (16.0 * max(len(y), 1)))  # as in _check_scores
+    lo, hi = y.min(), y.max()  # NaN and infinities show in the extremes
+    if not (np.isfinite(lo) and np.isfinite(hi)) or max(-lo, hi) > limit:
+        return None
+    if lo == -1:  # the FastChat warning when the other scores are >= 0: the pandas route words it
+        sentinel = y == -1
+        if (y[~sentinel] >= 0).all():
+            return None
+    return y
+
+
+def _fast_column(coded: tuple, codes: np.ndarray) -> Any:
+    """A sorted id column built from its codes and few labels, with the dtype the pandas route gives."""
+    labels, objects, dtype = coded[1:4]
+    if _is_str(dtype):
+        import pyarrow as pa
+
+        out = pa.chunked_array([labels.take(pa.array(codes))]).to_pandas()
+        return out if _is_str(out.dtype) else out.astype(_STR)
+    if dtype == object:  # a Series, or pandas would infer str from the object array
+        return pd.Series(objects[codes], dtype=object)
+    return labels.astype(dtype, copy=False)[codes]
+
+
+def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, from_text: bool,
+                 provenance: dict[str, Any]) -> tuple[Scores, dict[str, np.ndarray]] | None:
+    """``read_scores`` on Arrow/NumPy columns: code every id column once (dictionary encoding for text), sort
+    by the combined int64 key and build the sorted table and groups from the codes.
+
+    Returns the table and the distinct text labels of each id column (for the near-duplicate warnings), or
+    ``None`` whenever the pandas route could say something (an error, a warning other than near-duplicate
+    labels, duplicate cells, reference raters, decimal commas), so that route reads the table instead.
+    """
+    from cjstats._read_arrow import sort_key
+
+    if any(c not in cols for c in _REQUIRED) or "judge_type" in cols or provenance.get("decimal"):
+        return None
+    n = len(cols["score"])
+    if n == 0 or any(len(v) != n for v in cols.values()):
+        return None
+    has_crit = "criterion" in cols
+    names = ["model", "scenario", "generation", "judge"] + (["criterion"] if has_crit else [])
+    coded: dict[str, tuple] = {}
+    for name in names:
+        if name == "generation" and name not in cols:
+            coded[name] = (np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.int64),
+                           np.zeros(1, dtype=np.int64).astype(object), np.dtype(np.int64), True)
+            continue
+        got = _fast_label(cols[name], name, from_text=from_text)
+        if got is None:
+            return None
+        coded[name] = got
+    y = _fast_score(cols["score"], floats.get("score"))
+    if y is None:
+        return None
+    m, m_lab = coded["model"][0], coded["model"][2]
+    c, c_lab = (coded["criterion"][0], coded["criterion"][2]) if has_crit else (None, None)
+    g = m if c is None else m * len(c_lab) + c
+    n_crit = 1 if c is None else len(c_lab)
+    s, gen, j = coded["scenario"][0], coded["generation"][0], coded["judge"][0]
+    got = sort_key([g, s, gen, j], [len(m_lab) * n_crit, len(coded["scenario"][2]), len(coded["generation"][2]),
+                                    len(coded["judge"][2])])
+    if got is None or got[2]:  # a key too wide for int64, or duplicate cells: the pandas route
+        return None
+    order, key, _ = got
+    if "generation" not in cols:
+        provenance["generation"] = "absent: one generation per scenario assumed (m = 1)"
+    cd = _Codes(m, m_lab, c, c_lab, s, coded["scenario"][2], gen, coded["generation"][2], j, coded["judge"][2],
+                order, key)
+    # rows of each group: the sorted key runs through the groups in order, each a block of `per` keys
+    per = len(coded["scenario"][2]) * len(coded["generation"][2]) * len(coded["judge"][2])
+    bounds = np.searchsorted(key, (np.arange(len(m_lab) * n_crit + 1, dtype=np.int64) * per).astype(key.dtype))
+    sizes = np.diff(bounds)
+    gids = np.flatnonzero(sizes)
+    # y may be the caller's memory (a DataFrame column) or a read-only Arrow buffer: the table gets its own copy
+    y = y[order] if order is not None else np.array(y, dtype=np.float64)
+    groups, row_codes = _groups_from_key(cd, key, y, bounds, (len(coded["scenario"][2]),
+                                                              len(coded["generation"][2]), len(coded["judge"][2])))
+    specs = {name: (None, *coded[name][1:4]) for name in names}  # labels and dtypes only (not the row codes)
+
+    def build() -> pd.DataFrame:  # every column is a new array: no copy needed
+        s, gen, j = row_codes()
+        sorted_codes = {"model": np.repeat(gids // n_crit, sizes[gids]), "scenario": s, "generation": gen,
+                        "judge": j}
+        if has_crit:
+            sorted_codes["criterion"] = np.repeat(gids % n_crit, sizes[gids])
+        columns = {name: _fast_column(specs[name], sorted_codes[name])
+                   for name in ("model", "scenario", "generation", "judge", "criterion") if name in specs}
+        return pd.DataFrame({**columns, "score": y}, copy=False)
+
+    # the pandas route warns about labels that differ only in case or spaces in every column not of integers
+    distinct = {}
+    for name in names:
+        codes, labels, objects, dtype, all_used = coded[name]
+        if dtype.kind in "iu":
+            continue
+        if not all_used and _near_duplicates(objects) is not None:  # only labels that rows use count
+            objects = objects[np.bincount(codes, minlength=len(objects)) > 0]
+        distinct[name] = objects
+    return Scores._assembled(build, has_crit, groups, provenance), distinct
 
 
 # -------------------------------------------------------------------------------- reference (human) raters
