@@ -33,7 +33,10 @@ Random judges (``judge_population``): add u ~ N(0, s2_judge I) on J and keep onl
 T = I + theta_j M, Woodbury gives J'H_R^{-1}J = M T^{-1}, J'H_R^{-1}y = T^{-1}b, y'H_R^{-1}y = c - theta_j b'T^{-1}b and
 log|H_R| = log|H| + log|T|, so the crossed random-judge REML (lme4's ``(1|judge)``) costs the same.
 
-Cells are grouped by size (at most K distinct sizes S), so an evaluation costs O(n_scenarios S K + S K^2).
+Cells are grouped by size (at most K distinct sizes S), so an evaluation costs O(n_scenarios S K + S K^2);
+scenarios that share their cell and judge counts share every weight above, so the sums over scenarios are
+taken per such pattern (:class:`ScenarioPatterns`: a balanced table is one pattern), and an evaluation costs
+O(patterns (K^2 + S^2)) after one pass over the scenarios.
 The criterion is minimised over theta >= 0 by projected quasi-Newton steps (analytic gradient; a Hessian from
 its differences, then BFGS updates), and every boundary face is checked: a variance whose optimum is
 theta = 0 is reported as exactly 0 (lme4's ``isSingular``). The Wald standard errors come from the exact
