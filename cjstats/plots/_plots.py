@@ -451,7 +451,9 @@ def rank_plot(comparison: Any, *, ax: Any = None) -> Any:
     require_columns(ranks, ("model", "mean", "rank", "rank_lower", "rank_upper", "p_best"),
                     what="a comparison's .ranks table", caller=caller)
     r = ranks.sort_values(["rank", "mean"], ascending=[True, False]).reset_index(drop=True)
-    fig, ax = new_axes(ax, figsize=(4.6, 0.9 + 0.3 * len(r)))
+    # wide enough for one tick per rank and the model labels (plus the mean / P(best) notes at the right)
+    width = 3.2 + 0.22 * len(r) + label_inches(r["model"])
+    fig, ax = new_axes(ax, figsize=(min(width, 14.0), 0.9 + 0.3 * len(r)))
     y = np.arange(len(r))
     ax.hlines(y, r["rank_lower"], r["rank_upper"], color=PALETTE[0], lw=2.5, alpha=0.7, gid="rank_interval")
     ax.plot(r["rank"], y, "o", color=PALETTE[3], gid="rank")
