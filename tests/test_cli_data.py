@@ -40,7 +40,7 @@ def holey_file(tmp_path):
 
 
 class TestSharedOptions:
-    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "judges", "compare", "report"])
+    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "judges", "compare", "report", "humans"])
     def test_every_data_subcommand_takes_the_same_data_options(self, name):
         params = {p.name for p in cli.commands[name].params}
         assert DATA_OPTIONS <= params

@@ -74,3 +74,31 @@ class TestHumans:
     def test_label_cost_without_goal(self, ma_file):
         code, _, err = run_main(["humans", ma_file, "--reference", "human-expert", "--label-cost", "1"])
         assert code == 1 and "needs --judge-cost and exactly one of --target-se and --budget" in err
+
+
+class TestSharedDataOptions:
+    """``humans`` takes the data options every data subcommand takes, with the reference raters kept apart."""
+
+    def test_criteria_and_judges_select_what_the_agreement_covers(self, ma_file):
+        code, out, err = run_main(["humans", ma_file, "--reference", "human-expert", "--show", "agreement",
+                                   "--criteria", "Safety", "--judges", "gpt-4o,o4-mini", "--format", "json"])
+        assert code == 0, err
+        rows = [r for r in json.loads(out) if r["table"] == "agreement"]
+        assert {r["criterion"] for r in rows} == {"Safety"}
+        assert {r["judge"] for r in rows} == {"gpt-4o", "o4-mini", "panel"}
+
+    def test_where_filters_rows_and_composite_averages_criteria(self, ma_file):
+        code, out, err = run_main(["humans", ma_file, "--reference", "human-expert", "--show", "agreement",
+                                   "--where", "model=gpt-4o", "--composite", "--format", "json"])
+        assert code == 0, err
+        rows = [r for r in json.loads(out) if r["table"] == "agreement"]
+        assert rows and all("criterion" not in r or r["criterion"] is None for r in rows)
+        direct = cj.judge_agreement(cj.read_scores(pd.read_csv(ma_file).query("model == 'gpt-4o'"),
+                                                   reference="human-expert").composite())
+        panel = next(r for r in rows if r["judge"] == "panel")
+        want = direct.table.set_index("judge").loc["panel", "bias"]
+        assert panel["bias"] == pytest.approx(float(want), rel=1e-12)
+
+    def test_an_unknown_judge_is_one_sentence(self, ma_file):
+        code, out, err = run_main(["humans", ma_file, "--reference", "human-expert", "--judges", "gpt-5"])
+        assert code == 1 and "The option --judges names 'gpt-5', which is not in FILE" in err

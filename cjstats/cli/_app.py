@@ -272,8 +272,11 @@ def _where(df: pd.DataFrame, where: tuple[str, ...]) -> pd.DataFrame:
     return df
 
 
-def load_scores(path: str, data: DataOptions | None = None, *legacy: Any) -> Scores:
-    """Read FILE with the shared data options: rename, filter rows, select judges and criteria, composite."""
+def load_scores(path: str, data: DataOptions | None = None, *legacy: Any, reference: list[str] | None = None) -> Scores:
+    """Read FILE with the shared data options: rename, filter rows, select judges and criteria, composite.
+
+    ``reference`` names the human (reference) raters in column 'judge' (``read_scores(..., reference=)``).
+    """
     from pathlib import Path
 
     from cjstats.scores import _read_file, read_scores
@@ -297,7 +300,8 @@ def load_scores(path: str, data: DataOptions | None = None, *legacy: Any) -> Sco
             df = df.apply(lambda col: _ids_as_labels(col, str(col.name), from_text=True))
         source = df
     try:
-        scores = read_scores(source, columns=mapping, duplicates=data.duplicates, judge_columns=judge_cols)
+        scores = read_scores(source, columns=mapping, duplicates=data.duplicates, judge_columns=judge_cols,
+                             reference=reference)
     except CjstatsError as exc:
         msg = str(exc).replace("judge_columns=", "--judge-columns ").replace("judge_columns", "--judge-columns")
         msg = msg.replace("columns maps", "--columns maps")

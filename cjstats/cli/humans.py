@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import emit_frame, format_option, parse_mapping
+from cjstats.cli._app import DataOptions, data_options, emit_frame, format_option, load_scores
 
 __all__ = ["humans"]
 
@@ -31,24 +31,18 @@ _SHOW = ("all", "agreement", "means", "differences")
 @click.option("--judge-cost", type=float, default=None, help="Price of one judge call (with --label-cost).")
 @click.option("--target-se", "target_se", type=float, default=None, help="Budget question: SE to reach.")
 @click.option("--budget", type=float, default=None, help="Budget question: money to spend.")
-@click.option("--columns", "columns", default=None, metavar="THEIRS=OURS,...",
-              help="Rename columns, e.g. rater=judge,item=scenario.")
-@click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score.")
+@data_options
 @format_option
 def humans(file: str, reference: str | None, show: str, by_model: bool, judge: str | None, n_labels: int | None, seed: int,
            ci_level: float | None, label_cost: float | None, judge_cost: float | None, target_se: float | None,
-           budget: float | None, columns: str | None, composite: bool, fmt: str) -> None:
+           budget: float | None, data: DataOptions, fmt: str) -> None:
     """Bias (judge - human) with scenario-clustered intervals, calibration, alpha; PPI++ means per model."""
     import pandas as pd
 
     from cjstats.exceptions import CjstatsError
     from cjstats.humans import judge_agreement, ppi_means
-    from cjstats.scores import read_scores
-
     names = [x.strip() for x in reference.split(",") if x.strip()] if reference else None
-    scores = read_scores(file, columns=parse_mapping(columns, option="--columns") or None, reference=names)
-    if composite:
-        scores = scores.composite()
+    scores = load_scores(file, data, reference=names)
     if label_cost is not None and (judge_cost is None or (target_se is None) == (budget is None)):
         raise CjstatsError("The option --label-cost needs --judge-cost and exactly one of --target-se and --budget.")
     frames: list[pd.DataFrame] = []
