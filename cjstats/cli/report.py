@@ -1,4 +1,4 @@
-"""``cjstats report FILE -o report.html``: a self-contained HTML report (mirrors :func:`cjstats.report`)."""
+"""``cjstats report FILE -o report.html`` (or ``.pdf``): a self-contained report (mirrors :func:`cjstats.report`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from cjstats.cli._app import DataOptions, data_options, load_scores
 __all__ = ["report"]
 
 
-@click.command(short_help="Write a self-contained HTML report (figures embedded, opens offline).")
+@click.command(short_help="Write a self-contained HTML (or PDF) report (figures embedded, opens offline).")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="HTML file to write (its folder must exist).")
+              help="HTML file to write (its folder must exist); a name ending in .pdf writes a PDF, printed by "
+                   "headless Chromium.")
 @click.option("--method", "methods", type=click.Choice(["anova", "reml", "bayes"]), multiple=True,
               default=("anova",), show_default=True, help="Backend(s); repeat for several, e.g. --method anova "
               "--method reml.")

@@ -195,6 +195,14 @@ def _check_output(output: str | os.PathLike[str], force: bool) -> Path:
     return path
 
 
+def default_mode() -> int:
+    """The permissions a new file gets from the process's umask (mkstemp's own 0600 would hide a report from
+    everyone else on the machine)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Write ``text`` to ``output`` atomically: a temporary file in the same folder, then a rename.
 
@@ -206,6 +214,7 @@ def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, default_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -234,7 +243,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
            budget: float | None = None, model: str | None = None, criterion: str | None = None,
            comparisons: Any = "auto", human_agreement: Any = "auto", ci_level: float | None = None,
            seed: int | None = 0, title: str | None = None, force: bool = False,
-           subsample_reps: int = 1000) -> str:
+           subsample_reps: int = 1000, browser: str | None = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
     Sections: design summary; the components of every backend asked for, with intervals and standard
@@ -249,7 +258,12 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     scores : Scores
         A validated score table (:func:`cjstats.read_scores`, :func:`cjstats.datasets.load`).
     output : path, optional
-        Write the HTML here (atomically; the folder must exist; an existing file needs ``force=True``).
+        Write the HTML here (atomically; the folder must exist; an existing file needs ``force=True``). A path
+        ending in ``.pdf`` writes the report as PDF instead, printed by headless Chromium (A4 landscape;
+        :mod:`cjstats.reporting.pdf`); the HTML is still returned.
+    browser : str, optional
+        For a PDF: the Chromium or Chrome executable (default: the first of ``chromium``, ``chromium-browser``,
+        ``google-chrome`` on PATH).
     method : str or sequence of str
         Backends to fit (``anova``, ``reml``, ``bayes``); the first drives the strategy and allocation sections.
     budget : float, optional
@@ -299,6 +313,10 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     level = resolve_ci_level(ci_level)
     if output is not None:
         _check_output(output, force)                 # refuse before the (slow) fitting starts
+        if _is_pdf(output):
+            from cjstats.reporting.pdf import require_browser
+
+            require_browser(browser)                 # no Chromium: say so before fitting
     fits = {m: estimate(scores, m, ci_level=level, seed=seed) for m in methods}
     main = fits[methods[0]]
     gmodel, gcrit = _group_of(main, model, criterion)
@@ -426,6 +444,14 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     html = env.get_template("report.html.j2").render(
         title=title or "cjstats report", version=__version__, sections=sections, level=f"{100 * level:g}%",
         created=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), source=str(source))
-    if output is not None:
+    if output is not None and _is_pdf(output):
+        from cjstats.reporting.pdf import write_pdf
+
+        write_pdf(html, _check_output(output, force), browser=browser)
+    elif output is not None:
         write_html(html, output, force=force)
     return html
+
+
+def _is_pdf(output: str | os.PathLike[str]) -> bool:
+    return Path(output).suffix.lower() == ".pdf"
