@@ -117,6 +117,25 @@ def test_frontier_marks_the_recommendation_and_its_interval(anova_fit):
                                                    alloc.table["variance_upper"].iloc[0]]))
 
 
+def test_the_paired_frontier_draws_each_schedule_and_the_interval_of_the_difference():
+    from cjstats.comparisons.simulate import simulate_joint
+
+    f = simulate_joint(n=30, m=2, mu=[0, 0.2], gamma=[-0.5, 0, 0.5], s2_scenario=0.3, s2_model_scenario=0.2,
+                       s2_generation=0.1, s2_residual=0.4, rng=5)
+    alloc = cj.optimise(cj.fit_joint(f), budget=240, target="difference")
+    fig = cp.allocation_frontier(alloc)
+    for strategy in ("cyclic", "all", "random"):
+        for schedule in ("shared", "independent"):
+            (line,) = _by_gid(fig, f"frontier:{strategy}:{schedule}")
+            part = alloc.designs[(alloc.designs["strategy"] == strategy) & (alloc.designs["schedule"] == schedule)]
+            assert np.asarray(line.get_ydata()).min() == pytest.approx(part["se"].min())
+            assert line.get_linestyle() == ("--" if schedule == "independent" else "-")
+    band = _by_gid(fig, "band:0")[0].get_segments()[0]
+    np.testing.assert_allclose(band[:, 1], np.sqrt([alloc.table["variance_lower"].iloc[0],
+                                                   alloc.table["variance_upper"].iloc[0]]))
+    assert fig.axes[0].get_ylabel() == "predicted SE of the difference (score points)"
+
+
 class TestPosterior:
     def test_anova_fit_is_refused_in_one_sentence(self, anova_fit):
         with pytest.raises(CjstatsError, match="'anova' backend does not have"):

@@ -44,7 +44,8 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
 from cjstats.variance import STRATEGIES, strategy_coefficients
 
-__all__ = ["difference_variance", "difference_coefficients", "difference_components", "optimise_difference",
+__all__ = ["difference_variance", "difference_coefficients", "difference_components", "difference_component_bounds",
+           "optimise_difference",
            "difference_allocation", "simulate_difference"]
 
 Strategy = Literal["all", "random", "cyclic"]
@@ -228,6 +229,75 @@ def difference_components(fit, model_a: str, model_b: str) -> dict[str, float]:
             "s2_judge_panel": max(float((g[a] ** 2).mean() + (g[b] ** 2).mean()) / 2 - (v_a + v_b) / 2, 0.0)}
 
 
+def _quadratic_bounds(fit, contrasts: list[np.ndarray], count: int, level: float) -> tuple[float, float]:
+    """Interval for |v|^2/count of the true contrasts v_i = sum c_i eta (each a (P, K) array) of a joint fit.
+
+    With v_hat the estimates and S their covariance (from the fit's contrast variances: Cov(v_i, v_j) =
+    (Var(v_i + v_j) - Var v_i - Var v_j)/2), W = v_hat' S^+ v_hat is noncentral chi-square with r = rank S degrees
+    of freedom and noncentrality lambda = v' S^+ v; lambda is inverted from W and mapped to the value by the mean
+    nonzero eigenvalue of S, |v|^2/count ~ lambda x mean_ev/count (the mapping the joint REML uses for judge_model).
+    """
+    from cjstats.estimators.intervals import noncentral_chi2_interval
+
+    est = np.array([fit.contrast(c, "panel")[0] for c in contrasts])
+    var = np.array([fit.contrast(c, "panel")[1] ** 2 for c in contrasts])
+    n = len(contrasts)
+    cov = np.diag(var)
+    for i in range(n):
+        for j in range(i + 1, n):
+            v_ij = fit.contrast(contrasts[i] + contrasts[j], "panel")[1] ** 2
+            cov[i, j] = cov[j, i] = (v_ij - var[i] - var[j]) / 2
+    ev, vec = np.linalg.eigh(cov)
+    nz = ev > ev.max() * 1e-9
+    if not nz.any():
+        return float("nan"), float("nan")
+    proj = vec[:, nz].T @ est
+    w = float((proj**2 / ev[nz]).sum())
+    lo, hi = noncentral_chi2_interval(w, int(nz.sum()), level)
+    scale = float(ev[nz].mean()) / count
+    return lo * scale, hi * scale
+
+
+def difference_component_bounds(fit, model_a: str, model_b: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Lower and upper interval bounds (at the fit's level) of the :func:`difference_components` of a, b.
+
+    ``s2_model_scenario``, ``s2_generation`` and ``s2_residual``: the joint fit's intervals (a component that is
+    not identifiable is 0, as in :func:`difference_components`; one whose interval is missing, e.g. a REML
+    variance at its boundary, has an unknown (NaN) upper bound and lower bound 0). The judge terms: the noncentral
+    chi-square interval of :func:`_quadratic_bounds` for (g_a - g_b) (``s2_judge_difference``, K contrasts) and
+    for (g_a, g_b) (``s2_judge_panel``, 2K contrasts), g_p the judge offsets on model p.
+    """
+    models = list(fit.models)
+    a, b = models.index(model_a), models.index(model_b)
+    p, k = fit.cell_means.shape
+    level = float(fit.ci_level)
+    t = fit.components
+    lower, upper = {}, {}
+    for key, name in (("s2_model_scenario", "model_scenario"), ("s2_generation", "generation"),
+                      ("s2_residual", "residual")):
+        row = t[(t["component"] == name) & (t["view"] == "fixed")]
+        if row.empty or not bool(row["identifiable"].iloc[0]):
+            lower[key] = upper[key] = 0.0
+            continue
+        lo, hi = float(row["lower"].iloc[0]), float(row["upper"].iloc[0])
+        lower[key] = max(lo, 0.0) if math.isfinite(lo) else 0.0
+        upper[key] = hi if math.isfinite(hi) else float("nan")
+    center = np.eye(k) - 1.0 / k
+
+    def contrast(rows: dict[int, np.ndarray]) -> np.ndarray:
+        c = np.zeros((p, k))
+        for r, v in rows.items():
+            c[r] = v
+        return c
+
+    diff = [contrast({a: center[l], b: -center[l]}) for l in range(k)]
+    panel = [contrast({a: center[l]}) for l in range(k)] + [contrast({b: center[l]}) for l in range(k)]
+    lower["s2_judge_difference"], upper["s2_judge_difference"] = _quadratic_bounds(fit, diff, k, level)
+    lo, hi = _quadratic_bounds(fit, panel, 2 * k, level)
+    lower["s2_judge_panel"], upper["s2_judge_panel"] = lo, hi
+    return lower, upper
+
+
 def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None = None, k_total: int | None = None,
                           n_max: int | None = None, shared_scenarios: bool = True):
     """``cj.optimise(fit, target="difference", ...)``: the design that minimises Var(difference of two models).
@@ -235,7 +305,9 @@ def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None 
     ``fit`` is a joint fit (:func:`cjstats.fit_joint`; ``models`` names the pair, default the two highest
     means) or a mapping with the inputs of :func:`difference_variance`. ``budget`` counts judge calls for both
     models together. Returns an :class:`cjstats.allocate.Allocation` whose table also has a ``schedule``
-    column (shared or independent); the variances are point predictions (``uncertainty = "none"``).
+    column (shared or independent). With a joint fit, ``variance_lower`` and ``variance_upper`` are the predicted
+    variance at the components' interval bounds (:func:`difference_component_bounds`; ``uncertainty = "interval
+    bounds"``); with a mapping of point values they are NaN (``uncertainty = "none"``).
     """
     from collections.abc import Mapping
 
@@ -264,19 +336,43 @@ def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None 
     kt = check_positive_int("k_total", k_total, caller=caller)
     designs = optimise_difference(budget=int(budget), k_total=kt, n_max=n_max, shared_scenarios=shared_scenarios,
                                   **comps)
+    lower = upper = None
+    if not isinstance(fit, Mapping):
+        lower, upper = difference_component_bounds(fit, pair[0], pair[1])
     designs = designs.assign(
         judges_per_generation=np.where(designs["strategy"] == "all", kt, 1),
         m=np.where(designs["strategy"] == "all", np.maximum(designs["calls_per_scenario"] // kt, 1),
                    designs["calls_per_scenario"]),
         budget_per_scenario=designs["calls_per_scenario"], cost=designs["calls"].astype(float),
         max_cost=designs["calls"].astype(float), variance_lower=np.nan, variance_upper=np.nan, p_best=np.nan)
+    if lower is not None:
+        # Var(d) is a sum of the components with non-negative coefficients, so it is bounded by its values at the
+        # components' interval bounds (as the per-model optimiser's "interval bounds")
+        keys = ("model_scenario", "generation", "residual", "judge_panel", "judge_difference")
+        coef = np.array([[difference_coefficients(st, schedule=sc, budget=int(b), n=int(n), k_total=kt,
+                                                  shared_scenarios=shared_scenarios)[key] for key in keys]
+                         for st, sc, n, b in designs[["strategy", "schedule", "n", "calls_per_scenario"]]
+                         .itertuples(index=False)])
+        lo_vec = np.array([lower[f"s2_{key}"] for key in keys])
+        hi_vec = np.array([upper[f"s2_{key}"] for key in keys])
+        designs["variance_lower"] = coef @ lo_vec
+        # an unknown upper bound (NaN) counts only where its component enters the design
+        designs["variance_upper"] = np.where(coef > 0, coef * hi_vec[None, :], 0.0).sum(axis=1)
     best = designs.groupby(["strategy", "schedule"], sort=False).head(1).reset_index(drop=True)
     best["strategy"] = best["strategy"] + " (" + best["schedule"] + ")"
     best.insert(0, "rank", np.arange(1, len(best) + 1))
     rec = best.iloc[0].to_dict()
     note = (f"target='difference': Var(mean of '{pair[0]}' - mean of '{pair[1]}') with both models on the same "
             f"scenarios; budget = judge calls of both models." if pair else "target='difference'")
+    notes = (note,)
+    if lower is not None:
+        missing = [key for key, v in upper.items() if math.isnan(v)]
+        notes += ("Intervals: the predicted variance at the components' interval bounds (it increases in every "
+                  "component); the judge terms' bounds invert the noncentral chi-square of the pair's judge offsets."
+                  + (f" No upper bound where {', '.join(missing)} has no interval (a REML variance at 0)."
+                     if missing else ""),)
     return Allocation(table=best, strategies=best, designs=designs, recommendation=rec, budget=float(budget),
                       budget_unit="calls", target_se=None, k_total=kt, n_max=int(n_max), components=comps,
-                      judge_costs={}, generation_cost=0.0, frequencies=None, uncertainty="none",
-                      ci_level=float(getattr(fit, "ci_level", 0.95)), model=None, notes=(note,))
+                      judge_costs={}, generation_cost=0.0, frequencies=None,
+                      uncertainty="none" if lower is None else "interval bounds",
+                      ci_level=float(getattr(fit, "ci_level", 0.95)), model=None, notes=notes)

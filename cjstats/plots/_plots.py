@@ -344,31 +344,38 @@ def allocation_frontier(allocation: Any, *, ax: Any = None) -> Any:
         raise CjstatsError(f"{caller} draws an Allocation from cj.optimise(fit, budget=...); got "
                            f"{type(allocation).__name__}.")
     d = allocation.designs
-    fig, ax = new_axes(ax, figsize=(5.2, 3.6))
+    paired = "schedule" in d.columns          # target="difference": one frontier per strategy and schedule
+    fig, ax = new_axes(ax, figsize=(7.4, 3.6))
     ax.scatter(d["max_cost"], d["se"], s=4, color="0.75", label="feasible designs", gid="designs", zorder=1)
-    for s, part in d.groupby("strategy", sort=False):
+    keys = ["strategy", "schedule"] if paired else ["strategy"]
+    for key, part in d.groupby(keys, sort=False):
+        s, sched = (key if paired else (key[0] if isinstance(key, tuple) else key, None))
         part = part.sort_values("max_cost")
         front = np.minimum.accumulate(part["se"].to_numpy(dtype=float))
+        label = _STRATEGY_LABEL.get(str(s), str(s)) + (f", {sched} schedule" if sched else "")
         ax.step(part["max_cost"].to_numpy(), front, where="post", color=STRATEGY_COLOURS.get(str(s), PALETTE[-1]),
-                label=_STRATEGY_LABEL.get(str(s), str(s)), gid=f"frontier:{s}", zorder=2)
+                ls="--" if sched == "independent" else "-", label=label,
+                gid=f"frontier:{s}" + (f":{sched}" if sched else ""), zorder=2)
     tab = allocation.table
     lo = np.sqrt(tab["variance_lower"].to_numpy(dtype=float))
     hi = np.sqrt(tab["variance_upper"].to_numpy(dtype=float))
     se = tab["se"].to_numpy(dtype=float)
     ok = np.isfinite(lo) & np.isfinite(hi)
     for i in np.flatnonzero(ok):
-        ax.vlines(tab["max_cost"].iloc[i], lo[i], hi[i], color=STRATEGY_COLOURS.get(str(tab["strategy"].iloc[i]),
-                  PALETTE[-1]), lw=3, alpha=0.45, gid=f"band:{i}", zorder=3)
+        base = str(tab["strategy"].iloc[i]).split(" (")[0]      # "cyclic (shared)" -> "cyclic"
+        ax.vlines(tab["max_cost"].iloc[i], lo[i], hi[i], color=STRATEGY_COLOURS.get(base, PALETTE[-1]), lw=3,
+                  alpha=0.45, gid=f"band:{i}", zorder=3)
     r = allocation.recommendation
     ax.plot([r["max_cost"]], [r["se"]], marker="*", ms=13, color="black", ls="none", zorder=4, gid="recommended",
             label=f"recommended: {r['strategy']}, k = {r['judges_per_generation']}, n = {r['n']}, m = {r['m']}")
     unit = allocation.budget_unit or "cost"
     ax.set_xlabel(f"cost ({unit}; most a design can cost)")
-    ax.set_ylabel("predicted SE of X-bar (score points)")
+    ax.set_ylabel("predicted SE of the difference (score points)" if paired else
+                  "predicted SE of X-bar (score points)")
     pct = f"{100 * allocation.ci_level:g}%"
     who = f" for {allocation.model}" if allocation.model else ""
     ax.set_title(f"Allocation frontier{who}\nbars: {pct} SE interval ({allocation.uncertainty})", fontsize=8)
-    ax.legend(loc="upper right", fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)   # beside, not over
     if np.isfinite(se).all() and len(se):
         ax.set_ylim(0, float(np.nanmax(np.concatenate([se, hi[ok]]))) * 1.3)
     return fig
