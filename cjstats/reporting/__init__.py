@@ -14,7 +14,7 @@ import io
 import math
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -210,14 +210,21 @@ def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False
     anything is written, and a failure while writing leaves no file behind.
     """
     path = _check_output(output, force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def atomic_write(path: Path, fill: Callable[[Path], Any]) -> Path:
+    """Make ``path`` through a temporary file in its folder (``fill(tmp)`` writes it), then one rename, so a
+    failure leaves no file behind; the file gets the umask's permissions (:func:`default_mode`)."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        fill(tmp)
         os.chmod(tmp, default_mode())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
 

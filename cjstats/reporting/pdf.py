@@ -8,7 +8,6 @@ tables are not clipped.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -50,7 +49,7 @@ def require_browser(browser: str | None = None) -> str:
 def write_pdf(html: str, path: Path, *, browser: str | None = None, timeout: float = 180.0) -> Path:
     """Print ``html`` to the PDF file ``path`` with headless Chromium (written atomically: a temporary file, then a
     rename in the target folder). ``path`` has been checked by the caller (folder exists, overwrite allowed)."""
-    from cjstats.reporting import default_mode
+    from cjstats.reporting import atomic_write
 
     exe = require_browser(browser)
     with tempfile.TemporaryDirectory(prefix="cjstats-pdf-") as work:
@@ -68,13 +67,4 @@ def write_pdf(html: str, path: Path, *, browser: str | None = None, timeout: flo
         if not printed.is_file() or printed.stat().st_size == 0:
             last = (run.stderr or "").strip().splitlines()[-1:] or ["no message"]
             raise CjstatsError(f"Chromium did not write the PDF (exit code {run.returncode}: {last[0]}).")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            shutil.copyfile(printed, tmp)
-            os.chmod(tmp, default_mode())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    return path
+        return atomic_write(path, lambda tmp: shutil.copyfile(printed, tmp))
