@@ -287,124 +287,13 @@ class Evaluator:
 
     # -- the Woodbury core ----------------------------------------------------------------------------
     def core(self, ta: float, tb: float, grad: bool = False, which: str = "fixed", hess: bool = False
-             ) -> tuple[np.ndarray, float, np.ndarray | None, np.ndarray | None]:
-        """A(theta) = [J y]'H^{-1}[J y], log|H| and, with ``grad``, their derivatives in (theta_a, theta_b).
+             ) -> tuple[Any, ...]:
+        r"""A(theta) = [J y]'H^{-1}[J y], log|H| and, with ``grad`` or ``hess``, their derivatives in (theta_a, theta_b).
 
         ``which="random"`` returns A for the scores centred by one constant (the random-judge model). With
-        ``hess`` the derivative arrays are ``(dA, d2A)`` of shapes (2, K+1, K+1) and (2, 2, K+1, K+1) and
-        ``(dlog|H|, d2log|H|)`` of shapes (2,) and (2, 2) (see :meth:`_core_hessian` for the formulas).
-        """
-        if self._pat is not None:
-            return self._core_patterns(ta, tb, which, 2 if hess else int(grad))
-        if hess:
-            return self._core_hessian(ta, tb, which)
-        self.counter += 1
-        k1 = self.k + 1
-        base, ddf, sa = self._arrays[which]
-        sizes = self._sizes
-        a = 1.0 / (1.0 + tb * sizes)
-        f = tb * a
-        amat = base - (f @ ddf).reshape(k1, k1)
-        ld = float(self._size_cells @ np.log1p(tb * sizes))
-        if self._one_size:
-            q = sa * a[0]
-            w = self._cnt * (sizes[0] * a[0])
-        else:
-            q = (sa @ a).reshape(-1, k1)
-            w = self._cnt @ (sizes * a)
-        den = 1.0 + ta * w
-        g = ta / den
-        qg = q * g[:, None]
-        amat -= qg.T @ q
-        ld += float(np.log(den).sum())
-        if not grad:
-            return amat, ld, None, None
-        ga = 1.0 / (den * den)
-        da_a = -((q * ga[:, None]).T @ q)
-        dld_a = float((w / den).sum())
-        a2 = a * a
-        dsz = -sizes * a2
-        if self._one_size:
-            q_b = sa * dsz[0]
-            w_b = self._cnt * (sizes[0] * dsz[0])
-        else:
-            q_b = (sa @ dsz).reshape(-1, k1)
-            w_b = self._cnt @ (sizes * dsz)
-        gb = -(ta * ta) * w_b * ga
-        cross = qg.T @ q_b
-        da_b = -(a2 @ ddf).reshape(k1, k1) - (q * gb[:, None]).T @ q - cross - cross.T
-        dld_b = float(self._size_cells @ (sizes * a)) + float((ta * w_b / den).sum())
-        return amat, ld, np.stack((da_a, da_b)), np.array([dld_a, dld_b])
-
-    def _core_patterns(self, ta: float, tb: float, which: str, order: int) -> tuple[Any, ...]:
-        """:meth:`core` (``order`` 0 or 1) and :meth:`_core_hessian` (2) from the scenario patterns.
-
-        The same formulas, with every sum over scenarios taken per pattern (:class:`ScenarioPatterns`): a scalar
-        sum_i phi(w_i) is sum_p N_p phi(w_p), and sum_i c_i x_i(alpha) x_i(beta)' with x_i(alpha) =
-        sum_s alpha_s [S_is, Y_is] has judge block sum_p c_p N_p S_p alpha beta'S_p', cross block
-        sum_p c_p S_p alpha (beta'Y1_p) and score entry sum_p c_p alpha'Y2_p beta.
-        """
-        self.counter += 1
-        pt = self._pat
-        k, k1 = self.k, self.k + 1
-        base, ddf, _ = self._arrays[which]
-        y1, y2 = pt.y1[which], pt.y2[which]
-        nn = pt.n
-        sizes = self._sizes
-        a = 1.0 / (1.0 + tb * sizes)
-        a2 = a * a
-        f = tb * a
-        da1 = -sizes * a2
-        da2 = 2.0 * sizes * sizes * a2 * a
-        u = {"0": pt.s @ a, "1": pt.s @ da1, "2": pt.s @ da2}                 # (P, K) judge parts
-        t = {"0": y1 @ a, "1": y1 @ da1, "2": y1 @ da2}                       # (P,) summed score parts
-        al = {"0": a, "1": da1, "2": da2}
-
-        def quad(x: str, wt: np.ndarray, y: str) -> np.ndarray:
-            out = np.empty((k1, k1))
-            out[:k, :k] = (u[x] * (wt * nn)[:, None]).T @ u[y]
-            out[:k, k] = (u[x] * wt[:, None]).T @ t[y]
-            out[k, :k] = (u[y] * wt[:, None]).T @ t[x]
-            out[k, k] = float(np.einsum("p,psr,s,r->", wt, y2, al[x], al[y]))
-            return out
-
-        def sym(m: np.ndarray) -> np.ndarray:
-            return m + m.T
-
-        w = pt.cnt @ (sizes * a)
-        den = 1.0 + ta * w
-        inv = 1.0 / den
-        g = ta * inv
-        amat = base - (f @ ddf).reshape(k1, k1) - quad("0", g, "0")
-        ld = float(self._size_cells @ np.log1p(tb * sizes)) + float(nn @ np.log(den))
-        if order == 0:
-            return amat, ld, None, None
-        w_b = pt.cnt @ (sizes * da1)
-        g_a = inv * inv
-        g_b = -(ta * ta) * w_b * g_a
-        da_a = -quad("0", g_a, "0")
-        da_b = -(a2 @ ddf).reshape(k1, k1) - quad("0", g_b, "0") - sym(quad("1", g, "0"))
-        dld = np.array([float(nn @ (w * inv)), float(self._size_cells @ (sizes * a)) + float(nn @ (ta * w_b * inv))])
-        if order == 1:
-            return amat, ld, np.stack((da_a, da_b)), dld
-        w_bb = pt.cnt @ (sizes * da2)
-        g_aa = -2.0 * w * g_a * inv
-        g_ab = -2.0 * ta * w_b * g_a * inv
-        g_bb = -(ta * ta) * w_bb * g_a + 2.0 * ta**3 * w_b * w_b * g_a * inv
-        d_aa = -quad("0", g_aa, "0")
-        d_ab = -quad("0", g_ab, "0") - sym(quad("1", g_a, "0"))
-        d_bb = (-((-2.0 * sizes * a2 * a) @ ddf).reshape(k1, k1) - quad("0", g_bb, "0") - 2.0 * sym(quad("1", g_b, "0"))
-                - sym(quad("2", g, "0")) - 2.0 * quad("1", g, "1"))
-        l_ab = float(nn @ (w_b * g_a))
-        d2ld = np.array([[-float(nn @ (w * w * g_a)), l_ab],
-                         [l_ab, -float(self._size_cells @ (sizes * sizes * a2))
-                          + float(nn @ (ta * w_bb * inv)) - float(nn @ ((ta * w_b * inv) ** 2))]])
-        d2a = np.stack((np.stack((d_aa, d_ab)), np.stack((d_ab, d_bb))))
-        return amat, ld, (np.stack((da_a, da_b)), d2a), (dld, d2ld)
-
-    def _core_hessian(self, ta: float, tb: float, which: str = "fixed"
-                      ) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-        r"""A, log|H| and their first and second derivatives in (theta_a, theta_b), exactly.
+        ``grad`` the derivatives are dA of shape (2, K+1, K+1) and dlog|H| of shape (2,); with ``hess`` they are
+        ``(dA, d2A)`` of shapes (2, K+1, K+1) and (2, 2, K+1, K+1) and ``(dlog|H|, d2log|H|)`` of shapes (2,) and
+        (2, 2).
 
         With a_s = 1/(1 + theta_b n_s) per size class s, f_s = theta_b a_s, q_i = sum_s a_s S_is (the scenario's
         cell sums of [J y] by size, weighted), w_i = sum_s cnt_is n_s a_s, den_i = 1 + theta_a w_i, g_i = theta_a/den_i:
@@ -420,60 +309,92 @@ class Evaluator:
             A_bb = -sum_s f''_s DD_s - sum [g_bb q q' + 2 g_b (q_b q)^s + g ((q_bb q)^s + 2 q_b q_b')],
             (log|H|)_aa = -sum w^2/den^2,  (log|H|)_ab = sum w_b/den^2,
             (log|H|)_bb = -sum_s cells_s n_s^2 a_s^2 + sum [theta_a w_bb/den - (theta_a w_b/den)^2].
+
+        The sums over scenarios i are taken scenario by scenario or per scenario pattern (:meth:`_scenario_sums`).
         """
         self.counter += 1
+        order = 2 if hess else int(grad)
         k1 = self.k + 1
-        base, ddf, sa = self._arrays[which]
+        base, ddf, _ = self._arrays[which]
         sizes = self._sizes
         a = 1.0 / (1.0 + tb * sizes)
         a2 = a * a
         f = tb * a
-        da1 = -sizes * a2                       # a'
-        da2 = 2.0 * sizes * sizes * a2 * a      # a''
-        if self._one_size:
-            q, q_b, q_bb = sa * a[0], sa * da1[0], sa * da2[0]
-            w = self._cnt * (sizes[0] * a[0])
-            w_b = self._cnt * (sizes[0] * da1[0])
-            w_bb = self._cnt * (sizes[0] * da2[0])
-        else:
-            q = (sa @ a).reshape(-1, k1)
-            q_b = (sa @ da1).reshape(-1, k1)
-            q_bb = (sa @ da2).reshape(-1, k1)
-            w = self._cnt @ (sizes * a)
-            w_b = self._cnt @ (sizes * da1)
-            w_bb = self._cnt @ (sizes * da2)
+        coefs = [a, -sizes * a2, 2.0 * sizes * sizes * a2 * a][:order + 1]   # a, a', a''
+        quad, ssum, ws = self._scenario_sums(which, coefs)
+        w = ws[0]
         den = 1.0 + ta * w
         inv = 1.0 / den
         g = ta * inv
-        g_a = inv * inv
-        g_b = -(ta * ta) * w_b * g_a
-        g_aa = -2.0 * w * g_a * inv
-        g_ab = -2.0 * ta * w_b * g_a * inv
-        g_bb = -(ta * ta) * w_bb * g_a + 2.0 * ta**3 * w_b * w_b * g_a * inv
-
-        def quad(x: np.ndarray, wt: np.ndarray, y: np.ndarray) -> np.ndarray:
-            return (x * wt[:, None]).T @ y
+        amat = base - (f @ ddf).reshape(k1, k1) - quad(0, g, 0)
+        ld = float(self._size_cells @ np.log1p(tb * sizes)) + ssum(np.log(den))
+        if order == 0:
+            return amat, ld, None, None
 
         def sym(m: np.ndarray) -> np.ndarray:
             return m + m.T
 
-        amat = base - (f @ ddf).reshape(k1, k1) - quad(q, g, q)
-        da_a = -quad(q, g_a, q)
-        cross_g = quad(q_b, g, q)              # sum g q_b q'
-        da_b = -(a2 @ ddf).reshape(k1, k1) - quad(q, g_b, q) - sym(cross_g)
-        d_aa = -quad(q, g_aa, q)
-        d_ab = -quad(q, g_ab, q) - sym(quad(q_b, g_a, q))
-        d_bb = (-((-2.0 * sizes * a2 * a) @ ddf).reshape(k1, k1) - quad(q, g_bb, q) - 2.0 * sym(quad(q_b, g_b, q))
-                - sym(quad(q_bb, g, q)) - 2.0 * quad(q_b, g, q_b))
-        ld = float(self._size_cells @ np.log1p(tb * sizes)) + float(np.log(den).sum())
-        dld = np.array([float((w * inv).sum()),
-                        float(self._size_cells @ (sizes * a)) + float((ta * w_b * inv).sum())])
-        l_ab = float((w_b * g_a).sum())
-        d2ld = np.array([[-float((w * w * g_a).sum()), l_ab],
+        w_b = ws[1]
+        g_a = inv * inv
+        g_b = -(ta * ta) * w_b * g_a
+        da = np.stack((-quad(0, g_a, 0), -(a2 @ ddf).reshape(k1, k1) - quad(0, g_b, 0) - sym(quad(1, g, 0))))
+        dld = np.array([ssum(w * inv), float(self._size_cells @ (sizes * a)) + ssum(ta * w_b * inv)])
+        if order == 1:
+            return amat, ld, da, dld
+        w_bb = ws[2]
+        g_aa = -2.0 * w * g_a * inv
+        g_ab = -2.0 * ta * w_b * g_a * inv
+        g_bb = -(ta * ta) * w_bb * g_a + 2.0 * ta**3 * w_b * w_b * g_a * inv
+        d_aa = -quad(0, g_aa, 0)
+        d_ab = -quad(0, g_ab, 0) - sym(quad(1, g_a, 0))
+        d_bb = (-((-2.0 * sizes * a2 * a) @ ddf).reshape(k1, k1) - quad(0, g_bb, 0) - 2.0 * sym(quad(1, g_b, 0))
+                - sym(quad(2, g, 0)) - 2.0 * quad(1, g, 1))
+        l_ab = ssum(w_b * g_a)
+        d2ld = np.array([[-ssum(w * w * g_a), l_ab],
                          [l_ab, -float(self._size_cells @ (sizes * sizes * a2))
-                          + float((ta * w_bb * inv).sum()) - float(((ta * w_b * inv) ** 2).sum())]])
+                          + ssum(ta * w_bb * inv) - ssum((ta * w_b * inv) ** 2)]])
         d2a = np.stack((np.stack((d_aa, d_ab)), np.stack((d_ab, d_bb))))
-        return amat, ld, (np.stack((da_a, da_b)), d2a), (dld, d2ld)
+        return amat, ld, (da, d2a), (dld, d2ld)
+
+    def _scenario_sums(self, which: str, coefs: list[np.ndarray]) -> tuple[Callable, Callable, list[np.ndarray]]:
+        """How :meth:`core` sums over scenarios, for size weights ``coefs`` (alpha_0, alpha_1, ...).
+
+        Returns ``quad(x, c, y)`` = sum_i c_i q_i(alpha_x) q_i(alpha_y)' with q_i(alpha) = sum_s alpha_s [S_is, Y_is],
+        ``ssum(v)`` = sum_i v_i, and ``ws[x]`` = (w_i(alpha_x))_i with w_i(alpha) = sum_s cnt_is n_s alpha_s; ``c``
+        and ``v`` are functions of the w's. Scenario by scenario, or, with :class:`ScenarioPatterns`, per pattern p:
+        sum_i v_i = sum_p N_p v_p, and quad has judge block sum_p c_p N_p S_p alpha_x alpha_y'S_p', cross blocks
+        sum_p c_p S_p alpha_x (alpha_y'Y1_p) and score entry sum_p c_p alpha_x'Y2_p alpha_y.
+        """
+        sizes = self._sizes
+        pt = self._pat
+        if pt is not None:
+            k, k1 = self.k, self.k + 1
+            y1, y2, nn = pt.y1[which], pt.y2[which], pt.n
+            u = [pt.s @ c for c in coefs]                   # (P, K) judge parts
+            t = [y1 @ c for c in coefs]                     # (P,) summed score parts
+
+            def quad(x: int, c: np.ndarray, y: int) -> np.ndarray:
+                out = np.empty((k1, k1))
+                out[:k, :k] = (u[x] * (c * nn)[:, None]).T @ u[y]
+                out[:k, k] = (u[x] * c[:, None]).T @ t[y]
+                out[k, :k] = (u[y] * c[:, None]).T @ t[x]
+                out[k, k] = float(np.einsum("p,psr,s,r->", c, y2, coefs[x], coefs[y]))
+                return out
+
+            return quad, lambda v: float(nn @ v), [pt.cnt @ (sizes * c) for c in coefs]
+        sa = self._arrays[which][2]
+        k1 = self.k + 1
+        if self._one_size:
+            qs = [sa * c[0] for c in coefs]
+            ws = [self._cnt * (sizes[0] * c[0]) for c in coefs]
+        else:
+            qs = [(sa @ c).reshape(-1, k1) for c in coefs]
+            ws = [self._cnt @ (sizes * c) for c in coefs]
+
+        def quad(x: int, c: np.ndarray, y: int) -> np.ndarray:
+            return (qs[x] * c[:, None]).T @ qs[y]
+
+        return quad, lambda v: float(v.sum()), ws
 
     # -- fixed judges ---------------------------------------------------------------------------------
     def fixed_parts(self, theta: np.ndarray, grad: bool = False, hess: bool = False) -> dict[str, Any]:
