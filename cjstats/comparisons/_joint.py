@@ -29,7 +29,7 @@ from cjstats.scores import Scores, read_scores
 from cjstats.stats import ScoreStats, build_stats
 from cjstats.stats.joint import JointStats, stack_models
 
-__all__ = ["JointFit", "JointData", "JointRow", "joint_data", "joint_stats", "as_scores", "components_frame",
+__all__ = ["JointFit", "JointData", "JointRow", "JointSource", "joint_data", "joint_stats", "as_scores", "components_frame",
            "check_judges_scored", "JOINT_LABEL"]
 
 View = Literal["panel", "population"]
@@ -143,6 +143,15 @@ def check_shared_scenarios(d: JointStats) -> None:
                            f"separately with cj.estimate.")
 
 
+@dataclass(frozen=True, slots=True)
+class JointSource:
+    """Joint statistics already built (and checked) from a table, with the table, so that they are not built
+    again and a backend that needs rows still has them."""
+
+    stats: JointStats
+    rows: Scores
+
+
 def joint_stats(source: Any, caller: str) -> tuple[JointStats, Scores | None]:
     """The :class:`~cjstats.stats.JointStats` a joint backend fits from, and the rows when the source has them.
 
@@ -151,6 +160,8 @@ def joint_stats(source: Any, caller: str) -> tuple[JointStats, Scores | None]:
     or per-model statistics of one criterion (stacked here). Checks: 2+ models, 2+ judges, 2+ scenarios, and
     every pair of models shares a scenario.
     """
+    if isinstance(source, JointSource):
+        return source.stats, source.rows
     scores = None
     if isinstance(source, JointStats):
         js = source

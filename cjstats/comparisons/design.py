@@ -239,8 +239,9 @@ def _quadratic_bounds(fit, contrasts: list[np.ndarray], count: int, level: float
     """
     from cjstats.estimators.intervals import noncentral_chi2_interval
 
-    est = np.array([fit.contrast(c, "panel")[0] for c in contrasts])
-    var = np.array([fit.contrast(c, "panel")[1] ** 2 for c in contrasts])
+    fitted = [fit.contrast(c, "panel") for c in contrasts]
+    est = np.array([e for e, _, _ in fitted])
+    var = np.array([se**2 for _, se, _ in fitted])
     n = len(contrasts)
     cov = np.diag(var)
     for i in range(n):

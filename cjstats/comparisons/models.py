@@ -97,11 +97,7 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
 
     method = check_choice("method", method, _JOINT_BACKENDS, caller="fit_joint")
     level = resolve_ci_level(ci_level)
-    source = joint_source(scores, engine, engine_options)
-    if method == "bayes" and not isinstance(source, (Scores, pd.DataFrame)):
-        raise CjstatsError("method='bayes' fits the score rows (its model has an effect per scenario and cell), "
-                           "but it was given statistics without rows; pass the table (engine='numpy'), or use "
-                           "method='reml'.")
+    source = joint_source(scores, engine, engine_options)   # the Bayes backend refuses statistics without rows
     mod = import_module(_JOINT_BACKENDS[method])
     if method == "bayes":
         return mod.fit_joint(source, ci_level=level, seed=seed, **options)

@@ -185,14 +185,15 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
     if fit is None:
         from types import SimpleNamespace
 
-        from cjstats.comparisons._joint import joint_stats
+        from cjstats.comparisons._joint import JointSource, joint_stats
         from cjstats.comparisons.models import joint_source
 
         source = joint_source(scores, engine, engine_options)
         js, rows = joint_stats(source, "self_preference")
         counts = pd.DataFrame(js.judge_counts(), index=list(js.models), columns=list(js.judge_labels))
         _normalise(families, SimpleNamespace(models=js.models, judges=js.judge_labels), counts)
-        fit = fit_joint(js if rows is None else rows, method, ci_level=level, seed=seed, **options)
+        source = js if rows is None else JointSource(js, rows)    # built once, rows kept for Bayes and drop
+        fit = fit_joint(source, method, ci_level=level, seed=seed, **options)
     fam = _normalise(families, fit)
     p, k = fit.cell_means.shape
     rows = []

@@ -136,16 +136,6 @@ class JointStats:
     def n_obs(self) -> int:
         return sum(int(u.n_obs) for u in self.units)
 
-    @property
-    def key(self) -> dict[str, str]:
-        return {} if self.criterion is None else {"criterion": self.criterion}
-
-    def label(self, *, capital: bool = False) -> str:
-        """Human name for messages: ``the joint unit`` or ``criterion 'y'``."""
-        if self.criterion is None:
-            return "The joint unit" if capital else "the joint unit"
-        return f"{'Criterion' if capital else 'criterion'} '{self.criterion}'"
-
     def get(self, model: str) -> CellStats:
         """The statistics of one model."""
         try:
@@ -230,7 +220,6 @@ class JointStats:
         p_n, n = self.n_models, self.n_scenarios
         m = max(int(u.generations_per_scenario.max()) for u in self.units)
         ok = np.ones((p_n, n), dtype=bool)
-        short = np.zeros((p_n, n), dtype=bool)          # fewer generations than m
         first_judge = np.zeros((p_n, n), dtype=np.int64)
         for p, (u, sidx, jidx) in enumerate(zip(self.units, self.scenario_index, self.judge_index)):
             present = np.zeros(n, dtype=bool)
@@ -241,7 +230,6 @@ class JointStats:
             counts[:, jidx] = u.s_isk.sum(axis=1)
             good = (gens == m) & np.all(counts == m, axis=1) & (u.cnt_is[:, u.sizes != k].sum(axis=1) == 0)
             ok[p, sidx] &= good
-            short[p, sidx] = gens < m
             first_judge[p, sidx] = np.argmax(counts < m, axis=1)
         keep = ok.all(axis=0)
         reason = None
