@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -24,6 +25,7 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
 from cjstats.components import COMPONENT_COLUMNS
+from cjstats.estimators.anova import mls_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 from cjstats.stats import ScoreStats, build_stats
@@ -63,6 +65,19 @@ class JointRow:
     def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> JointRow:
         """A row with no number, carrying the reason."""
         return cls(component, float("nan"), identifiable=False, note=reason, view=view)
+
+
+def mls_row(component: str, c: float, ms1: float, df1: float, ms2: float, df2: float, level: float,
+            view: str = "fixed", note: str = "") -> JointRow:
+    """c (E[MS_1] - E[MS_2]), truncated at 0, with the MLS interval (Ting et al. 1990; bounds floored at 0) and the
+    large-sample standard error sqrt(2 (c MS_1)^2/df1 + 2 (c MS_2)^2/df2). The joint ANOVA passes mean squares;
+    the joint REML passes the same quantities built from GLS effects (df1 may be a Satterthwaite value)."""
+    raw = c * (ms1 - ms2)
+    est, boundary = (0.0, True) if raw < 0 else (raw, False)
+    lo, hi = mls_interval(c, ms1, df1, c, ms2, df2, level)
+    se = math.sqrt(2 * (c * ms1) ** 2 / df1 + 2 * (c * ms2) ** 2 / df2)
+    return JointRow(component, est, max(lo, 0.0), max(hi, 0.0), se, "MLS (Ting et al. 1990)", view, raw,
+                        boundary, True, note)
 
 
 def as_scores(scores: Any, caller: str) -> Scores:

@@ -49,8 +49,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special
 
-from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, components_frame, joint_stats
-from cjstats.estimators.anova import chi2_interval, mls_interval
+from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, components_frame, joint_stats, mls_row
+from cjstats.estimators.anova import chi2_interval
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
@@ -119,16 +119,6 @@ def _truncate(raw: float) -> tuple[float, bool]:
     return (0.0, True) if raw < 0 else (raw, False)
 
 
-def _mls_row(component: str, c: float, ms1: float, df1: int, ms2: float, df2: int, level: float,
-             view: str = "fixed", note: str = "") -> JointRow:
-    raw = c * (ms1 - ms2)
-    est, boundary = _truncate(raw)
-    lo, hi = mls_interval(c, ms1, df1, c, ms2, df2, level)
-    se = math.sqrt(2 * (c * ms1) ** 2 / df1 + 2 * (c * ms2) ** 2 / df2)
-    return JointRow(component, est, max(lo, 0.0), max(hi, 0.0), se, "MLS (Ting et al. 1990)", view, raw,
-                        boundary, True, note)
-
-
 def _panel_row(component: str, ss: float, df: int, ms_w: float, df_w: int, scale_n: float, level: float,
                note: str = "") -> JointRow:
     """Fixed-effects 'mean square' (sum of squared effects / count) with its noncentral chi-square interval.
@@ -163,12 +153,12 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
         g = float(t.model_means[q])
         rows.append((name, JointRow("mu", g, g - tq * se, g + tq * se, se, "t (per-model MS_S)", "fixed", g)))
     J = JOINT_LABEL
-    rows.append((J, _mls_row("scenario", 1 / (p * m * k), ms["S"], df["S"], ms["MS"], df["MS"], level)))
+    rows.append((J, mls_row("scenario", 1 / (p * m * k), ms["S"], df["S"], ms["MS"], df["MS"], level)))
     if m > 1:
-        rows.append((J, _mls_row("model_scenario", 1 / (m * k), ms["MS"], df["MS"], ms["G"], df["G"], level)))
-        rows.append((J, _mls_row("generation", 1 / k, ms["G"], df["G"], ms["W"], df["W"], level)))
+        rows.append((J, mls_row("model_scenario", 1 / (m * k), ms["MS"], df["MS"], ms["G"], df["G"], level)))
+        rows.append((J, mls_row("generation", 1 / k, ms["G"], df["G"], ms["W"], df["W"], level)))
     else:
-        rows.append((J, _mls_row("model_scenario", 1 / k, ms["MS"], df["MS"], ms["W"], df["W"], level,
+        rows.append((J, mls_row("model_scenario", 1 / k, ms["MS"], df["MS"], ms["W"], df["W"], level,
                                  note="m = 1: holds s2_model_scenario + s2_generation (generation not separable)")))
         rows.append((J, JointRow.not_identifiable(
             "generation", "not identifiable: one generation per (model, scenario) (m = 1)")))
@@ -176,10 +166,10 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
     rows.append((J, JointRow("residual", ms["W"], lo, hi, ms["W"] * math.sqrt(2 / df["W"]),
                                  "chi-square (exact)", "fixed", ms["W"])))
     rows.append((J, _panel_row("judge_panel", ss["J"], df["J"], ms["W"], df["W"], p * nm * k, level)))
-    rows.append((J, _mls_row("judge_population", 1 / (p * nm), ms["J"], df["J"], ms["JM"], df["JM"], level,
+    rows.append((J, mls_row("judge_population", 1 / (p * nm), ms["J"], df["J"], ms["JM"], df["JM"], level,
                              view="random", note=f"judges random: {k} judges give {k - 1} degrees of freedom")))
     rows.append((J, _panel_row("judge_model", ss["JM"], df["JM"], ms["W"], df["W"], p * k * nm, level)))
-    rows.append((J, _mls_row("judge_model", 1 / nm, ms["JM"], df["JM"], ms["W"], df["W"], level, view="random")))
+    rows.append((J, mls_row("judge_model", 1 / nm, ms["JM"], df["JM"], ms["W"], df["W"], level, view="random")))
     return rows
 
 

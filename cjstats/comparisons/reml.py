@@ -53,16 +53,20 @@ sums zero), (model, scenario) groups - scenarios - (P - 1) for contrasts between
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
-from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, check_judges_scored, components_frame, joint_stats
+from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, components_frame, joint_stats,
+                                       mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
-from cjstats.exceptions import CjstatsError, CjstatsWarning
+from cjstats.estimators.reml import engine
+from cjstats.estimators.reml.engine import FitResult
+from cjstats.exceptions import CjstatsWarning
 from cjstats.stats import NestedStats
 
 __all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint"]
@@ -70,16 +74,32 @@ __all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint"]
 _NAN = float("nan")
 
 
+@functools.lru_cache(maxsize=64)
+def _block_index(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the P model blocks (K x K, model-major) in a (P K + 1)-square matrix."""
+    q, i, j = np.meshgrid(np.arange(p), np.arange(k), np.arange(k), indexing="ij")
+    return (q * k + i).ravel(), (q * k + j).ravel()
+
+
 def _subtract_blocks(blocks: np.ndarray, p: int, k: int, out: np.ndarray) -> None:
     """out -= blocks[q] in model q's [judges, y] rows and columns (blocks (P, K+1, K+1), y last)."""
     y = p * k
-    for q in range(p):
-        sl = slice(q * k, (q + 1) * k)
-        bq = blocks[q]
-        out[sl, sl] -= bq[:k, :k]
-        out[sl, y] -= bq[:k, k]
-        out[y, sl] -= bq[k, :k]
-        out[y, y] -= bq[k, k]
+    r, c = _block_index(p, k)
+    out[r, c] -= blocks[:, :k, :k].ravel()
+    out[:y, y] -= blocks[:, :k, k].ravel()
+    out[y, :y] -= blocks[:, k, :k].ravel()
+    out[y, y] -= float(blocks[:, k, k].sum())
+
+
+def _per_model_outer(ns: NestedStats) -> Any:
+    """(a, b) -> per model sum over its groups of a_g b_g' ((G, K+1) each -> (P, K+1, K+1)): one batched matrix
+    product when every model has the same number of groups, else one product per model."""
+    p, g = ns.n_models, ns.n_groups
+    if g % p == 0 and np.array_equal(ns.group_starts, np.arange(p) * (g // p)):
+        n = g // p
+        return lambda a, b: a.reshape(p, n, -1).transpose(0, 2, 1) @ b.reshape(p, n, -1)
+    bounds = list(zip(ns.group_starts, [*ns.group_starts[1:], g]))
+    return lambda a, b: np.stack([a[i:j].T @ b[i:j] for i, j in bounds])
 
 
 class _Jets:
@@ -174,8 +194,7 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     rows = lambda a, b: b * a[:, None]                                 # noqa: E731 - scale the rows of b by a
     fd = jt.mul(dg, f, rows)                                           # d_g f_g
     if active[1]:
-        bounds = list(zip(ns.group_starts, [*ns.group_starts[1:], ns.n_groups]))
-        outer = jt.mul(fd, f, lambda a, b: np.stack([a[i:j].T @ b[i:j] for i, j in bounds]))  # per model
+        outer = jt.mul(fd, f, _per_model_outer(ns))                   # sum_g a_g b_g' per model
         for mc, oc in zip(m, jt.mul(tm, outer)):                      # theta_ms sum_g d_g f_g f_g'
             _subtract_blocks(oc, p, k, mc)
     n_scen = ns.n_scenarios
@@ -280,39 +299,99 @@ def _profiled_deviance(theta: np.ndarray, ns: NestedStats, t: np.ndarray, *, rem
     return dev, grad, hess, {"beta": g["beta"], "s2": s2, "xhx": g["a"], "rss": rss}
 
 
-def _newton_polish(theta: np.ndarray, ns: NestedStats, t: np.ndarray, reml: bool, dirs: tuple[int, ...]
-                   ) -> tuple[np.ndarray, bool]:
-    """Newton steps theta_I -= (D_II)^{-1} D_I on the coordinates I of theta[dirs] inside the boundary, from a
-    point the optimiser left (it stops where the criterion's rounding noise, ~1e-9 absolute, hides progress;
-    the exact gradient still points on). Returns theta and whether it is a stationary point: Newton decrement
-    D_I' (D_II)^{-1} D_I <= 1e-8 with D_II positive definite, and no boundary coordinate whose gradient is
-    negative by more than that decrement's worth, D_i < 0 with D_i^2/D_ii > 1e-8."""
-    th = theta.copy()
-    idx = np.array(dirs)
-    for _ in range(8):
-        dev, grad, hess, _ = _profiled_deviance(th, ns, t, reml=reml, dirs=dirs, order=2)
-        inner = th[idx] > 0
-        bnd = ~inner
-        d = np.diag(hess)
-        kkt = bool(np.all((grad[bnd] >= 0) | (grad[bnd] ** 2 <= 1e-8 * np.maximum(d[bnd], 1e-300))))
-        if not inner.any():
-            return th, kkt
-        gi, hi = grad[inner], hess[np.ix_(inner, inner)]
-        try:
-            chol = np.linalg.cholesky(hi)
-        except np.linalg.LinAlgError:
-            return th, False
-        step = -np.linalg.solve(chol.T, np.linalg.solve(chol, gi))
-        dec = -float(gi @ step)
-        if dec <= 1e-24 * max(1.0, abs(dev)):
-            return th, kkt
-        trial = th.copy()
-        trial[idx[inner]] += step
-        if np.any(trial[idx[inner]] <= 0) or _profiled_deviance(trial, ns, t, reml=reml, order=0)[0] > (
-                dev + 1e-13 * max(1.0, abs(dev))):
-            return th, kkt and dec <= 1e-8
-        th = trial
-    return th, kkt and dec <= 1e-8
+class NestedCriterion:
+    r"""The joint REML (or ML) criterion in the form the REML engine reads (:class:`engine.Criterion`).
+
+    theta is the free part of (theta_a, theta_ms, theta_b) (generation dropped when not identifiable); rss, L =
+    log|H| [+ log|X'H^{-1}X|] and their exact derivatives come from :func:`_gls_terms`.
+    """
+
+    def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True) -> None:
+        self.ns, self.t, self.reml = ns, t, reml
+        self.free = np.array([True, True, ns.has_generation])
+        self.dirs = tuple(int(i) for i in np.flatnonzero(self.free))
+        self.nu = ns.n_rows - (t.shape[1] if reml else 0)
+        self._count = 0
+
+    @property
+    def n_evaluations(self) -> int:
+        return self._count
+
+    def expand(self, x: np.ndarray) -> np.ndarray:
+        """The full (theta_a, theta_ms, theta_b) of the free part x."""
+        th = np.zeros(3)
+        th[self.free] = x
+        return th
+
+    def parts(self, x: np.ndarray, hess: bool = False, grad: bool = True) -> dict[str, Any]:
+        self._count += 1
+        order = 2 if hess else (1 if grad else 0)
+        g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order)
+        la = g["logdet_a"] if self.reml else 0.0
+        out = {"rss": g["rss"], "logdet": g["logdet"] + la, "beta": g["beta"], "a": g["a"]}
+        if order >= 1:
+            out["drss"] = g["g_rss"]
+            out["dlogdet"] = g["g_logdet"] + (g["g_logdet_a"] if self.reml else 0.0)
+        if order >= 2:
+            out["d2rss"] = g["h_rss"]
+            out["d2logdet"] = g["h_logdet"] + (g["h_logdet_a"] if self.reml else 0.0)
+        return out
+
+    def profiled(self, x: np.ndarray, grad: bool = False) -> tuple[float, np.ndarray | None]:
+        if np.any(np.asarray(x) < 0):
+            return math.inf, (np.zeros(len(x)) if grad else None)
+        pr = self.parts(x, grad=grad)
+        rss = pr["rss"]
+        val = self.nu * (1 + math.log(2 * math.pi * rss / self.nu)) + pr["logdet"]
+        return val, (self.nu * pr["drss"] / rss + pr["dlogdet"] if grad else None)
+
+    def full(self, s2: float, x: np.ndarray, grad: bool = False) -> tuple[float, Any]:
+        if np.any(np.asarray(x) < 0) or not s2 > 0:
+            return math.inf, ((np.zeros(len(x)), 0.0) if grad else None)
+        pr = self.parts(x, grad=grad)
+        val = self.nu * math.log(2 * math.pi * s2) + pr["logdet"] + pr["rss"] / s2
+        return val, ((pr["drss"] / s2 + pr["dlogdet"], pr["rss"]) if grad else None)
+
+
+def moment_start(ns: NestedStats) -> np.ndarray:
+    r"""Method-of-moments starting values for (theta_a, theta_ms, theta_b), floored at 0.05 (off the boundary).
+
+    With eta_pl the judge means of each model and r = y - eta the judge-adjusted scores, cell sums R_c, group
+    sums R_g (n_g rows) and group means rbar_g: s2_eps from the within-cell sum of squares sum r^2 - sum_c R_c^2/n_c
+    on N - cells - P(K - 1) df; s2_gen from sum_c R_c^2/n_c - sum_g R_g^2/n_g = (cells - groups)(s2_eps +
+    nbar_c s2_gen); s2_ms from the spread of rbar_g around their scenario means (expected s2_ms + s2_gen/m +
+    s2_eps/n_g per model); s2_scenario from the spread of the scenario means. Unweighted, so only a start.
+    """
+    p, k = ns.n_models, ns.n_judges
+    cnt = ns.counts
+    eta = np.where(cnt > 0, ns.sums / np.maximum(cnt, 1), 0.0).reshape(p, k)
+    z = np.concatenate([-eta, np.ones((p, 1))], axis=1)                       # (P, K+1)
+    ss_adj = ns.yy - 2 * float(ns.sums @ eta.ravel()) + float(cnt @ (eta.ravel() ** 2))
+    inv = 1.0 / ns.sizes
+    cell_r2 = float(sum(inv[h] * z[q] @ ns.cell_aug[q, h] @ z[q] for q in range(p) for h in range(len(inv))))
+    zg = z[ns.group_model]                                                    # (G, K+1)
+    rg = np.einsum("ghk,gk->g", ns.group_aug, zg)                              # R_g
+    ng = ns.group_cnt @ ns.sizes
+    df_e = max(ns.n_rows - ns.n_cells - p * (k - 1), 1)
+    s2e = max((ss_adj - cell_r2) / df_e, 1e-12 * max(ss_adj / max(ns.n_rows, 1), 1e-300))
+    s2b = 0.0
+    if ns.has_generation:
+        nbar = ns.n_rows / ns.n_cells
+        s2b = max(((cell_r2 - float(rg @ (rg / ng))) / max(ns.n_cells - ns.n_groups, 1) - s2e) / nbar, 0.0)
+    rbar = rg / ng
+    n_scen = ns.n_scenarios
+    per = np.bincount(ns.group_scen, minlength=n_scen)
+    smean = np.bincount(ns.group_scen, weights=rbar, minlength=n_scen) / np.maximum(per, 1)
+    dev = rbar - smean[ns.group_scen]
+    df_ms = max(ns.n_groups - n_scen, 1)
+    mbar = ns.n_cells / ns.n_groups
+    noise = s2b / mbar + float(np.mean(s2e / ng))
+    s2ms = max(float(dev @ dev) / df_ms * (1 + 1 / max(p - 1, 1)) - noise, 0.0)
+    used = per > 0
+    s2a = max(float(np.var(smean[used], ddof=1)) - (s2ms + noise) / max(float(np.mean(per[used])), 1.0), 0.0) \
+        if used.sum() > 1 else 0.0
+    floor = 0.05
+    return np.array([max(s2a / s2e, floor), max(s2ms / s2e, floor), max(s2b / s2e, floor)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,54 +403,26 @@ class NestedFit:
     deviance: float
     converged: bool
     n_evaluations: int
+    result: FitResult | None = None     # the engine's fit (theta over the free variances)
 
 
-def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True) -> NestedFit:
-    """Minimise the profiled criterion over sqrt(theta) >= 0 (generation fixed at 0 when not identifiable).
-
-    L-BFGS-B with the exact gradient of :func:`_profiled_deviance` (x = sqrt(theta): d/dx = 2 x d/dtheta) from
-    two starts, values below 1e-8 snapped to 0 when that does not worsen the criterion, then exact Newton
-    steps on the inner coordinates (:func:`_newton_polish`). Converged: L-BFGS-B reported it, or the polished
-    point is stationary (Newton decrement <= 1e-8, boundary gradients not negative). ``n_evaluations`` counts
-    the optimiser's evaluations over the starts tried.
-    """
-    free = np.array([True, True, ns.has_generation])
-    dirs = tuple(int(i) for i in np.flatnonzero(free))
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        th = np.zeros(3)
-        th[free] = x**2
-        dev, grad, _, _ = _profiled_deviance(th, ns, t, reml=reml, dirs=dirs)
-        return dev, 2 * x * grad     # d/dx = 2 x d/dtheta
-
-    best = None
-    n_eval = 0
-    for x0 in (np.full(free.sum(), 0.7), np.full(free.sum(), 0.1)):
-        r = optimize.minimize(fun, x0, method="L-BFGS-B", jac=True, bounds=[(0, None)] * int(free.sum()),
-                              options={"ftol": 1e-14, "gtol": 1e-7, "maxiter": 500})
-        n_eval += int(r.nfev)
-        # snap tiny values to the boundary when that does not worsen the criterion
-        x = r.x.copy()
-        for i in range(len(x)):
-            if 0 < x[i] < 1e-4:
-                trial = x.copy()
-                trial[i] = 0.0
-                if fun(trial)[0] <= r.fun + 1e-9:
-                    x = trial
-        th = np.zeros(3)
-        th[free] = x**2
-        th, stationary = _newton_polish(th, ns, t, reml, dirs)
-        dev = _profiled_deviance(th, ns, t, reml=reml, order=0)[0]
-        ok = bool(r.success or stationary)
-        if best is None or dev < best[1]:
-            best = (th, dev, ok)
-        if ok and r.nit > 0 and np.abs(r.jac).max() < 1e-3:
-            break  # one well-converged start is enough
-    th, _, converged = best
-    dev, _, _, info = _profiled_deviance(th, ns, t, reml=reml, order=0)
-    cov = info["s2"] * np.linalg.inv(info["xhx"])
-    return NestedFit(theta=th, s2=info["s2"], beta=info["beta"], cov_beta=cov, deviance=dev,
-                     converged=converged, n_evaluations=n_eval)
+def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.ndarray | None = None
+               ) -> NestedFit:
+    """Minimise the profiled criterion over theta >= 0 with the REML engine (:func:`engine.fit`, exact Newton
+    steps on theta, KKT check on the variance scale), generation fixed at 0 when not identifiable. Starts: the
+    moment solution (:func:`moment_start`, or ``start``), then theta = 0.5 and 0.02 in every variance when the
+    first optimum is on the boundary or fails the check."""
+    crit = NestedCriterion(ns, t, reml=reml)
+    free = crit.free
+    first = moment_start(ns) if start is None else np.asarray(start, dtype=float)
+    starts = [first[free], np.full(int(free.sum()), 0.5), np.full(int(free.sum()), 0.02)]
+    r = engine.fit(crit, starts, exact_hessian=True)
+    th = crit.expand(r.theta)
+    pr = crit.parts(r.theta, grad=False)
+    s2 = pr["rss"] / crit.nu
+    cov = s2 * np.linalg.inv(pr["a"])
+    return NestedFit(theta=th, s2=s2, beta=pr["beta"], cov_beta=cov, deviance=r.deviance,
+                     converged=r.converged, n_evaluations=r.evaluations, result=r)
 
 
 def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> float:
@@ -392,36 +443,19 @@ def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: 
 
 
 def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> np.ndarray:
-    r"""Exact Hessian of the non-profiled REML deviance in the variances phi = (s2_eps, s2_eps theta[free]).
+    r"""Exact Hessian of the non-profiled REML deviance in the variances phi = (s2_eps, s2_eps theta[free]): the
+    engine's :func:`engine.variance_hessian` on :class:`NestedCriterion` (the chain rule from (s2, theta) to phi
+    is written there once for every REML fit)."""
+    crit = NestedCriterion(ns, t)
+    return engine.variance_hessian(crit, _AtTheta(np.asarray(fit.theta)[free], float(fit.s2)))
 
-    D(s2, theta) = nu log s2 + L(theta) + R(theta)/s2 with nu = N - q, L = log|H| + log|X'H^{-1}X| and
-    R = rss (derivatives from :func:`_gls_terms`). In (s2, theta): D_s = nu/s2 - R/s2^2,
-    D_ss = -nu/s2^2 + 2R/s2^3, D_si = -R_i/s2^2, D_i = L_i + R_i/s2, D_ij = L_ij + R_ij/s2. With
-    theta_i = phi_i/phi_0 (J = d(s2, theta)/d phi: row s2 = e_0, row theta_i = (e_i - theta_i e_0)/s2),
 
-        Hess_phi = J' Hess_(s2, theta) J + sum_i D_i d^2 theta_i/d phi^2,
-        d^2 theta_i/d phi_0^2 = 2 theta_i/s2^2,  d^2 theta_i/d phi_0 d phi_i = -1/s2^2.
-    """
-    dirs = tuple(int(i) for i in np.flatnonzero(free))
-    nd = len(dirs)
-    g = _gls_terms(fit.theta, ns, t, dirs, 2)
-    s2, th = fit.s2, fit.theta[list(dirs)]
-    nu = ns.n_rows - g["q"]
-    r, r1, r2 = g["rss"], g["g_rss"], g["h_rss"]
-    d1 = g["g_logdet"] + g["g_logdet_a"] + r1 / s2
-    hu = np.empty((nd + 1, nd + 1))
-    hu[0, 0] = -nu / s2**2 + 2 * r / s2**3
-    hu[0, 1:] = hu[1:, 0] = -r1 / s2**2
-    hu[1:, 1:] = g["h_logdet"] + g["h_logdet_a"] + r2 / s2
-    jac = np.zeros((nd + 1, nd + 1))
-    jac[0, 0] = 1.0
-    jac[1:, 0] = -th / s2
-    jac[1:, 1:] = np.eye(nd) / s2
-    hess = jac.T @ hu @ jac
-    hess[0, 0] += float(d1 @ th) * 2 / s2**2
-    hess[0, 1:] -= d1 / s2**2
-    hess[1:, 0] -= d1 / s2**2
-    return hess
+@dataclass(frozen=True, slots=True)
+class _AtTheta:
+    """A point (theta over the free variances, s2) for the engine's Hessian."""
+
+    theta: np.ndarray
+    s2: float
 
 
 def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -459,15 +493,62 @@ def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: 
                         "noncentral chi-square inversion (GLS effects)", view, raw, boundary, True, note)
 
 
-def _variance_row(component: str, est: float, var: float, level: float, boundary: bool, note: str = ""
-                  ) -> JointRow:
+def _quadratic_ms(g: np.ndarray, cov: np.ndarray, extra: float) -> tuple[float, float, float, int]:
+    r"""|g|^2/d, tr(Cov)/d and the Satterthwaite degrees of freedom of |g|^2 for g ~ N(0, extra P + Cov) on the
+    d-dimensional range of Cov (P its projector): |g|^2 = sum_j lambda_j chi2_1 with lambda_j = extra + c_j over
+    the nonzero eigenvalues c_j of Cov, df = (sum lambda)^2/sum lambda^2 (= d when Cov is isotropic, as on
+    balanced data)."""
+    ev = np.linalg.eigvalsh(cov)
+    c = ev[ev > ev.max() * 1e-9]
+    d = len(c)
+    lam = max(extra, 0.0) + c
+    return float(g @ g) / d, float(c.sum()) / d, float(lam.sum() ** 2 / (lam**2).sum()), d
+
+
+def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarray, cov_int: np.ndarray, p: int,
+                     k: int, df_within: int, level: float) -> tuple[JointRow, JointRow]:
+    r"""``judge_model`` and ``judge_population`` in the population view (judges and judge x model effects
+    random), with MLS intervals built from the GLS effects exactly as the joint ANOVA builds them from mean
+    squares, to which they reduce on balanced data.
+
+    With h the judge x model effects (dimension d = (P-1)(K-1)) and g the judge effects of the GLS cell means,
+    under the random model E|h|^2 = d s2_jm + tr C_h and E|g|^2 = (K-1)(s2_j + s2_jm/P) + tr C_g. So
+
+        judge_model      = MS_1 - MS_2,  MS_1 = |h|^2/d, MS_2 = tr(C_h)/d (df: the within-cell df),
+        judge_population = MS_3 - MS_1/P,  MS_3 = |g|^2/(K-1) - tr(C_g)/(K-1) + tr(C_h)/(d P),
+
+    each with the MLS interval (Ting et al. 1990) of a difference of two mean squares; the df of |h|^2 and |g|^2
+    are Satterthwaite's (:func:`_quadratic_ms`), K - 1 and d on balanced data. The two bounds account for the
+    uncertainty of both terms, unlike the fixed-view interval rescaled.
+    """
+    dfi = (p - 1) * (k - 1)
+    jm_raw = (float(g_int @ g_int) - float(np.trace(cov_int))) / dfi
+    ms1, ms2, df1, _ = _quadratic_ms(g_int, cov_int, jm_raw)
+    jm = mls_row("judge_model", 1.0, ms1, df1, ms2, max(df_within, 1), level, view="random")
+    trg = float(np.trace(cov_judge))
+    j_raw = (float(g_judge @ g_judge) - trg) / (k - 1) - jm_raw / p
+    g2, _, df3, _ = _quadratic_ms(g_judge, cov_judge, j_raw + jm_raw / p)
+    ms3 = g2 - trg / (k - 1) + float(np.trace(cov_int)) / (dfi * p)
+    jp = mls_row("judge_population", 1.0, max(ms3, 1e-300), df3, ms1 / p, df1, level, view="random",
+                 note=f"judges random: {k} judges give {k - 1} degrees of freedom")
+    return jm, jp
+
+
+def _variance_row(component: str, est: float, se: float, bounds: tuple[float, float], boundary: bool,
+                  note: str = "") -> JointRow:
+    """A joint variance with its profile-likelihood interval (the Wald standard error beside it; none at 0)."""
+    lo, hi = bounds
     if boundary:
-        return JointRow(component, 0.0, _NAN, _NAN, _NAN, "Wald (log scale)", "fixed", 0.0, True, True,
-                            (note + "; " if note else "") + "REML optimum at 0: no Wald interval")
-    se = math.sqrt(var) if var > 0 else _NAN
-    z = float(special.ndtri(1 - (1 - level) / 2))
-    f = math.exp(z * se / est) if est > 0 and np.isfinite(se) else _NAN
-    return JointRow(component, est, est / f, est * f, se, "Wald (log scale)", "fixed", est, False, True, note)
+        note = (note + "; " if note else "") + "REML optimum at 0"
+    return JointRow(component, 0.0 if boundary else est, lo, hi, _NAN if boundary or not se > 0 else se,
+                    "profile likelihood (REML)", "fixed", 0.0 if boundary else est, boundary, True, note)
+
+
+def _kkt_summary(r: FitResult) -> dict[str, Any]:
+    """The engine's KKT check in plain numbers (for diagnostics)."""
+    k = r.kkt
+    return {"stationary": bool(k.get("stationary", False)), "decrement": float(k.get("decrement", _NAN)),
+            "inward": float(k.get("inward", _NAN)), "message": str(k.get("message", ""))}
 
 
 def _single_thread_blas() -> Any:
@@ -517,6 +598,9 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
         rows.append((name, JointRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
                                         "fixed", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
+    crit = NestedCriterion(ns, t_full)
+    h_var = _variance_hessian(fit, ns, t_full, free)
+    failed = []
     for comp in ("scenario", "model_scenario", "generation", "residual"):
         if comp not in used:
             rows.append((JOINT_LABEL, JointRow.not_identifiable(
@@ -524,7 +608,11 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
             continue
         i = used.index(comp)
         bnd = comp != "residual" and v[i] == 0
-        rows.append((JOINT_LABEL, _variance_row(comp, float(v[i]), float(vcov[i, i]), level, bnd,
+        lo, hi, _ = engine.profile_interval(crit, fit.result, i, level, hess=h_var)
+        if math.isnan(lo) or math.isnan(hi):
+            failed.append(comp)
+        rows.append((JOINT_LABEL, _variance_row(comp, float(v[i]), math.sqrt(vcov[i, i]) if vcov[i, i] > 0 else _NAN,
+                                                (lo, hi), bnd,
                                                 m1_note if comp == "model_scenario" and not ns.has_generation else "")))
     # judge and judge x model effects of the GLS cell means
     lk = np.eye(k) - 1.0 / k
@@ -538,19 +626,19 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
     dfi = (p - 1) * (k - 1)
     rows.append((JOINT_LABEL, _effect_row("judge_panel", g_judge, cov_judge, k, k - 1, level)))
     jm_panel = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level)
-    jm_pop = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level, scale=p * k / dfi, view="random")
-    raw_pop_j = (float(g_judge @ g_judge) - float(np.trace(cov_judge))) / (k - 1) - max(jm_pop.raw_estimate, 0) / p
-    rows.append((JOINT_LABEL, JointRow("judge_population", max(raw_pop_j, 0.0), _NAN, _NAN, _NAN, "", "random",
-                                           raw_pop_j, raw_pop_j < 0, True,
-                                           f"judges random: {k} judges give {k - 1} degrees of freedom; no "
-                                           f"interval in the joint REML fit (see cj.estimate)")))
+    df_within = ns.n_rows - ns.n_cells - p * (k - 1)
+    jm_pop, jpop = _population_rows(g_judge, cov_judge, g_int, cov_int, p, k, df_within, level)
+    rows.append((JOINT_LABEL, jpop))
     rows.append((JOINT_LABEL, jm_panel))
     rows.append((JOINT_LABEL, jm_pop))
+    raw_pop_j = jpop.raw_estimate
     # likelihood-ratio test of the interaction (ML fits)
     t_add = np.hstack([np.kron(np.eye(p), np.ones((k, 1))),
                        np.kron(np.ones((p, 1)), np.vstack([np.eye(k - 1), -np.ones((1, k - 1))]))])
-    ml_full = fit_nested(ns, t_full, reml=False)
-    ml_add = fit_nested(ns, t_add, reml=False)
+    ml_full = fit_nested(ns, t_full, reml=False, start=np.maximum(fit.theta, 0.01))
+    ml_add = fit_nested(ns, t_add, reml=False, start=np.maximum(fit.theta, 0.01))
+    unconverged = [name for name, f in (("REML", fit), ("ML (full)", ml_full), ("ML (additive)", ml_add))
+                   if not f.converged]
     lr = max(ml_add.deviance - ml_full.deviance, 0.0)
     test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(stats.chi2.sf(lr, dfi)),
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
@@ -580,11 +668,21 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
             "converged": fit.converged, "n_evaluations": fit.n_evaluations, "n": n_scen, "p": p, "k": k,
             "n_cells": n_cells, "has_generation": ns.has_generation, "cell_counts": ns.counts.reshape(p, k),
             "df_within": df_within, "df_between": df_between}
-    if not fit.converged:
-        import warnings
+    diag.update(message=fit.result.message, kkt=_kkt_summary(fit.result), starts=fit.result.starts,
+                ml_converged=ml_full.converged and ml_add.converged,
+                at_boundary=[c for c, th in zip(("scenario", "model_scenario", "generation"), fit.theta)
+                             if th == 0 and (c != "generation" or ns.has_generation)])
+    import warnings
 
-        warnings.warn("The joint REML optimiser did not report convergence; check diagnostics['converged'].",
-                      CjstatsWarning, stacklevel=2)
+    if unconverged:
+        why = "; ".join(f"{name}: {f.result.message}" for name, f in
+                        (("REML", fit), ("ML (full)", ml_full), ("ML (additive)", ml_add)) if not f.converged)
+        warnings.warn(f"The joint {', '.join(unconverged)} fit did not reach a minimum ({why}); its numbers are "
+                      "not trustworthy: check the table for models or judges with very few scores, or compare "
+                      "with method='anova' on the complete scenarios.", CjstatsWarning, stacklevel=3)
+    if failed:
+        warnings.warn(f"The profile-likelihood search did not converge for {', '.join(failed)} in the joint REML "
+                      "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)

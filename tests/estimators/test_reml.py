@@ -30,6 +30,7 @@ from scipy import stats
 import cjstats as cj
 from cjstats.components import COMPONENT_COLUMNS
 from cjstats.estimators.reml import core as rs
+from cjstats.estimators.reml import engine
 from cjstats.estimators import reml
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData
@@ -525,7 +526,7 @@ class TestIntervals:
     def test_a_failed_profile_search_is_reported_not_turned_into_a_bound(self, monkeypatch):
         """If the root search gives up, the bounds are NaN and a CjstatsWarning says so (a failed search used to
         come back as the bound 0)."""
-        monkeypatch.setattr(rs, "_secant_root", lambda *args, **kwargs: math.nan)
+        monkeypatch.setattr(engine, "_secant_root", lambda *args, **kwargs: math.nan)
         with pytest.warns(CjstatsWarning, match="profile-likelihood search did not converge for residual"):
             fit = cj.estimate(_case("balanced"), method="reml")
         c = _comp(fit)
