@@ -56,7 +56,7 @@ _JOINT_BACKENDS = {"anova": "cjstats.comparisons.anova", "reml": "cjstats.compar
 
 def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
               seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
-              **options: Any) -> JointFit:
+              model_scenario: str = "pooled", **options: Any) -> JointFit:
     """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
 
     The table is reduced to its joint statistics (:func:`cjstats.stats.build_stats` with
@@ -76,6 +76,11 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
         (``docs/scale.md``), so ``method="bayes"`` and ``incomplete="drop"`` are refused with them.
     engine_options : mapping, optional
         Passed to the engine (``memory_limit``, ``columns``, ``client``, ...).
+    model_scenario : {"pooled", "per_model"}
+        One variance of the model x scenario effects (alpha p)_pi for all models (the paper's joint model), or
+        one per model (``method="reml"`` only): a ``model_scenario`` row per model, so that each pair's standard
+        error reflects its two models (with two models on a complete table it is the paired t). Either way the
+        REML fit tests pooled against per-model (``fit.tests["model_scenario"]``, with a recommendation).
     **options
         Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA, ``draws=`` for Bayes.
 
@@ -96,11 +101,17 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
     from importlib import import_module
 
     method = check_choice("method", method, _JOINT_BACKENDS, caller="fit_joint")
+    model_scenario = check_choice("model_scenario", model_scenario, ("pooled", "per_model"), caller="fit_joint")
+    if model_scenario == "per_model" and method != "reml":
+        raise CjstatsError(f"model_scenario='per_model' is fitted by method='reml' only (got method='{method}'); "
+                           "use method='reml', or model_scenario='pooled'.")
     level = resolve_ci_level(ci_level)
     source = joint_source(scores, engine, engine_options)   # the Bayes backend refuses statistics without rows
     mod = import_module(_JOINT_BACKENDS[method])
     if method == "bayes":
         return mod.fit_joint(source, ci_level=level, seed=seed, **options)
+    if method == "reml":
+        return mod.fit_joint(source, ci_level=level, model_scenario=model_scenario, **options)
     return mod.fit_joint(source, ci_level=level, **options)
 
 

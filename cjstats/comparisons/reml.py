@@ -120,6 +120,14 @@ class _Jets:
         out = [np.float64(value)] + [np.float64(1.0 if i == direction else 0.0) for i in range(self.nd)]
         return out + [np.float64(0.0)] * len(self.pairs)
 
+    def var_array(self, value: np.ndarray, directions: list[int | None]) -> list:
+        """An array of variables, entry e with derivative 1 along ``directions[e]`` (None: a constant)."""
+        value = np.asarray(value, dtype=np.float64)
+        out = [value]
+        for i in range(self.nd):
+            out.append(np.array([1.0 if d == i else 0.0 for d in directions]))
+        return out + [np.zeros_like(value) for _ in self.pairs]
+
     @staticmethod
     def lin(op: Any, x: list) -> list:
         return [op(c) for c in x]
@@ -171,9 +179,17 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     :class:`_Jets`), so M's derivatives are exact to rounding, with no step size.
     """
     jt = _Jets(len(dirs), order)
-    ta, tm, tb = (jt.var(theta[i], dirs.index(i) if i in dirs else None) for i in range(3))
-    active = [theta[i] > 0 or i in dirs for i in range(3)]
     p, k = ns.n_models, ns.n_judges
+    r = len(theta) - 2                      # model x scenario variances: 1 (pooled) or P (one per model)
+    ib = r + 1
+    ta, tb = (jt.var(theta[i], dirs.index(i) if i in dirs else None) for i in (0, ib))
+    ms_of_model = np.zeros(p, dtype=np.int64) if r == 1 else np.arange(p)
+    ms_dirs = [dirs.index(1 + j) if 1 + j in dirs else None for j in range(r)]
+    tm_p = jt.var_array(theta[1 + ms_of_model], [ms_dirs[j] for j in ms_of_model])      # (P,), per model
+    tm = jt.lin(lambda c: c[ns.group_model], tm_p)                                    # (G,), per group
+    tm_p = jt.lin(lambda c: c[:, None, None], tm_p)                                   # (P, 1, 1)
+    active = [theta[0] > 0 or 0 in dirs, bool(np.any(theta[1:ib] > 0)) or any(d is not None for d in ms_dirs),
+              theta[ib] > 0 or ib in dirs]
     pk = p * k
     m0 = np.zeros((pk + 1, pk + 1))
     m0[np.arange(pk), np.arange(pk)] = ns.counts
@@ -195,7 +211,7 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     fd = jt.mul(dg, f, rows)                                           # d_g f_g
     if active[1]:
         outer = jt.mul(fd, f, _per_model_outer(ns))                   # sum_g a_g b_g' per model
-        for mc, oc in zip(m, jt.mul(tm, outer)):                      # theta_ms sum_g d_g f_g f_g'
+        for mc, oc in zip(m, jt.mul(tm_p, outer)):                    # theta_ms sum_g d_g f_g f_g'
             _subtract_blocks(oc, p, k, mc)
     n_scen = ns.n_scenarios
     flat = ((ns.group_scen * (pk + 1) + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, PK+1)
@@ -302,13 +318,15 @@ def _profiled_deviance(theta: np.ndarray, ns: NestedStats, t: np.ndarray, *, rem
 class NestedCriterion:
     r"""The joint REML (or ML) criterion in the form the REML engine reads (:class:`engine.Criterion`).
 
-    theta is the free part of (theta_a, theta_ms, theta_b) (generation dropped when not identifiable); rss, L =
+    theta is the free part of (theta_a, theta_ms, theta_b) (generation dropped when not identifiable), or with
+    ``per_model`` of (theta_a, theta_ms[1..P], theta_b) with one model x scenario variance per model; rss, L =
     log|H| [+ log|X'H^{-1}X|] and their exact derivatives come from :func:`_gls_terms`.
     """
 
-    def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True) -> None:
+    def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True, per_model: bool = False) -> None:
         self.ns, self.t, self.reml = ns, t, reml
-        self.free = np.array([True, True, ns.has_generation])
+        self.n_ms = ns.n_models if per_model else 1
+        self.free = np.array([True] * (1 + self.n_ms) + [ns.has_generation])
         self.dirs = tuple(int(i) for i in np.flatnonzero(self.free))
         self.nu = ns.n_rows - (t.shape[1] if reml else 0)
         self._count = 0
@@ -318,8 +336,8 @@ class NestedCriterion:
         return self._count
 
     def expand(self, x: np.ndarray) -> np.ndarray:
-        """The full (theta_a, theta_ms, theta_b) of the free part x."""
-        th = np.zeros(3)
+        """The full (theta_a, theta_ms..., theta_b) of the free part x."""
+        th = np.zeros(len(self.free))
         th[self.free] = x
         return th
 
@@ -340,7 +358,10 @@ class NestedCriterion:
     def profiled(self, x: np.ndarray, grad: bool = False) -> tuple[float, np.ndarray | None]:
         if np.any(np.asarray(x) < 0):
             return math.inf, (np.zeros(len(x)) if grad else None)
-        pr = self.parts(x, grad=grad)
+        try:
+            pr = self.parts(x, grad=grad)
+        except np.linalg.LinAlgError:        # X'H^{-1}X numerically singular at an extreme theta
+            return math.inf, (np.zeros(len(x)) if grad else None)
         rss = pr["rss"]
         val = self.nu * (1 + math.log(2 * math.pi * rss / self.nu)) + pr["logdet"]
         return val, (self.nu * pr["drss"] / rss + pr["dlogdet"] if grad else None)
@@ -348,12 +369,15 @@ class NestedCriterion:
     def full(self, s2: float, x: np.ndarray, grad: bool = False) -> tuple[float, Any]:
         if np.any(np.asarray(x) < 0) or not s2 > 0:
             return math.inf, ((np.zeros(len(x)), 0.0) if grad else None)
-        pr = self.parts(x, grad=grad)
+        try:
+            pr = self.parts(x, grad=grad)
+        except np.linalg.LinAlgError:
+            return math.inf, ((np.zeros(len(x)), 0.0) if grad else None)
         val = self.nu * math.log(2 * math.pi * s2) + pr["logdet"] + pr["rss"] / s2
         return val, ((pr["drss"] / s2 + pr["dlogdet"], pr["rss"]) if grad else None)
 
 
-def moment_start(ns: NestedStats) -> np.ndarray:
+def moment_start(ns: NestedStats, per_model: bool = False) -> np.ndarray:
     r"""Method-of-moments starting values for (theta_a, theta_ms, theta_b), floored at 0.05 (off the boundary).
 
     With eta_pl the judge means of each model and r = y - eta the judge-adjusted scores, cell sums R_c, group
@@ -387,11 +411,16 @@ def moment_start(ns: NestedStats) -> np.ndarray:
     mbar = ns.n_cells / ns.n_groups
     noise = s2b / mbar + float(np.mean(s2e / ng))
     s2ms = max(float(dev @ dev) / df_ms * (1 + 1 / max(p - 1, 1)) - noise, 0.0)
+    if per_model:      # each model's share of the spread around the scenario means
+        dfp = np.maximum(np.bincount(ns.group_model, minlength=p) * (1 - 1 / max(p, 2)), 1.0)
+        ssp = np.bincount(ns.group_model, weights=dev * dev, minlength=p)
+        s2ms = np.maximum(ssp / dfp - noise, 0.0)
     used = per > 0
-    s2a = max(float(np.var(smean[used], ddof=1)) - (s2ms + noise) / max(float(np.mean(per[used])), 1.0), 0.0) \
+    s2a = max(float(np.var(smean[used], ddof=1)) - (float(np.mean(s2ms)) + noise) / max(float(np.mean(per[used])), 1.0),
+              0.0) \
         if used.sum() > 1 else 0.0
     floor = 0.05
-    return np.array([max(s2a / s2e, floor), max(s2ms / s2e, floor), max(s2b / s2e, floor)])
+    return np.r_[max(s2a / s2e, floor), np.maximum(np.atleast_1d(s2ms) / s2e, floor), max(s2b / s2e, floor)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,15 +435,15 @@ class NestedFit:
     result: FitResult | None = None     # the engine's fit (theta over the free variances)
 
 
-def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.ndarray | None = None
-               ) -> NestedFit:
+def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.ndarray | None = None,
+               per_model: bool = False) -> NestedFit:
     """Minimise the profiled criterion over theta >= 0 with the REML engine (:func:`engine.fit`, exact Newton
     steps on theta, KKT check on the variance scale), generation fixed at 0 when not identifiable. Starts: the
     moment solution (:func:`moment_start`, or ``start``), then theta = 0.5 and 0.02 in every variance when the
     first optimum is on the boundary or fails the check."""
-    crit = NestedCriterion(ns, t, reml=reml)
+    crit = NestedCriterion(ns, t, reml=reml, per_model=per_model)
     free = crit.free
-    first = moment_start(ns) if start is None else np.asarray(start, dtype=float)
+    first = moment_start(ns, per_model) if start is None else np.asarray(start, dtype=float)
     starts = [first[free], np.full(int(free.sum()), 0.5), np.full(int(free.sum()), 0.02)]
     r = engine.fit(crit, starts, exact_hessian=True)
     th = crit.expand(r.theta)
@@ -446,7 +475,7 @@ def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.n
     r"""Exact Hessian of the non-profiled REML deviance in the variances phi = (s2_eps, s2_eps theta[free]): the
     engine's :func:`engine.variance_hessian` on :class:`NestedCriterion` (the chain rule from (s2, theta) to phi
     is written there once for every REML fit)."""
-    crit = NestedCriterion(ns, t)
+    crit = NestedCriterion(ns, t, per_model=len(fit.theta) > 3)
     return engine.variance_hessian(crit, _AtTheta(np.asarray(fit.theta)[free], float(fit.s2)))
 
 
@@ -461,7 +490,7 @@ class _AtTheta:
 def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Variances (s2_eps, s2_a, s2_ms, s2_b)[free] and the inverse of half the exact Hessian of the REML deviance
     (:func:`_variance_hessian`), over the variances not at the boundary (NaN rows and columns for those)."""
-    free = np.array([True, True, ns.has_generation])
+    free = np.r_[np.ones(len(fit.theta) - 1, dtype=bool), ns.has_generation]
     v = np.r_[fit.s2, fit.s2 * fit.theta][np.r_[True, free]]
     k = len(v)
     h = _variance_hessian(fit, ns, t, free)
@@ -544,6 +573,37 @@ def _variance_row(component: str, est: float, se: float, bounds: tuple[float, fl
                     "profile likelihood (REML)", "fixed", 0.0 if boundary else est, boundary, True, note)
 
 
+def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_model: bool) -> dict[str, Any]:
+    r"""REML likelihood-ratio test of one pooled model x scenario variance against one per model (same fixed
+    effects, so REML criteria compare): LR = D_pooled - D_per_model on P - 1 df. Where per-model variances sit at
+    0 the chi-square reference is conservative (the null is on the boundary only in part). The other form is
+    fitted from the one at hand."""
+    p = ns.n_models
+    th = np.asarray(fit.theta)
+    if per_model:
+        other = fit_nested(ns, t, reml=True, start=np.maximum(np.r_[th[0], th[1:-1].mean(), th[-1]], 0.01))
+        d_pool, d_per = other.deviance, fit.deviance
+        conv = other.converged and fit.converged
+    else:
+        other = fit_nested(ns, t, reml=True, start=np.maximum(np.r_[th[0], np.full(p, th[1]), th[2]], 0.01),
+                           per_model=True)
+        d_pool, d_per = fit.deviance, other.deviance
+        conv = other.converged and fit.converged
+    lr = max(d_pool - d_per, 0.0)
+    df = p - 1
+    pval = float(stats.chi2.sf(lr, df)) if df > 0 else _NAN
+    if not conv:
+        advice = "one of the two REML fits did not converge; the test is not reliable"
+    elif pval < 0.05:
+        advice = (f"the model x scenario variance differs between models (LR {lr:.3g} on {df} df, p = {pval:.2g}): "
+                  "use model_scenario='per_model' so that each pair's standard error reflects its two models")
+    else:
+        advice = (f"no evidence that the model x scenario variance differs between models (LR {lr:.3g} on {df} df, "
+                  f"p = {pval:.2g}): the pooled variance is adequate")
+    return {"test": "LR (REML)", "statistic": lr, "df1": df, "p_value": pval, "deviance_pooled": d_pool,
+            "deviance_per_model": d_per, "converged": bool(conv), "recommendation": advice}
+
+
 def _kkt_summary(r: FitResult) -> dict[str, Any]:
     """The engine's KKT check in plain numbers (for diagnostics)."""
     k = r.kkt
@@ -563,26 +623,33 @@ def _single_thread_blas() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def fit_joint(source: Any, *, ci_level: float) -> JointFit:
+def fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") -> JointFit:
     """Joint REML fit (module docstring) from the joint statistics of ``source`` (a table or a joint unit of
-    :func:`cjstats.stats.build_stats`); missing cells, unequal generations and unshared scenarios are fine."""
+    :func:`cjstats.stats.build_stats`); missing cells, unequal generations and unshared scenarios are fine.
+    ``model_scenario="per_model"`` gives each model its own variance of (alpha p)_pi (lme4:
+    ``(1|scenario) + (0 + d_1|scenario) + ... + (0 + d_P|scenario)``, d_p the dummy of model p)."""
     with _single_thread_blas():
-        return _fit_joint(source, ci_level=ci_level)
+        return _fit_joint(source, ci_level=ci_level, model_scenario=model_scenario)
 
 
-def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
+def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") -> JointFit:
     js, _ = joint_stats(source, "compare_models")
     ns = js.for_joint_reml()
     p, k = ns.n_models, ns.n_judges
     check_judges_scored(ns.counts, js.models, js.judge_labels)
     t_full = np.eye(p * k)
-    fit = fit_nested(ns, t_full, reml=True)
+    per_model = model_scenario == "per_model"
+    fit = fit_nested(ns, t_full, reml=True, per_model=per_model)
     beta_raw = fit.beta + np.repeat(ns.shift, k)       # the scores were centred by one constant per model
     beta = beta_raw.reshape(p, k)
     cov = fit.cov_beta
     v, vcov = _wald_cov(fit, ns, t_full)
-    free = np.array([True, True, ns.has_generation])
-    names = ["residual", "scenario", "model_scenario", "generation"]
+    n_ms = p if per_model else 1
+    free = np.r_[np.ones(1 + n_ms, dtype=bool), ns.has_generation]
+    # (label, component) of every variance in the order of v: residual, scenario, model_scenario..., generation
+    ms_labels = list(js.models) if per_model else [JOINT_LABEL]
+    names = ([(JOINT_LABEL, "residual"), (JOINT_LABEL, "scenario")] + [(lab, "model_scenario") for lab in ms_labels]
+             + [(JOINT_LABEL, "generation")])
     used = [n for n, f in zip(names, np.r_[True, free]) if f]
     level = ci_level
     rows: list[tuple[str, JointRow]] = []
@@ -598,22 +665,26 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
         rows.append((name, JointRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
                                         "fixed", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
-    crit = NestedCriterion(ns, t_full)
+    crit = NestedCriterion(ns, t_full, per_model=per_model)
     h_var = _variance_hessian(fit, ns, t_full, free)
     failed = []
-    for comp in ("scenario", "model_scenario", "generation", "residual"):
-        if comp not in used:
+    order = [n for n in names if n[1] == "scenario"] + [n for n in names if n[1] == "model_scenario"] + [
+        (JOINT_LABEL, "generation"), (JOINT_LABEL, "residual")]
+    for lab, comp in order:
+        if (lab, comp) not in used:
             rows.append((JOINT_LABEL, JointRow.not_identifiable(
                 comp, "not identifiable: one generation per (model, scenario) (m = 1)")))
             continue
-        i = used.index(comp)
+        i = used.index((lab, comp))
         bnd = comp != "residual" and v[i] == 0
         lo, hi, _ = engine.profile_interval(crit, fit.result, i, level, hess=h_var)
         if math.isnan(lo) or math.isnan(hi):
-            failed.append(comp)
-        rows.append((JOINT_LABEL, _variance_row(comp, float(v[i]), math.sqrt(vcov[i, i]) if vcov[i, i] > 0 else _NAN,
-                                                (lo, hi), bnd,
-                                                m1_note if comp == "model_scenario" and not ns.has_generation else "")))
+            failed.append(comp if lab == JOINT_LABEL else f"{comp}[{lab}]")
+        note = m1_note if comp == "model_scenario" and not ns.has_generation else ""
+        if comp == "model_scenario" and per_model:
+            note = (note + "; " if note else "") + "per-model variance (model_scenario='per_model')"
+        rows.append((lab, _variance_row(comp, float(v[i]), math.sqrt(vcov[i, i]) if vcov[i, i] > 0 else _NAN,
+                                        (lo, hi), bnd, note)))
     # judge and judge x model effects of the GLS cell means
     lk = np.eye(k) - 1.0 / k
     lp = np.eye(p) - 1.0 / p
@@ -635,13 +706,14 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
     # likelihood-ratio test of the interaction (ML fits)
     t_add = np.hstack([np.kron(np.eye(p), np.ones((k, 1))),
                        np.kron(np.ones((p, 1)), np.vstack([np.eye(k - 1), -np.ones((1, k - 1))]))])
-    ml_full = fit_nested(ns, t_full, reml=False, start=np.maximum(fit.theta, 0.01))
-    ml_add = fit_nested(ns, t_add, reml=False, start=np.maximum(fit.theta, 0.01))
+    ml_full = fit_nested(ns, t_full, reml=False, start=np.maximum(fit.theta, 0.01), per_model=per_model)
+    ml_add = fit_nested(ns, t_add, reml=False, start=np.maximum(fit.theta, 0.01), per_model=per_model)
     unconverged = [name for name, f in (("REML", fit), ("ML (full)", ml_full), ("ML (additive)", ml_add))
                    if not f.converged]
     lr = max(ml_add.deviance - ml_full.deviance, 0.0)
     test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(stats.chi2.sf(lr, dfi)),
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
+    tests = {"judge_model": test, "model_scenario": _model_scenario_test(ns, t_full, fit, per_model)}
     n_cells, n_groups, n_scen = ns.n_cells, ns.n_groups, ns.n_scenarios
     df_within = ns.n_rows - n_cells - p * (k - 1)
     df_between = n_groups - n_scen - (p - 1)
@@ -685,4 +757,4 @@ def _fit_joint(source: Any, *, ci_level: float) -> JointFit:
                       "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
-                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)
+                    tests=tests, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)

@@ -59,20 +59,7 @@ def _pooled(name: str):
 
 
 @functools.cache
-def _per_model_refusal() -> str | None:
-    """Why ``model_scenario="per_model"`` is not available yet (None once fit_joint accepts it); asked once."""
-    try:
-        cj.fit_joint(_table(NAMES[0]), method="reml", model_scenario="per_model")
-    except (TypeError, ValueError) as e:
-        return f"fit_joint(method='reml', model_scenario='per_model') is refused: {type(e).__name__}: {e}"
-    return None
-
-
-@functools.cache
 def _per_model(name: str):
-    why = _per_model_refusal()
-    if why:
-        pytest.skip(why)
     df = _table(name)
     fit = cj.fit_joint(df, method="reml", model_scenario="per_model")
     return fit, cj.compare_models(df, method="reml", fit=fit).differences
