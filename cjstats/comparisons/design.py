@@ -35,7 +35,7 @@ The simulation in ``tests/comparisons/test_design.py`` checks these variances.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -70,14 +70,27 @@ def difference_coefficients(strategy: Strategy, *, schedule: Schedule = "shared"
             "judge_difference": cj if schedule == "shared" else 0.0}
 
 
-def difference_variance(strategy: Strategy, *, s2_model_scenario: float, s2_generation: float,
+def _pair_mean(name: str, v: Any, caller: str) -> float:
+    """A pooled variance, or the mean of a pair (model a's, model b's) for the per-model form."""
+    if isinstance(v, (tuple, list, np.ndarray)):
+        vals = [float(check_number(name, x, caller=caller, minimum=0.0)) for x in v]
+        if len(vals) != 2:
+            raise CjstatsError(f"The '{name}' argument of {caller} must be one number (pooled) or a pair (model a's, "
+                               f"model b's variance). Got {len(vals)} numbers instead.")
+        return (vals[0] + vals[1]) / 2
+    return float(check_number(name, v, caller=caller, minimum=0.0))
+
+
+def difference_variance(strategy: Strategy, *, s2_model_scenario: float | tuple[float, float], s2_generation: float,
                         s2_residual: float, s2_judge_panel: float, s2_judge_difference: float, budget: int, n: int,
                         k_total: int, schedule: Schedule = "shared", shared_scenarios: bool = True,
                         s2_scenario: float = 0.0) -> float:
     """Variance of the difference of two models' panel means (module docstring).
 
     Var(d) = 2 s2_ms/n [+ 2 s2_scenario/n] + 2 (c_gen s2_beta + c_res s2_eps) + c_judge J with
-    J = s2_judge_difference (shared schedule) or 2 s2_judge_panel (independent schedules).
+    J = s2_judge_difference (shared schedule) or 2 s2_judge_panel (independent schedules). With the per-model
+    form (``model_scenario="per_model"`` in :func:`cjstats.fit_joint`) ``s2_model_scenario`` is the pair
+    (s2_ms of a, s2_ms of b) and enters as (s2_ms,a + s2_ms,b)/n.
 
     Examples
     --------
@@ -89,6 +102,7 @@ def difference_variance(strategy: Strategy, *, s2_model_scenario: float, s2_gene
     True
     """
     caller = "difference_variance"
+    s2_model_scenario = _pair_mean("s2_model_scenario", s2_model_scenario, caller)
     vals = {"scenario": s2_scenario, "model_scenario": s2_model_scenario, "generation": s2_generation,
             "residual": s2_residual, "judge_panel": s2_judge_panel, "judge_difference": s2_judge_difference}
     for key, v in vals.items():
@@ -98,7 +112,7 @@ def difference_variance(strategy: Strategy, *, s2_model_scenario: float, s2_gene
     return float(sum(c[key] * vals[key] for key in c))
 
 
-def optimise_difference(*, s2_model_scenario: float, s2_generation: float, s2_residual: float,
+def optimise_difference(*, s2_model_scenario: float | tuple[float, float], s2_generation: float, s2_residual: float,
                         s2_judge_panel: float, s2_judge_difference: float, budget: int, k_total: int, n_max: int,
                         s2_scenario: float = 0.0, shared_scenarios: bool = True,
                         schedules: tuple[str, ...] = ("shared", "independent")) -> pd.DataFrame:
@@ -194,7 +208,8 @@ def difference_components(fit, model_a: str, model_b: str) -> dict[str, float]:
     """The inputs of :func:`difference_variance` for models a and b, from a joint fit (``cj.fit_joint``).
 
     ``s2_model_scenario``, ``s2_generation`` (0 when not identifiable; then ``model_scenario`` holds it) and
-    ``s2_residual`` are the joint components; with g_pl = eta_pl - mean_l eta_pl the judge offsets on each model,
+    ``s2_residual`` are the joint components (with a per-model fit, ``s2_model_scenario`` is the pair (a's, b's));
+    with g_pl = eta_pl - mean_l eta_pl the judge offsets on each model,
     ``s2_judge_difference`` = mean_l (g_al - g_bl)^2 and ``s2_judge_panel`` = mean over a, b of mean_l g_pl^2,
     each minus the mean sampling variance of the estimated terms (the bias correction of ``judge_panel``),
     truncated at 0.
@@ -217,16 +232,35 @@ def difference_components(fit, model_a: str, model_b: str) -> dict[str, float]:
     v_diff = np.mean([var_of({a: center[l], b: -center[l]}) for l in range(k)])
     v_a = np.mean([var_of({a: center[l]}) for l in range(k)])
     v_b = np.mean([var_of({b: center[l]}) for l in range(k)])
-    t = fit.components.set_index(["component", "view"])["estimate"]
-
-    def comp(name: str) -> float:
-        x = float(t.get((name, "fixed"), float("nan")))
+    def comp(name: str, model: str | None = None) -> float:
+        x = _component_value(fit.components, name, model, "estimate")
         return 0.0 if math.isnan(x) else x
 
-    return {"s2_model_scenario": comp("model_scenario"), "s2_generation": comp("generation"),
+    per_model = _is_per_model(fit)
+    ms = (comp("model_scenario", model_a), comp("model_scenario", model_b)) if per_model else comp("model_scenario")
+    return {"s2_model_scenario": ms, "s2_generation": comp("generation"),
             "s2_residual": comp("residual"),
             "s2_judge_difference": max(float(((g[a] - g[b]) ** 2).mean()) - v_diff, 0.0),
             "s2_judge_panel": max(float((g[a] ** 2).mean() + (g[b] ** 2).mean()) / 2 - (v_a + v_b) / 2, 0.0)}
+
+
+def _is_per_model(fit) -> bool:
+    """Whether a joint fit has one ``model_scenario`` row per model (``model_scenario="per_model"``)."""
+    t = fit.components
+    return bool(((t["component"] == "model_scenario") & t["model"].isin(list(fit.models))).any())
+
+
+def _component_value(t: pd.DataFrame, name: str, model: str | None, column: str) -> float:
+    """``column`` of the fixed-view row of component ``name`` (of ``model``, or the shared row)."""
+    sel = (t["component"] == name) & (t["view"] == "fixed")
+    if model is not None:
+        sel &= t["model"] == model
+    else:
+        from cjstats.comparisons._joint import JOINT_LABEL
+
+        sel &= t["model"] == JOINT_LABEL
+    row = t[sel]
+    return float(row[column].iloc[0]) if len(row) else float("nan")
 
 
 def _quadratic_bounds(fit, contrasts: list[np.ndarray], count: int, level: float) -> tuple[float, float]:
@@ -274,15 +308,20 @@ def difference_component_bounds(fit, model_a: str, model_b: str) -> tuple[dict[s
     level = float(fit.ci_level)
     t = fit.components
     lower, upper = {}, {}
+
+    def bounds(name: str, model: str | None) -> tuple[float, float]:
+        if not bool(np.isfinite(_component_value(t, name, model, "estimate"))):
+            return 0.0, 0.0          # not identifiable (or absent): 0, as in difference_components
+        lo, hi = _component_value(t, name, model, "lower"), _component_value(t, name, model, "upper")
+        return (max(lo, 0.0) if math.isfinite(lo) else 0.0), (hi if math.isfinite(hi) else float("nan"))
+
     for key, name in (("s2_model_scenario", "model_scenario"), ("s2_generation", "generation"),
                       ("s2_residual", "residual")):
-        row = t[(t["component"] == name) & (t["view"] == "fixed")]
-        if row.empty or not bool(row["identifiable"].iloc[0]):
-            lower[key] = upper[key] = 0.0
-            continue
-        lo, hi = float(row["lower"].iloc[0]), float(row["upper"].iloc[0])
-        lower[key] = max(lo, 0.0) if math.isfinite(lo) else 0.0
-        upper[key] = hi if math.isfinite(hi) else float("nan")
+        if name == "model_scenario" and _is_per_model(fit):
+            (la, ha), (lb, hb) = bounds(name, model_a), bounds(name, model_b)
+            lower[key], upper[key] = (la, lb), (ha, hb)
+        else:
+            lower[key], upper[key] = bounds(name, None)
     center = np.eye(k) - 1.0 / k
 
     def contrast(rows: dict[int, np.ndarray]) -> np.ndarray:
@@ -354,8 +393,8 @@ def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None 
                                                   shared_scenarios=shared_scenarios)[key] for key in keys]
                          for st, sc, n, b in designs[["strategy", "schedule", "n", "calls_per_scenario"]]
                          .itertuples(index=False)])
-        lo_vec = np.array([lower[f"s2_{key}"] for key in keys])
-        hi_vec = np.array([upper[f"s2_{key}"] for key in keys])
+        lo_vec = np.array([np.mean(lower[f"s2_{key}"]) for key in keys])     # a per-model pair enters as its mean
+        hi_vec = np.array([np.mean(upper[f"s2_{key}"]) for key in keys])
         designs["variance_lower"] = coef @ lo_vec
         # an unknown upper bound (NaN) counts only where its component enters the design
         designs["variance_upper"] = np.where(coef > 0, coef * hi_vec[None, :], 0.0).sum(axis=1)
@@ -367,7 +406,7 @@ def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None 
             f"scenarios; budget = judge calls of both models." if pair else "target='difference'")
     notes = (note,)
     if lower is not None:
-        missing = [key for key, v in upper.items() if math.isnan(v)]
+        missing = [key for key, v in upper.items() if bool(np.any(np.isnan(v)))]
         notes += ("Intervals: the predicted variance at the components' interval bounds (it increases in every "
                   "component); the judge terms' bounds invert the noncentral chi-square of the pair's judge offsets."
                   + (f" No upper bound where {', '.join(missing)} has no interval (a REML variance at 0)."

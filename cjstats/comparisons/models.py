@@ -250,7 +250,21 @@ class ModelComparison:
                  f"{1 - self.ci_level:g})", self.significance_matrix().to_string(), "",
                  f"rank intervals: {self.rank_method}; p-values adjusted: {self.adjust}; models sharing a "
                  "letter are not significantly different."]
+        lines += self._fit_lines()
         return "\n".join(lines)
+
+    def _fit_lines(self) -> list[str]:
+        """What the summary says about the joint fit itself: a REML fit that did not converge, and the test of one
+        pooled model x scenario variance against one per model, with its recommendation."""
+        out = []
+        diag = self.fit.diagnostics
+        if diag.get("converged") is False:
+            out.append(f"WARNING: the joint {self.method} fit did not converge ({diag.get('message', '')}).")
+        t = self.fit.tests.get("model_scenario")
+        if t:
+            form = "per model" if diag.get("model_scenario") == "per_model" else "pooled"
+            out.append(f"model x scenario variance: {form}; {t['recommendation']}.")
+        return [""] + out if out else []
 
     def as_latex(self, *, digits: int = 3) -> str:
         """The ranks and the paired differences as two booktabs LaTeX tables (:func:`cjstats.tables.as_latex`)."""
@@ -275,7 +289,8 @@ class ModelComparison:
         r["letters"] = self.letters().reindex(r["model"]).to_numpy()
         return "\n".join([f"**Model comparison ({self.method}, {self.view} view)**", "", md(r), "",
                           md(self.differences[list(DIFFERENCE_COLUMNS[:10])]), "",
-                          f"Rank intervals: {self.rank_method}. p-values adjusted: {self.adjust}."])
+                          f"Rank intervals: {self.rank_method}. p-values adjusted: {self.adjust}.",
+                          *self._fit_lines()])
 
     def __str__(self) -> str:
         return self.as_text()

@@ -596,10 +596,12 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
         advice = "one of the two REML fits did not converge; the test is not reliable"
     elif pval < 0.05:
         advice = (f"the model x scenario variance differs between models (LR {lr:.3g} on {df} df, p = {pval:.2g}): "
-                  "use model_scenario='per_model' so that each pair's standard error reflects its two models")
+                  + ("the per-model variances are the right choice" if per_model else
+                     "use model_scenario='per_model' so that each pair's standard error reflects its two models"))
     else:
         advice = (f"no evidence that the model x scenario variance differs between models (LR {lr:.3g} on {df} df, "
-                  f"p = {pval:.2g}): the pooled variance is adequate")
+                  f"p = {pval:.2g}): the pooled variance is adequate"
+                  + (" (model_scenario='pooled' gives narrower intervals)" if per_model else ""))
     return {"test": "LR (REML)", "statistic": lr, "df1": df, "p_value": pval, "deviance_pooled": d_pool,
             "deviance_per_model": d_per, "converged": bool(conv), "recommendation": advice}
 
@@ -740,7 +742,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
             "converged": fit.converged, "n_evaluations": fit.n_evaluations, "n": n_scen, "p": p, "k": k,
             "n_cells": n_cells, "has_generation": ns.has_generation, "cell_counts": ns.counts.reshape(p, k),
             "df_within": df_within, "df_between": df_between}
-    diag.update(message=fit.result.message, kkt=_kkt_summary(fit.result), starts=fit.result.starts,
+    diag.update(model_scenario=model_scenario, message=fit.result.message, kkt=_kkt_summary(fit.result), starts=fit.result.starts,
                 ml_converged=ml_full.converged and ml_add.converged,
                 at_boundary=[c for c, th in zip(("scenario", "model_scenario", "generation"), fit.theta)
                              if th == 0 and (c != "generation" or ns.has_generation)])
