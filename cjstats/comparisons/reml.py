@@ -82,76 +82,97 @@ def _block_index(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _subtract_blocks(blocks: np.ndarray, p: int, k: int, out: np.ndarray) -> None:
-    """out -= blocks[q] in model q's [judges, y] rows and columns (blocks (P, K+1, K+1), y last)."""
+    """out -= blocks[..., q, :, :] in model q's [judges, y] rows and columns (blocks (..., P, K+1, K+1), y last;
+    out (..., P K + 1, P K + 1), the leading axes matching)."""
     y = p * k
     r, c = _block_index(p, k)
-    out[r, c] -= blocks[:, :k, :k].ravel()
-    out[:y, y] -= blocks[:, :k, k].ravel()
-    out[y, :y] -= blocks[:, k, :k].ravel()
-    out[y, y] -= float(blocks[:, k, k].sum())
+    lead = blocks.shape[:-3]
+    out[..., r, c] -= blocks[..., :k, :k].reshape(lead + (-1,))
+    out[..., :y, y] -= blocks[..., :k, k].reshape(lead + (-1,))
+    out[..., y, :y] -= blocks[..., k, :k].reshape(lead + (-1,))
+    out[..., y, y] -= blocks[..., k, k].sum(axis=-1)
 
 
 def _per_model_outer(ns: NestedStats) -> Any:
-    """(a, b) -> per model sum over its groups of a_g b_g' ((G, K+1) each -> (P, K+1, K+1)): one batched matrix
-    product when every model has the same number of groups, else one product per model."""
+    """(a, b) -> per model sum over its groups of a_g b_g' ((..., G, K+1) each -> (..., P, K+1, K+1)): one batched
+    matrix product when every model has the same number of groups, else one product per model."""
     p, g = ns.n_models, ns.n_groups
     if g % p == 0 and np.array_equal(ns.group_starts, np.arange(p) * (g // p)):
         n = g // p
-        return lambda a, b: a.reshape(p, n, -1).transpose(0, 2, 1) @ b.reshape(p, n, -1)
+
+        def outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            a4 = a.reshape(a.shape[:-2] + (p, n, a.shape[-1]))
+            b4 = b.reshape(b.shape[:-2] + (p, n, b.shape[-1]))
+            return np.swapaxes(a4, -1, -2) @ b4
+        return outer
     bounds = list(zip(ns.group_starts, [*ns.group_starts[1:], g]))
-    return lambda a, b: np.stack([a[i:j].T @ b[i:j] for i, j in bounds])
+    return lambda a, b: np.stack([np.swapaxes(a[..., i:j, :], -1, -2) @ b[..., i:j, :] for i, j in bounds], axis=-3)
 
 
 class _Jets:
     r"""Second-order forward differentiation along ``nd`` directions, exact to rounding.
 
-    A jet is the list [value, d_1 .. d_nd, d_11, d_12, .., d_nd,nd] (first derivatives only for ``order=1``,
-    the value only for ``order=0``) of one array. The rules: a linear map L acts on every entry; a bilinear
-    product B(x, y) has d_i = B(x_i, y) + B(x, y_i) and d_ij = B(x_ij, y) + B(x_i, y_j) + B(x_j, y_i) + B(x, y_ij);
-    a scalar function f(x) has d_i = f'(x) x_i and d_ij = f'(x) x_ij + f''(x) x_i x_j.
+    A jet of an array x of shape s is one stacked array of shape (J,) + s: [value, d_1 .. d_nd, d_11, d_12, ..,
+    d_nd,nd] along the first axis (J = 1 + nd + nd(nd+1)/2; first derivatives only for ``order=1``, the value only
+    for ``order=0``). The rules: a linear map L acts on every entry; a bilinear product B(x, y) has
+    d_i = B(x_i, y) + B(x, y_i) and d_ij = B(x_ij, y) + B(x_i, y_j) + B(x_j, y_i) + B(x, y_ij); a scalar function
+    f(x) has d_i = f'(x) x_i and d_ij = f'(x) x_ij + f''(x) x_i x_j. Every rule is a handful of batched array
+    operations over the stacked entries, whatever nd is (the operations ``op`` broadcast over leading axes).
     """
 
     def __init__(self, nd: int, order: int) -> None:
         self.nd = nd if order >= 1 else 0
-        self.pairs = [(i, j) for i in range(nd) for j in range(i, nd)] if order >= 2 else []
+        pairs = [(i, j) for i in range(nd) for j in range(i, nd)] if order >= 2 else []
+        self.n_pairs = len(pairs)
+        self.pi = 1 + np.array([i for i, _ in pairs], dtype=np.int64)     # stack index of d_i of each pair
+        self.pj = 1 + np.array([j for _, j in pairs], dtype=np.int64)
+        self.size = 1 + self.nd + self.n_pairs
 
-    def var(self, value: float, direction: int | None) -> list:
-        """A scalar variable: derivative 1 along ``direction`` (None: a constant)."""
-        out = [np.float64(value)] + [np.float64(1.0 if i == direction else 0.0) for i in range(self.nd)]
-        return out + [np.float64(0.0)] * len(self.pairs)
+    def var(self, value: float, direction: int | None) -> np.ndarray:
+        """A scalar variable (shape (J,)): derivative 1 along ``direction`` (None: a constant)."""
+        out = np.zeros(self.size)
+        out[0] = value
+        if direction is not None and self.nd:
+            out[1 + direction] = 1.0
+        return out
 
-    def var_array(self, value: np.ndarray, directions: list[int | None]) -> list:
-        """An array of variables, entry e with derivative 1 along ``directions[e]`` (None: a constant)."""
+    def var_array(self, value: np.ndarray, directions: list[int | None]) -> np.ndarray:
+        """An array of variables (shape (J, n)), entry e with derivative 1 along ``directions[e]`` (None: a constant)."""
         value = np.asarray(value, dtype=np.float64)
-        out = [value]
-        for i in range(self.nd):
-            out.append(np.array([1.0 if d == i else 0.0 for d in directions]))
-        return out + [np.zeros_like(value) for _ in self.pairs]
-
-    @staticmethod
-    def lin(op: Any, x: list) -> list:
-        return [op(c) for c in x]
-
-    def mul(self, x: list, y: list, op: Any = np.multiply) -> list:
-        nd = self.nd
-        out = [op(x[0], y[0])]
-        out += [op(x[1 + i], y[0]) + op(x[0], y[1 + i]) for i in range(nd)]
-        for h, (i, j) in enumerate(self.pairs, start=1 + nd):
-            out.append(op(x[h], y[0]) + op(x[1 + i], y[1 + j]) + op(x[1 + j], y[1 + i]) + op(x[0], y[h]))
+        out = np.zeros((self.size,) + value.shape)
+        out[0] = value
+        for e, d in enumerate(directions):
+            if d is not None and self.nd:
+                out[1 + d, e] = 1.0
         return out
 
-    def fn(self, x: list, f0: Any, f1: Any, f2: Any) -> list:
+    def mul(self, x: np.ndarray, y: np.ndarray, op: Any = np.multiply) -> np.ndarray:
         nd = self.nd
-        out = [f0] + [f1 * x[1 + i] for i in range(nd)]
-        out += [f1 * x[h] + f2 * x[1 + i] * x[1 + j] for h, (i, j) in enumerate(self.pairs, start=1 + nd)]
+        parts = [op(x[:1], y[:1])]
+        if nd:
+            parts.append(op(x[1:1 + nd], y[:1]) + op(x[:1], y[1:1 + nd]))
+        if self.n_pairs:
+            h = slice(1 + nd, None)
+            parts.append(op(x[h], y[:1]) + op(x[self.pi], y[self.pj]) + op(x[self.pj], y[self.pi])
+                         + op(x[:1], y[h]))
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def fn(self, x: np.ndarray, f0: np.ndarray, f1: np.ndarray, f2: np.ndarray) -> np.ndarray:
+        nd = self.nd
+        out = np.empty_like(x)
+        out[0] = f0
+        if nd:
+            out[1:1 + nd] = f1 * x[1:1 + nd]
+        if self.n_pairs:
+            out[1 + nd:] = f1 * x[1 + nd:] + f2 * x[self.pi] * x[self.pj]
         return out
 
-    def inv1p(self, x: list) -> list:
+    def inv1p(self, x: np.ndarray) -> np.ndarray:
         """1/(1 + x): derivatives -r^2, 2 r^3."""
         r = 1.0 / (1.0 + x[0])
         return self.fn(x, r, -r * r, 2 * r**3)
 
-    def log1p(self, x: list) -> list:
+    def log1p(self, x: np.ndarray) -> np.ndarray:
         """log(1 + x): derivatives r, -r^2 with r = 1/(1 + x)."""
         r = 1.0 / (1.0 + x[0])
         return self.fn(x, np.log1p(x[0]), r, -r * r)
@@ -170,13 +191,15 @@ def _weighted_gram(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None) -> 
 
 
 def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None, dirs: tuple[int, ...],
-                       order: int) -> tuple[list, list]:
+                       order: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Jets (:class:`_Jets`) of M = [X, y]'H^{-1}[X, y] and log|H| along theta[dirs], up to ``order`` (0-2).
 
-    The formulas of :func:`_weighted_gram` differentiated by the chain rule through (d/dtheta_b)
-    w_h = -h w_h^2, (theta_b w_h)' = w_h^2, f_g, q_g, d_g = 1/(1 + theta_ms q_g), (theta_ms d_g), F_i, Q_i,
-    d_i = 1/(1 + theta_a Q_i), (theta_a d_i) and log|H|; the second derivatives likewise (the product rule of
-    :class:`_Jets`), so M's derivatives are exact to rounding, with no step size.
+    theta = (theta_a, theta_ms, theta_b), or (theta_a, theta_ms[1..P], theta_b) with one model x scenario variance
+    per model (each group g then has theta_ms of its model). The formulas of :func:`_weighted_gram`
+    differentiated by the chain rule through (d/dtheta_b) w_h = -h w_h^2, (theta_b w_h)' = w_h^2, f_g, q_g,
+    d_g = 1/(1 + theta_ms q_g), (theta_ms d_g), F_i, Q_i, d_i = 1/(1 + theta_a Q_i), (theta_a d_i) and log|H|;
+    the second derivatives likewise (the product rule of :class:`_Jets`), so M's derivatives are exact to
+    rounding, with no step size. Returns the stacked jets of M ((J, q+1, q+1)) and of log|H| ((J,)).
     """
     jt = _Jets(len(dirs), order)
     p, k = ns.n_models, ns.n_judges
@@ -185,60 +208,57 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     ta, tb = (jt.var(theta[i], dirs.index(i) if i in dirs else None) for i in (0, ib))
     ms_of_model = np.zeros(p, dtype=np.int64) if r == 1 else np.arange(p)
     ms_dirs = [dirs.index(1 + j) if 1 + j in dirs else None for j in range(r)]
-    tm_p = jt.var_array(theta[1 + ms_of_model], [ms_dirs[j] for j in ms_of_model])      # (P,), per model
-    tm = jt.lin(lambda c: c[ns.group_model], tm_p)                                    # (G,), per group
-    tm_p = jt.lin(lambda c: c[:, None, None], tm_p)                                   # (P, 1, 1)
+    tm_p = jt.var_array(theta[1 + ms_of_model], [ms_dirs[j] for j in ms_of_model])      # (J, P), per model
+    tm = tm_p[:, ns.group_model]                                                       # (J, G), per group
     active = [theta[0] > 0 or 0 in dirs, bool(np.any(theta[1:ib] > 0)) or any(d is not None for d in ms_dirs),
               theta[ib] > 0 or ib in dirs]
+    nj = jt.size
     pk = p * k
-    m0 = np.zeros((pk + 1, pk + 1))
-    m0[np.arange(pk), np.arange(pk)] = ns.counts
-    m0[:pk, pk] = m0[pk, :pk] = ns.sums
-    m0[pk, pk] = ns.yy
-    m = [m0] + [np.zeros_like(m0) for _ in range(len(tb) - 1)]
+    m = np.zeros((nj, pk + 1, pk + 1))
+    m[0, np.arange(pk), np.arange(pk)] = ns.counts
+    m[0, :pk, pk] = m[0, pk, :pk] = ns.sums
+    m[0, pk, pk] = ns.yy
     sizes = ns.sizes.astype(float)
-    htb = jt.lin(lambda c: sizes * c, tb)                            # h theta_b, (S,)
+    scal = lambda a, b: a[:, None] * b                                 # noqa: E731 - (J,) scalars times (J, n)
+    htb = tb[:, None] * sizes                                          # h theta_b, (J, S)
     w = jt.inv1p(htb)                                                  # w_h
     if active[2]:
-        u = jt.mul(tb, w)                                              # theta_b w_h
-        for mc, uc in zip(m, u):
-            _subtract_blocks(np.tensordot(ns.cell_aug, uc, axes=([1], [0])), p, k, mc)
-    f = jt.lin(lambda c: sum(c[h] * ns.group_aug[:, h] for h in range(len(c))), w)      # f_g, (G, K+1)
-    qg = jt.lin(lambda c: ns.group_cnt @ (sizes * c), w)                        # (G,)
+        u = jt.mul(tb, w, scal)                                        # theta_b w_h, (J, S)
+        _subtract_blocks(np.tensordot(u, ns.cell_aug, axes=([1], [1])), p, k, m)
+    f = sum(w[:, h, None, None] * ns.group_aug[None, :, h] for h in range(len(sizes)))   # f_g, (J, G, K+1)
+    qg = (w * sizes) @ ns.group_cnt.T                                  # q_g, (J, G)
     tq = jt.mul(tm, qg)
     dg = jt.inv1p(tq)
-    rows = lambda a, b: b * a[:, None]                                 # noqa: E731 - scale the rows of b by a
+    rows = lambda a, b: b * a[..., None]                               # noqa: E731 - scale the rows of b by a
     fd = jt.mul(dg, f, rows)                                           # d_g f_g
     if active[1]:
-        outer = jt.mul(fd, f, _per_model_outer(ns))                   # sum_g a_g b_g' per model
-        for mc, oc in zip(m, jt.mul(tm_p, outer)):                    # theta_ms sum_g d_g f_g f_g'
-            _subtract_blocks(oc, p, k, mc)
+        outer = jt.mul(fd, f, _per_model_outer(ns))                   # sum_g a_g b_g' per model, (J, P, K+1, K+1)
+        _subtract_blocks(jt.mul(tm_p, outer, lambda a, b: a[..., None, None] * b), p, k, m)
     n_scen = ns.n_scenarios
     flat = ((ns.group_scen * (pk + 1) + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, PK+1)
+    scen_of = (np.arange(nj)[:, None] * n_scen + ns.group_scen[None, :]).ravel()
 
-    def scatter(fdc: np.ndarray) -> np.ndarray:
-        fs = np.zeros(n_scen * (pk + 1))
-        fs[flat] = fdc[:, :k].ravel()
-        fs = fs.reshape(n_scen, pk + 1)
-        fs[:, pk] = np.bincount(ns.group_scen, weights=fdc[:, k], minlength=n_scen)
-        return fs
+    def scen_sum(c: np.ndarray) -> np.ndarray:
+        """(J, G) -> (J, n): sums over each scenario's groups."""
+        return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
-    fs = jt.lin(scatter, fd)                                           # F_i, (n, PK+1)
-    qs = jt.lin(lambda c: np.bincount(ns.group_scen, weights=c, minlength=n_scen), jt.mul(qg, dg))   # Q_i
-    ts = jt.mul(ta, qs)
+    fs = np.zeros((nj, n_scen * (pk + 1)))                             # F_i, (J, n, PK+1)
+    fs[:, flat] = fd[:, :, :k].reshape(nj, -1)
+    fs = fs.reshape(nj, n_scen, pk + 1)
+    fs[:, :, pk] = scen_sum(fd[:, :, k])
+    qs = scen_sum(jt.mul(qg, dg))                                      # Q_i, (J, n)
+    ts = jt.mul(ta, qs, scal)
     if active[0]:
-        cs = jt.mul(ta, jt.inv1p(ts))                                  # theta_a d_i
-        for mc, oc in zip(m, jt.mul(jt.mul(cs, fs, rows), fs, lambda a, b: a.T @ b)):
-            mc -= oc
+        cs = jt.mul(ta, jt.inv1p(ts), scal)                            # theta_a d_i
+        m -= jt.mul(jt.mul(cs, fs, rows), fs, lambda a, b: np.swapaxes(a, -1, -2) @ b)
     cells_per_size = ns.size_cells.sum(axis=0)
-    logdet = [a @ cells_per_size + b.sum() + c.sum()
-              for a, b, c in zip(jt.log1p(htb), jt.log1p(tq), jt.log1p(ts))]
+    logdet = jt.log1p(htb) @ cells_per_size + jt.log1p(tq).sum(axis=-1) + jt.log1p(ts).sum(axis=-1)
     if t is not None and not (t.shape[0] == t.shape[1] and np.array_equal(t, np.eye(pk))):
         q = t.shape[1]
         tt = np.zeros((pk + 1, q + 1))
         tt[:pk, :q] = t
         tt[pk, q] = 1.0
-        m = [tt.T @ mc @ tt for mc in m]
+        m = tt.T @ m @ tt
     return m, logdet
 
 
@@ -439,13 +459,14 @@ def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.n
                per_model: bool = False) -> NestedFit:
     """Minimise the profiled criterion over theta >= 0 with the REML engine (:func:`engine.fit`, exact Newton
     steps on theta, KKT check on the variance scale), generation fixed at 0 when not identifiable. Starts: the
-    moment solution (:func:`moment_start`, or ``start``), then theta = 0.5 and 0.02 in every variance when the
-    first optimum is on the boundary or fails the check."""
+    moment solution (:func:`moment_start`), then theta = 0.5 and 0.02 in every variance when the first optimum is
+    on the boundary (a refit from ``start``, a related fit's optimum, takes the others only when the KKT check
+    fails)."""
     crit = NestedCriterion(ns, t, reml=reml, per_model=per_model)
     free = crit.free
     first = moment_start(ns, per_model) if start is None else np.asarray(start, dtype=float)
     starts = [first[free], np.full(int(free.sum()), 0.5), np.full(int(free.sum()), 0.02)]
-    r = engine.fit(crit, starts, exact_hessian=True)
+    r = engine.fit(crit, starts, exact_hessian=True, confirm_boundary=start is None)
     th = crit.expand(r.theta)
     pr = crit.parts(r.theta, grad=False)
     s2 = pr["rss"] / crit.nu
@@ -573,13 +594,22 @@ def _variance_row(component: str, est: float, se: float, bounds: tuple[float, fl
                     "profile likelihood (REML)", "fixed", 0.0 if boundary else est, boundary, True, note)
 
 
+_PER_MODEL_TEST_BUDGET = 300_000     # groups x second-order jet entries: above it a pooled fit skips the test
+
+
 def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_model: bool) -> dict[str, Any]:
     r"""REML likelihood-ratio test of one pooled model x scenario variance against one per model (same fixed
     effects, so REML criteria compare): LR = D_pooled - D_per_model on P - 1 df. Where per-model variances sit at
     0 the chi-square reference is conservative (the null is on the boundary only in part). The other form is
-    fitted from the one at hand."""
+    fitted from the one at hand; a pooled fit of a large table skips it (the per-model refit costs seconds there:
+    its exact Hessian carries (P + 2)(P + 3)/2 second-order entries per group) and says how to run it."""
     p = ns.n_models
     th = np.asarray(fit.theta)
+    pairs = (p + 2) * (p + 3) // 2
+    if not per_model and ns.n_groups * pairs > _PER_MODEL_TEST_BUDGET:
+        return {"test": "LR (REML)", "statistic": _NAN, "df1": p - 1, "p_value": _NAN, "converged": False,
+                "recommendation": f"not tested by default on a table this large ({ns.n_groups} model x scenario "
+                                  f"groups, {p} models); fit with model_scenario='per_model' to test it"}
     if per_model:
         other = fit_nested(ns, t, reml=True, start=np.maximum(np.r_[th[0], th[1:-1].mean(), th[-1]], 0.01))
         d_pool, d_per = other.deviance, fit.deviance

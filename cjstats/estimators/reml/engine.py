@@ -161,14 +161,16 @@ def _boundary_faces(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np
     return x, fx
 
 
-def fit(crit: Criterion, starts: Sequence[np.ndarray], *, exact_hessian: bool = False) -> FitResult:
+def fit(crit: Criterion, starts: Sequence[np.ndarray], *, exact_hessian: bool = False,
+        confirm_boundary: bool = True) -> FitResult:
     """Minimise the profiled criterion over theta >= 0 from ``starts`` (the first near the moment solution).
 
     From each start in turn: projected Newton steps (:func:`minimize_bounded`; with ``exact_hessian`` on the
     criterion's own Hessian, else on differences of its gradient), the boundary faces (:func:`_boundary_faces`),
     then :func:`kkt_check`. The search stops at the first start whose optimum satisfies the KKT conditions and is
-    interior; an optimum on the boundary is confirmed from a second start, and a point that fails the check sends
-    the search on to every start. The lowest criterion wins (ties keep the earlier start), and ``converged`` is
+    interior; an optimum on the boundary is confirmed from a second start (unless ``confirm_boundary`` is False,
+    for a refit started at a related model's optimum), and a point that fails the check sends the search on to
+    every start. The lowest criterion wins (ties keep the earlier start), and ``converged`` is
     the KKT check at that point: a fit whose check fails is never reported as converged, and its ``message``
     says why.
     """
@@ -198,7 +200,7 @@ def fit(crit: Criterion, starts: Sequence[np.ndarray], *, exact_hessian: bool = 
             if not np.any(x <= 0):
                 break
             ok_boundary += 1
-            if ok_boundary >= 2 or q == 0:
+            if ok_boundary >= 2 or q == 0 or not confirm_boundary:
                 break
     assert best is not None
     fx, x, info, k = best
