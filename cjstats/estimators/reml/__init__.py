@@ -431,11 +431,14 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     else:
         fr = fr_struct
         if not fr.converged:
-            warn_msgs.append(f"The REML optimiser did not converge for {g.label()} ({fr.message}).")
+            warn_msgs.append(f"The REML optimiser did not converge for {g.label()} ({fr.message}); its numbers are "
+                             "not trustworthy: check for judges or scenarios with very few scores, or use "
+                             "method='anova' on the complete scenarios.")
     # --- random-judge model (judge_population)
     rr = _rs.fit_model(ev, "random")
     if not rr.converged:
-        warn_msgs.append(f"The random-judge REML optimiser did not converge for {g.label()} ({rr.message}).")
+        warn_msgs.append(f"The random-judge REML optimiser did not converge for {g.label()} ({rr.message}); "
+                         "judge_population is not trustworthy there.")
 
     s2e = fr.s2
     fe = _fixed_effects(ev, fr.theta, s2e, derivatives=True)
