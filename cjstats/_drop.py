@@ -71,7 +71,7 @@ def check_max_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float) -> 
         return
     worst = max(over, key=_share)
     share = _share(worst)
-    more = f" (and {len(over) - 1} more group{'s' if len(over) > 2 else ''})" if len(over) > 1 else ""
+    more = f" (and {len(over) - 1} more)" if len(over) > 1 else ""
     raise CjstatsError(
         f"incomplete='drop' would remove {int(worst['dropped_scenarios']):,} of {int(worst['n_scenarios']):,} "
         f"scenarios ({share:.0%}) and {int(worst['dropped_rows']):,} of {int(worst['n_rows']):,} rows of "
@@ -80,7 +80,7 @@ def check_max_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float) -> 
 
 
 def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, caller: str,
-                     stacklevel: int = 3) -> pd.DataFrame:
+                     unit: str = "group", stacklevel: int = 3) -> pd.DataFrame:
     """Refuse a drop that removes more than ``max_drop`` of a model's scenarios, warn about any other, return the table.
 
     Parameters
@@ -91,7 +91,9 @@ def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, c
     max_drop : float
         The share of a model's scenarios that may be dropped (checked by :func:`resolve_max_drop`).
     caller : str
-        The function that dropped, for the warning.
+        Who dropped, for the warning (``"estimate"``, ``"the joint ANOVA fit"``).
+    unit : str
+        What one record is, for the warning (``"group"``: a model x criterion; ``"model"``).
 
     Returns
     -------
@@ -112,6 +114,6 @@ def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, c
                           for r in hit[:_NAMED])
         rest = f"; and {len(hit) - _NAMED} more" if len(hit) > _NAMED else ""
         warnings.warn(f"incomplete='drop' in {caller} removed data from {len(hit)} of {len(rows)} "
-                      f"group{'s' if len(rows) != 1 else ''} ({named}{rest}); the result's dropped table lists "
-                      f"every group.", CjstatsWarning, stacklevel=stacklevel)
+                      f"{unit}{'s' if len(rows) != 1 else ''} ({named}{rest}); the result's dropped table lists "
+                      f"every {unit}.", CjstatsWarning, stacklevel=stacklevel)
     return table
