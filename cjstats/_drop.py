@@ -9,7 +9,8 @@ model (x criterion), to :func:`account_for_drop`, which
 
 - refuses (:class:`~cjstats.exceptions.CjstatsError`) when a model would lose more than ``max_drop`` of its
   scenarios, naming the model, the counts and the fix;
-- warns (:class:`~cjstats.exceptions.CjstatsWarning`, one sentence) with what was removed;
+- warns (:class:`~cjstats.exceptions.CjstatsWarning`, one sentence) with the rows and scenarios removed per
+  model (x criterion), the largest losses first (five named, then how many more);
 - returns the table (:data:`DROPPED_COLUMNS`) that the result carries as ``dropped``.
 
 A dropped scenario is one left out entirely; with several generations per scenario a drop may also remove
@@ -79,7 +80,7 @@ def check_max_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float) -> 
         f"call, or pass max_drop={_allowing(share):g} to accept the loss.")
 
 
-def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, caller: str,
+def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, what: str = "incomplete cells",
                      unit: str = "group", stacklevel: int = 3) -> pd.DataFrame:
     """Refuse a drop that removes more than ``max_drop`` of a model's scenarios, warn about any other, return the table.
 
@@ -90,8 +91,8 @@ def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, c
         ``dropped_rows``, ``n_rows``, ``dropped_cells``, ``n_cells``, ``dropped_scenarios``, ``n_scenarios``.
     max_drop : float
         The share of a model's scenarios that may be dropped (checked by :func:`resolve_max_drop`).
-    caller : str
-        Who dropped, for the warning (``"estimate"``, ``"the joint ANOVA fit"``).
+    what : str
+        What the drop removes, for the warning.
     unit : str
         What one record is, for the warning (``"group"``: a model x criterion; ``"model"``).
 
@@ -113,7 +114,7 @@ def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, c
                           f"{int(r['dropped_scenarios']):,} of {int(r['n_scenarios']):,} scenarios"
                           for r in hit[:_NAMED])
         rest = f"; and {len(hit) - _NAMED} more" if len(hit) > _NAMED else ""
-        warnings.warn(f"incomplete='drop' in {caller} removed data from {len(hit)} of {len(rows)} "
-                      f"{unit}{'s' if len(rows) != 1 else ''} ({named}{rest}); the result's dropped table lists "
-                      f"every {unit}.", CjstatsWarning, stacklevel=stacklevel)
+        warnings.warn(f"incomplete='drop' removed {what} from {len(hit)} of {len(rows)} "
+                      f"{unit}{'s' if len(rows) != 1 else ''}: {named}{rest}.", CjstatsWarning,
+                      stacklevel=stacklevel)
     return table

@@ -357,22 +357,15 @@ def method_option(f: Callable) -> Callable:
                         help="Estimator: auto = anova when every group is complete and balanced, else reml.")(f)
 
 
-def resolve_method(scores: Scores, method: str, incomplete: str | None) -> tuple[str, str]:
-    """The backend ``--method auto`` stands for, and one sentence saying why."""
+def resolve_method(scores: Scores, method: str, incomplete: str | None, *, joint: bool = False) -> tuple[str, str]:
+    """The backend ``--method auto`` stands for (:func:`cjstats.estimators.auto_method`), and one line saying why."""
     if method != "auto":
         return method, ""
-    d = scores.design
-    if bool(d["balanced"].all()):
-        return "anova", "Method: anova (--method auto: every group is complete and balanced)."
-    if incomplete == "drop":
-        return "anova", "Method: anova (--method auto with --incomplete drop: incomplete cells are dropped)."
-    if incomplete == "error":  # the user asked the ANOVA to refuse missing calls
-        return "anova", "Method: anova (--method auto with --incomplete error)."
-    bad = d[~d["balanced"]].iloc[0]
-    where = f"model '{bad['model']}'" + (f", criterion '{bad['criterion']}'" if "criterion" in d.columns else "")
-    why = (f"{int(bad['n_missing'])} of {int(bad['n_cells']) * int(bad['n_judges'])} judge calls missing"
-           if int(bad["n_missing"]) else "unequal generations per scenario")
-    return "reml", f"Method: reml (--method auto: {where} is not complete and balanced, {why})."
+    from cjstats.estimators import auto_method
+
+    chosen, why = auto_method(scores, incomplete=incomplete, joint=joint)
+    flag = f" with --incomplete {incomplete}" if incomplete else ""
+    return chosen, f"Method: {chosen} (--method auto{flag}: {why})."
 
 
 def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci_level: float | None = None,

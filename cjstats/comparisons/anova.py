@@ -262,8 +262,8 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
             frame = scores.to_frame()
             kept = set(js.scenario_labels[keep].tolist())
             records = _joint_drop_records(frame, kept, js.criterion)
-        dropped = account_for_drop(records, max_drop=limit, caller="the joint ANOVA fit", unit="model",
-                                   stacklevel=5)
+        dropped = account_for_drop(records, max_drop=limit, unit="model", stacklevel=5,
+                                   what="the scenarios not complete for every model and judge")
         if n_bad:
             if int(keep.sum()) < 2:
                 raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA "

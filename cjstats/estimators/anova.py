@@ -325,5 +325,4 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
 
     return fit_groups(stats, fit_one, method="anova", ci_level=ci_level, seed=seed,
                       options={"interval": interval, "incomplete": incomplete, "max_drop": limit},
-                      account_drop=lambda recs: account_for_drop(recs, max_drop=limit, caller="estimate",
-                                                                 stacklevel=7))
+                      account_drop=lambda recs: account_for_drop(recs, max_drop=limit, stacklevel=7))

@@ -233,8 +233,9 @@ class TestJointDropIsNeverSilent:
 
     def test_every_model_loses_the_scenarios_and_the_table_and_warning_say_how_much(self):
         f = self._holey(3)
-        with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' in the joint ANOVA fit removed data from 3 "
-                                                  r"of 3 models \(model 'm0': 24 of 160 rows and 3 of 20 scenarios;"):
+        with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' removed the scenarios not complete for "
+                                                  r"every model and judge from 3 of 3 models: model 'm0': 24 of 160 "
+                                                  r"rows and 3 of 20 scenarios;"):
             res = cj.compare_models(f, incomplete="drop")
         d = res.dropped.set_index("model")
         assert list(d.index) == ["m0", "m1", "m2"] and "criterion" not in d.columns

@@ -268,8 +268,8 @@ class TestDropIsNeverSilent:
 
     def test_the_result_and_one_warning_give_rows_and_scenarios_per_group(self):
         df = _one_generation_with_gaps(4)
-        with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' in estimate removed data from 1 of 2 groups "
-                                                  r"\(model 'a': 8 of 56 rows and 4 of 20 scenarios\)"):
+        with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' removed incomplete cells from 1 of 2 groups: "
+                                                  r"model 'a': 8 of 56 rows and 4 of 20 scenarios\.$"):
             fit = cj.estimate(df, "anova", incomplete="drop")
         d = fit.dropped.set_index("model")
         assert d.loc["a", ["dropped_rows", "n_rows", "dropped_cells", "n_cells", "dropped_scenarios",
