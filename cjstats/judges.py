@@ -81,7 +81,7 @@ def judge_test(fit: VarianceComponents) -> pd.DataFrame:
         elif fit.method == "reml" and fit.covariance and name in fit.covariance:
             test = _wald_judge_f(fit.covariance[name])
         else:
-            raise CjstatsError(f"judge_test reads the judge test of a fit by method='anova' or 'reml'; this fit "
+            raise CjstatsError(f"judge_test reads the judge test of a fit by method='anova' or method='reml'; this fit "
                                f"(method '{fit.method}') has none for '{name}'.")
         rows.append({**sel, "F": test["F"], "df1": test["df1"], "df2": test["df2"], "p_value": test["p_value"],
                      "method": fit.method})

@@ -93,5 +93,5 @@ class TestJudgeTestUnderREML:
         from dataclasses import replace
 
         fit = replace(cj.estimate(small_balanced_scores, "reml"), method="bayes")
-        with pytest.raises(cj.CjstatsError, match="method='anova' or 'reml'"):
+        with pytest.raises(cj.CjstatsError, match="method='anova' or method='reml'"):
             cj.judge_test(fit)

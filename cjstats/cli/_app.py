@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
            "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
-           "anova_options", "refuse_drop_options", "as_flags", "scores_options", "select_model", "METHODS"]
+           "anova_options", "refuse_drop_options", "bayes_kwargs", "as_flags", "scores_options", "select_model",
+           "METHODS"]
 
 FORMATS = ("table", "json", "csv")
 
@@ -233,7 +234,7 @@ def data_options(f: Callable) -> Callable:
                           "refusing (default 0.5; 1 allows all)."),
         click.option("--incomplete", type=click.Choice(["error", "drop"]), default=None,
                      help="Missing judge calls, for the ANOVA: fail, or drop incomplete (scenario, generation) cells "
-                          "and say how many (default: --method auto picks REML, which keeps every call)."),
+                          "and say how many (unset: an incomplete table is fitted by REML, which keeps every call)."),
         click.option("--duplicates", type=click.Choice(["error", "mean"]), default="error", show_default=True,
                      help="Several rows for one judge call: fail, or average them."),
         click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score."),
@@ -413,18 +414,22 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ma
     from cjstats.estimators import estimate
     chosen, note = resolve_method(scores, method, incomplete)
     options: dict[str, Any] = anova_options(chosen, incomplete, max_drop)
+    sampling = bayes_kwargs(chosen == "bayes", draws=draws, chains=chains, tune=tune)
     if chosen == "bayes":
-        for name, value in (("draws", draws), ("chains", chains), ("tune", tune)):
-            if value is not None:
-                if value < (0 if name == "tune" else 1):
-                    raise CjstatsError(f"The option --{name} must be an integer >= {0 if name == 'tune' else 1}. "
-                                       f"Got {value}.")
-                options[name] = value
-        return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options=options), note
-    for name, value in (("--draws", draws), ("--chains", chains), ("--tune", tune)):
-        if value is not None:
-            raise CjstatsError(f"The option {name} applies to --method bayes only; leave it out.")
+        return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options={**options, **sampling}), note
     return estimate(scores, chosen, ci_level=ci_level, seed=seed, **options), note
+
+
+def bayes_kwargs(bayes: bool, *, draws: int | None, chains: int | None, tune: int | None) -> dict[str, int]:
+    """The Bayesian backend's ``draws``/``chains``/``tune`` from ``--draws``/``--chains``/``--tune`` (checked), or
+    one sentence when they are given without a Bayesian fit."""
+    given = {name: value for name, value in (("draws", draws), ("chains", chains), ("tune", tune)) if value is not None}
+    if given and not bayes:
+        raise CjstatsError(f"The option --{next(iter(given))} applies to --method bayes only; leave it out.")
+    for name, value in given.items():
+        if value < (0 if name == "tune" else 1):
+            raise CjstatsError(f"The option --{name} must be an integer >= {0 if name == 'tune' else 1}. Got {value}.")
+    return given
 
 
 def _fit_bayes_with_progress(scores: Scores, *, ci_level: float | None, seed: int | None,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import method_option
+from cjstats.cli._app import bayes_kwargs, bayes_options, method_option
 
 
 @click.command(short_help="Run the whole pipeline on bundled real data and print a report.")
 @click.option("--dataset", default="hanna", show_default=True, help="Bundled dataset: hanna or mentalalign.")
 @method_option
-def demo(dataset: str, method: str) -> None:
+@bayes_options
+def demo(dataset: str, method: str, draws: int | None, chains: int | None, tune: int | None) -> None:
     """Design, components with intervals, judge offsets, F-tests and per-judge rankings on bundled data.
 
     --method auto (the default) fits the ANOVA on a complete balanced dataset (hanna) and REML on one with
@@ -18,4 +19,5 @@ def demo(dataset: str, method: str) -> None:
     """
     from cjstats.reporting.text import demo_report
 
-    click.echo(demo_report(dataset, method=method))
+    sampling = bayes_kwargs(method == "bayes", draws=draws, chains=chains, tune=tune)
+    click.echo(demo_report(dataset, method=method, **sampling))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import METHODS, DataOptions, data_options, load_scores, refuse_drop_options, resolve_method
+from cjstats.cli._app import (
+    METHODS, DataOptions, bayes_kwargs, bayes_options, data_options, load_scores, refuse_drop_options, resolve_method,
+)
 
 __all__ = ["report"]
 
@@ -24,19 +26,22 @@ __all__ = ["report"]
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the backends and subsampling.")
 @click.option("--title", default=None, help="Title of the report.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@bayes_options
 @data_options
 def report(file: str, output: str, methods: tuple[str, ...], budget: float | None, model: str | None,
            criterion: str | None, ci_level: float | None, seed: int, title: str | None, force: bool,
-           data: DataOptions) -> None:
+           draws: int | None, chains: int | None, tune: int | None, data: DataOptions) -> None:
     """Design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
     from cjstats.reporting import _check_output, report as make_report
 
     refuse_drop_options(data, "report", "its backends keep every call with --method reml (or drop incomplete rows "
                         "yourself with --where)")
+    sampling = bayes_kwargs("bayes" in methods, draws=draws, chains=chains, tune=tune)
     _check_output(output, force)          # before reading and fitting: nothing is written on a bad path
     scores = load_scores(file, data)
     if "auto" in methods:
         click.echo(resolve_method(scores, "auto", None)[1], err=True)
     make_report(scores, output=output, method=list(methods), budget=budget, model=model, criterion=criterion,
-                ci_level=ci_level, seed=seed, title=title, force=force)
+                ci_level=ci_level, seed=seed, title=title, force=force,
+                backend_options={"bayes": sampling} if sampling else None)
     click.echo(f"Wrote {output}", err=True)

@@ -258,7 +258,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
            budget: float | None = None, model: str | None = None, criterion: str | None = None,
            comparisons: Any = "auto", human_agreement: Any = "auto", ci_level: float | None = None,
            seed: int | None = 0, title: str | None = None, force: bool = False,
-           subsample_reps: int = 1000, browser: str | None = None) -> str:
+           subsample_reps: int = 1000, browser: str | None = None,
+           backend_options: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
     Sections: design summary; the components of every backend asked for, with intervals and standard
@@ -299,6 +300,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         Seed of the backends and the subsampling experiment.
     subsample_reps : int
         Repetitions per (strategy, budget) of the subsampling experiment.
+    backend_options : mapping, optional
+        Options of a backend's fit, by method, e.g. ``{"bayes": {"draws": 500, "tune": 500}}``.
 
     Returns
     -------
@@ -334,7 +337,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
             from cjstats.reporting.pdf import require_browser
 
             require_browser(browser)                 # no Chromium: say so before fitting
-    fits = {m: estimate(scores, m, ci_level=level, seed=seed) for m in methods}
+    extra = dict(backend_options or {})
+    fits = {m: estimate(scores, m, ci_level=level, seed=seed, **dict(extra.get(m, {}))) for m in methods}
     main = fits[methods[0]]
     gmodel, gcrit = _group_of(main, model, criterion)
     group = gmodel + (f" / {gcrit}" if gcrit else "")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from typing import Any
+
 import pandas as pd
 
 from cjstats.components import VarianceComponents
@@ -89,11 +91,13 @@ _DEMO_DATA = {
 }
 
 
-def demo_report(dataset: str = "hanna", *, method: str = "auto") -> str:
+def demo_report(dataset: str = "hanna", *, method: str = "auto", **options: Any) -> str:
     """The whole pipeline on a bundled dataset, as a readable text report.
 
     ``method="auto"`` (default) fits the ANOVA when every model is complete and balanced and REML otherwise
     (:func:`cjstats.estimators.auto_method`; MentalAlign misses a few judge calls, so REML) and says why.
+    ``method="anova"`` is refused on a dataset with missing calls (the demo drops nothing). ``options`` go to the
+    backend (e.g. ``draws`` for ``"bayes"``).
     """
     from cjstats import datasets
     from cjstats._validate import check_choice
@@ -104,7 +108,10 @@ def demo_report(dataset: str = "hanna", *, method: str = "auto") -> str:
     check_choice("method", method, [*BACKENDS, "auto"], caller="demo_report")
     scores = datasets.load(dataset, composite=True)
     chosen, why = auto_method(scores) if method == "auto" else (method, "")
-    fit = estimate(scores, chosen)
+    if chosen == "anova" and not bool(scores.design["balanced"].all()):
+        raise CjstatsError(f"The bundled '{dataset}' table misses judge calls, and the demo drops nothing, so "
+                           f"method='anova' cannot fit it; use method='auto' or method='reml', which keep every call.")
+    fit = estimate(scores, chosen, **options)
     source, what, one_generation = _DEMO_DATA[dataset]
     k = len(scores.judges)
     width = 100
