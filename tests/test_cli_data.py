@@ -74,7 +74,8 @@ class TestSharedOptions:
         # the joint fit of compare drops the scenario from both models, so GPT loses it too
         who = "4 of 40 rows of model 'GPT' (and 1 more)" if name == "compare" else "3 of 39 rows of model 'Qwen'"
         assert f"--incomplete drop would remove 1 of 10 scenarios (10%) and {who}" in err.splitlines()[-1]
-        assert "more than --max-drop 0.05 allows; use --method reml, which keeps every call, or pass --max-drop 0.1" in err
+        assert ("more than --max-drop 0.05 allows; use --method reml, which keeps every call, or pass --max-drop 0.1"
+                in err)
         code, out, err = run_main([name, str(holey_file), "--incomplete", "drop", "--max-drop", "0.1", *extra])
         assert code == 0, err
 

@@ -217,6 +217,10 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
                            f"Install them with pip install 'cjstats[{backend.extra}]'.")
     ci = resolve_ci_level(ci_level)
+    drop_options = [o for o in ("incomplete", "max_drop") if o in options]
+    if drop_options and not backend.capabilities.balanced_only:
+        raise CjstatsError(f"The '{drop_options[0]}' argument of estimate applies to a backend that needs complete "
+                           f"data, such as method='anova'; method='{backend.name}' keeps every call, so leave it out.")
     if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
         return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options)
     table = _as_scores(scores)

@@ -318,6 +318,12 @@ class TestDropIsNeverSilent:
         assert (fit.dropped["dropped_rows"] == 0).all()
         assert cj.estimate(_one_generation_with_gaps(0), "anova").dropped is None
 
+    @pytest.mark.parametrize("option", [{"incomplete": "drop"}, {"max_drop": 0.8}])
+    def test_drop_options_belong_to_a_backend_that_drops(self, option):
+        with pytest.raises(cj.CjstatsError, match=r"argument of estimate applies to a backend that needs complete "
+                                                 r"data, such as method='anova'; method='reml' keeps every call"):
+            cj.estimate(_one_generation_with_gaps(2), "reml", **option)
+
     @pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
     def test_a_bad_limit_is_one_sentence(self, bad):
         with pytest.raises(cj.CjstatsError, match=r"The 'max_drop' argument of estimate must be a share of "
