@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "compare": "cjstats.estimators",
     "estimate": "cjstats.estimators",
     "judge_f_test": "cjstats.judges",
+    "judge_test": "cjstats.judges",
     "judge_table": "cjstats.judges",
     "predictive_design_variance": "cjstats.predictive",
     "all_judges_schedule": "cjstats.plan",
@@ -79,7 +80,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
-    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_table",
+    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_test", "judge_table",
     "CjstatsError", "CjstatsWarning", "NotEstimableWarning",
     "grand_mean_variance", "variance_contributions", "strategy_variance", "design_variance", "pool_variance",
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",
@@ -124,7 +125,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from cjstats.estimators import BACKENDS, compare, estimate
     from cjstats.io.fastchat import read_mtbench_judgments
     from cjstats.io.inspect import read_inspect_log
-    from cjstats.judges import judge_f_test, judge_table
+    from cjstats.judges import judge_f_test, judge_table, judge_test
     from cjstats.plan import (
         all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
     )

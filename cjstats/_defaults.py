@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["CI_LEVEL", "COMPONENTS", "JOINT_COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
+__all__ = ["CI_LEVEL", "MAX_DROP", "COMPONENTS", "JOINT_COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
 
 #: Default level of every interval the package reports.
 CI_LEVEL: float = 0.95
+
+#: Largest share of a model's scenarios that ``incomplete="drop"`` may remove before the fit refuses
+#: (``max_drop``; CLI ``--max-drop``). 1.0 allows any loss.
+MAX_DROP: float = 0.5
 
 #: The estimand names the backends report, in report order (docs/estimands.md); the full registry of names
 #: is ``cjstats.components.ESTIMANDS``.

@@ -324,6 +324,12 @@ class VarianceComponents:
         The scale of the variance components (the backend's declared capability for the options used):
         ``"latent"`` for the ordinal model, whose variances are not score variances (``mu`` stays on the score
         scale). The decision layer's closed forms need ``"score"``.
+    covariance : Mapping or None
+        Per group, the covariance of the location estimates (:class:`ParameterCovariance`).
+    dropped : DataFrame or None
+        What ``incomplete="drop"`` left out, one row per model (x criterion): ``dropped_rows`` of ``n_rows``,
+        ``dropped_cells`` of ``n_cells``, ``dropped_scenarios`` of ``n_scenarios`` and ``share_scenarios``
+        (``cjstats._drop.DROPPED_COLUMNS``); ``None`` when the fit was not asked to drop anything.
     """
 
     components: pd.DataFrame
@@ -337,6 +343,7 @@ class VarianceComponents:
     posterior: Mapping[str, Any] | None = None
     scale: Literal["score", "latent"] = "score"
     covariance: Mapping[str, ParameterCovariance] | None = None
+    dropped: pd.DataFrame | None = None
 
     @property
     def has_criterion(self) -> bool:

@@ -1,48 +1,121 @@
 """Judge tests and single-judge tables: the paper's App. G F-test and its Table 1.
 
-:func:`judge_f_test` tests the judge main effect per model (F = MS_J/MS_W, App. G). :func:`judge_table`
-gives each model's mean score under each single judge with an interval, the ranking each judge implies and
-whether the top model changes from judge to judge (Table 1, ``tab:mean_scores``).
+:func:`judge_f_test` tests the judge main effect per model (F = MS_J/MS_W, App. G, on a complete balanced table;
+or, with ``method="reml"``, the Wald F of the judge offsets, which keeps every call). :func:`judge_test` reads
+the same test off a fit. :func:`judge_table` gives each model's mean score under each single judge with an
+interval, the ranking each judge implies and whether the top model changes from judge to judge (Table 1,
+``tab:mean_scores``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from cjstats._validate import check_choice, resolve_ci_level
-from cjstats.estimators.base import check_estimable
-from cjstats.estimators.anova import complete_cells, judge_f_test as _f_test, mean_squares
+from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores
 
-__all__ = ["judge_f_test", "judge_table", "JudgeTable"]
+if TYPE_CHECKING:
+    from cjstats.components import ParameterCovariance, VarianceComponents
+
+__all__ = ["judge_f_test", "judge_test", "judge_table", "JudgeTable", "JUDGE_TEST_COLUMNS"]
+
+#: Columns of :func:`judge_f_test` and :func:`judge_test` (``criterion`` after ``model`` when present).
+JUDGE_TEST_COLUMNS: tuple[str, ...] = ("model", "F", "df1", "df2", "p_value", "method")
 
 
-def judge_f_test(scores: Scores, *, incomplete: Literal["error", "drop"] = "error") -> pd.DataFrame:
-    """ANOVA F-test of the judge main effect per model (and criterion), paper App. G (``app:anova``).
+def judge_f_test(scores: Scores, *, method: Literal["anova", "reml"] = "anova",
+                 incomplete: Literal["error", "drop"] = "error", max_drop: float | None = None) -> pd.DataFrame:
+    """Test of the judge main effect per model (and criterion): are the judges' offsets gamma_l all zero?
 
-    F = MS_J / MS_W with K - 1 and (nm - 1)(K - 1) degrees of freedom; p = ``scipy.stats.f.sf(F, df1, df2)``.
+    ``method="anova"``: the F test of paper App. G (``app:anova``), F = MS_J / MS_W with K - 1 and
+    (nm - 1)(K - 1) degrees of freedom, on a complete balanced table; a missing call raises unless
+    ``incomplete="drop"``, which keeps the complete cells as :func:`cjstats.estimate` does (it warns with what it
+    removed and refuses to remove more than ``max_drop`` of a model's scenarios).
+
+    ``method="reml"``: the Wald F of the judge offsets from the REML fit, which keeps every call:
+    F = gamma_hat' (L Cov L')^{-1} gamma_hat / (K - 1) over K - 1 independent contrasts L, with the denominator
+    degrees of freedom of lmerTest (Satterthwaite df of each eigen-contrast, combined as
+    2E/(E - (K - 1)), E = sum nu/(nu - 2)). On a balanced table it equals the ANOVA F and its df.
 
     Returns
     -------
     DataFrame
-        ``model, [criterion], F, df1, df2, p_value``.
+        ``model, [criterion], F, df1, df2, p_value, method``.
     """
-    check_choice("incomplete", incomplete, ("error", "drop"), caller="judge_f_test")
-    rows = []
-    for g in scores.groups():
-        check_estimable(g)
-        if incomplete == "drop":
-            from cjstats.scores import warn_sparse_judges
+    from cjstats.estimators import estimate
 
-            warn_sparse_judges(g)
-        y, _ = complete_cells(g, incomplete)
-        rows.append({**g.key, **_f_test(mean_squares(y))})
-    return pd.DataFrame(rows)
+    check_choice("method", method, ("anova", "reml"), caller="judge_f_test")
+    check_choice("incomplete", incomplete, ("error", "drop"), caller="judge_f_test")
+    if method == "anova":
+        fit = estimate(scores, "anova", incomplete=incomplete, max_drop=max_drop)
+    else:
+        if incomplete == "drop" or max_drop is not None:
+            raise CjstatsError("The 'incomplete' and 'max_drop' arguments of judge_f_test apply to method='anova' "
+                               "only (REML keeps every call); leave them out.")
+        fit = estimate(scores, "reml")
+    return judge_test(fit)
+
+
+def judge_test(fit: VarianceComponents) -> pd.DataFrame:
+    """The judge main-effect test of every group of a fit (see :func:`judge_f_test`).
+
+    An ANOVA fit gives its App. G F test (``diagnostics``); a fit that carries the covariance of its judge
+    offsets (REML) gives the Wald F with lmerTest's denominator degrees of freedom.
+    """
+    keys = ["model", "criterion"] if fit.has_criterion else ["model"]
+    groups = fit.components[keys].drop_duplicates()
+    rows = []
+    for key in groups.itertuples(index=False):
+        sel = dict(zip(keys, key))
+        name = sel["model"] if "criterion" not in sel else f"{sel['model']} / {sel['criterion']}"
+        diag = dict(fit.diagnostics).get(name, {})
+        if fit.method == "anova" and "judge_f_test" in diag:
+            test = dict(diag["judge_f_test"])
+        elif fit.method == "reml" and fit.covariance and name in fit.covariance:
+            test = _wald_judge_f(fit.covariance[name])
+        else:
+            raise CjstatsError(f"judge_test reads the judge test of a fit by method='anova' or method='reml'; this fit "
+                               f"(method '{fit.method}') has none for '{name}'.")
+        rows.append({**sel, "F": test["F"], "df1": test["df1"], "df2": test["df2"], "p_value": test["p_value"],
+                     "method": fit.method})
+    return pd.DataFrame(rows, columns=[*keys, *JUDGE_TEST_COLUMNS[1:]])
+
+
+def _ddf(nu: np.ndarray) -> float:
+    """lmerTest's denominator df of an F built from q t-statistics with Satterthwaite df ``nu`` (get_Fstat_ddf)."""
+    nu = nu[nu > 1e-8]
+    if nu.size == 1:
+        return float(nu[0])
+    if np.all(np.abs(np.diff(nu)) < 1e-8 * max(1.0, float(nu.max()))):
+        return float(nu.mean())
+    if np.any(nu <= 2):
+        return 2.0
+    e = float(np.sum(nu / (nu - 2.0)))
+    return 2.0 * e / (e - nu.size)
+
+
+def _wald_judge_f(pc: ParameterCovariance) -> dict[str, float]:
+    """Wald F of H0: gamma = 0 from the covariance of (mu, gamma): q = K - 1 eigen-contrasts of the offsets."""
+    idx = [i for i, p in enumerate(pc.params) if p.startswith("gamma[")]
+    q = len(idx) - 1
+    lmat = np.zeros((q, len(pc.params)))
+    lmat[np.arange(q), idx[:q]] = 1.0           # gamma_1..gamma_{K-1}; gamma_K = -sum of the others
+    v = lmat @ pc.cov @ lmat.T
+    d, u = np.linalg.eigh(v)
+    if d.min() <= 1e-14 * max(float(d.max()), 1e-300):
+        return {"F": math.inf, "df1": q, "df2": math.nan, "p_value": 0.0}
+    contrasts = u.T @ lmat                      # rows: independent contrasts with variances d
+    t2 = (contrasts @ pc.estimate) ** 2 / d
+    f = float(t2.sum() / q)
+    ddf = _ddf(np.array([pc.df(c) for c in contrasts]))
+    return {"F": f, "df1": q, "df2": ddf, "p_value": float(stats.f.sf(f, q, ddf))}
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,22 +49,40 @@ class TestSharedOptions:
     def test_every_fitting_subcommand_takes_the_bayes_options(self, name):
         assert {"draws", "chains", "tune", "seed"} <= {p.name for p in cli.commands[name].params}
 
-    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate"])
+    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "compare", "judges", "demo", "report"])
     def test_method_defaults_to_auto(self, name):
-        method = next(p for p in cli.commands[name].params if p.name == "method")
-        assert method.default == "auto" and "auto" in method.type.choices
+        method = next(p for p in cli.commands[name].params if p.opts == ["--method"])
+        assert method.default in ("auto", ("auto",)) and "auto" in method.type.choices
 
-    def test_dropped_cells_and_rows_are_printed_per_group(self, holey_file):
+    def test_dropped_rows_and_scenarios_are_one_warning_line(self, holey_file):
         code, out, err = run_main(["decompose", str(holey_file), "--method", "anova", "--incomplete", "drop"])
         assert code == 0, err
-        assert "Qwen: dropped 1 cells / 3 rows with --incomplete drop (1 scenario left out entirely)." in err
-        assert "GPT: dropped" not in err
+        assert err == ("Warning: --incomplete drop removed incomplete cells from 1 of 2 groups: model 'Qwen': 3 of 39 "
+                       "rows and 1 of 10 scenarios.\n")
 
-    @pytest.mark.parametrize("name, extra", [("variance", []), ("allocate", ["--budget", "300"])])
-    def test_variance_and_allocate_take_incomplete(self, holey_file, name, extra):
+    @pytest.mark.parametrize("name, extra", [("variance", []), ("allocate", ["--budget", "300"]), ("judges", []),
+                                             ("compare", [])])
+    def test_every_subcommand_that_drops_says_so(self, holey_file, name, extra):
         code, out, err = run_main([name, str(holey_file), "--method", "anova", "--incomplete", "drop", *extra])
         assert code == 0, err
-        assert "Qwen: dropped 1 cells / 3 rows" in err
+        assert "Warning: --incomplete drop removed" in err and "1 of 10 scenarios" in err
+
+    @pytest.mark.parametrize("name, extra", [("decompose", []), ("judges", []), ("compare", [])])
+    def test_max_drop_refuses_a_larger_loss_naming_the_flags(self, holey_file, name, extra):
+        code, out, err = run_main([name, str(holey_file), "--incomplete", "drop", "--max-drop", "0.05", *extra])
+        assert code == 1 and out == ""
+        # the joint fit of compare drops the scenario from both models, so GPT loses it too
+        who = "4 of 40 rows of model 'GPT' (and 1 more)" if name == "compare" else "3 of 39 rows of model 'Qwen'"
+        assert f"--incomplete drop would remove 1 of 10 scenarios (10%) and {who}" in err.splitlines()[-1]
+        assert ("more than --max-drop 0.05 allows; use --method reml, which keeps every call, or pass --max-drop 0.1"
+                in err)
+        code, out, err = run_main([name, str(holey_file), "--incomplete", "drop", "--max-drop", "0.1", *extra])
+        assert code == 0, err
+
+    def test_max_drop_needs_incomplete_drop(self, holey_file):
+        code, out, err = run_main(["decompose", str(holey_file), "--max-drop", "0.9"])
+        assert code == 1 and err == ("The option --max-drop limits what --incomplete drop removes; add --incomplete "
+                                     "drop or leave it out.\n")
 
     def test_auto_with_drop_uses_anova(self, holey_file):
         code, out, err = run_main(["decompose", str(holey_file), "--incomplete", "drop"])

@@ -163,7 +163,7 @@ class TestSparseJudgeUnderDrop:
         df = _frame(n=16, k=3)
         df = df[~((df["judge"] == "J2") & (df["scenario"] >= 2))]
         with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16"):
-            judge_f_test(read_scores(df), incomplete="drop")
+            judge_f_test(read_scores(df), incomplete="drop", max_drop=1.0)
 
     def test_estimate_with_drop_warns_about_the_sparse_judge(self):
         from cjstats import estimate
@@ -171,8 +171,17 @@ class TestSparseJudgeUnderDrop:
         df = _frame(n=16, k=3)
         df = df[~((df["judge"] == "J2") & (df["scenario"] >= 2))]
         with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16 .* cells"):
-            fit = estimate(read_scores(df), method="anova", incomplete="drop")
+            fit = estimate(read_scores(df), method="anova", incomplete="drop", max_drop=1.0)
         assert fit.diagnostics[fit.components["model"].iloc[0]]["dropped_cells"] == 14
+
+    def test_the_sparse_judge_is_named_before_the_drop_limit_refuses(self):
+        from cjstats import estimate
+
+        df = _frame(n=16, k=3)
+        df = df[~((df["judge"] == "J2") & (df["scenario"] >= 2))]
+        with pytest.warns(CjstatsWarning, match=r"judge 'J2' scored 2 of 16"):
+            with pytest.raises(CjstatsError, match=r"would remove 14 of 16 scenarios \(88%\).* max_drop=0\.88"):
+                estimate(read_scores(df), method="anova", incomplete="drop")
 
     def test_complete_judges_do_not_warn(self):
         from cjstats.scores import warn_sparse_judges

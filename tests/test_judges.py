@@ -61,3 +61,37 @@ def test_rankings_and_top_model_change():
 def test_top_model_stable_on_bundled_hanna_composite():
     jt = cj.judge_table(cj.datasets.load("hanna", composite=True))
     assert not jt.top_model_changes and set(jt.top_model["top_model"]) == {"Human"}
+
+
+class TestJudgeTestUnderREML:
+    """method="reml": the Wald F of the judge offsets, which keeps every call."""
+
+    def test_equals_the_anova_f_and_df_on_balanced_data(self, small_balanced_scores):
+        a = cj.judge_f_test(small_balanced_scores)
+        r = cj.judge_f_test(small_balanced_scores, method="reml")
+        assert list(r["method"]) == ["reml"] * 2 and list(a["method"]) == ["anova"] * 2
+        for col in ("F", "df2", "p_value"):
+            np.testing.assert_allclose(r[col], a[col], rtol=1e-6)
+        assert (r["df1"] == a["df1"]).all()
+
+    def test_runs_on_missing_calls_where_the_anova_refuses(self, small_balanced_frame):
+        holey = cj.read_scores(small_balanced_frame.drop(index=[0, 5, 40]).reset_index(drop=True))
+        with pytest.raises(cj.CjstatsError, match="incomplete"):
+            cj.judge_f_test(holey)
+        r = cj.judge_f_test(holey, method="reml").set_index("model")
+        full = cj.judge_f_test(cj.read_scores(small_balanced_frame)).set_index("model")
+        # three calls of 288 missing: the test barely moves, and its df shrink by about the calls lost
+        assert r.loc["Qwen", "F"] == pytest.approx(full.loc["Qwen", "F"], rel=0.1)
+        assert full.loc["Qwen", "df2"] - 6 < r.loc["Qwen", "df2"] < full.loc["Qwen", "df2"]
+        assert r.loc["GPT", "F"] == pytest.approx(full.loc["GPT", "F"], rel=1e-6)
+
+    def test_drop_options_belong_to_the_anova(self, small_balanced_scores):
+        with pytest.raises(cj.CjstatsError, match="apply to method='anova' only"):
+            cj.judge_f_test(small_balanced_scores, method="reml", incomplete="drop")
+
+    def test_a_bayes_fit_has_no_judge_test(self, small_balanced_scores):
+        from dataclasses import replace
+
+        fit = replace(cj.estimate(small_balanced_scores, "reml"), method="bayes")
+        with pytest.raises(cj.CjstatsError, match="method='anova' or method='reml'"):
+            cj.judge_test(fit)

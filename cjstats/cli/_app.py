@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
            "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
-           "report_dropped", "as_flags", "scores_options", "select_model"]
+           "anova_options", "refuse_drop_options", "bayes_kwargs", "as_flags", "scores_options", "select_model",
+           "METHODS"]
 
 FORMATS = ("table", "json", "csv")
 
@@ -39,6 +40,7 @@ _FLAGS: list[tuple[str, Any]] = [
     (r" before read_scores\(\)", " in the file first"),
     (r"read_scores\(\)", "cjstats"),
     (r"\bincomplete='(\w+)'", r"--incomplete \1"),
+    (r"\bmax_drop=", "--max-drop "),
     (r"\bmethod='(\w+)'", r"--method \1"),
     (r"\bduplicates='(\w+)'", r"--duplicates \1"),
     (r"\btarget_se=", "--target-se "),
@@ -206,6 +208,7 @@ class DataOptions:
     exclude_judges: str | None
     criteria: str | None
     where: tuple[str, ...]
+    max_drop: float | None = None
 
 
 def data_options(f: Callable) -> Callable:
@@ -214,8 +217,8 @@ def data_options(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        names = ("columns", "judge_columns", "composite", "incomplete", "duplicates", "judges", "exclude_judges",
-                 "criteria", "where")
+        names = ("columns", "judge_columns", "composite", "incomplete", "max_drop", "duplicates", "judges",
+                 "exclude_judges", "criteria", "where")
         kwargs["data"] = DataOptions(**{n: kwargs.pop(n) for n in names})
         return f(*args, **kwargs)
 
@@ -226,9 +229,12 @@ def data_options(f: Callable) -> Callable:
         click.option("--exclude-judges", "exclude_judges", default=None, metavar="A,B",
                      help="Leave these judges out."),
         click.option("--judges", "judges", default=None, metavar="A,B", help="Keep only these judges."),
+        click.option("--max-drop", "max_drop", type=click.FloatRange(0.0, 1.0), default=None, metavar="SHARE",
+                     help="With --incomplete drop: the largest share of a model's scenarios it may drop before "
+                          "refusing (default 0.5; 1 allows all)."),
         click.option("--incomplete", type=click.Choice(["error", "drop"]), default=None,
-                     help="Missing judge calls: fail, or drop incomplete (scenario, generation) cells "
-                          "(default: --method auto picks REML, which keeps every call)."),
+                     help="Missing judge calls, for the ANOVA: fail, or drop incomplete (scenario, generation) cells "
+                          "and say how many (unset: an incomplete table is fitted by REML, which keeps every call)."),
         click.option("--duplicates", type=click.Choice(["error", "mean"]), default="error", show_default=True,
                      help="Several rows for one judge call: fail, or average them."),
         click.option("--composite", is_flag=True, help="Average the criteria of each cell into one score."),
@@ -351,55 +357,79 @@ def bayes_options(f: Callable) -> Callable:
     return f
 
 
-def method_option(f: Callable) -> Callable:
-    return click.option("--method", type=click.Choice(["auto", "anova", "reml", "bayes"]), default="auto",
-                        show_default=True,
-                        help="Estimator: auto = anova when every group is complete and balanced, else reml.")(f)
+#: The estimators a fitting subcommand offers: ``auto`` and the backends.
+METHODS: tuple[str, ...] = ("auto", "anova", "reml", "bayes")
 
 
-def resolve_method(scores: Scores, method: str, incomplete: str | None) -> tuple[str, str]:
-    """The backend ``--method auto`` stands for, and one sentence saying why."""
+def method_option(f: Callable | None = None, *, choices: tuple[str, ...] = METHODS) -> Callable:
+    """``--method``, default ``auto``: the ANOVA when every group is complete and balanced, else REML."""
+    def add(f: Callable) -> Callable:
+        return click.option("--method", type=click.Choice(list(choices)), default="auto", show_default=True,
+                            help="Estimator: auto = anova when every group is complete and balanced, else reml "
+                                 "(which keeps every judge call); the output says which and why.")(f)
+
+    return add(f) if f is not None else add
+
+
+def resolve_method(scores: Scores, method: str, incomplete: str | None, *, joint: bool = False) -> tuple[str, str]:
+    """The backend ``--method auto`` stands for (:func:`cjstats.estimators.auto_method`), and one line saying why."""
     if method != "auto":
         return method, ""
-    d = scores.design
-    if bool(d["balanced"].all()):
-        return "anova", "Method: anova (--method auto: every group is complete and balanced)."
-    if incomplete == "drop":
-        return "anova", "Method: anova (--method auto with --incomplete drop: incomplete cells are dropped)."
-    if incomplete == "error":  # the user asked the ANOVA to refuse missing calls
-        return "anova", "Method: anova (--method auto with --incomplete error)."
-    bad = d[~d["balanced"]].iloc[0]
-    where = f"model '{bad['model']}'" + (f", criterion '{bad['criterion']}'" if "criterion" in d.columns else "")
-    why = (f"{int(bad['n_missing'])} of {int(bad['n_cells']) * int(bad['n_judges'])} judge calls missing"
-           if int(bad["n_missing"]) else "unequal generations per scenario")
-    return "reml", f"Method: reml (--method auto: {where} is not complete and balanced, {why})."
+    from cjstats.estimators import auto_method
+
+    chosen, why = auto_method(scores, incomplete=incomplete, joint=joint)
+    flag = f" with --incomplete {incomplete}" if incomplete else ""
+    return chosen, f"Method: {chosen} (--method auto{flag}: {why})."
 
 
-def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ci_level: float | None = None,
-               seed: int | None = None, draws: int | None = None, chains: int | None = None,
-               tune: int | None = None) -> tuple[
-                   VarianceComponents, str]:
-    """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto)."""
+def anova_options(chosen: str, incomplete: str | None, max_drop: float | None) -> dict[str, Any]:
+    """The ANOVA's ``incomplete``/``max_drop`` options from ``--incomplete``/``--max-drop``, refused elsewhere."""
+    if max_drop is not None and incomplete != "drop":
+        raise CjstatsError("The option --max-drop limits what --incomplete drop removes; add --incomplete drop or "
+                           "leave it out.")
+    if incomplete is None:
+        return {}
+    if chosen != "anova":
+        raise CjstatsError("The option --incomplete applies to --method anova only (REML and Bayes keep every "
+                           "call); leave it out or add --method anova.")
+    return {"incomplete": incomplete, **({"max_drop": max_drop} if max_drop is not None else {})}
+
+
+def refuse_drop_options(data: DataOptions, command: str, why: str) -> None:
+    """One sentence when ``--incomplete`` or ``--max-drop`` is given to a subcommand that drops nothing."""
+    given = [flag for flag, value in (("--incomplete", data.incomplete), ("--max-drop", data.max_drop))
+             if value is not None]
+    if given:
+        raise CjstatsError(f"The option {given[0]} is not used by {command}: {why}; leave it out.")
+
+
+def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, max_drop: float | None = None,
+               ci_level: float | None = None, seed: int | None = None, draws: int | None = None,
+               chains: int | None = None, tune: int | None = None) -> tuple[VarianceComponents, str]:
+    """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto).
+
+    What ``--incomplete drop`` removes is said by the library's warning (shown on stderr) and carried in
+    ``fit.dropped``.
+    """
     from cjstats.estimators import estimate
     chosen, note = resolve_method(scores, method, incomplete)
-    options: dict[str, Any] = {}
-    if incomplete is not None:
-        if chosen != "anova":
-            raise CjstatsError(f"The option --incomplete applies to --method anova only (REML and Bayes keep every "
-                               f"call); leave it out or add --method anova.")
-        options["incomplete"] = incomplete
+    options: dict[str, Any] = anova_options(chosen, incomplete, max_drop)
+    sampling = bayes_kwargs(chosen == "bayes", draws=draws, chains=chains, tune=tune)
     if chosen == "bayes":
-        for name, value in (("draws", draws), ("chains", chains), ("tune", tune)):
-            if value is not None:
-                if value < (0 if name == "tune" else 1):
-                    raise CjstatsError(f"The option --{name} must be an integer >= {0 if name == 'tune' else 1}. "
-                                       f"Got {value}.")
-                options[name] = value
-        return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options=options), note
-    for name, value in (("--draws", draws), ("--chains", chains), ("--tune", tune)):
-        if value is not None:
-            raise CjstatsError(f"The option {name} applies to --method bayes only; leave it out.")
+        return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options={**options, **sampling}), note
     return estimate(scores, chosen, ci_level=ci_level, seed=seed, **options), note
+
+
+def bayes_kwargs(bayes: bool, *, draws: int | None, chains: int | None, tune: int | None) -> dict[str, int]:
+    """The Bayesian backend's ``draws``/``chains``/``tune`` from ``--draws``/``--chains``/``--tune`` (checked), or
+    one sentence when they are given without a Bayesian fit."""
+    given = {name: value for name, value in (("draws", draws), ("chains", chains), ("tune", tune)) if value is not None}
+    if given and not bayes:
+        raise CjstatsError(f"The option --{next(iter(given))} applies to --method bayes only; leave it out.")
+    for name, value in given.items():
+        if value < (0 if name == "tune" else 1):
+            raise CjstatsError(f"The option --{name} must be an integer >= {0 if name == 'tune' else 1}. Got {value}.")
+    return given
 
 
 def _fit_bayes_with_progress(scores: Scores, *, ci_level: float | None, seed: int | None,
@@ -451,16 +481,6 @@ def _fit_bayes_with_progress(scores: Scores, *, ci_level: float | None, seed: in
         changes["posterior"] = None
     fields = {f.name for f in dataclasses.fields(first)}
     return dataclasses.replace(first, **{k: v for k, v in changes.items() if k in fields})
-
-
-def report_dropped(fit: VarianceComponents) -> None:
-    """Print 'dropped N cells / M rows' per group on stderr when --incomplete drop dropped anything."""
-    for name, diag in dict(fit.diagnostics).items():
-        cells, rows = diag.get("dropped_cells", 0), diag.get("dropped_rows", 0)
-        if cells:
-            scen = diag.get("dropped_scenarios", 0)
-            extra = f" ({scen} scenario{'s' if scen != 1 else ''} left out entirely)" if scen else ""
-            click.echo(f"{name}: dropped {cells} cells / {rows} rows with --incomplete drop{extra}.", err=True)
 
 
 def engine_options(f: Callable) -> Callable:

@@ -6,7 +6,6 @@ import click
 
 from cjstats.cli._app import (
     DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
-    report_dropped,
 )
 
 __all__ = ["allocate"]
@@ -59,9 +58,8 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
                 raise CjstatsError(f"The option --costs needs a number for judge '{judge}'. Got {value!r}.") from None
     scores = load_scores(file, data)
     scores = select_model(scores, model)
-    fit, note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains,
-                           tune=tune)
-    report_dropped(fit)
+    fit, note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
+                           draws=draws, chains=chains, tune=tune)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     frames, texts, recs, shares = [], [], [], []
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):

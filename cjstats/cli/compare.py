@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import DataOptions, data_options, engine_options, format_option, load_source
+from cjstats.cli._app import (
+    DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, resolve_method,
+)
 
 __all__ = ["compare"]
 
 
 @click.command(short_help="Which model is better: paired differences, rank intervals, self-preference.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--method", type=click.Choice(["anova", "reml", "bayes"]), default="anova", show_default=True,
-              help="Joint fit: anova (complete balanced tables), reml (any missing cells) or bayes.")
+@method_option
 @click.option("--population", is_flag=True,
               help="Treat the judges as a sample of a population (judge x model variance enters the SEs).")
 @click.option("--families", default=None, metavar="JUDGE=MODEL,...",
@@ -30,7 +31,11 @@ __all__ = ["compare"]
 @format_option
 def compare(file: str, method: str, population: bool, families: str | None, ci_level: float | None, adjust: str,
             seed: int, engine: str, memory_limit: str | None, data: DataOptions, fmt: str) -> None:
-    """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best."""
+    """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best.
+
+    The joint fit is the ANOVA when every model is complete and balanced on the same scenarios and judges, and
+    REML otherwise (--method auto, the default; reml keeps every call, bayes samples).
+    """
     import json
 
     import pandas as pd
@@ -43,8 +48,9 @@ def compare(file: str, method: str, population: bool, families: str | None, ci_l
     if engine != "numpy" and method == "bayes":
         raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for bayes.")
     scores = load_source(file, data, engine, memory_limit)
-    options = {"incomplete": data.incomplete} if data.incomplete else {}
-    res = compare_models(scores, method, ci_level=ci_level, adjust=adjust,
+    chosen, note = resolve_method(scores, method, data.incomplete, joint=True)
+    options = anova_options(chosen, data.incomplete, data.max_drop)
+    res = compare_models(scores, chosen, ci_level=ci_level, adjust=adjust,
                          view="population" if population else "panel", seed=seed, **options)
     sp = None
     if families:
@@ -60,6 +66,8 @@ def compare(file: str, method: str, population: bool, families: str | None, ci_l
             parts.append(sp.contrasts.assign(table="self_preference"))
         click.echo(pd.concat(parts, ignore_index=True).to_csv(index=False), nl=False)
     else:
+        if note:
+            click.echo(note)
         click.echo(res.as_text())
         if sp is not None:
             click.echo("")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, format_option, load_source, method_option, report_dropped,
+    DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, format_option, load_source, method_option,
 )
 
 __all__ = ["decompose"]
@@ -33,9 +33,8 @@ def decompose(file: str, method: str, ci_level: float | None, seed: int | None, 
         raise CjstatsError(f"--engine {engine} fits --method anova or reml (or auto); use --engine numpy for "
                            f"bayes.")
     source = load_source(file, data, engine, memory_limit)
-    fit, note = fit_scores(source, method, incomplete=data.incomplete, ci_level=ci_level, seed=seed, draws=draws,
-                           chains=chains, tune=tune)
-    report_dropped(fit)
+    fit, note = fit_scores(source, method, incomplete=data.incomplete, max_drop=data.max_drop, ci_level=ci_level,
+                           seed=seed, draws=draws, chains=chains, tune=tune)
     if offsets:
         text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
         emit_frame(fit.judge_offsets, fmt, text=text)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import DataOptions, data_options, emit_frame, format_option, load_scores
+from cjstats.cli._app import DataOptions, data_options, emit_frame, format_option, load_scores, refuse_drop_options
 
 __all__ = ["humans"]
 
@@ -41,6 +41,7 @@ def humans(file: str, reference: str | None, show: str, by_model: bool, judge: s
 
     from cjstats.exceptions import CjstatsError
     from cjstats.humans import judge_agreement, ppi_means
+    refuse_drop_options(data, "humans", "it compares every judge call with the human ratings and drops none")
     names = [x.strip() for x in reference.split(",") if x.strip()] if reference else None
     scores = load_scores(file, data, reference=names)
     if label_cost is not None and (judge_cost is None or (target_se is None) == (budget is None)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option, report_dropped,
+    DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option,
 )
 
 __all__ = ["variance"]
@@ -44,8 +44,8 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     scores = select_model(scores, model)
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
-    fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, seed=seed, draws=draws, chains=chains, tune=tune)
-    report_dropped(fit)
+    fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
+                                  draws=draws, chains=chains, tune=tune)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded = [], False
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):

@@ -253,6 +253,9 @@ class JointFit:
         Level of every interval.
     diagnostics : Mapping
         Mean squares, dropped scenarios, optimiser state, as the backend reports them.
+    dropped : DataFrame or None
+        What ``incomplete="drop"`` left out, one row per model: rows, cells and scenarios dropped of each
+        (``cjstats._drop.DROPPED_COLUMNS``); ``None`` when the fit was not asked to drop anything.
     """
 
     method: str
@@ -265,6 +268,7 @@ class JointFit:
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
     contrast_fn: Callable[[np.ndarray, str], tuple[float, float]] | None = None
     draws: np.ndarray | None = None  # (S, P, K) posterior draws of eta (Bayes only)
+    dropped: pd.DataFrame | None = None
 
     def contrast(self, c: np.ndarray, view: View = "panel") -> tuple[float, float, float]:
         """Estimate, standard error and degrees of freedom of sum_pl c_pl eta_pl.

@@ -47,8 +47,11 @@ import math
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from scipy import special
 
+from cjstats._drop import account_for_drop, resolve_max_drop
+from cjstats._validate import check_choice
 from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, components_frame, joint_stats, mls_row
 from cjstats.estimators.anova import chi2_interval
 from cjstats.estimators.intervals import noncentral_chi2_interval
@@ -203,31 +206,60 @@ def _contrast_fn(t: JointMeanSquares):
     return fn
 
 
-def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "drop"] = "error") -> JointFit:
+def _joint_drop_records(frame: pd.DataFrame, kept: set, criterion: str | None) -> list[dict[str, Any]]:
+    """Per model: the rows, cells and scenarios of the table, and how many of them the scenarios not kept hold."""
+    out = ~frame["scenario"].isin(kept).to_numpy(bool)
+    recs = []
+    for model, g in frame.assign(_out=out).groupby("model", sort=False, observed=True):
+        cells = g.drop_duplicates(["scenario", "generation"])
+        scen = g.drop_duplicates("scenario")
+        recs.append({"model": str(model), "criterion": criterion,
+                     "dropped_rows": int(g["_out"].sum()), "n_rows": len(g),
+                     "dropped_cells": int(cells["_out"].sum()), "n_cells": len(cells),
+                     "dropped_scenarios": int(scen["_out"].sum()), "n_scenarios": len(scen)})
+    return recs
+
+
+def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "drop"] = "error",
+              max_drop: float | None = None) -> JointFit:
     """Joint ANOVA fit (module docstring) of a complete, balanced multi-model table, from its joint statistics.
 
     ``source`` is a table or a joint unit of :func:`cjstats.stats.build_stats`. ``incomplete="drop"`` drops the
     scenarios that are not complete for every model and judge; that needs the score rows (a table), since
-    statistics summed over every scenario cannot be split again.
+    statistics summed over every scenario cannot be split again. What it drops (rows, cells and scenarios per
+    model) is in the fit's ``dropped`` table and in one warning, and a drop of more than ``max_drop`` of a
+    model's scenarios (default 0.5) is refused (:func:`cjstats._drop.account_for_drop`).
     """
+    check_choice("incomplete", incomplete, ("error", "drop"), caller="fit_joint")
+    limit = resolve_max_drop(max_drop, caller="fit_joint")
     js, scores = joint_stats(source, "compare_models")
     if not js.presence().all(axis=0).any():
         raise CjstatsError("No scenario was scored for every model, so the ANOVA joint fit has nothing to pair. "
                            "Use method='reml', which handles models that do not share scenarios.")
     keep, _, _ = js.complete_scenarios()
     n_bad = int((~keep).sum())
-    if n_bad and incomplete == "drop":
-        if scores is None:
+    dropped = None
+    if incomplete == "drop":
+        if n_bad and scores is None:
             raise CjstatsError(f"incomplete='drop' needs the score rows: {n_bad} scenarios are not complete for "
                                f"every model and judge, and statistics summed over all scenarios cannot be split. "
                                f"Pass the table itself, or use method='reml'.")
-        if int(keep.sum()) < 2:
-            raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA joint "
-                               "fit cannot estimate the scenario variance. Use method='reml'.")
-        frame = scores.to_frame()
-        kept = set(js.scenario_labels[keep].tolist())
-        js = build_stats(Scores(frame[frame["scenario"].isin(kept)].reset_index(drop=True),
-                                provenance=dict(scores.provenance)), unit=("criterion",)).units[0]
+        if scores is None:   # nothing to drop: every model has every scenario complete
+            records = [{"model": u.model, "criterion": js.criterion, "dropped_rows": 0, "n_rows": int(u.n_obs),
+                        "dropped_cells": 0, "n_cells": int(u.n_cells), "dropped_scenarios": 0,
+                        "n_scenarios": u.n_scenarios} for u in js.units]
+        else:
+            frame = scores.to_frame()
+            kept = set(js.scenario_labels[keep].tolist())
+            records = _joint_drop_records(frame, kept, js.criterion)
+        dropped = account_for_drop(records, max_drop=limit, unit="model", stacklevel=5,
+                                   what="the scenarios not complete for every model and judge")
+        if n_bad:
+            if int(keep.sum()) < 2:
+                raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA "
+                                   "joint fit cannot estimate the scenario variance. Use method='reml'.")
+            js = build_stats(Scores(frame[frame["scenario"].isin(kept)].reset_index(drop=True),
+                                    provenance=dict(scores.provenance)), unit=("criterion",)).units[0]
     jb = js.for_joint_anova()
     t = JointMeanSquares(jb)
     rows = _rows(t, ci_level, js.models)
@@ -236,8 +268,10 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
 
     test = {"test": "F", "statistic": f, "df1": t.df["JM"], "df2": t.df["W"],
             "p_value": float(stats.f.sf(f, t.df["JM"], t.df["W"]))}
-    dropped = {"dropped_scenarios": n_bad if incomplete == "drop" else 0, "n_scenarios": t.n}
-    diag = {"ms": dict(t.ms), "ss": dict(t.ss), "df": dict(t.df), "n": t.n, "m": t.m, "k": t.k, "p": t.p, **dropped}
+    drop_diag = {"dropped_scenarios": n_bad if incomplete == "drop" else 0, "n_scenarios": t.n}
+    diag = {"ms": dict(t.ms), "ss": dict(t.ss), "df": dict(t.df), "n": t.n, "m": t.m, "k": t.k, "p": t.p,
+            **drop_diag}
     return JointFit(method="anova", models=js.models, judges=js.judge_labels, cell_means=t.cell_means,
                     components=components_frame(rows, method="anova", ci_level=ci_level),
-                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t))
+                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t),
+                    dropped=dropped)

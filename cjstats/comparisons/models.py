@@ -82,7 +82,9 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
         error reflects its two models (with two models on a complete table it is the paired t). Either way the
         REML fit tests pooled against per-model (``fit.tests["model_scenario"]``, with a recommendation).
     **options
-        Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA, ``draws=`` for Bayes.
+        Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA (it drops the scenarios that are not complete
+        for every model and judge, reports them in ``dropped`` and in a warning, and refuses to drop more than
+        ``max_drop``, default 0.5, of a model's scenarios), ``draws=`` for Bayes.
 
     Returns
     -------
@@ -106,6 +108,10 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
         raise CjstatsError(f"model_scenario='per_model' is fitted by method='reml' only (got method='{method}'); "
                            "use method='reml', or model_scenario='pooled'.")
     level = resolve_ci_level(ci_level)
+    drop_options = [o for o in ("incomplete", "max_drop") if o in options]
+    if drop_options and method != "anova":
+        raise CjstatsError(f"The '{drop_options[0]}' argument of fit_joint applies to method='anova' only (REML and "
+                           f"Bayes keep every call); leave it out.")
     source = joint_source(scores, engine, engine_options)   # the Bayes backend refuses statistics without rows
     mod = import_module(_JOINT_BACKENDS[method])
     if method == "bayes":
@@ -183,6 +189,11 @@ class ModelComparison:
     ci_level: float
     adjust: str
     rank_method: str
+
+    @property
+    def dropped(self) -> pd.DataFrame | None:
+        """What ``incomplete="drop"`` left out of the joint fit, per model (:attr:`JointFit.dropped`)."""
+        return self.fit.dropped
 
     def significance_matrix(self) -> pd.DataFrame:
         """P x P matrix: '>' row model significantly above column model (p_adjusted < 1 - ci_level), '<', or '='."""
@@ -373,7 +384,7 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
     fit : JointFit, optional
         A joint fit to reuse (from :func:`fit_joint`); otherwise one is made.
     **options
-        Passed to the joint fit, e.g. ``incomplete="drop"`` for ANOVA.
+        Passed to the joint fit, e.g. ``incomplete="drop"`` and ``max_drop`` for ANOVA (see :func:`fit_joint`).
 
     Returns
     -------

@@ -122,6 +122,11 @@ class SelfPreference:
     families: Mapping[str, list[str]]
     fit: JointFit
 
+    @property
+    def dropped(self) -> pd.DataFrame | None:
+        """What ``incomplete="drop"`` left out of the joint fit, per model (:attr:`JointFit.dropped`)."""
+        return self.fit.dropped
+
     def as_latex(self, *, digits: int = 3) -> str:
         """The self-preference contrasts as a booktabs LaTeX table (:func:`cjstats.tables.as_latex`)."""
         from cjstats.tables import as_latex

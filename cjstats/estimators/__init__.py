@@ -27,7 +27,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
-           "available_backends", "get_backend", "register_backend"]
+           "available_backends", "get_backend", "register_backend", "auto_method"]
 
 Method = Literal["anova", "reml", "bayes"]
 Scale = Literal["score", "latent"]
@@ -217,6 +217,10 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
                            f"Install them with pip install 'cjstats[{backend.extra}]'.")
     ci = resolve_ci_level(ci_level)
+    drop_options = [o for o in ("incomplete", "max_drop") if o in options]
+    if drop_options and not backend.capabilities.balanced_only:
+        raise CjstatsError(f"The '{drop_options[0]}' argument of estimate applies to a backend that needs complete "
+                           f"data, such as method='anova'; method='{backend.name}' keeps every call, so leave it out.")
     if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
         return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options)
     table = _as_scores(scores)
@@ -242,6 +246,71 @@ def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: 
                            f"those options.")
     stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine)
     return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)
+
+
+def _joint_gap(source: Any) -> str | None:
+    """Why the models of ``source`` do not form the complete shared table the joint ANOVA needs, or None.
+
+    Every group is already complete and balanced here; the joint fit also needs the models of each criterion to
+    share their scenarios, judges and number of generations.
+    """
+    from cjstats.stats import ScoreStats
+
+    units = list(source.groups()) if isinstance(source, Scores) else list(source) if isinstance(
+        source, ScoreStats) else []
+    first: dict[Any, Any] = {}
+    for u in units:
+        if hasattr(u, "complete_scenarios"):        # a joint unit of build_stats(unit=("criterion",))
+            keep, _, reason = u.complete_scenarios()
+            if not keep.all():
+                return f"{int((~keep).sum())} scenarios are not complete for every model ({reason})"
+            continue
+        sig = (frozenset(u.scenario_labels.tolist()), frozenset(u.judge_labels), u.design.generations)
+        ref = first.setdefault(u.criterion, (u.model, sig))
+        if sig != ref[1]:
+            what = ("scenarios" if sig[0] != ref[1][0] else "judges" if sig[1] != ref[1][1] else
+                    "number of generations")
+            return f"model '{u.model}' does not have the same {what} as model '{ref[0]}'"
+    return None
+
+
+def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = False) -> tuple[str, str]:
+    """The backend ``method="auto"`` stands for on ``source``, and the reason in a few words.
+
+    ``"anova"`` when every model (x criterion) group is complete and balanced, the closed-form method of moments;
+    ``"reml"`` otherwise, since it keeps every judge call of an incomplete or unbalanced table. ``joint=True`` (a
+    joint fit of several models, :func:`cjstats.fit_joint`) also needs the models to share their scenarios,
+    judges and generations for the ANOVA. ``incomplete`` (``"drop"`` or ``"error"``) is the ANOVA's handling of
+    missing calls, so asking for it keeps the ANOVA.
+
+    Parameters
+    ----------
+    source : Scores or ScoreStats
+        The table, or the statistics an engine computed (both carry the per-group ``design``).
+
+    Returns
+    -------
+    (str, str)
+        The method and why, e.g. ``("reml", "model 'a' is not complete and balanced, 1 of 4000 judge calls
+        missing")``; the command line prints it as ``Method: reml (--method auto: ...).``
+    """
+    if incomplete == "drop":
+        return "anova", ("scenarios not complete for every model are dropped" if joint else
+                         "incomplete cells are dropped")
+    if incomplete == "error":
+        return "anova", "missing calls are refused"
+    d = source.design
+    if bool(d["balanced"].all()):
+        gap = _joint_gap(source) if joint else None
+        if gap is None:
+            return "anova", ("every model is complete and balanced on the same scenarios" if joint else
+                             "every group is complete and balanced")
+        return "reml", gap
+    bad = d[~d["balanced"]].iloc[0]
+    where = f"model '{bad['model']}'" + (f", criterion '{bad['criterion']}'" if "criterion" in d.columns else "")
+    why = (f"{int(bad['n_missing'])} of {int(bad['n_cells']) * int(bad['n_judges'])} judge calls missing"
+           if int(bad["n_missing"]) else "unequal generations per scenario")
+    return "reml", f"{where} is not complete and balanced, {why}"
 
 
 def compare(scores: Scores | pd.DataFrame, methods: list[str] | tuple[str, ...] = ("anova", "reml", "bayes"), *,

@@ -41,23 +41,24 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from scipy import special, stats
 
+from cjstats._drop import account_for_drop, check_max_drop, resolve_max_drop
 from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, location_params
 from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import GroupData, Scores, sparse_judge_message
+from cjstats.scores import Scores, sparse_judge_message
 from cjstats.stats import CellStats, ScoreStats
 from cjstats.stats.views import MeanSquares
 
 __all__ = [
     "MeanSquares", "mean_squares", "mls_interval", "satterthwaite_interval", "chi2_interval",
-    "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "complete_cells", "fit", "location_covariance",
+    "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "fit", "location_covariance",
 ]
 
 Interval = Literal["mls", "satterthwaite"]
@@ -180,52 +181,6 @@ def judge_f_test(ms: MeanSquares) -> dict[str, float]:
                                                                                            ms.df_residual))}
 
 
-# --------------------------------------------------------------------------------------- balanced arrays
-def complete_cells(g: GroupData, incomplete: str) -> tuple[np.ndarray, dict[str, Any]]:
-    """The group as a dense (n, m, K) array, dropping incomplete cells only when asked to.
-
-    ``incomplete="error"`` raises on a missing judge call, naming the first missing cells. ``"drop"`` keeps the
-    (scenario, generation) cells that every judge scored and reports how many were dropped; the kept cells
-    must still give every scenario the same number of generations.
-    """
-    d = g.design
-    dense = g.dense()
-    if dense is not None:
-        return dense, {"dropped_cells": 0, "dropped_rows": 0}
-    n_cells, k = len(g.cell_scenario), d.n_judges
-    if d.complete:  # complete but m differs across scenarios
-        m_per = np.bincount(g.cell_scenario)
-        raise CjstatsError(f"{g.label(capital=True)} has {m_per.min()} to {m_per.max()} generations per scenario: "
-                           f"the method-of-moments ANOVA needs the same number in every scenario. "
-                           f"Use method='reml', which handles unbalanced designs.")
-    table = np.full((n_cells, k), np.nan)
-    table[g.cell, g.judge] = g.y
-    full = ~np.isnan(table).any(axis=1)
-    if incomplete == "error":
-        bad = np.flatnonzero(~full)
-        c = bad[0]
-        miss_j = [g.judge_labels[j] for j in np.flatnonzero(np.isnan(table[c]))]
-        raise CjstatsError(
-            f"{g.label(capital=True)} is incomplete: {d.n_missing} judge calls are missing in {len(bad)} "
-            f"(scenario, generation) cells (first: scenario {g.scenario_labels[g.cell_scenario[c]]!r}, generation "
-            f"{g.cell_generation_labels[c]!r}, judge {', '.join(map(repr, miss_j))}). Pass incomplete='drop' to keep "
-            f"only complete cells, or use method='reml'.")
-    kept_scen = g.cell_scenario[full]
-    if kept_scen.size == 0:
-        raise CjstatsError(f"{g.label(capital=True)} has no (scenario, generation) cell that every judge scored, "
-                           f"so incomplete='drop' leaves nothing. Use method='reml'.")
-    m_per = np.bincount(kept_scen, minlength=d.n_scenarios)
-    m_per_kept = m_per[m_per > 0]
-    if not (m_per_kept == m_per_kept[0]).all():
-        raise CjstatsError(f"After dropping incomplete cells, {g.label()} has {m_per_kept.min()} to "
-                           f"{m_per_kept.max()} complete generations per scenario: the ANOVA needs the same number "
-                           f"in every scenario. Use method='reml'.")
-    dense = table[full].reshape(len(m_per_kept), int(m_per_kept[0]), k)
-    dropped = int((~full).sum())
-    return dense, {"dropped_cells": dropped, "dropped_rows": int(d.n_rows - full.sum() * k),
-                   "dropped_scenarios": int((m_per == 0).sum())}
-
-
 # ------------------------------------------------------------------------------------------- the fit
 def _truncate(raw: float) -> tuple[float, bool]:
     return (0.0, True) if raw < 0 else (raw, False)
@@ -323,7 +278,8 @@ def location_covariance(ms: MeanSquares, judge_labels: tuple[str, ...]) -> Param
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
-        interval: Interval = "mls", incomplete: Literal["error", "drop"] = "error") -> VarianceComponents:
+        interval: Interval = "mls", incomplete: Literal["error", "drop"] = "error",
+        max_drop: float | None = None) -> VarianceComponents:
     """Method-of-moments fit of every model (x criterion) from its sufficient statistics.
 
     Parameters
@@ -333,8 +289,12 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     interval : {"mls", "satterthwaite"}
         Interval for components that are differences of mean squares (scenario, generation, judge_population).
     incomplete : {"error", "drop"}
-        A missing judge call raises by default; ``"drop"`` keeps only complete (scenario, generation) cells
-        and reports the number dropped in ``diagnostics``.
+        A missing judge call raises by default; ``"drop"`` keeps only complete (scenario, generation) cells,
+        warns with what it removed (rows and scenarios per model and criterion) and reports it in the result's
+        ``dropped`` table and in ``diagnostics``.
+    max_drop : float, optional
+        With ``incomplete="drop"``: the largest share of a model's scenarios that may be dropped (default 0.5,
+        ``cjstats._defaults.MAX_DROP``; 1.0 allows any). A larger loss is refused, naming the model and the counts.
     seed : ignored
         The method of moments uses no randomness; accepted for the common backend signature.
     rows : ignored
@@ -342,6 +302,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     """
     check_choice("interval", interval, ("mls", "satterthwaite"), caller="estimate")
     check_choice("incomplete", incomplete, ("error", "drop"), caller="estimate")
+    limit = resolve_max_drop(max_drop, caller="estimate")
     stats, _ = as_stats(stats, rows)
 
     def fit_one(g: CellStats) -> GroupFit:
@@ -351,6 +312,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
             if msg:
                 warnings.warn(msg, CjstatsWarning, stacklevel=4)
         ms, dropped = g.for_anova(incomplete)
+        check_max_drop([{**g.key, **dropped}], max_drop=limit)
         if ms.n < 2:
             raise CjstatsError(f"{g.label(capital=True)} keeps only one scenario after dropping incomplete "
                                f"cells; the scenario variance needs at least 2.")
@@ -358,7 +320,9 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         for o, lab in zip(offsets, g.judge_labels):
             o["judge"] = lab
         diag = {**ms.as_dict(), "n": ms.n, "m": ms.m, "k": ms.k, "judge_f_test": judge_f_test(ms), **dropped}
-        return GroupFit(rows_, offsets, diag, location_covariance(ms, g.judge_labels))
+        return GroupFit(rows_, offsets, diag, location_covariance(ms, g.judge_labels),
+                        dropped=dropped if incomplete == "drop" else None)
 
     return fit_groups(stats, fit_one, method="anova", ci_level=ci_level, seed=seed,
-                      options={"interval": interval, "incomplete": incomplete})
+                      options={"interval": interval, "incomplete": incomplete, "max_drop": limit},
+                      account_drop=lambda recs: account_for_drop(recs, max_drop=limit, stacklevel=7))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from cjstats.components import (
     ComponentRow,
@@ -44,6 +45,7 @@ class GroupFit:
     offsets: list[dict[str, Any]]
     diagnostics: dict[str, Any] = field(default_factory=dict)
     cov: ParameterCovariance | None = None
+    dropped: dict[str, Any] | None = None   # what incomplete="drop" left out of this group (cjstats._drop)
 
 
 def as_stats(data: ScoreStats | Scores, rows: Scores | None = None) -> tuple[ScoreStats, Scores | None]:
@@ -96,20 +98,27 @@ def make_provenance(method: str, seed: int | None, options: Mapping[str, Any]) -
 
 def fit_groups(stats: ScoreStats, fit_one: Callable[[CellStats], GroupFit], *, method: str, ci_level: float,
                seed: int | None, options: Mapping[str, Any], draws: Any = None, posterior: Any = None,
-               scale: str = "score") -> VarianceComponents:
-    """Run ``fit_one`` on every unit's statistics and assemble the result."""
+               scale: str = "score", account_drop: Callable[[list[dict[str, Any]]], pd.DataFrame] | None = None,
+               ) -> VarianceComponents:
+    """Run ``fit_one`` on every unit's statistics and assemble the result.
+
+    When the groups report what they dropped (``GroupFit.dropped``), ``account_drop`` turns the records into the
+    result's ``dropped`` table (:func:`cjstats._drop.account_for_drop`, which may warn or refuse the fit).
+    """
     results = []
     for g in stats:
         check_estimable(g)
         results.append((g, fit_one(g)))
+    records = [{**g.key, **fit.dropped} for g, fit in results if fit.dropped is not None]
+    dropped = account_drop(records) if records and account_drop is not None else None
     return assemble(stats, results, method=method, ci_level=ci_level,
                     provenance=make_provenance(method, seed, options), draws=draws,
-                    posterior=posterior, scale=scale)
+                    posterior=posterior, scale=scale, dropped=dropped)
 
 
 def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit]], *, method: str, ci_level: float,
              provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None,
-             scale: str = "score") -> VarianceComponents:
+             scale: str = "score", dropped: pd.DataFrame | None = None) -> VarianceComponents:
     """Build the one immutable result from per-group fits."""
     rows, offsets, diagnostics, covariance = [], [], {}, {}
     for g, fit in results:
@@ -124,5 +133,5 @@ def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
         provenance=provenance, draws=draws, posterior=posterior, scale=scale,
-        covariance=MappingProxyType(covariance) if covariance else None,
+        covariance=MappingProxyType(covariance) if covariance else None, dropped=dropped,
     )

@@ -172,15 +172,22 @@ def _group_of(fit: Any, model: str | None, criterion: str | None) -> tuple[str, 
     return fit.resolve_group(model, criterion)
 
 
-def _resolve_methods(method: str | Sequence[str]) -> list[str]:
+def _resolve_methods(method: str | Sequence[str], scores: Any) -> tuple[list[str], str]:
+    """The backends to fit, with ``"auto"`` replaced by what it stands for, and the reason when it was used."""
     from cjstats._validate import check_choice
-    from cjstats.estimators import BACKENDS
+    from cjstats.estimators import BACKENDS, auto_method
 
     methods = [method] if isinstance(method, str) else list(method)
     if not methods:
         raise CjstatsError("The 'method' argument of report is empty; give at least one of "
-                           f"{', '.join(sorted(BACKENDS))}.")
-    return list(dict.fromkeys(check_choice("method", m, BACKENDS, caller="report") for m in methods))
+                           f"{', '.join(sorted([*BACKENDS, 'auto']))}.")
+    methods = [check_choice("method", m, [*BACKENDS, "auto"], caller="report") for m in methods]
+    why = ""
+    if "auto" in methods:
+        chosen, reason = auto_method(scores)
+        methods = [chosen if m == "auto" else m for m in methods]
+        why = f"{chosen}, chosen by method 'auto': {reason}"
+    return list(dict.fromkeys(methods)), why
 
 
 def _check_output(output: str | os.PathLike[str], force: bool) -> Path:
@@ -232,25 +239,27 @@ def atomic_write(path: Path, fill: Callable[[Path], Any]) -> Path:
 def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, list[str]]:
     """compare_models on the table when it has two or more models; the reason in words when it cannot run."""
     from cjstats.comparisons import compare_models
+    from cjstats.estimators import auto_method
 
     if len(scores.models) < 2:
         return None, []
     table = scores.composite() if scores.has_criterion else scores
-    method = "anova" if bool(table.design["balanced"].all()) else "reml"
+    method, why = auto_method(table, joint=True)
     where = "the composite of the criteria" if scores.has_criterion else "the scores"
     try:
         result = compare_models(table, method=method, ci_level=level, seed=seed)
     except CjstatsError as exc:
         return None, [f"The models could not be compared on {where}: {exc}"]
     return result, [f"Joint fit of every model ({method}) on {where}: paired differences (the models share "
-                    f"scenarios and judges) and simultaneous rank intervals."]
+                    f"scenarios and judges) and simultaneous rank intervals; method 'auto' chose {method}: {why}."]
 
 
-def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method: str | Sequence[str] = "anova",
+def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method: str | Sequence[str] = "auto",
            budget: float | None = None, model: str | None = None, criterion: str | None = None,
            comparisons: Any = "auto", human_agreement: Any = "auto", ci_level: float | None = None,
            seed: int | None = 0, title: str | None = None, force: bool = False,
-           subsample_reps: int = 1000, browser: str | None = None) -> str:
+           subsample_reps: int = 1000, browser: str | None = None,
+           backend_options: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
     Sections: design summary; the components of every backend asked for, with intervals and standard
@@ -272,7 +281,9 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         For a PDF: the Chromium or Chrome executable (default: the first of ``chromium``, ``chromium-browser``,
         ``google-chrome`` on PATH).
     method : str or sequence of str
-        Backends to fit (``anova``, ``reml``, ``bayes``); the first drives the strategy and allocation sections.
+        Backends to fit (``anova``, ``reml``, ``bayes``); the first drives the judge test, strategy and
+        allocation sections. ``"auto"`` (default) stands for ``anova`` when every group is complete and balanced
+        and ``reml`` otherwise (:func:`cjstats.estimators.auto_method`); the design section says which and why.
     budget : float, optional
         Judge-call budget for the allocation (default: the calls in the data for the chosen model).
     model, criterion : str, optional
@@ -289,6 +300,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         Seed of the backends and the subsampling experiment.
     subsample_reps : int
         Repetitions per (strategy, budget) of the subsampling experiment.
+    backend_options : mapping, optional
+        Options of a backend's fit, by method, e.g. ``{"bayes": {"draws": 500, "tune": 500}}``.
 
     Returns
     -------
@@ -309,14 +322,14 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     from cjstats import __version__, plots
     from cjstats._validate import resolve_ci_level
     from cjstats.allocate import optimise
-    from cjstats.estimators import estimate
-    from cjstats.judges import judge_f_test, judge_table
+    from cjstats.estimators import auto_method, estimate
+    from cjstats.judges import judge_f_test, judge_table, judge_test
     from cjstats.scores import Scores
 
     if not isinstance(scores, Scores):
         raise CjstatsError(f"report takes a Scores table (cj.read_scores(path) or cj.datasets.load(name)); got "
                            f"{type(scores).__name__}.")
-    methods = _resolve_methods(method)
+    methods, auto_why = _resolve_methods(method, scores)
     level = resolve_ci_level(ci_level)
     if output is not None:
         _check_output(output, force)                 # refuse before the (slow) fitting starts
@@ -324,7 +337,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
             from cjstats.reporting.pdf import require_browser
 
             require_browser(browser)                 # no Chromium: say so before fitting
-    fits = {m: estimate(scores, m, ci_level=level, seed=seed) for m in methods}
+    extra = dict(backend_options or {})
+    fits = {m: estimate(scores, m, ci_level=level, seed=seed, **dict(extra.get(m, {}))) for m in methods}
     main = fits[methods[0]]
     gmodel, gcrit = _group_of(main, model, criterion)
     group = gmodel + (f" / {gcrit}" if gcrit else "")
@@ -336,7 +350,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         f"{scores.design['n_rows'].sum():,} scores: {len(d)} model/criterion groups, up to "
         f"{int(d['n_scenarios'].max())} scenarios and {int(d['n_judges'].max())} judges "
         f"({', '.join(map(str, scores.judges))}). Complete and balanced: "
-        f"{'yes' if bool(d['balanced'].all()) else 'no'}."],
+        f"{'yes' if bool(d['balanced'].all()) else 'no'}."] + ([f"Backend: {auto_why}."] if auto_why else []),
         "items": [format_table(d.drop(columns=["judges"], errors="ignore"), caption="design")]})
 
     # components ----------------------------------------------------------------------------------------
@@ -376,11 +390,16 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
 
     # F tests -------------------------------------------------------------------------------------------
     complete = bool(d["complete"].all())
-    ft = judge_f_test(scores, incomplete="error" if complete else "drop")
-    sections.append({"id": "f_tests", "title": SECTION_TITLES["f_tests"], "intro": [
-        "F = MS_J / MS_W with (K - 1, (n m - 1)(K - 1)) degrees of freedom (paper App. G)"
-        + ("" if complete else "; incomplete cells dropped") + "."],
-        "items": [format_table(ft, caption="judge main effect")]})
+    if main.method in ("anova", "reml"):
+        ft = judge_test(main)
+    else:   # a sampling backend has no F test: the one method 'auto' picks, which keeps every call
+        ft = judge_f_test(scores, method=auto_method(scores)[0])
+    how = {"anova": "F = MS_J / MS_W with (K - 1, (n m - 1)(K - 1)) degrees of freedom (paper App. G)",
+           "reml": "Wald F of the judge offsets from the REML fit, which keeps every call, with Satterthwaite "
+                   "denominator degrees of freedom (lmerTest); on a balanced table it is the F of paper App. G"}
+    sections.append({"id": "f_tests", "title": SECTION_TITLES["f_tests"],
+                     "intro": [how[m] + "." for m in dict.fromkeys(ft["method"])],
+                     "items": [format_table(ft, caption="judge main effect")]})
 
     # strategies ----------------------------------------------------------------------------------------
     items = []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from typing import Any
+
 import pandas as pd
 
 from cjstats.components import VarianceComponents
@@ -42,17 +44,27 @@ def offsets_wide(fit: VarianceComponents, digits: int = 3) -> pd.DataFrame:
     return t.pivot_table(index=index, columns="judge", values="estimate", aggfunc="first").round(digits)
 
 
+_TEST_TITLES = {
+    "anova": "Judge main effect, F-test (paper App. G): F = MS_J / MS_W",
+    "reml": "Judge main effect, Wald F-test of the judge offsets (REML: every call kept; Satterthwaite df)\n"
+            "(on a complete balanced table it is the F = MS_J / MS_W of paper App. G)",
+}
+
+
 def render_judges(tests: pd.DataFrame, table: JudgeTable) -> str:
     """The F-tests and the per-judge table as text."""
     t = tests.copy()
     t["F"] = t["F"].map(lambda v: f"{v:.1f}")
     t["p_value"] = t["p_value"].map(lambda v: f"{v:.2g}")
+    if "df2" in t.columns and not (t["df2"] == t["df2"].round()).all():
+        t["df2"] = t["df2"].map(lambda v: f"{v:.1f}")
+    methods = list(dict.fromkeys(t["method"])) if "method" in t.columns else ["anova"]
     lvl = int(round(100 * table.table["ci_level"].iloc[0]))
     changes = "yes" if table.top_model_changes else "no"
     top = table.top_model.to_string(index=False)
     return "\n".join([
-        "Judge main effect, F-test (paper App. G): F = MS_J / MS_W",
-        t.to_string(index=False), "",
+        *(_TEST_TITLES.get(m, f"Judge main effect ({m})") for m in methods),
+        t.drop(columns=["method"], errors="ignore").to_string(index=False), "",
         f"Mean score ± {lvl}% half-width under each single judge; (1) marks the judge's top model "
         f"(paper Table 1); 'panel' averages all judges",
         table.wide().to_string(), "",
@@ -70,29 +82,57 @@ def _design_line(fit: VarianceComponents) -> str:
             f"complete and balanced: {'yes' if d['balanced'].all() else 'no'}")
 
 
-def demo_report(dataset: str = "hanna", *, method: str = "anova") -> str:
-    """The whole pipeline on a bundled dataset, as a readable text report."""
-    from cjstats import datasets
-    from cjstats.estimators import estimate
-    from cjstats.judges import judge_f_test, judge_table
+#: What the demo says about each bundled dataset: its source, what one score is, what one generation is.
+_DEMO_DATA = {
+    "hanna": ("HANNA story ratings, MIT licence", "composite of 6 criteria, judge prompt variant 1",
+              "one story per prompt"),
+    "mentalalign": ("MentalAlign-70k responses to mental-health contexts, MIT licence", "composite of 7 criteria",
+                    "one response per context"),
+}
 
+
+def demo_report(dataset: str = "hanna", *, method: str = "auto", **options: Any) -> str:
+    """The whole pipeline on a bundled dataset, as a readable text report.
+
+    ``method="auto"`` (default) fits the ANOVA when every model is complete and balanced and REML otherwise
+    (:func:`cjstats.estimators.auto_method`; MentalAlign misses a few judge calls, so REML) and says why.
+    ``method="anova"`` is refused on a dataset with missing calls (the demo drops nothing). ``options`` go to the
+    backend (e.g. ``draws`` for ``"bayes"``).
+    """
+    from cjstats import datasets
+    from cjstats._validate import check_choice
+    from cjstats.estimators import BACKENDS, auto_method, estimate
+    from cjstats.judges import judge_f_test, judge_table, judge_test
+
+    check_choice("dataset", dataset, _DEMO_DATA, caller="demo_report")
+    check_choice("method", method, [*BACKENDS, "auto"], caller="demo_report")
     scores = datasets.load(dataset, composite=True)
-    fit = estimate(scores, method)
+    chosen, why = auto_method(scores) if method == "auto" else (method, "")
+    if chosen == "anova" and not bool(scores.design["balanced"].all()):
+        raise CjstatsError(f"The bundled '{dataset}' table misses judge calls, and the demo drops nothing, so "
+                           f"method='anova' cannot fit it; use method='auto' or method='reml', which keep every call.")
+    fit = estimate(scores, chosen, **options)
+    source, what, one_generation = _DEMO_DATA[dataset]
+    k = len(scores.judges)
     width = 100
+    ms = fit.design["generations"].dropna().unique()
     parts = [
         "=" * width,
-        f"cjstats demo: '{dataset}' (bundled; HANNA story ratings, MIT licence), composite of 6 criteria,",
-        "judge prompt variant 1. Judges are fixed: the 5-judge panel mean is the reference (paper §3.1).",
+        f"cjstats demo: '{dataset}' (bundled; {source}), {what}.",
+        f"Judges are fixed: the {k}-judge panel mean is the reference (paper §3.1).",
         "=" * width,
-        "Design: " + _design_line(fit), "",
-        f"Variance components, {method} backend, estimate [{int(round(100 * fit.ci_level))}% interval]; "
+        "Design: " + _design_line(fit),
+        *([f"Method: {chosen} (auto: {why})."] if why else []), "",
+        f"Variance components, {chosen} backend, estimate [{int(round(100 * fit.ci_level))}% interval]; "
         "* = truncated at 0",
         components_wide(fit).to_string(), "",
-        "generation: n/a because m = 1 (one story per prompt): 'scenario' then holds scenario + generation.",
+        *([f"generation: n/a because m = 1 ({one_generation}): 'scenario' then holds scenario + generation."]
+          if len(ms) == 1 and ms[0] == 1 else []),
         "judge_panel: the paper's sigma2_gamma of this fixed panel; judge_population: judges as random draws.", "",
         "Judge offsets gamma[l] = judge mean - panel mean",
         offsets_wide(fit).to_string(), "",
-        render_judges(judge_f_test(scores), judge_table(scores)),
+        render_judges(judge_test(fit) if fit.method in ("anova", "reml") else
+                      judge_f_test(scores, method=auto_method(scores)[0]), judge_table(scores)),
     ]
     from cjstats.allocate import allocation_section
 
@@ -108,8 +148,9 @@ def demo_report(dataset: str = "hanna", *, method: str = "anova") -> str:
 def comparison_section(scores) -> str:
     """Which model is better: ranks with simultaneous intervals, P(best) and a compact letter display."""
     from cjstats.comparisons import compare_models
+    from cjstats.estimators import auto_method
 
-    method = "anova" if bool(scores.design["balanced"].all()) else "reml"
+    method, _ = auto_method(scores, joint=True)
     c = compare_models(scores, method=method)
     r = c.ranks.copy()
     r["rank interval"] = [f"[{int(lo)}, {int(hi)}]" for lo, hi in zip(r["rank_lower"], r["rank_upper"])]

@@ -211,6 +211,11 @@ class CellStats:
     def for_anova(self, incomplete: Literal["error", "drop"] = "error") -> tuple[MeanSquares, dict[str, int]]:
         r"""Mean squares of the balanced crossed table (paper App. C), and what was dropped to get it.
 
+        This is the one place that decides which cells ``incomplete="drop"`` keeps (the complete ones: every
+        judge scored them once). The counts come back as ``dropped_rows``/``n_rows``, ``dropped_cells``/``n_cells``
+        and ``dropped_scenarios``/``n_scenarios`` (a scenario is dropped when none of its cells is kept), for
+        :func:`cjstats._drop.account_for_drop`.
+
         Uses the size class of complete cells (size K, every judge once). With a_l = (judge sum of y0)/(nm) and
         t = mean(a): SS_S = mK sum_i (Y_i/(mK) - t)^2, SS_G = YY_h/K - sum_i Y_i^2/(mK),
         SS_J = nm sum_l (J_l - G)^2 (J_l = shift_l + a_l) and SS_W = SSW - 2 (a - t)'JY + nm |a - t|^2, with SSW the within-cell sum
@@ -221,7 +226,8 @@ class CellStats:
         """
         k = self.k
         d = self.design
-        dropped = {"dropped_cells": 0, "dropped_rows": 0}
+        totals = {"n_rows": int(self.n_obs), "n_cells": int(self.n_cells), "n_scenarios": self.n_scenarios}
+        dropped = {"dropped_rows": 0, "dropped_cells": 0, "dropped_scenarios": 0, **totals}
         full = np.flatnonzero((self.sizes == k) & np.all(self.judge_n_s == self.size_cells[:, None], axis=1))
         if d.balanced:
             s = int(full[0])
@@ -250,8 +256,8 @@ class CellStats:
                 raise CjstatsError(f"After dropping incomplete cells, {self.label()} has {int(kept.min())} to "
                                    f"{int(kept.max())} complete generations per scenario: the ANOVA needs the same "
                                    f"number in every scenario. Use method='reml'.")
-            dropped = {"dropped_cells": n_bad, "dropped_rows": int(self.n_obs - self.size_cells[s] * k),
-                       "dropped_scenarios": int((m_per == 0).sum())}
+            dropped = {"dropped_rows": int(self.n_obs - self.size_cells[s] * k), "dropped_cells": n_bad,
+                       "dropped_scenarios": int((m_per == 0).sum()), **totals}
         keep = self.cnt_is[:, s] > 0
         n = int(keep.sum())
         m = int(self.cnt_is[keep, s][0])

@@ -77,3 +77,49 @@ def test_engine_errors_are_one_sentence(joint_file):
                       (["--engine", "duckdb", "--composite"], "--composite changes rows")):
         code, out, err = run_main(["compare", str(joint_file), *args])
         assert code != 0 and msg in err and "Traceback" not in err, err
+
+
+class TestMethodAuto:
+    """compare defaults to --method auto: the joint ANOVA on a shared complete table, REML otherwise, said first."""
+
+    def test_a_complete_shared_table_gets_the_anova(self, runner, joint_file):
+        r = runner.invoke(cli, ["compare", str(joint_file)])
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("Method: anova (--method auto: every model is complete and balanced on the same "
+                                   "scenarios).\nModel comparison (anova, panel view")
+
+    def test_a_missing_call_gets_reml(self, runner, joint_file, tmp_path):
+        f = pd.read_csv(joint_file)
+        p = tmp_path / "holey.csv"
+        f.drop(index=[5]).to_csv(p, index=False)
+        r = runner.invoke(cli, ["compare", str(p)])
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("Method: reml (--method auto: model 'm0' is not complete and balanced, 1 of 72 "
+                                   "judge calls missing).\nModel comparison (reml")
+
+    def test_models_on_different_scenarios_get_reml(self, runner, joint_file, tmp_path):
+        # every model is complete and balanced on its own, but m2 lacks two scenarios: the joint ANOVA cannot pair
+        f = pd.read_csv(joint_file)
+        p = tmp_path / "unshared.csv"
+        f[~((f["model"] == "m2") & (f["scenario"] < 2))].to_csv(p, index=False)
+        r = runner.invoke(cli, ["compare", str(p)])
+        assert r.exit_code == 0, r.output
+        assert r.output.startswith("Method: reml (--method auto: model 'm2' does not have the same scenarios as "
+                                   "model 'm0').")
+
+    def test_method_json_carries_the_method(self, runner, joint_file):
+        r = runner.invoke(cli, ["compare", str(joint_file), "--format", "json"])
+        assert {row["method"] for row in json.loads(r.output)["differences"]} == {"anova"}
+
+
+def test_auto_method_is_the_one_rule(small_balanced_scores, small_balanced_frame):
+    import cjstats as cj
+    from cjstats.estimators import auto_method
+
+    assert auto_method(small_balanced_scores) == ("anova", "every group is complete and balanced")
+    holey = cj.read_scores(small_balanced_frame.drop(index=[3]))
+    assert auto_method(holey) == ("reml", "model 'Qwen' is not complete and balanced, 1 of 144 judge calls missing")
+    assert auto_method(holey, incomplete="drop") == ("anova", "incomplete cells are dropped")
+    assert auto_method(holey, incomplete="drop", joint=True)[0] == "anova"
+    stats = cj.stats.build_stats(holey)          # statistics from an engine carry the same design
+    assert auto_method(stats) == auto_method(holey)

@@ -217,5 +217,58 @@ class TestBadInput:
     def test_incomplete_drop_drops_scenarios(self):
         f = _frame(p=3, n=20)
         f = f[~((f.model == "m1") & (f.scenario == 0) & (f.judge == "j0"))]
-        fit = cj.fit_joint(f, incomplete="drop")
+        with pytest.warns(cj.CjstatsWarning, match="1 of 20 scenarios"):
+            fit = cj.fit_joint(f, incomplete="drop")
         assert fit.diagnostics["dropped_scenarios"] == 1 and fit.diagnostics["n"] == 19
+
+
+class TestJointDropIsNeverSilent:
+    """The joint ANOVA's incomplete="drop" removes whole scenarios of every model; it says so, per model."""
+
+    @staticmethod
+    def _holey(n_bad: int, n: int = 20):
+        f = _frame(p=3, n=n, m=2, k=4, seed=3)
+        # model m1 misses judge j0 on its first generation in the first n_bad scenarios
+        return f[~((f.model == "m1") & (f.scenario < n_bad) & (f.judge == "j0") & (f.generation == 0))]
+
+    def test_every_model_loses_the_scenarios_and_the_table_and_warning_say_how_much(self):
+        f = self._holey(3)
+        with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' removed the scenarios not complete for "
+                                                  r"every model and judge from 3 of 3 models: model 'm0': 24 of 160 "
+                                                  r"rows and 3 of 20 scenarios;"):
+            res = cj.compare_models(f, incomplete="drop")
+        d = res.dropped.set_index("model")
+        assert list(d.index) == ["m0", "m1", "m2"] and "criterion" not in d.columns
+        assert d.loc["m1", ["dropped_rows", "n_rows", "dropped_cells", "n_cells", "dropped_scenarios",
+                            "n_scenarios"]].tolist() == [21, 157, 6, 40, 3, 20]
+        assert d.loc["m0", "dropped_rows"] == 24 and res.fit.diagnostics["n"] == 17
+
+    def test_self_preference_reports_the_same_drop(self):
+        f = self._holey(3)
+        with pytest.warns(cj.CjstatsWarning, match="3 of 20 scenarios"):
+            sp = cj.self_preference(f, {"j0": "m0"}, incomplete="drop")
+        assert sp.dropped["dropped_scenarios"].tolist() == [3, 3, 3]
+
+    def test_more_than_half_is_refused_naming_the_model_counts_and_fix(self):
+        f = self._holey(11)
+        with pytest.raises(cj.CjstatsError, match=r"^incomplete='drop' would remove 11 of 20 scenarios \(55%\) and "
+                                                 r"88 of 160 rows of model 'm0' \(and 2 more\), more than "
+                                                 r"max_drop=0.5 allows; use method='reml'.*max_drop=0.55"):
+            cj.compare_models(f, incomplete="drop")
+        with pytest.warns(cj.CjstatsWarning, match="11 of 20 scenarios"):
+            res = cj.compare_models(f, incomplete="drop", max_drop=0.55)
+        assert res.fit.diagnostics["n"] == 9
+
+    def test_a_complete_table_drops_nothing_and_says_nothing(self):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = cj.compare_models(_frame(p=3, n=10), incomplete="drop")
+        assert (res.dropped["dropped_rows"] == 0).all()
+        assert cj.compare_models(_frame(p=3, n=10)).dropped is None
+
+    @pytest.mark.parametrize("method", ["reml"])
+    def test_drop_options_belong_to_the_anova(self, method):
+        with pytest.raises(cj.CjstatsError, match="The 'max_drop' argument of fit_joint applies to method='anova'"):
+            cj.compare_models(_frame(p=2, n=10), method, max_drop=1.0)

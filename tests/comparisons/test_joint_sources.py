@@ -93,7 +93,8 @@ def test_what_needs_rows_says_so(balanced):
     with pytest.raises(cj.CjstatsError, match="incomplete='drop' needs the score rows: 1 scenarios"):
         cj.fit_joint(stats, "anova", incomplete="drop")
     # with the table, the same call drops the scenario
-    fit = cj.fit_joint(frame, "anova", incomplete="drop")
+    with pytest.warns(cj.CjstatsWarning, match="1 of 30 scenarios"):
+        fit = cj.fit_joint(frame, "anova", incomplete="drop")
     assert fit.diagnostics["dropped_scenarios"] == 1 and fit.diagnostics["n"] == 29
 
 

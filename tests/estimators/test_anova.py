@@ -8,6 +8,7 @@ the coverage is sqrt(0.95 * 0.05 / 2000) = 0.49 points, so the band is about +-4
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -240,7 +241,8 @@ class TestIncompleteDesigns:
     def test_drop_on_a_design_that_stays_balanced(self, small_balanced_frame):
         f = small_balanced_frame
         holey = f[~((f["generation"] == 2) & (f["judge"] == "judge_1"))].reset_index(drop=True)
-        fit = cj.estimate(holey, "anova", incomplete="drop")
+        with pytest.warns(cj.CjstatsWarning, match="36 of 132 rows and 0 of 12 scenarios"):
+            fit = cj.estimate(holey, "anova", incomplete="drop")
         diag = fit.diagnostics["Qwen"]
         assert diag["dropped_cells"] == 12 and diag["m"] == 2
         full = cj.estimate(f[f["generation"] < 2], "anova")
@@ -251,6 +253,82 @@ class TestIncompleteDesigns:
                            "judge": ["x", "y"] * 3, "score": [1.0, 2, 3, 4, 5, 7]})
         with pytest.raises(cj.CjstatsError, match="method='reml'"):
             cj.estimate(df, "anova")
+
+
+def _one_generation_with_gaps(n_missing: int, n: int = 20, seed: int = 0) -> pd.DataFrame:
+    """Models a and b, n scenarios x 1 generation x 3 judges; judge j0 misses model a's first n_missing scenarios."""
+    rng = np.random.default_rng(seed)
+    rows = [(model, i, f"j{j}", float(rng.normal(i % 5, 1))) for model in ("a", "b") for i in range(n)
+            for j in range(3) if not (model == "a" and j == 0 and i < n_missing)]
+    return pd.DataFrame(rows, columns=["model", "scenario", "judge", "score"])
+
+
+class TestDropIsNeverSilent:
+    """incomplete="drop" says what it removed (result and warning) and refuses to remove most of a model."""
+
+    def test_the_result_and_one_warning_give_rows_and_scenarios_per_group(self):
+        df = _one_generation_with_gaps(4)
+        with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' removed incomplete cells from 1 of 2 groups: "
+                                                  r"model 'a': 8 of 56 rows and 4 of 20 scenarios\.$"):
+            fit = cj.estimate(df, "anova", incomplete="drop")
+        d = fit.dropped.set_index("model")
+        assert d.loc["a", ["dropped_rows", "n_rows", "dropped_cells", "n_cells", "dropped_scenarios",
+                           "n_scenarios"]].tolist() == [8, 56, 4, 20, 4, 20]
+        assert d.loc["a", "share_scenarios"] == pytest.approx(0.2) and d.loc["b", "dropped_rows"] == 0
+        assert fit.diagnostics["a"]["dropped_scenarios"] == 4 and fit.diagnostics["a"]["n"] == 16
+
+    def test_criteria_are_named_in_the_table(self):
+        df = pd.concat([_one_generation_with_gaps(3).assign(criterion="x"),
+                        _one_generation_with_gaps(0).assign(criterion="y")], ignore_index=True)
+        with pytest.warns(cj.CjstatsWarning, match="model 'a', criterion 'x': 6 of 57 rows and 3 of 20 scenarios"):
+            fit = cj.estimate(df, "anova", incomplete="drop")
+        assert list(fit.dropped.columns[:2]) == ["model", "criterion"] and len(fit.dropped) == 4
+
+    def test_more_than_half_of_a_models_scenarios_is_refused_with_the_counts_and_the_fix(self):
+        # the issue: 16 of 20 scenarios lost one call; dropping them kept 4 and reversed the ranking
+        df = _one_generation_with_gaps(16)
+        with pytest.raises(cj.CjstatsError, match=r"^incomplete='drop' would remove 16 of 20 scenarios \(80%\) and "
+                                                 r"32 of 44 rows of model 'a', more than max_drop=0.5 allows; use "
+                                                 r"method='reml', which keeps every call, or pass max_drop=0.8"):
+            cj.estimate(df, "anova", incomplete="drop")
+
+    def test_judge_f_test_uses_the_same_drop_and_limit(self):
+        df = _one_generation_with_gaps(16)
+        with pytest.raises(cj.CjstatsError, match="would remove 16 of 20 scenarios"):
+            cj.judge_f_test(cj.read_scores(df), incomplete="drop")
+        with pytest.warns(cj.CjstatsWarning, match="16 of 20 scenarios"):
+            t = cj.judge_f_test(cj.read_scores(df), incomplete="drop", max_drop=0.8)
+        assert t.set_index("model").loc["a", "df2"] == (4 - 1) * (3 - 1)
+
+    def test_raising_the_limit_allows_the_loss_and_one_allows_all(self):
+        df = _one_generation_with_gaps(16)
+        for limit in (0.8, 1.0):
+            with pytest.warns(cj.CjstatsWarning, match="16 of 20 scenarios"):
+                fit = cj.estimate(df, "anova", incomplete="drop", max_drop=limit)
+            assert fit.diagnostics["a"]["n"] == 4 and fit.provenance["options"]["max_drop"] == limit
+
+    def test_exactly_the_limit_is_allowed(self):
+        with pytest.warns(cj.CjstatsWarning, match="10 of 20 scenarios"):
+            cj.estimate(_one_generation_with_gaps(10), "anova", incomplete="drop")
+
+    def test_nothing_dropped_means_no_warning_and_a_table_of_zeros(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fit = cj.estimate(_one_generation_with_gaps(0), "anova", incomplete="drop")
+        assert (fit.dropped["dropped_rows"] == 0).all()
+        assert cj.estimate(_one_generation_with_gaps(0), "anova").dropped is None
+
+    @pytest.mark.parametrize("option", [{"incomplete": "drop"}, {"max_drop": 0.8}])
+    def test_drop_options_belong_to_a_backend_that_drops(self, option):
+        with pytest.raises(cj.CjstatsError, match=r"argument of estimate applies to a backend that needs complete "
+                                                 r"data, such as method='anova'; method='reml' keeps every call"):
+            cj.estimate(_one_generation_with_gaps(2), "reml", **option)
+
+    @pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
+    def test_a_bad_limit_is_one_sentence(self, bad):
+        with pytest.raises(cj.CjstatsError, match=r"The 'max_drop' argument of estimate must be a share of "
+                                                 r"scenarios between 0 and 1"):
+            cj.estimate(_one_generation_with_gaps(2), "anova", incomplete="drop", max_drop=bad)
 
 
 class TestOptions:
