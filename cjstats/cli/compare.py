@@ -14,11 +14,27 @@ from cjstats.cli._app import (
 __all__ = ["compare"]
 
 
+def _plain(v):
+    """A JSON value: numbers as float (NaN as null), text as is."""
+    import numbers
+
+    if isinstance(v, bool) or isinstance(v, str) or v is None:
+        return v
+    if isinstance(v, numbers.Number):
+        x = float(v)
+        return None if x != x else x
+    return str(v)
+
+
 @click.command(short_help="Which model is better: paired differences, rank intervals, self-preference.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @method_option
 @click.option("--population", is_flag=True,
               help="Treat the judges as a sample of a population (judge x model variance enters the SEs).")
+@click.option("--model-scenario", "model_scenario", type=click.Choice(["pooled", "per-model"]), default="pooled",
+              show_default=True,
+              help="One model x scenario variance for all models, or one per model (REML) so that each pair's SE "
+                   "reflects its two models; the summary tests one against the other.")
 @click.option("--families", default=None, metavar="JUDGE=MODEL,...",
               help="Each judge's own model family, e.g. gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini (repeat a judge for "
                    "several models); adds the self-preference table.")
@@ -29,8 +45,9 @@ __all__ = ["compare"]
 @engine_options
 @data_options
 @format_option
-def compare(file: str, method: str, population: bool, families: str | None, ci_level: float | None, adjust: str,
-            seed: int, engine: str, memory_limit: str | None, data: DataOptions, fmt: str) -> None:
+def compare(file: str, method: str, population: bool, model_scenario: str, families: str | None,
+            ci_level: float | None, adjust: str, seed: int, engine: str, memory_limit: str | None, data: DataOptions,
+            fmt: str) -> None:
     """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best.
 
     The joint fit is the ANOVA when every model is complete and balanced on the same scenarios and judges, and
@@ -47,9 +64,18 @@ def compare(file: str, method: str, population: bool, families: str | None, ci_l
 
     if engine != "numpy" and method == "bayes":
         raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for bayes.")
+    per_model = model_scenario == "per-model"
+    if per_model and method in ("anova", "bayes"):
+        raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
+                           f"--method {method}).")
     scores = load_source(file, data, engine, memory_limit)
-    chosen, note = resolve_method(scores, method, data.incomplete, joint=True)
+    if per_model:
+        chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
+    else:
+        chosen, note = resolve_method(scores, method, data.incomplete, joint=True)
     options = anova_options(chosen, data.incomplete, data.max_drop)
+    if chosen == "reml":
+        options["model_scenario"] = "per_model" if per_model else "pooled"
     res = compare_models(scores, chosen, ci_level=ci_level, adjust=adjust,
                          view="population" if population else "panel", seed=seed, **options)
     sp = None
@@ -58,7 +84,8 @@ def compare(file: str, method: str, population: bool, families: str | None, ci_l
     if fmt == "json":
         out = {"differences": json.loads(frame_to_json(res.differences)),
                "ranks": json.loads(frame_to_json(res.ranks)),
-               "self_preference": json.loads(frame_to_json(sp.contrasts)) if sp is not None else []}
+               "self_preference": json.loads(frame_to_json(sp.contrasts)) if sp is not None else [],
+               "tests": {name: {key: _plain(v) for key, v in t.items()} for name, t in res.fit.tests.items()}}
         click.echo(json.dumps(out, indent=2))
     elif fmt == "csv":
         parts = [res.differences.assign(table="differences"), res.ranks.assign(table="ranks")]

@@ -275,6 +275,9 @@ class ModelComparison:
         if t:
             form = "per model" if diag.get("model_scenario") == "per_model" else "pooled"
             out.append(f"model x scenario variance: {form}; {t['recommendation']}.")
+        elif self.method == "anova":
+            out.append("model x scenario variance: pooled over models (the REML fit tests whether it differs "
+                       "between models, and can fit one per model).")
         return [""] + out if out else []
 
     def as_latex(self, *, digits: int = 3) -> str:

@@ -24,7 +24,7 @@ def test_json_is_one_object_with_three_tables(runner, joint_file):
     r = runner.invoke(cli, ["compare", str(joint_file), "--families", "j0=m0,j0=m1", "--format", "json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
-    assert set(out) == {"differences", "ranks", "self_preference"}
+    assert set(out) == {"differences", "ranks", "self_preference", "tests"}
     assert len(out["differences"]) == 3 and len(out["ranks"]) == 3
     assert [row["model"] for row in out["self_preference"]] == ["m0", "m1"]
 
@@ -123,3 +123,30 @@ def test_auto_method_is_the_one_rule(small_balanced_scores, small_balanced_frame
     assert auto_method(holey, incomplete="drop", joint=True)[0] == "anova"
     stats = cj.stats.build_stats(holey)          # statistics from an engine carry the same design
     assert auto_method(stats) == auto_method(holey)
+
+
+def test_model_scenario_per_model_is_the_library_call(runner, joint_file):
+    """--model-scenario per-model fits REML with one model x scenario variance per model (auto picks REML for it),
+    prints the pooled-vs-per-model test, and its JSON equals compare_models(..., model_scenario='per_model')."""
+    import cjstats as cj
+
+    r = runner.invoke(cli, ["compare", str(joint_file), "--model-scenario", "per-model"])
+    assert r.exit_code == 0, r.output
+    assert "method: reml (--model-scenario per-model" in r.output
+    assert "model x scenario variance: per model;" in r.output
+    r = runner.invoke(cli, ["compare", str(joint_file), "--model-scenario", "per-model", "--format", "json"])
+    out = json.loads(r.output)
+    lib = cj.compare_models(pd.read_csv(joint_file, dtype={"scenario": str, "generation": str}), "reml",
+                            model_scenario="per_model")
+    got = pd.DataFrame(out["differences"])
+    assert got["std_error"].to_numpy() == pytest.approx(lib.differences["std_error"].to_numpy(), rel=1e-12)
+    assert out["tests"]["model_scenario"]["df1"] == 2
+    assert out["tests"]["model_scenario"]["recommendation"] == lib.fit.tests["model_scenario"]["recommendation"]
+
+
+@pytest.mark.parametrize("method", ["anova", "bayes"])
+def test_model_scenario_per_model_needs_reml(runner, joint_file, method):
+    r = runner.invoke(cli, ["compare", str(joint_file), "--model-scenario", "per-model", "--method", method])
+    assert r.exit_code != 0
+    assert "--model-scenario per-model is fitted by REML only" in str(r.exception)
+    assert type(r.exception).__name__ == "CjstatsError"
