@@ -261,10 +261,11 @@ class ModelComparison:
                  f"{1 - self.ci_level:g})", self.significance_matrix().to_string(), "",
                  f"rank intervals: {self.rank_method}; p-values adjusted: {self.adjust}; models sharing a "
                  "letter are not significantly different."]
-        lines += self._fit_lines()
+        notes = self.fit_notes()
+        lines += [""] + notes if notes else []
         return "\n".join(lines)
 
-    def _fit_lines(self) -> list[str]:
+    def fit_notes(self) -> list[str]:
         """What the summary says about the joint fit itself: a REML fit that did not converge, and the test of one
         pooled model x scenario variance against one per model, with its recommendation."""
         out = []
@@ -278,7 +279,7 @@ class ModelComparison:
         elif self.method == "anova":
             out.append("model x scenario variance: pooled over models (the REML fit tests whether it differs "
                        "between models, and can fit one per model).")
-        return [""] + out if out else []
+        return out
 
     def as_latex(self, *, digits: int = 3) -> str:
         """The ranks and the paired differences as two booktabs LaTeX tables (:func:`cjstats.tables.as_latex`)."""
@@ -304,7 +305,7 @@ class ModelComparison:
         return "\n".join([f"**Model comparison ({self.method}, {self.view} view)**", "", md(r), "",
                           md(self.differences[list(DIFFERENCE_COLUMNS[:10])]), "",
                           f"Rank intervals: {self.rank_method}. p-values adjusted: {self.adjust}.",
-                          *self._fit_lines()])
+                          *(["", *self.fit_notes()] if self.fit_notes() else [])])
 
     def __str__(self) -> str:
         return self.as_text()

@@ -251,7 +251,8 @@ def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, 
     except CjstatsError as exc:
         return None, [f"The models could not be compared on {where}: {exc}"]
     return result, [f"Joint fit of every model ({method}) on {where}: paired differences (the models share "
-                    f"scenarios and judges) and simultaneous rank intervals; method 'auto' chose {method}: {why}."]
+                    f"scenarios and judges) and simultaneous rank intervals; method 'auto' chose {method}: {why}.",
+                    *result.fit_notes()]
 
 
 def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method: str | Sequence[str] = "auto",

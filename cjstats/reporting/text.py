@@ -160,7 +160,8 @@ def comparison_section(scores) -> str:
     title = "Which model is better: paired comparisons on one joint fit (cj.compare_models)"
     return "\n".join([title, "-" * len(title), table.to_string(index=False),
                       f"Rank intervals are simultaneous ({c.rank_method}); models sharing a letter do not differ at "
-                      f"{c.adjust}-adjusted p < 0.05. All {len(c.differences)} paired differences: cjstats compare."])
+                      f"{c.adjust}-adjusted p < 0.05. All {len(c.differences)} paired differences: cjstats compare.",
+                      *c.fit_notes()])
 
 
 def human_section(scores) -> str:
