@@ -30,10 +30,18 @@ the two models are labelled on the same scenarios this is ``ppi_py``'s estimate 
 differences Y_a - Y_b, f_a - f_b with the t interval above; when they share few or no labelled scenarios the
 difference is still estimated (and covers), without the pairing, and ``note`` says how many they share.
 
-In simulations (``tests/test_humans_ppi_coverage.py``: normal and 1-5 Likert labels, weak to strong judges,
-models labelled on the same, on partly shared and on independent scenarios) these intervals cover 93-97%
-from 10 labels per model up; below ``MIN_LABELS`` = 10 the coverage of some settings falls under 93%, so
-``ppi_means`` warns (:class:`~cjstats.exceptions.CjstatsWarning`) and writes it into ``note``.
+How many labels. In simulations (``tests/test_humans_ppi_coverage.py``: 3 models, 100 scenarios; normal,
+1-5 and 0/1 labels and 1-5 labels piled up at 5; weak to strong judges; models labelled on the same
+scenarios, on independent ones, or sharing 2; 600 replicates a setting) ``ppi_py``'s z interval of a mean
+covers 0.86-0.93 at 10-20 labels per model (0.74-0.90 with 0/1 labels). These t intervals cover 0.93-0.96 for
+means and 0.94-0.97 for differences at 10-20 labels when the labels are normal or spread over the 1-5 scale,
+and 0.92-0.96 and 0.94-0.99 at 4-8 labels. Where the labels hardly vary they fall short: 1-5 labels piled up at
+5 cover 0.84-0.89 with 4 labels and 0.91-0.95 with 10-20, 0/1 labels 0.76-0.94 with 10-20. So a model is
+flagged (one :class:`~cjstats.exceptions.CjstatsWarning` per call, and the ``note`` of its mean and of its
+paired differences; :func:`label_shortfall`) when it has fewer than ``MIN_LABELS`` = 10 human labels or fewer
+than ``MIN_VARIED`` = 5 that differ from its most common label. In every setting the unflagged rows cover 0.93
+or more at 10-20 labels (0.95-0.99 where many rows are flagged: those left are the draws whose labels happen to
+vary more).
 
 Where ``ppi_py``'s setting does not fit, we say so in ``note``:
 
@@ -64,10 +72,13 @@ from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.humans._items import PANEL, paired_items
 from cjstats.scores import Scores
 
-__all__ = ["ppi_means", "PPIMeans", "ppi_contrast", "ppi_mean_tuned", "MIN_LABELS"]
+__all__ = ["ppi_means", "PPIMeans", "ppi_contrast", "ppi_mean_tuned", "label_shortfall", "MIN_LABELS",
+           "MIN_VARIED"]
 
 #: Human labels per model below which the intervals fall short of their level in our simulations (module doc).
 MIN_LABELS = 10
+#: ... and labels that must differ from the model's most common label (0/1 or piled-up labels: module doc).
+MIN_VARIED = 5
 
 _COLS = ["estimate", "std_error", "lower", "upper", "ci_level", "df", "method", "lam", "n_labeled", "n_unlabeled",
          "rho", "sigma2_human", "human_only", "human_only_se", "human_only_lower", "human_only_upper",
@@ -260,8 +271,8 @@ class PPIMeans:
     means : DataFrame
         ``model, [criterion], estimand ("human_mean[p]"), estimate, std_error, lower, upper, ci_level, df
         (of the t interval), method, lam, n_labeled, n_unlabeled, rho, sigma2_human, human_only(_se/_lower/
-        _upper), judge_only(_se/_lower/_upper), n_effective, note``. ``note`` says when a model has fewer than
-        ``MIN_LABELS`` human labels.
+        _upper), judge_only(_se/_lower/_upper), n_effective, note``. ``note`` says when a model's labels are
+        too few for its interval (:func:`label_shortfall`).
     differences : DataFrame
         The same columns for ``difference[a,b]`` with ``model_a, model_b`` instead of ``model``;
         ``n_labeled`` counts the scenarios labelled for either model, ``n_shared`` those labelled for both
@@ -343,9 +354,34 @@ def _join(*parts: str) -> str:
     return "; ".join(x for x in parts if x)
 
 
-def _few_labels(n: int) -> str:
-    return (f"{n} human labels, fewer than the {MIN_LABELS} below which the PPI++ interval cannot be trusted to "
-            f"reach its level")
+def label_shortfall(y: np.ndarray) -> str:
+    """Why one model's human labels are too few for its PPI++ interval to be trusted, or "" when they suffice.
+
+    Too few: fewer than ``MIN_LABELS`` (10) labels, or fewer than ``MIN_VARIED`` (5) labels that differ from
+    the most common label (0/1 labels, or 1-5 labels piled up at 5). Both thresholds come from the simulations
+    of ``tests/test_humans_ppi_coverage.py``: below them some settings cover under 93%; at or above them every
+    setting covers 93-97%. ``y`` holds the labels (NaN ignored); fewer than 2 is reported elsewhere (NaN row).
+    """
+    n, varied, mode = _label_counts(y)
+    if n < 2:
+        return ""
+    if n < MIN_LABELS:
+        return (f"{n} human labels, fewer than the {MIN_LABELS} below which the PPI++ interval cannot be trusted "
+                f"to reach its level")
+    if varied < MIN_VARIED:
+        return (f"{n} human labels of which only {varied} differ from the most common one ({mode:g}), fewer than "
+                f"the {MIN_VARIED} below which the PPI++ interval cannot be trusted to reach its level")
+    return ""
+
+
+def _label_counts(y: np.ndarray) -> tuple[int, int, float]:
+    """Number of labels (NaN ignored), how many differ from the most common label, and that label."""
+    y = np.asarray(y, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    if len(y) == 0:
+        return 0, 0, np.nan
+    values, counts = np.unique(y, return_counts=True)
+    return len(y), len(y) - int(counts.max()), float(values[counts.argmax()])
 
 
 def _row(y: np.ndarray, f: np.ndarray, f_all: np.ndarray, signs: list[float], *, lam: float | None,
@@ -405,25 +441,26 @@ def _row(y: np.ndarray, f: np.ndarray, f_all: np.ndarray, signs: list[float], *,
                      f"rectifiers rests on those")
     if res["single_overlaps"] > (1 if pair and k == 1 else 0):
         note = _join(note, "a covariance over a single shared scenario is taken as 0")
-    few = [(nm, int(c)) for nm, c in zip(names, n) if c < MIN_LABELS]
-    if few and not pair:
-        note = _join(note, _few_labels(few[0][1]))
-    elif few:
-        note = _join(note, "; ".join(f"model '{nm}' has {_few_labels(c)}" for nm, c in few))
+    short = [(nm, label_shortfall(y[lab[:, i], i])) for i, nm in enumerate(names)]
+    if not pair:
+        note = _join(note, short[0][1])
+    else:
+        note = _join(note, *(f"model '{nm}' has {why}" for nm, why in short if why))
     out["note"] = note
     return out
 
 
-def _warn_few(few: list[tuple[str, str | None, int]]) -> None:
-    """One warning for every (model, criterion) with 2 to MIN_LABELS - 1 human labels."""
+def _warn_few(few: list[tuple[str, str | None, str]]) -> None:
+    """One warning naming every (model, criterion) whose labels fall short (``label_shortfall``)."""
     if not few:
         return
-    where = [f"'{m}'" + ("" if c is None else f" on '{c}'") + f" ({k})" for m, c, k in few]
+    where = [f"'{m}'" + ("" if c is None else f" on '{c}'") + f" ({why})" for m, c, why in few]
     shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
     head = f"Model {shown} has" if len(few) == 1 else f"Models {shown} have"
-    warnings.warn(f"{head} fewer than {MIN_LABELS} human labels, the count below which the PPI++ intervals of "
-                  f"the mean and of its paired differences cannot be trusted to reach their level (see the note "
-                  f"column); label more scenarios.", CjstatsWarning, stacklevel=3)
+    warnings.warn(f"{head} too few human labels for the PPI++ intervals of the mean and of its paired differences "
+                  f"to be trusted to reach their level (at least {MIN_LABELS} labels, {MIN_VARIED} of them "
+                  f"differing from the most common one; see the note column); label more scenarios.",
+                  CjstatsWarning, stacklevel=3)
 
 
 # ------------------------------------------------------------------------------------------ public API
@@ -457,9 +494,10 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
               ci_level: float | None = None, seed: int | None = None) -> PPIMeans:
     """Each model's human-scale mean (and paired differences) from all judge scores + human labels, by PPI++.
 
-    Intervals are t intervals that hold at few labels (:func:`ppi_contrast`); with fewer than ``MIN_LABELS``
-    (10) human labels on a model a :class:`~cjstats.exceptions.CjstatsWarning` names it and the rows say so in
-    ``note``.
+    Intervals are t intervals that hold at few labels (:func:`ppi_contrast`). A model with fewer than
+    ``MIN_LABELS`` (10) human labels, or fewer than ``MIN_VARIED`` (5) that differ from its most common label,
+    is named in one :class:`~cjstats.exceptions.CjstatsWarning`, and its rows (mean and paired differences)
+    say so in ``note``: below that its intervals cannot be trusted to reach their level.
 
     Parameters
     ----------
@@ -505,7 +543,7 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
     labeled = (items["n_human"] > 0).to_numpy().copy()
     prov: dict[str, Any] = {"engine": "cjstats (PPI++ estimate and lambda as ppi_py)", "unit": "scenario",
                             "seed": seed, "interval": "t, Satterthwaite df, jackknife term for the tuned lambda",
-                            "min_labels": MIN_LABELS}
+                            "min_labels": MIN_LABELS, "min_varied_labels": MIN_VARIED}
     if n_labels is not None:
         n_labels = check_positive_int("n_labels", n_labels, caller="ppi_means", minimum=2)
         pool = np.sort(pd.unique(items.loc[labeled, "scenario"]))
@@ -514,7 +552,7 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
         labeled = labeled & items["scenario"].isin(chosen).to_numpy()
         prov["n_labels"] = f"{min(n_labels, len(pool))} of {len(pool)} labelled scenarios used (seed {seed})"
     mean_rows, diff_rows = [], []
-    few: list[tuple[str, str | None, int]] = []
+    few: list[tuple[str, str | None, str]] = []
     clustered = False
     for crit, part in items.assign(_lab=labeled).groupby("criterion", dropna=False, sort=True):
         crit = None if (isinstance(crit, float) and np.isnan(crit)) else crit
@@ -538,8 +576,12 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
                        f"mean is not estimable (NaN).")
                 warnings.warn(msg, CjstatsWarning, stacklevel=2)
                 note = _join(note, msg)
-            elif n_lab < MIN_LABELS:
-                few.append((model, crit, n_lab))
+            else:
+                y_m = units[model]["y"].to_numpy(dtype=np.float64)
+                if label_shortfall(y_m):
+                    varied = _label_counts(y_m)[1]
+                    few.append((model, crit, f"{n_lab} labels" if n_lab < MIN_LABELS else
+                                f"{n_lab} labels, {varied} differing from the most common"))
             mean_rows.append({"model": model, "criterion": crit, "estimand": f"human_mean[{model}]",
                               **_row(*_arrays(cube, [i]), [1.0], lam=lam, ci_level=ci_level, note=note,
                                      names=[model])})
