@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError, CjstatsWarning
@@ -45,7 +46,9 @@ class TestEqualsPpiPy:
             ref_lam = _calc_lam_glm((y - t)[:, None], (f - t)[:, None], (fu - t)[:, None], np.eye(1), clip=True)
             assert lam_used == pytest.approx(ref_lam, abs=1e-10)
 
-    def test_ppi_means_rows_equal_ppi_py_on_the_same_arrays(self):
+    def test_ppi_means_rows_equal_ppi_py_estimates_with_the_t_interval(self):
+        # estimate and lambda are ppi_py's; the interval is the t interval of ppi_contrast (ppi_py's z interval
+        # covers about 0.89-0.92 at 12 labels: tests/test_humans_ppi_coverage.py)
         s = _scores(seed=2)
         res = cj.ppi_means(s, n_labels=25, seed=4)
         items = _panel_items(s)
@@ -54,15 +57,16 @@ class TestEqualsPpiPy:
             lab = part["scenario"].isin(chosen).to_numpy()
             y, f, fu = part["human"].to_numpy()[lab], part["panel"].to_numpy()[lab], part["panel"].to_numpy()[~lab]
             row = res.means.set_index("model").loc[model]
-            lo, hi = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05)
             assert row["estimate"] == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, f, fu))),
                                                     abs=1e-10)
-            assert (row["lower"], row["upper"]) == pytest.approx((float(np.squeeze(lo)), float(np.squeeze(hi))),
-                                                                 abs=1e-10)
-            clo, chi = classical_mean_ci(y, alpha=0.05)
-            assert (row["human_only_lower"], row["human_only_upper"]) == pytest.approx((clo, chi), abs=1e-10)
+            assert (row["lower"], row["upper"]) == pytest.approx(_t_by_hand(y, f, fu), abs=1e-10)
+            lo, hi = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05)
+            assert row["lower"] < float(np.squeeze(lo)) and row["upper"] > float(np.squeeze(hi))
+            sem = y.std(ddof=1) / np.sqrt(len(y))
+            assert (row["human_only_lower"], row["human_only_upper"]) == pytest.approx(
+                stats.t.interval(0.95, len(y) - 1, loc=y.mean(), scale=sem), abs=1e-10)
 
-    def test_difference_rows_equal_ppi_py_on_paired_arrays(self):
+    def test_difference_rows_equal_ppi_py_estimates_on_paired_arrays(self):
         s = _scores(seed=3)
         res = cj.ppi_means(s, n_labels=25, seed=4)
         items = _panel_items(s).set_index(["model", "scenario"])
@@ -71,9 +75,23 @@ class TestEqualsPpiPy:
         lab = a.index.isin(chosen)
         y = (a["human"] - b["human"]).to_numpy()[lab]
         f = (a["panel"] - b["panel"]).to_numpy()
-        lo, hi = ppi_py.ppi_mean_ci(y, f[lab], f[~lab], alpha=0.05)
         row = res.differences.set_index("estimand").loc["difference[m1,m2]"]
-        assert (row["lower"], row["upper"]) == pytest.approx((float(np.squeeze(lo)), float(np.squeeze(hi))), abs=1e-10)
+        assert row["estimate"] == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, f[lab], f[~lab]))),
+                                                abs=1e-10)
+        # labelled on the same scenarios: the t interval of the per-scenario differences
+        assert (row["lower"], row["upper"]) == pytest.approx(_t_by_hand(y, f[lab], f[~lab]), abs=1e-10)
+        assert row["n_shared"] == row["n_labeled"] == 25
+
+
+def _t_by_hand(y: np.ndarray, f: np.ndarray, fu: np.ndarray) -> tuple[float, float]:
+    """ppi_contrast's interval for one mean with the tuned lambda, written out (its docstring):
+    SE^2 = a + b + 2 a/(n - 1), a = s2(y - lam f)/n, b = lam^2 s2(fu)/N; Welch df from a and b."""
+    n, big_n = len(y), len(fu)
+    est, _, lam = ppi_mean_tuned(y, f, fu)
+    a, b = np.var(y - lam * f, ddof=1) / n, lam ** 2 * np.var(fu, ddof=1) / big_n
+    se = np.sqrt(a + b + 2 * a / (n - 1))
+    q = stats.t.ppf(0.975, (a + b) ** 2 / (a ** 2 / (n - 1) + b ** 2 / (big_n - 1)))
+    return est - q * se, est + q * se
 
 
 def _scores(seed: int, *, g: int = 80, bias: float = 0.5, drop_model_labels: str | None = None) -> cj.Scores:
@@ -282,5 +300,6 @@ class TestGenerationsClustered:
         assert "clustered" in res.provenance
         f = df[df["judge_type"] == "llm"].groupby("scenario")["score"].mean().to_numpy()
         y = df[df["judge_type"] == "human"].groupby("scenario")["score"].mean().to_numpy()
-        lo, hi = ppi_py.ppi_mean_ci(y, f[:20], f[20:], alpha=0.05)
-        assert (row["lower"], row["upper"]) == pytest.approx((float(np.squeeze(lo)), float(np.squeeze(hi))), abs=1e-10)
+        assert row["estimate"] == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, f[:20], f[20:]))),
+                                                abs=1e-10)
+        assert (row["lower"], row["upper"]) == pytest.approx(_t_by_hand(y, f[:20], f[20:]), abs=1e-10)
