@@ -420,9 +420,10 @@ def _row(y: np.ndarray, f: np.ndarray, f_all: np.ndarray, signs: list[float], *,
     if not pair and np.std(yc) == 0:
         note = _join(note, f"every human label is {yc[0]:g}, so the human-only interval has zero width and does "
                            f"not cover the uncertainty")
-    res = ppi_contrast(y, f, signs, lam=lam)
     no_judged = (judged & ~lab).sum(0) == 0
-    if no_judged.any() or all(np.var(f[judged[:, p], p]) == 0 for p in range(len(signs))):
+    human_only = no_judged.any() or all(np.var(f[judged[:, p], p]) == 0 for p in range(len(signs)))
+    res = human if human_only or lam == 0 else ppi_contrast(y, f, signs, lam=lam)    # same numbers: no recompute
+    if human_only:
         out["method"] = "human-only"
         note = _join(note, "every judged unit has a human label, so the judges add nothing" if no_judged.any()
                      else "the judges give every unit the same score")
