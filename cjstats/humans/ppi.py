@@ -206,9 +206,10 @@ def ppi_contrast(y: np.ndarray, f: np.ndarray, signs: np.ndarray | list[float], 
     (divisor k - 1; each covariance over the units the two blocks share, so the two rectifiers' covariance
     over the labelled units the models share; :func:`_block_variance`). For a fixed lambda that is all. A
     tuned lambda adds variance (it is estimated from the same n labels) that V does not see: for one model
-    with N >> n and normal data, E[V(lambda_hat)] - V(lambda*) = Var(Y)(3 rho^2 - 1)/(n (n - 1)) while
-    Var(theta(lambda_hat)) - V(lambda*) = Var(Y)(1 + rho^2)/(n (n - 1)), a gap of 2 Var(Y)(1 - rho^2)/(n (n - 1))
-    = 2 V_L/(n - 1), V_L = s2(r)/n the rectifier part. So with a tuned lambda
+    with N >> n and normal data, to order 1/n^2, E[V(lambda_hat)] - V(lambda*) ≈ Var(Y)(3 rho^2 - 1)/(n (n - 1))
+    (lambda_hat - lambda* and the sample moments in V are correlated) while Var(theta(lambda_hat)) - V(lambda*)
+    ≈ Var(Y)(1 + rho^2)/(n (n - 1)) (the error of lambda_hat times G = mean_U(f) - mean_L(f)), a gap of
+    2 Var(Y)(1 - rho^2)/(n (n - 1)) ≈ 2 V_L/(n - 1), V_L = s2(r)/n the rectifier part. So with a tuned lambda
 
         SE^2 = V + 2 V_L / (n_lab - 1),
 
