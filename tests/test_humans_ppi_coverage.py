@@ -30,7 +30,15 @@ from cjstats.exceptions import CjstatsWarning
 from cjstats.humans.ppi import MIN_LABELS, MIN_VARIED, label_shortfall, ppi_contrast, ppi_mean_tuned
 
 LEVEL = 0.95
-SD_LABEL = math.sqrt(0.6 ** 2 + 0.4 ** 2 + 0.5 ** 2)
+
+
+@pytest.fixture(autouse=True)
+def _slow_only_when_asked(request):
+    """The suite runs without -m (scripts/run.sh test): the slow simulations (minutes) run with -m slow only."""
+    if request.node.get_closest_marker("slow") and "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("slow coverage simulation (minutes): run with -m slow")
+
+
 SETTINGS = {                                   # name: keyword arguments of _draw
     "normal": {},
     "likert": {"likert": True},

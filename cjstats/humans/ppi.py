@@ -92,8 +92,9 @@ def ppi_mean_tuned(y: np.ndarray, f: np.ndarray, f_unlabeled: np.ndarray, *, lam
 
     lambda = clip( (1/n) sum (Y-t)(f-t) / ((1 + n/N) Var_{n+N}(f)), 0, 1 ),  t = mean_N(f) + mean_n(Y - f),
     theta = lambda mean_N(f) + mean_n(Y - lambda f),  SE^2 = sd_N(lambda f)^2/N + sd_n(Y - lambda f)^2/n
-    (sd with divisor n, as ``ppi_py``). Used for lambda and the SE; the reported estimate and interval come
-    from ``ppi_py`` itself, and tests check the two agree to 1e-10.
+    (sd with divisor n, as ``ppi_py``); tests check it equals ``ppi_py`` to 1e-10. ``ppi_contrast`` gives the same
+    estimate and lambda; this SE is ``ppi_py``'s z-interval SE, which ``ppi_means`` no longer reports because
+    it undercovers at few labels (module doc). Kept as the reference formula.
     """
     y, f, fu = (np.asarray(a, dtype=np.float64) for a in (y, f, f_unlabeled))
     n, big_n = len(y), len(fu)
@@ -195,7 +196,8 @@ def ppi_contrast(y: np.ndarray, f: np.ndarray, signs: np.ndarray | list[float], 
 
     with one lambda for the whole contrast (``lam``, or tuned as ``ppi_py`` tunes it: :func:`_tuned_lambda`).
     The contrast is sum_i w_i mean_{B_i}(x_i) over the blocks "rectifier r_p = Y_p - lambda f_p on L_p"
-    (w = sign_p/n_p) and "lambda f_p on U_p" (w = sign_p/N_p), so its variance is estimated without bias by
+    (w = sign_p/n_p) and "lambda f_p on U_p" (w = sign_p/N_p), so for a given lambda its variance is estimated
+    without bias (up to correlations clipped to [-1, 1] over a handful of shared units) by
 
         V = sum_p [s2(r_p)/n_p + lambda^2 s2_U(f_p)/N_p]
             + 2 sum_{p<q} sign_p sign_q [|L_p∩L_q| C(r_p, r_q)/(n_p n_q) + lambda^2 |U_p∩U_q| C(f_p, f_q)/(N_p N_q)
@@ -204,14 +206,17 @@ def ppi_contrast(y: np.ndarray, f: np.ndarray, signs: np.ndarray | list[float], 
     (divisor k - 1; each covariance over the units the two blocks share, so the two rectifiers' covariance
     over the labelled units the models share; :func:`_block_variance`). For a fixed lambda that is all. A
     tuned lambda adds variance (it is estimated from the same n labels) that V does not see: for one model
-    with N >> n and normal data, E[V(lambda_hat)] - V(lambda*) = Var(Y)(3 rho^2 - 1)/(n (n - 1)) while
-    Var(theta(lambda_hat)) - V(lambda*) = Var(Y)(1 + rho^2)/(n (n - 1)), a gap of 2 Var(Y)(1 - rho^2)/(n (n - 1))
-    = 2 V_L/(n - 1), V_L = s2(r)/n the rectifier part. So with a tuned lambda
+    with N >> n and normal data, to order 1/n^2, E[V(lambda_hat)] - V(lambda*) ≈ Var(Y)(3 rho^2 - 1)/(n (n - 1))
+    (lambda_hat - lambda* and the sample moments in V are correlated) while Var(theta(lambda_hat)) - V(lambda*)
+    ≈ Var(Y)(1 + rho^2)/(n (n - 1)) (the error of lambda_hat times G = mean_U(f) - mean_L(f)), a gap of
+    2 Var(Y)(1 - rho^2)/(n (n - 1)) ≈ 2 V_L/(n - 1), V_L = s2(r)/n the rectifier part. So with a tuned lambda
 
         SE^2 = V + 2 V_L / (n_lab - 1),
 
     V_L the rectifier terms of V (the first term and the C(r_p, r_q) covariances), n_lab the units labelled
-    for some model. The interval is estimate ± t_{df} SE with Satterthwaite's df = 2 V^2 / Var(V) (normal-
+    for some model (for two models labelled on the same units this is the one-model rule on the differences;
+    labelled on different units, it is an extension checked by simulation only, where it is mildly
+    conservative). The interval is estimate ± t_{df} SE with Satterthwaite's df = 2 V^2 / Var(V) (normal-
     theory Var(V)): for one model and a fixed lambda that is Welch's (a + b)^2 / (a^2/(n - 1) + b^2/(N - 1)),
     a = s2(r)/n, b = lambda^2 s2_U(f)/N; for the human-only mean (lambda = 0) it is n - 1; for two models
     labelled on the same units and lambda = 0 it is the paired t's n - 1.
@@ -420,9 +425,10 @@ def _row(y: np.ndarray, f: np.ndarray, f_all: np.ndarray, signs: list[float], *,
     if not pair and np.std(yc) == 0:
         note = _join(note, f"every human label is {yc[0]:g}, so the human-only interval has zero width and does "
                            f"not cover the uncertainty")
-    res = ppi_contrast(y, f, signs, lam=lam)
     no_judged = (judged & ~lab).sum(0) == 0
-    if no_judged.any() or all(np.var(f[judged[:, p], p]) == 0 for p in range(len(signs))):
+    human_only = no_judged.any() or all(np.var(f[judged[:, p], p]) == 0 for p in range(len(signs)))
+    res = human if human_only or lam == 0 else ppi_contrast(y, f, signs, lam=lam)    # same numbers: no recompute
+    if human_only:
         out["method"] = "human-only"
         note = _join(note, "every judged unit has a human label, so the judges add nothing" if no_judged.any()
                      else "the judges give every unit the same score")
