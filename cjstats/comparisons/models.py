@@ -302,10 +302,11 @@ class ModelComparison:
 
         r = self.ranks.copy()
         r["letters"] = self.letters().reindex(r["model"]).to_numpy()
+        notes = ["", *fn] if (fn := self.fit_notes()) else []
         return "\n".join([f"**Model comparison ({self.method}, {self.view} view)**", "", md(r), "",
                           md(self.differences[list(DIFFERENCE_COLUMNS[:10])]), "",
                           f"Rank intervals: {self.rank_method}. p-values adjusted: {self.adjust}.",
-                          *(["", *self.fit_notes()] if self.fit_notes() else [])])
+                          *notes])
 
     def __str__(self) -> str:
         return self.as_text()

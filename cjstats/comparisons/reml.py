@@ -508,21 +508,18 @@ class _AtTheta:
     s2: float
 
 
-def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Variances (s2_eps, s2_a, s2_ms, s2_b)[free] and the inverse of half the exact Hessian of the REML deviance
-    (:func:`_variance_hessian`), over the variances not at the boundary (NaN rows and columns for those)."""
+def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Variances (s2_eps, s2_a, s2_ms..., s2_b)[free], their Wald covariance (:func:`engine.wald_covariance`: NaN rows
+    and columns for variances at the boundary, all NaN when the Hessian is singular) and the exact Hessian of the
+    REML deviance in them (:func:`_variance_hessian`), which the profiles reuse."""
     free = np.r_[np.ones(len(fit.theta) - 1, dtype=bool), ns.has_generation]
     v = np.r_[fit.s2, fit.s2 * fit.theta][np.r_[True, free]]
-    k = len(v)
     h = _variance_hessian(fit, ns, t, free)
-    boundary = np.r_[False, fit.theta[free] == 0]
-    cov = np.full((k, k), np.nan)
-    keep = ~boundary
     try:
-        cov[np.ix_(keep, keep)] = np.linalg.inv(h[np.ix_(keep, keep)] / 2)
+        cov = engine.wald_covariance(h, fit.theta[free])
     except np.linalg.LinAlgError:
-        pass
-    return v, cov
+        cov = np.full(h.shape, np.nan)
+    return v, cov, h
 
 
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
@@ -675,7 +672,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     beta_raw = fit.beta + np.repeat(ns.shift, k)       # the scores were centred by one constant per model
     beta = beta_raw.reshape(p, k)
     cov = fit.cov_beta
-    v, vcov = _wald_cov(fit, ns, t_full)
+    v, vcov, h_var = _wald_cov(fit, ns, t_full)
     n_ms = p if per_model else 1
     free = np.r_[np.ones(1 + n_ms, dtype=bool), ns.has_generation]
     # (label, component) of every variance in the order of v: residual, scenario, model_scenario..., generation
@@ -698,7 +695,6 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
                                         "fixed", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     crit = NestedCriterion(ns, t_full, per_model=per_model)
-    h_var = _variance_hessian(fit, ns, t_full, free)
     failed = []
     order = [n for n in names if n[1] == "scenario"] + [n for n in names if n[1] == "model_scenario"] + [
         (JOINT_LABEL, "generation"), (JOINT_LABEL, "residual")]
@@ -747,7 +743,6 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
     tests = {"judge_model": test, "model_scenario": _model_scenario_test(ns, t_full, fit, per_model)}
     n_cells, n_groups, n_scen = ns.n_cells, ns.n_groups, ns.n_scenarios
-    df_within = ns.n_rows - n_cells - p * (k - 1)
     df_between = n_groups - n_scen - (p - 1)
     s2_jm_pop = max(jm_pop.raw_estimate, 0.0)
     s2_j_pop = max(raw_pop_j, 0.0)

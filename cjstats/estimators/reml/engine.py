@@ -203,8 +203,8 @@ def fit(crit: Criterion, starts: Sequence[np.ndarray], *, exact_hessian: bool = 
             if ok_boundary >= 2 or q == 0 or not confirm_boundary:
                 break
     assert best is not None
-    fx, x, info, k = best
-    val, grad = fun(x)
+    val, x, info, k = best                  # the criterion and its gradient at x are known already
+    grad = k["gradient"]
     pr = crit.parts(x)
     s2 = pr["rss"] / crit.nu
     conv = bool(k["stationary"] and math.isfinite(val))
