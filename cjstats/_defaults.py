@@ -13,7 +13,8 @@ MAX_DROP: float = 0.5
 
 #: The estimand names the backends report, in report order (docs/estimands.md); the full registry of names
 #: is ``cjstats.components.ESTIMANDS``.
-COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
+COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "scenario_judge", "residual", "judge_panel",
+                               "judge_population")
 
 #: Extra estimand names of the joint multi-model fit (docs/estimands.md, "Several models"), used by :mod:`cjstats.comparisons`.
 JOINT_COMPONENTS: tuple[str, ...] = ("model_scenario", "judge_model")

@@ -3,7 +3,7 @@
 :class:`VarianceComponents` is immutable and built once, in full, by a backend. The variance and allocation
 layers accept it and never ask which backend made it. Its ``components`` table is tidy: one row per
 (model, [criterion], component), where ``component`` is a registered estimand name (:data:`ESTIMANDS`;
-the backends report ``mu, scenario, generation, residual, judge_panel, judge_population``). New names
+the backends report ``mu, scenario, generation, scenario_judge, residual, judge_panel, judge_population``). New names
 (``judge_model``, ``model_scenario``, ...) are registered with :func:`register_estimand`, not hard-coded.
 
 Each group also carries the covariance of its location estimates (mu and the judge offsets gamma[l]) as a
@@ -78,7 +78,11 @@ for _name, _meaning, _view, _kind in (
     ("mu", "the panel mean: mean over the panel's judges of the expected score of a new scenario", "fixed", "mean"),
     ("scenario", "sigma2_alpha: variance of the scenario effects alpha_i", "fixed", "variance"),
     ("generation", "sigma2_beta: variance of the generation-within-scenario effects beta_ij", "fixed", "variance"),
-    ("residual", "sigma2_eps: variance of a single judge call around its cell and judge means", "fixed", "variance"),
+    ("scenario_judge", "sigma2 of (alpha gamma)_il: judge l's own deviation on scenario i (judges disagreeing about "
+                       "which scenarios are hard); identifiable when a judge scored several generations of a scenario",
+     "fixed", "variance"),
+    ("residual", "sigma2_eps: variance of a single judge call around its cell and judge means (the within-cell "
+                 "residual when scenario_judge is fitted)", "fixed", "variance"),
     ("judge_panel", "(1/K) sum_l gamma_l^2: judge-offset variance of the panel in the data (judges fixed)", "fixed",
      "variance"),
     ("judge_population", "variance of the distribution the judges are drawn from (judges random)", "random",

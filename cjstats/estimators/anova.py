@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special, stats
@@ -49,11 +49,13 @@ from scipy import special, stats
 from cjstats._drop import account_for_drop, check_max_drop, resolve_max_drop
 from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
-from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, location_params
+from cjstats.estimators.base import (M1_NOTE, GroupFit, as_stats, fit_groups, location_params,
+                                     resolve_scenario_judge)
 from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores, sparse_judge_message
 from cjstats.stats import CellStats, ScoreStats
+from cjstats.stats.scenario_judge import ScenarioJudgeStats
 from cjstats.stats.views import MeanSquares
 
 __all__ = [
@@ -159,6 +161,62 @@ def mls_interval(c1: float, ms1: float, df1: float, c2: float, ms2: float, df2: 
     return est - math.sqrt(max(vl, 0.0)), est + math.sqrt(max(vu, 0.0))
 
 
+def mls_interval_general(pos: list[tuple[float, float, float]], neg: list[tuple[float, float, float]],
+                         level: float) -> tuple[float, float]:
+    """Modified large-sample interval for theta = sum_q c_q E[MS_q] - sum_r c_r E[MS_r] (all c > 0).
+
+    Ting, Burdick, Graybill, Jeyaratnam & Lu (1990); Burdick & Graybill (1992), §3.3, for P positive and Q - P
+    negative terms, each given as (c, MS, df). With one-sided level a, G_q = 1 - 1/F_{1-a; n_q, inf},
+    H_q = 1/F_{a; n_q, inf} - 1, G_qr and H_qr as in :func:`mls_interval` and, for two terms of the same sign,
+
+        G*_qt = ((1 - 1/F_{1-a; n_q+n_t, inf})^2 (n_q+n_t)^2/(n_q n_t) - G_q^2 n_q/n_t - G_t^2 n_t/n_q)/(P - 1),
+        H*_ru = ((1/F_{a; n_r+n_u, inf} - 1)^2 (n_r+n_u)^2/(n_r n_u) - H_r^2 n_r/n_u - H_u^2 n_u/n_r)/(Q - P - 1),
+
+        L = theta_hat - sqrt(sum G_q^2 T_q^2 + sum H_r^2 T_r^2 + sum G_qr T_q T_r + sum_{q<t} G*_qt T_q T_t),
+        U = theta_hat + sqrt(sum H_q^2 T_q^2 + sum G_r^2 T_r^2 + sum H_qr T_q T_r + sum_{r<u} H*_ru T_r T_u),
+
+    with T = c MS. With one positive and one negative term it is :func:`mls_interval`. Not truncated.
+    """
+    a = (1.0 - level) / 2.0
+
+    def gh(df: float) -> tuple[float, float]:
+        return 1 - df / _chi2_ppf(1 - a, df), df / _chi2_ppf(a, df) - 1
+
+    tp = [(c * ms, df) + gh(df) for c, ms, df in pos]
+    tn = [(c * ms, df) + gh(df) for c, ms, df in neg]
+    est = sum(t for t, *_ in tp) - sum(t for t, *_ in tn)
+    vl = sum(g * g * t * t for t, _, g, _ in tp) + sum(h * h * t * t for t, _, _, h in tn)
+    vu = sum(h * h * t * t for t, _, _, h in tp) + sum(g * g * t * t for t, _, g, _ in tn)
+    for tq, dq, gq, hq in tp:
+        for tr, dr, gr, hr in tn:
+            f_hi, f_lo = _f_ppf(1 - a, dq, dr), _f_ppf(a, dq, dr)
+            vl += ((f_hi - 1) ** 2 - gq**2 * f_hi**2 - hr**2) / f_hi * tq * tr
+            vu += ((1 - f_lo) ** 2 - hq**2 * f_lo**2 - gr**2) / f_lo * tq * tr
+
+    def same_sign(terms: list, upper_tail: bool) -> float:
+        out = 0.0
+        if len(terms) < 2:
+            return out
+        for i in range(len(terms)):
+            for j in range(i + 1, len(terms)):
+                ti, di, gi, hi = terms[i]
+                tj, dj, gj, hj = terms[j]
+                dsum = di + dj
+                if upper_tail:
+                    lead = (1 - dsum / _chi2_ppf(1 - a, dsum)) ** 2
+                    xi, xj = gi, gj
+                else:
+                    lead = (dsum / _chi2_ppf(a, dsum) - 1) ** 2
+                    xi, xj = hi, hj
+                coef = (lead * dsum**2 / (di * dj) - xi**2 * di / dj - xj**2 * dj / di) / (len(terms) - 1)
+                out += coef * ti * tj
+        return out
+
+    vl += same_sign(tp, True)
+    vu += same_sign(tn, False)
+    return est - math.sqrt(max(vl, 0.0)), est + math.sqrt(max(vu, 0.0))
+
+
 def satterthwaite_interval(c1: float, ms1: float, df1: float, c2: float, ms2: float, df2: float,
                            level: float) -> tuple[float, float]:
     """Satterthwaite interval for theta = c1 E[MS_1] - c2 E[MS_2]: nu theta_hat / chi2_{1-a..a, nu}.
@@ -203,11 +261,33 @@ def _diff_row(component: str, c1: float, ms1: float, df1: int, c2: float, ms2: f
                         max(hi, 0.0) if not math.isnan(hi) else hi, se, method, view, raw, boundary, True, note)
 
 
-def _group_rows(ms: MeanSquares, level: float, interval: str) -> tuple[list[ComponentRow], list[dict]]:
+def scenario_judge_mean_square(sj: ScenarioJudgeStats, n: int, m: int, k: int) -> float | None:
+    """SS_SJ = m sum_il (X_i.l - X_i.. - X_..l + X_...)^2 of a balanced complete table, from the scenario x judge
+    statistics (None when they do not describe one balanced pattern of n scenarios x m generations x K judges).
+
+    With S_il the scenario x judge sums and T_i the scenario sums (z_i), e_il = S_il/m - T_i/(mK) and
+    SS_SJ = m (sum_il e_il^2 - n sum_l ebar_l^2), ebar_l = sum_i e_il/n: quadratic in z_i, so read from
+    sum_i z_i z_i' and sum_i z_i (the judge centring of y0 cancels in e_il - ebar_l).
+    """
+    if sj.count.shape[0] != 1 or int(sj.count[0]) != n or sj.m != m or sj.k != k or not np.all(sj.incidence == 1):
+        return None
+    sc, zs = sj.zscat[0], sj.zsum[0]
+    jl = slice(1 + m, 1 + m + k)
+    sum_e2 = (np.trace(sc[jl, jl]) / m**2 - 2.0 * sc[jl, 0].sum() / (m * m * k) + k * sc[0, 0] / (m * k) ** 2)
+    ebar = (zs[jl] / m - zs[0] / (m * k)) / n
+    return float(max(m * (sum_e2 - n * float(ebar @ ebar)), 0.0))
+
+
+def _group_rows(ms: MeanSquares, level: float, interval: str, ss_sj: float | None = None
+                ) -> tuple[list[ComponentRow], list[dict]]:
+    """Component rows and judge offsets of one balanced unit; with ``ss_sj`` (SS of the scenario x judge
+    interaction, df (n-1)(K-1)) the model has the ``scenario_judge`` term (module docstring)."""
     n, m, k = ms.n, ms.m, ms.k
     nm = n * m
     a = (1 - level) / 2
     rows: list[ComponentRow] = []
+    if ss_sj is not None:
+        return _group_rows_sj(ms, level, interval, ss_sj)
     # mu: the panel mean, Var(G) = E[MS_S]/(nmK) (Proposition 1 at K = K_tot)
     se_mu = math.sqrt(ms.ms_scenario / (nm * k))
     t = _t_ppf(1 - a, ms.df_scenario)
@@ -257,7 +337,98 @@ def _group_rows(ms: MeanSquares, level: float, interval: str) -> tuple[list[Comp
                    "upper": float(o + tg * se_g), "ci_method": "t (MS_W)"} for o in offsets]
 
 
-def location_covariance(ms: MeanSquares, judge_labels: tuple[str, ...]) -> ParameterCovariance:
+def _group_rows_sj(ms: MeanSquares, level: float, interval: str, ss_sj: float) -> tuple[list[ComponentRow], list[dict]]:
+    r"""Rows of the balanced model with the scenario x judge interaction (unrestricted: (alpha gamma)_il iid).
+
+    MS_SJ = SS_SJ/((n-1)(K-1)) and the within-cell residual MS_W' = (SS_W - SS_SJ)/(n(m-1)(K-1)) have
+    E[MS_W'] = s2_eps, E[MS_SJ] = s2_eps + m s2_sj, E[MS_G] = s2_eps + K s2_beta, E[MS_J] = s2_eps + m s2_sj +
+    nm sum(gamma^2)/(K-1) and E[MS_S] = s2_eps + m s2_sj + K s2_beta + mK s2_alpha, so
+
+        scenario_judge = (MS_SJ - MS_W')/m,   generation = (MS_G - MS_W')/K,
+        scenario = (MS_S + MS_W' - MS_G - MS_SJ)/(mK)   (general MLS interval, four mean squares),
+        judge_panel = (K-1)(MS_J - MS_SJ)/(K nm),   judge_population = (MS_J - MS_SJ)/(nm),
+
+    and the judge effects are tested against MS_SJ (F = MS_J/MS_SJ on (K-1, (n-1)(K-1)) df); gamma_l has variance
+    E[MS_SJ](K-1)/(K nm) with t on (n-1)(K-1) df.
+    """
+    n, m, k = ms.n, ms.m, ms.k
+    nm = n * m
+    a = (1 - level) / 2
+    df_sj = (n - 1) * (k - 1)
+    df_w = n * (m - 1) * (k - 1)
+    ss_w = max(ms.ss_residual - ss_sj, 0.0)
+    ms_sj, ms_w = ss_sj / df_sj, ss_w / df_w
+    rows: list[ComponentRow] = []
+    se_mu = math.sqrt(ms.ms_scenario / (nm * k))
+    t = _t_ppf(1 - a, ms.df_scenario)
+    rows.append(ComponentRow("mu", ms.grand_mean, ms.grand_mean - t * se_mu, ms.grand_mean + t * se_mu, se_mu,
+                             "t (MS_S)", "fixed", ms.grand_mean))
+    c = 1 / (m * k)
+    raw = c * (ms.ms_scenario + ms_w - ms.ms_generation - ms_sj)
+    est, boundary = _truncate(raw)
+    terms_p = [(c, ms.ms_scenario, ms.df_scenario), (c, ms_w, df_w)]
+    terms_n = [(c, ms.ms_generation, ms.df_generation), (c, ms_sj, df_sj)]
+    if interval == "mls":
+        lo, hi = mls_interval_general(terms_p, terms_n, level)
+        method, note = "MLS (Ting et al. 1990), four mean squares", ""
+    else:
+        lo, hi = satterthwaite_general(terms_p + [(-cc, mm, dd) for cc, mm, dd in terms_n], level)
+        method = "Satterthwaite"
+        note = "Satterthwaite interval undefined for a non-positive estimate" if math.isnan(lo) else ""
+    se = math.sqrt(sum(2 * (cc * mm) ** 2 / dd for cc, mm, dd in terms_p + terms_n))
+    rows.append(ComponentRow("scenario", est, max(lo, 0.0) if not math.isnan(lo) else lo,
+                             max(hi, 0.0) if not math.isnan(hi) else hi, se, method, "fixed", raw, boundary, True, note))
+    rows.append(_diff_row("generation", 1 / k, ms.ms_generation, ms.df_generation, 1 / k, ms_w, df_w, level, interval))
+    rows.append(_diff_row("scenario_judge", 1 / m, ms_sj, df_sj, 1 / m, ms_w, df_w, level, interval,
+                          note="residual is the within-cell residual"))
+    lo, hi = chi2_interval(ss_w, df_w, level)
+    rows.append(ComponentRow("residual", ms_w, lo, hi, ms_w * math.sqrt(2 / df_w), "chi-square (exact)", "fixed",
+                             ms_w))
+    rows.extend(_judge_rows(ms, ms_sj, df_sj, level, interval, n, m, k))
+    se_g = math.sqrt(ms_sj * (k - 1) / (k * nm))
+    tg = _t_ppf(1 - a, df_sj)
+    return rows, [{"estimate": float(o), "std_error": se_g, "lower": float(o - tg * se_g),
+                   "upper": float(o + tg * se_g), "ci_method": "t (MS_SJ)"} for o in ms.offsets]
+
+
+def _judge_rows(ms: MeanSquares, ms_err: float, df_err: int, level: float, interval: str, n: int, m: int,
+                k: int) -> list[ComponentRow]:
+    """judge_panel and judge_population against the error mean square of the judge effects (MS_W, or MS_SJ
+    when the scenario x judge interaction is in the model)."""
+    nm = n * m
+    rows = []
+    raw_panel = (k - 1) * (ms.ms_judge - ms_err) / (k * nm)
+    est_panel, b_panel = _truncate(raw_panel)
+    if ms_err > 0:
+        f_obs = ms.ms_judge / ms_err
+        lam_lo, lam_hi = noncentral_chi2_interval(ms.ss_judge / ms_err, ms.df_judge, level)
+        scale = ms_err / (nm * k)
+        lam_hat = max(0.0, ms.df_judge * (f_obs - 1))
+        var_msj = 2 * ms_err**2 * (ms.df_judge + 2 * lam_hat) / ms.df_judge**2
+        var_msw = 2 * ms_err**2 / df_err
+        se_panel = (k - 1) / (k * nm) * math.sqrt(var_msj + var_msw)
+        rows.append(ComponentRow("judge_panel", est_panel, lam_lo * scale, lam_hi * scale, se_panel,
+                                 "noncentral chi-square inversion", "fixed", raw_panel, b_panel))
+    else:
+        rows.append(ComponentRow("judge_panel", est_panel, _NAN, _NAN, _NAN, "noncentral chi-square inversion",
+                                 "fixed", raw_panel, b_panel, True, "no residual variance: the F ratio is undefined"))
+    rows.append(_diff_row("judge_population", 1 / nm, ms.ms_judge, ms.df_judge, 1 / nm, ms_err, df_err, level,
+                          interval, view="random", note=f"judges random: {k} judges give {k - 1} degrees of freedom"))
+    return rows
+
+
+def satterthwaite_general(terms: list[tuple[float, float, float]], level: float) -> tuple[float, float]:
+    """Satterthwaite interval for theta = sum_q c_q E[MS_q] (signed c): nu theta_hat/chi2, NaN when theta_hat <= 0."""
+    est = sum(c * ms for c, ms, _ in terms)
+    if not est > 0:
+        return _NAN, _NAN
+    nu = est**2 / sum((c * ms) ** 2 / df for c, ms, df in terms)
+    a = (1.0 - level) / 2.0
+    return nu * est / _chi2_ppf(1 - a, nu), nu * est / _chi2_ppf(a, nu)
+
+
+def location_covariance(ms: MeanSquares, judge_labels: tuple[str, ...],
+                        ms_err: tuple[float, int] | None = None) -> ParameterCovariance:
     r"""Covariance of (mu_hat, gamma_hat) on a balanced table, with what Satterthwaite df need.
 
     mu_hat = G and gamma_hat = J - G are independent (G uses cell means, gamma within-cell contrasts):
@@ -265,21 +436,22 @@ def location_covariance(ms: MeanSquares, judge_labels: tuple[str, ...]) -> Param
     phi = (E MS_S, E MS_W), whose estimates have Var(MS) = 2 MS^2/df, so a contrast's df is Welch-Satterthwaite's.
     """
     k, nm = ms.k, ms.n * ms.m
+    err, df_err = (ms.ms_residual, ms.df_residual) if ms_err is None else ms_err
     p = k + 1
     d_s = np.zeros((p, p))
     d_s[0, 0] = 1.0 / (nm * k)
     d_w = np.zeros((p, p))
     d_w[1:, 1:] = (np.eye(k) - 1.0 / k) / nm
     dcov = np.stack((d_s, d_w))
-    cov = ms.ms_scenario * d_s + ms.ms_residual * d_w
-    var_cov = np.diag([2.0 * ms.ms_scenario**2 / ms.df_scenario, 2.0 * ms.ms_residual**2 / ms.df_residual])
+    cov = ms.ms_scenario * d_s + err * d_w
+    var_cov = np.diag([2.0 * ms.ms_scenario**2 / ms.df_scenario, 2.0 * err**2 / df_err])
     return ParameterCovariance(params=location_params(judge_labels), estimate=np.r_[ms.grand_mean, ms.offsets],
                                cov=cov, dcov=dcov, var_cov=var_cov, df_fallback=float(ms.df_scenario))
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
         interval: Interval = "mls", incomplete: Literal["error", "drop"] = "error",
-        max_drop: float | None = None) -> VarianceComponents:
+        max_drop: float | None = None, scenario_judge: Any = "auto") -> VarianceComponents:
     """Method-of-moments fit of every model (x criterion) from its sufficient statistics.
 
     Parameters
@@ -295,6 +467,11 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     max_drop : float, optional
         With ``incomplete="drop"``: the largest share of a model's scenarios that may be dropped (default 0.5,
         ``cjstats._defaults.MAX_DROP``; 1.0 allows any). A larger loss is refused, naming the model and the counts.
+    scenario_judge : {"auto", True, False}
+        Fit the scenario x judge interaction where it is identifiable (m >= 2 generations judged by the same
+        judges; ``"auto"``), insist (``True``: refused where not identifiable or not balanced) or never
+        (``False``: the residual holds it). With it, ``residual`` is the within-cell residual, judge effects are
+        tested against MS_SJ and ``diagnostics[group]["scenario_judge_test"]`` is the F test MS_SJ/MS_W'.
     seed : ignored
         The method of moments uses no randomness; accepted for the common backend signature.
     rows : ignored
@@ -316,13 +493,47 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         if ms.n < 2:
             raise CjstatsError(f"{g.label(capital=True)} keeps only one scenario after dropping incomplete "
                                f"cells; the scenario variance needs at least 2.")
-        rows_, offsets = _group_rows(ms, ci_level, interval)
+        ss_sj = None
+        unsupported = None
+        if dropped.get("dropped_rows", 0) > 0:
+            unsupported = "the ANOVA kept only complete cells (incomplete='drop'); use method='reml' to fit it"
+        elif g.sj is not None:
+            ss_sj = scenario_judge_mean_square(g.sj, ms.n, ms.m, ms.k)
+            if ss_sj is None:
+                unsupported = "the table is not one balanced block; use method='reml' to fit it"
+        elif g.max_pair_calls >= 2:
+            unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
+                           "(use engine='numpy')")
+        sj_fit, sj_note = resolve_scenario_judge(g, scenario_judge, unsupported=unsupported)
+        if unsupported and not sj_fit and scenario_judge == "auto" and g.max_pair_calls >= 2:
+            warnings.warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
+                          CjstatsWarning, stacklevel=4)
+        if not sj_fit:
+            ss_sj = None
+        rows_, offsets = _group_rows(ms, ci_level, interval, ss_sj)
+        if not sj_fit:
+            rows_.insert(3, ComponentRow.not_identifiable("scenario_judge", sj_note))
         for o, lab in zip(offsets, g.judge_labels):
             o["judge"] = lab
-        diag = {**ms.as_dict(), "n": ms.n, "m": ms.m, "k": ms.k, "judge_f_test": judge_f_test(ms), **dropped}
-        return GroupFit(rows_, offsets, diag, location_covariance(ms, g.judge_labels),
-                        dropped=dropped if incomplete == "drop" else None)
+        diag = {**ms.as_dict(), "n": ms.n, "m": ms.m, "k": ms.k, "judge_f_test": judge_f_test(ms), **dropped,
+                "scenario_judge": "fitted" if sj_fit else sj_note}
+        cov = location_covariance(ms, g.judge_labels)
+        if sj_fit:
+            df_sj, df_w = (ms.n - 1) * (ms.k - 1), ms.n * (ms.m - 1) * (ms.k - 1)
+            ms_sj, ms_w = ss_sj / df_sj, max(ms.ss_residual - ss_sj, 0.0) / df_w
+            f = ms_sj / ms_w if ms_w > 0 else math.inf
+            diag.update({"ms_scenario_judge": ms_sj, "df_scenario_judge": df_sj, "ms_residual": ms_w,
+                         "df_residual": df_w, "ms_residual_paper": ms.ms_residual})
+            diag["scenario_judge_test"] = {"test": "F = MS_SJ/MS_W (within-cell)", "statistic": f, "df1": df_sj,
+                                           "df2": df_w, "p_value": float(special.fdtrc(df_sj, df_w, f)),
+                                           "method": "anova"}
+            fj = ms.ms_judge / ms_sj if ms_sj > 0 else math.inf
+            diag["judge_f_test"] = {"F": fj, "df1": ms.df_judge, "df2": df_sj,
+                                    "p_value": float(special.fdtrc(ms.df_judge, df_sj, fj))}
+            cov = location_covariance(ms, g.judge_labels, (ms_sj, df_sj))
+        return GroupFit(rows_, offsets, diag, cov, dropped=dropped if incomplete == "drop" else None)
 
     return fit_groups(stats, fit_one, method="anova", ci_level=ci_level, seed=seed,
-                      options={"interval": interval, "incomplete": incomplete, "max_drop": limit},
+                      options={"interval": interval, "incomplete": incomplete, "max_drop": limit,
+                               "scenario_judge": scenario_judge},
                       account_drop=lambda recs: account_for_drop(recs, max_drop=limit, stacklevel=7))

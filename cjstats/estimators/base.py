@@ -28,13 +28,64 @@ from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats, build_stats
 
 __all__ = ["GroupFit", "check_estimable", "make_provenance", "assemble", "group_name",
-           "M1_NOTE", "fit_groups", "as_stats", "rows_for", "location_params"]
+           "M1_NOTE", "SJ_NOTE", "resolve_scenario_judge", "scenario_judge_lr_test", "fit_groups", "as_stats", "rows_for", "location_params"]
 
 Unit = CellStats | GroupData
 
 #: The note carried by the ``generation`` row when every scenario has one generation.
 M1_NOTE = ("not identifiable: one generation per scenario (m = 1), so alpha_i + beta_i1 is one constant per "
            "scenario and the scenario component holds sigma2_alpha + sigma2_beta")
+
+
+#: The note carried by the ``scenario_judge`` row when no judge scored two generations of a scenario.
+SJ_NOTE = ("not identifiable: no judge scored two generations of the same scenario, so the scenario x judge "
+           "interaction (alpha gamma)_il cannot be told from the residual, which holds it")
+
+
+def resolve_scenario_judge(unit: Unit, option: Any, *, caller: str = "estimate",
+                           unsupported: str | None = None) -> tuple[bool, str]:
+    """Whether to fit ``scenario_judge`` for one unit, and the note of its row when it is not fitted.
+
+    ``option`` is ``"auto"`` (fit it where identifiable: some judge scored two generations of a scenario),
+    ``True`` (fit it; refuse, naming the unit, where it is not identifiable) or ``False`` (never). ``unsupported``
+    is a reason this fit cannot include the term (then ``True`` is refused and ``"auto"`` leaves it out, saying
+    why in the note).
+    """
+    if option not in ("auto", True, False):
+        raise CjstatsError(f"The 'scenario_judge' argument of {caller} must be 'auto', True or False. "
+                           f"Got {option!r} instead.")
+    if option is False:
+        return False, ("not fitted (scenario_judge=False): the scenario x judge interaction is part of the "
+                       "residual")
+    pairs = unit.max_pair_calls if isinstance(unit, CellStats) else _pair_calls(unit)
+    if pairs < 2:
+        if option is True:
+            raise CjstatsError(f"scenario_judge=True: {unit.label()} has no judge that scored two generations of "
+                               f"one scenario, so the scenario x judge interaction is not identifiable. Score "
+                               f"m >= 2 generations per scenario with the same judges, or use scenario_judge='auto'.")
+        return False, SJ_NOTE
+    if unsupported:
+        if option is True:
+            raise CjstatsError(f"scenario_judge=True: {unsupported}.")
+        return False, f"not fitted: {unsupported}; the residual holds it"
+    return True, ""
+
+
+def _pair_calls(g: GroupData) -> int:
+    k = g.design.n_judges
+    scen = np.asarray(g.cell_scenario)[np.asarray(g.cell)]
+    return int(np.bincount(scen * k + np.asarray(g.judge)).max()) if len(g.y) else 0
+
+
+def scenario_judge_lr_test(statistic: float, *, df: int = 1, method: str) -> dict[str, Any]:
+    """Test of s2_scenario_judge = 0 from a likelihood-ratio statistic (REML criteria of the models without and
+    with the term): the null value is on the boundary, so the null distribution is the mixture
+    0.5 chi2_0 + 0.5 chi2_1 (Self & Liang 1987; Stram & Lee 1994) and p = 0.5 P(chi2_1 > LR)."""
+    from scipy import stats as _st
+
+    lr = max(float(statistic), 0.0)
+    return {"test": "REML likelihood ratio (0.5 chi2_0 + 0.5 chi2_1)", "statistic": lr, "df": df,
+            "p_value": float(0.5 * _st.chi2.sf(lr, df)) if lr > 0 else 1.0, "method": method}
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ import numpy as np
 
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import GroupDesign
+from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
 
 __all__ = ["CellStats", "merge_stats"]
@@ -68,6 +69,9 @@ class CellStats:
     y_max: float
     first_cell: tuple[str, str]   # (scenario, generation) labels of the first cell
     first_missing: tuple[Any, Any, tuple[str, ...]] | None = None  # first incomplete cell and its absent judges
+    #: per-pattern statistics of the scenario x judge model (:mod:`cjstats.stats.scenario_judge`); built by the
+    #: numpy engine when some judge scored several generations of a scenario, else None
+    sj: ScenarioJudgeStats | None = None
 
     # -- identity ------------------------------------------------------------------------------------
     @property
@@ -99,6 +103,11 @@ class CellStats:
     def has_generation(self) -> bool:
         """Some scenario has at least two generations."""
         return bool(self.generations_per_scenario.max() >= 2)
+
+    @property
+    def max_pair_calls(self) -> int:
+        """Largest number of calls of one judge on one scenario (>= 2: ``scenario_judge`` is identifiable)."""
+        return scenario_judge_pairs(self.s_isk)
 
     @property
     def n_linked(self) -> int:
@@ -137,6 +146,7 @@ class CellStats:
             ys=self.ys - self.s_isk @ delta,
             judge_sum=self.judge_sum - self.judge_n * delta,
             yy=float(self.yy - 2.0 * self.judge_sum @ delta + self.judge_n @ (delta * delta)),
+            sj=None if self.sj is None else self.sj.recentre(new),
         )
 
     # -- views ---------------------------------------------------------------------------------------
@@ -377,9 +387,13 @@ def merge_stats(*parts: CellStats) -> CellStats:
                 cands.append((pos[p.first_missing[0]], p.first_missing))
         first_missing = min(cands, key=lambda c: c[0])[1] if cands else None
     first = min(parts, key=lambda p: int(np.flatnonzero(scen == p.first_cell[0])[0]))
+    # the scenario x judge statistics merge only when every chunk has them over the same judges
+    sj = None
+    if all(p.sj is not None and p.judge_labels == tuple(labels) for p in parts):
+        sj = merge_sj_stats([p.sj for p in parts], shift)
     return CellStats(
         model=parts[0].model, criterion=parts[0].criterion, scenario_labels=scen, judge_labels=tuple(labels),
         design=design, shift=shift, n_obs=n_obs, n_cells=n_cells, sizes=sizes, yy=float(yy),
         y_min=min(p.y_min for p in parts), y_max=max(p.y_max for p in parts), first_cell=first.first_cell,
-        first_missing=first_missing, **acc, **cat,
+        first_missing=first_missing, sj=sj, **acc, **cat,
     )

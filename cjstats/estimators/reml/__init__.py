@@ -92,6 +92,7 @@ from scipy import stats
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.reml import core as _rs
+from cjstats.estimators.reml import scenario_judge as _sj
 from cjstats.estimators.base import (
     M1_NOTE,
     GroupFit,
@@ -99,7 +100,9 @@ from cjstats.estimators.base import (
     fit_groups,
     group_name,
     location_params,
+    resolve_scenario_judge,
     rows_for,
+    scenario_judge_lr_test,
 )
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError, CjstatsWarning
@@ -407,20 +410,42 @@ def _variance_row(component: str, est_raw: float, theta_zero: bool, se: float, l
 
 
 def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: str, n_boot: int,
-               rng: np.random.Generator | None, progress: bool, rows: GroupData | None = None
-               ) -> tuple[GroupFit, dict[str, np.ndarray] | None]:
+               rng: np.random.Generator | None, progress: bool, rows: GroupData | None = None,
+               scenario_judge: Any = "auto") -> tuple[GroupFit, dict[str, np.ndarray] | None]:
     gm = _GroupModel(g, rows)
     g = gm.unit
-    ev = gm.ev
     d = gm.design
     k = gm.k
     n = d.n_scen
     has_gen = gm.has_generation
     warn_msgs: list[str] = []
+    unsupported = None
+    if path == "statsmodels":
+        unsupported = "path='statsmodels' fits the paper's model, without the scenario x judge term"
+    elif interval == "bootstrap":
+        unsupported = "interval='bootstrap' simulates the paper's model, without the scenario x judge term"
+    elif g.sj is None and g.max_pair_calls >= 2:
+        unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
+                       "(use engine='numpy')")
+    sj_fit, sj_note = resolve_scenario_judge(g, scenario_judge, unsupported=unsupported)
+    if unsupported and not sj_fit and scenario_judge == "auto" and g.max_pair_calls >= 2:
+        warn_msgs.append(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.")
+    sj_test = None
+    if sj_fit:
+        ev = _sj.SJEvaluator(d, gm.ystats, g.sj)
+        start = _sj.sj_moment_start(d, gm.ystats, "fixed")
+    else:
+        ev = gm.ev
+        start = _rs.moment_start(d, gm.ystats, "fixed")
+    # judge effects are tested against the scenario x judge variation when it is in the model
+    df_judge_err = max((n - 1) * (k - 1), 1) if sj_fit else d.df_residual
 
     # --- fixed-judge model
-    start = _rs.moment_start(d, gm.ystats, "fixed")
     fr_struct = _rs.fit_model(ev, "fixed", start=start)
+    if sj_fit:
+        fr0 = _rs.fit_model(gm.ev, "fixed")
+        sj_test = scenario_judge_lr_test(fr0.deviance - fr_struct.deviance, method="reml")
+        sj_test["converged"] = bool(fr0.converged)
     sm_diag = None
     if path == "statsmodels":
         fr, sm_diag = _fit_statsmodels(gm, start, fr_struct)
@@ -435,7 +460,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
                              "not trustworthy: check for judges or scenarios with very few scores, or use "
                              "method='anova' on the complete scenarios.")
     # --- random-judge model (judge_population)
-    rr = _rs.fit_model(ev, "random")
+    rr = _rs.fit_model(ev, "random", start=_sj.sj_moment_start(d, gm.ystats, "random") if sj_fit else None)
     if not rr.converged:
         warn_msgs.append(f"The random-judge REML optimiser did not converge for {g.label()} ({rr.message}); "
                          "judge_population is not trustworthy there.")
@@ -446,7 +471,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     df_res = d.df_residual
 
     # --- intervals for the variances
-    names_f = ["residual", "scenario"] + (["generation"] if has_gen else [])
+    names_f = ["residual", "scenario"] + (["generation"] if has_gen else []) + (["scenario_judge"] if sj_fit else [])
     ints: dict[str, tuple[float, float]] = {}
     ci_var = {"profile": "profile likelihood (REML)", "bootstrap": "parametric bootstrap percentile",
               "none": "none"}[interval]
@@ -479,7 +504,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     # degrees of freedom of mu = 1'eta/K and gamma = L eta (Satterthwaite; the design's n - 1 and df_res
     # only if the REML information is singular)
     df_t, df_how = _satterthwaite_df(fe, h_f, fr_struct.theta, np.vstack((np.full(k, 1.0 / k), fe["lmat"])),
-                                     np.r_[n - 1, np.full(k, df_res)].astype(float))
+                                     np.r_[n - 1, np.full(k, df_judge_err)].astype(float))
     # mu
     se_mu = math.sqrt(fe["var_mu"])
     t_mu = stats.t.ppf(1 - a, df_t[0])
@@ -499,9 +524,14 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
         rows.append(_variance_row("generation", s2e * theta[1], theta[1] <= 0, se_f[2], *ints["generation"], ci_var))
     else:
         rows.append(ComponentRow.not_identifiable("generation", M1_NOTE))
+    if sj_fit:
+        rows.append(_variance_row("scenario_judge", s2e * theta[2], theta[2] <= 0, se_f[3], *ints["scenario_judge"],
+                                  ci_var, note="residual is the within-cell residual"))
+    else:
+        rows.append(ComponentRow.not_identifiable("scenario_judge", sj_note))
     rows.append(ComponentRow("residual", s2e, *ints["residual"], se_f[0], ci_var, "fixed", s2e))
     # judge_panel
-    jp = _judge_panel(fe, s2e, df_res, level, k)
+    jp = _judge_panel(fe, s2e, df_judge_err, level, k)
     if interval == "bootstrap":
         lo, hi = _percentile(boot["judge_panel"], level)
         jp = dataclasses.replace(jp, lower=lo, upper=hi, ci_method="parametric bootstrap percentile")
@@ -527,6 +557,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
                         "ci_method": meth})
 
     boundary = {"scenario": bool(theta[0] <= 0), "generation": bool(has_gen and theta[1] <= 0),
+                **({"scenario_judge": bool(theta[2] <= 0)} if sj_fit else {}),
                 "judge_population": bool(rr.theta[-1] <= 0)}
     diag: dict[str, Any] = {
         "path": path,
@@ -537,11 +568,15 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
         "boundary": boundary,
         "singular": bool(any(boundary.values())),
         "reml_criterion": float(fr.deviance),
-        "theta": {"scenario": float(theta[0]), **({"generation": float(theta[1])} if has_gen else {})},
+        "theta": {"scenario": float(theta[0]), **({"generation": float(theta[1])} if has_gen else {}),
+                  **({"scenario_judge": float(theta[2])} if sj_fit else {})},
+        "scenario_judge": "fitted" if sj_fit else sj_note,
+        "scenario_judge_test": sj_test,
         "random_judge_model": {
             "converged": bool(rr.converged), "iterations": int(rr.iterations), "reml_criterion": float(rr.deviance),
             "variances": {"residual": float(rr.s2), "scenario": float(rr.s2 * rr.theta[0]),
                           **({"generation": float(rr.s2 * rr.theta[1])} if has_gen else {}),
+                          **({"scenario_judge": float(rr.s2 * rr.theta[2])} if sj_fit else {}),
                           "judge": float(s2j)},
             "path": "structured",
         },
@@ -570,8 +605,8 @@ def _capabilities() -> Any:
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
-        interval: Interval = "profile", n_boot: int = 999, path: Path = "auto", progress: bool = False
-        ) -> VarianceComponents:
+        interval: Interval = "profile", n_boot: int = 999, path: Path = "auto", progress: bool = False,
+        scenario_judge: Any = "auto") -> VarianceComponents:
     """REML fit of every model (x criterion) from its sufficient statistics; balanced or not.
 
     Parameters
@@ -596,6 +631,12 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         ``diagnostics[group]["path"]``.
     progress : bool
         Show a progress bar (tqdm) on stderr during the bootstrap.
+    scenario_judge : {"auto", True, False}
+        Fit the scenario x judge interaction (``scenario_judge``, lme4's ``(1|scenario:judge)``): ``"auto"``
+        where it is identifiable (some judge scored two generations of a scenario; then ``residual`` is the
+        within-cell residual and ``diagnostics[group]["scenario_judge_test"]`` the REML likelihood-ratio test of
+        it), ``True`` to insist (refused where not identifiable), ``False`` never (the residual holds it). Not
+        with ``interval="bootstrap"`` or ``path="statsmodels"`` (``"auto"`` then leaves it out and warns).
 
     Returns
     -------
@@ -637,7 +678,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     def fit_one(g: CellStats) -> GroupFit:
         rng = np.random.default_rng(seq.spawn(1)[0]) if seq is not None else None
         gf, boot = _fit_group(g, level=ci_level, interval=interval, path=run_path, n_boot=n_boot, rng=rng,
-                              progress=progress, rows=rows_for(rows, g))
+                              progress=progress, rows=rows_for(rows, g), scenario_judge=scenario_judge)
         if boot is not None:
             boots.append((g, boot))
         return gf
@@ -645,7 +686,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     with _single_thread_blas():
         result = fit_groups(stats, fit_one, method="reml", ci_level=ci_level, seed=seed,
                             options={"interval": interval, "n_boot": n_boot if interval == "bootstrap" else None,
-                                     "path": path})
+                                     "path": path, "scenario_judge": scenario_judge})
     if boots:
         frames = []
         for g, boot in boots:

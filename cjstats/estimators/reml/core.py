@@ -398,6 +398,12 @@ class Evaluator:
 
         return quad, lambda v: float(v.sum()), ws
 
+    def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
+              ) -> tuple[Any, ...]:
+        """:meth:`core` at theta = (theta_a[, theta_b]) (a subclass with other variances in H overrides this)."""
+        ta, tb = _unpack(theta)
+        return self.core(ta, tb, grad, which, hess)
+
     # -- fixed judges ---------------------------------------------------------------------------------
     def fixed_parts(self, theta: np.ndarray, grad: bool = False, hess: bool = False) -> dict[str, Any]:
         """rss, log|H| + log|X'H^{-1}X| and (optionally) their gradients in theta, fixed-judge model.
@@ -409,12 +415,11 @@ class Evaluator:
             rss_ij = z'A_ij z - 2 r_i'M^{-1} r_j,
             (log|M|)_ij = tr(M^{-1} M_ij) - tr(M^{-1} M_i M^{-1} M_j).
         """
-        ta, tb = _unpack(theta)
         if hess:
             grad = True
-            amat, ld, (da, d2a), (dld, d2ld) = self.core(ta, tb, hess=True)
+            amat, ld, (da, d2a), (dld, d2ld) = self._core(theta, hess=True)
         else:
-            amat, ld, da, dld = self.core(ta, tb, grad)
+            amat, ld, da, dld = self._core(theta, grad)
         k = self.k
         chol, info = _potrf(amat, lower=1)
         if info != 0:
@@ -453,12 +458,11 @@ class Evaluator:
         derivatives (``d2rss``, ``d2logdet``, see :meth:`_random_hessian`).
         """
         tj = float(theta[-1])
-        ta, tb = _unpack(theta[:-1])
         if hess:
             grad = True
-            amat, ld, (da, d2a), (dld, d2ld) = self.core(ta, tb, hess=True, which="random")
+            amat, ld, (da, d2a), (dld, d2ld) = self._core(theta[:-1], hess=True, which="random")
         else:
-            amat, ld, da, dld = self.core(ta, tb, grad, which="random")
+            amat, ld, da, dld = self._core(theta[:-1], grad, which="random")
         k = self.k
         m, b, c = amat[:k, :k], amat[:k, k], float(amat[k, k])
         t_mat = self._eye_k + tj * m
@@ -725,8 +729,7 @@ def fixed_effects(ev: Evaluator, theta: np.ndarray, s2: float, *, derivatives: b
            "judge_panel_raw": (float(gamma @ gamma) - float(np.trace(cov_gamma))) / k}
     if derivatives:
         q = len(theta)
-        ta, tb = float(theta[0]), float(theta[1]) if q > 1 else 0.0
-        dm = ev.core(ta, tb, grad=True)[2][:q, :k, :k]          # (q, K, K): dM/dtheta_i
+        dm = ev._core(theta, grad=True)[2][:q, :k, :k]          # (q, K, K): dM/dtheta_i
         sand = minv @ dm @ minv                                   # M^{-1} M_i M^{-1}
         out["dcov_eta"] = np.concatenate(((minv + np.tensordot(theta, sand, axes=1))[None], -sand))
     return out

@@ -11,6 +11,7 @@ import numpy as np
 
 from cjstats.scores import GroupData
 from cjstats.stats.cellstats import CellStats
+from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 
 __all__ = ["unit_stats"]
 
@@ -84,14 +85,16 @@ def unit_stats(g: GroupData) -> CellStats:
         c = int(np.flatnonzero(~present.all(axis=1))[0])
         first_missing = (g.scenario_labels[cell_scen[c]], g.cell_generation_labels[c],
                          tuple(g.judge_labels[j] for j in np.flatnonzero(~present[c])))
+    s_isk = s_isk.reshape(n_scen, n_s, k)
+    sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift) if scenario_judge_pairs(s_isk) >= 2 else None
     return CellStats(
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
         judge_labels=tuple(g.judge_labels), design=g.design, shift=shift, n_obs=int(y.shape[0]), n_cells=n_cells,
         sizes=sizes_f, size_cells=np.bincount(cell_size_idx, minlength=n_s).astype(np.float64), dd=dd, dy=dy,
         yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s, ssw_s=ssw_s,
-        s_isk=s_isk.reshape(n_scen, n_s, k), cnt_is=cnt.reshape(n_scen, n_s), ys=ys.reshape(n_scen, n_s),
+        s_isk=s_isk, cnt_is=cnt.reshape(n_scen, n_s), ys=ys.reshape(n_scen, n_s),
         judge_n=judge_n, judge_sum=judge_sum, yy=yy,
         y_min=float(y.min()), y_max=float(y.max()),
         first_cell=(g.scenario_labels[cell_scen[0]], g.cell_generation_labels[0]),
-        first_missing=first_missing,
+        first_missing=first_missing, sj=sj,
     )

@@ -1,0 +1,189 @@
+r"""Sufficient statistics for the scenario x judge interaction (estimand ``scenario_judge``).
+
+With the interaction the model of one unit is (DESIGN.md, ``scenario_judge``)
+
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
+
+and the scores of one scenario i are Gaussian with covariance s2_eps H_i, H_i = I + Z_i Lambda Z_i', where Z_i
+holds the indicators of the scenario's random effects u_i = (alpha_i, beta_i1..beta_im, (alpha gamma)_i1..
+(alpha gamma)_iK) and Lambda = diag(theta_a, theta_b 1_m, theta_sj 1_K) (relative variances). Everything a fit
+needs about scenario i is then
+
+- its design: the judge calls of each of its cells, D_i (m x K); from it W_i = Z_i'Z_i (the counts: calls in
+  the scenario, per cell, per judge, and per cell and judge) and G_i = Z_i'J (J the judge columns);
+- z_i = Z_i'y0_i = (scenario sum, the m cell sums, the K scenario x judge sums) of the judge-centred scores
+  y0 = y - shift[judge].
+
+Scenarios whose cells have the same judge calls (up to the order of the cells) share W and G: they form a
+*pattern* p, and only the pattern's count n_p, sum_i z_i and scatter sum_i z_i z_i' enter any likelihood
+(a balanced table is one pattern). Cells are put in a canonical order inside each scenario (by their judge
+calls), and patterns with fewer cells than the largest are padded with empty cells, whose W and G rows are 0 and
+so change nothing. Statistics of chunks split by scenario add up pattern by pattern (:func:`merge_sj_stats`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ScenarioJudgeStats", "build_sj_stats", "merge_sj_stats", "scenario_judge_pairs"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScenarioJudgeStats:
+    """Per-pattern statistics of one unit for the scenario x judge model (module docstring).
+
+    Shapes: P patterns, m cells per pattern (padded), K judges, q = 1 + m + K.
+    """
+
+    incidence: np.ndarray   # (P, m, K) judge calls of each cell of the pattern (0 rows pad)
+    count: np.ndarray       # (P,) scenarios with the pattern
+    zsum: np.ndarray        # (P, q) sum over the pattern's scenarios of z_i
+    zscat: np.ndarray       # (P, q, q) sum of z_i z_i'
+    shift: np.ndarray       # (K,) the centring of y0
+
+    @property
+    def m(self) -> int:
+        return int(self.incidence.shape[1])
+
+    @property
+    def k(self) -> int:
+        return int(self.incidence.shape[2])
+
+    @property
+    def q(self) -> int:
+        return 1 + self.m + self.k
+
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """W = Z'Z (P, q, q) and G = Z'J (P, q, K) of every pattern, from its judge calls D (m x K).
+
+        Rows and columns: 0 the scenario, 1..m the cells, 1+m.. the scenario x judge effects. W has the calls in
+        the scenario, per cell (h_c) and per judge (n_l) against the scenario row and on the diagonal, and the cell
+        x judge calls D_cl between cells and judges; G has n_l (scenario row), D_c (cell rows) and diag(n_l).
+        """
+        d = self.incidence
+        p, m, k = d.shape
+        q = 1 + m + k
+        h = d.sum(axis=2)                      # (P, m)
+        nl = d.sum(axis=1)                     # (P, K)
+        w = np.zeros((p, q, q))
+        w[:, 0, 0] = h.sum(axis=1)
+        w[:, 0, 1:1 + m] = w[:, 1:1 + m, 0] = h
+        w[:, 0, 1 + m:] = w[:, 1 + m:, 0] = nl
+        ic = np.arange(m)
+        w[:, 1 + ic, 1 + ic] = h
+        w[:, 1:1 + m, 1 + m:] = d
+        w[:, 1 + m:, 1:1 + m] = d.transpose(0, 2, 1)
+        il = np.arange(k)
+        w[:, 1 + m + il, 1 + m + il] = nl
+        g = np.zeros((p, q, k))
+        g[:, 0, :] = nl
+        g[:, 1:1 + m, :] = d
+        g[:, 1 + m + il, il] = nl
+        return w, g
+
+    def recentre(self, shift: np.ndarray) -> ScenarioJudgeStats:
+        """The same statistics with y0 = y - ``shift``[judge]: z_i -> z_i - G_p delta, delta = shift_new - shift_old."""
+        new = np.asarray(shift, dtype=np.float64)
+        delta = new - self.shift
+        if not np.any(delta):
+            return self
+        _, g = self.blocks()
+        gd = g @ delta                                             # (P, q)
+        n = self.count[:, None]
+        zsum = self.zsum - n * gd
+        outer = self.zsum[:, :, None] * gd[:, None, :]
+        zscat = self.zscat - outer - outer.transpose(0, 2, 1) + n[:, :, None] * gd[:, :, None] * gd[:, None, :]
+        return dataclasses.replace(self, zsum=zsum, zscat=zscat, shift=new)
+
+
+def scenario_judge_pairs(s_isk: np.ndarray) -> int:
+    """Largest number of calls of one judge on one scenario (from the per-scenario judge counts (n, S, K)).
+
+    The interaction is identifiable only when it is at least 2 for some pair: a judge scored several
+    generations of a scenario.
+    """
+    if s_isk.size == 0:
+        return 0
+    return int(np.rint(s_isk.sum(axis=1)).max())
+
+
+def build_sj_stats(y0: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_scen: np.ndarray, k: int,
+                   shift: np.ndarray) -> ScenarioJudgeStats:
+    """Reduce one unit's rows (judge-centred scores ``y0``, 0-based cell, judge and cell -> scenario codes)."""
+    n_cells = int(cell_scen.shape[0])
+    n_scen = int(cell_scen.max()) + 1
+    d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k)
+    # canonical cell order in each scenario: by the cell's judge calls (descending id of the distinct rows)
+    _, cid = np.unique(d_cell, axis=0, return_inverse=True)
+    cid = np.asarray(cid).reshape(-1)
+    order = np.lexsort((-cid, cell_scen))
+    per = np.bincount(cell_scen, minlength=n_scen)
+    m = int(per.max())
+    start = np.concatenate(([0], np.cumsum(per)[:-1]))
+    scen_sorted = cell_scen[order]
+    pos = np.arange(n_cells) - start[scen_sorted]
+    key = np.full((n_scen, m), -1, dtype=np.int64)
+    key[scen_sorted, pos] = cid[order]
+    _, first, pat = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    pat = np.asarray(pat).reshape(-1)
+    n_pat = first.shape[0]
+    # per-pattern judge calls, from one scenario of each pattern
+    inc = np.zeros((n_scen, m, k))
+    inc[scen_sorted, pos] = d_cell[order]
+    incidence = inc[first]
+    # z_i = (scenario sum, cell sums in canonical order, scenario x judge sums)
+    q = 1 + m + k
+    ysum = np.bincount(cell, weights=y0, minlength=n_cells)
+    z = np.zeros((n_scen, q))
+    z[:, 0] = np.bincount(cell_scen, weights=ysum, minlength=n_scen)
+    z[scen_sorted, 1 + pos] = ysum[order]
+    row_scen = cell_scen[cell]
+    z[:, 1 + m:] = np.bincount(row_scen * k + judge, weights=y0, minlength=n_scen * k).reshape(n_scen, k)
+    zsum = np.zeros((n_pat, q))
+    zscat = np.zeros((n_pat, q, q))
+    if n_pat == 1:
+        zsum[0] = z.sum(axis=0)
+        zscat[0] = z.T @ z
+    else:
+        srt = np.argsort(pat, kind="stable")
+        bounds = np.searchsorted(pat[srt], np.arange(n_pat + 1))
+        zs = z[srt]
+        for p in range(n_pat):
+            blk = zs[bounds[p]:bounds[p + 1]]
+            zsum[p] = blk.sum(axis=0)
+            zscat[p] = blk.T @ blk
+    return ScenarioJudgeStats(incidence=incidence, count=np.bincount(pat, minlength=n_pat).astype(np.float64),
+                              zsum=zsum, zscat=zscat, shift=np.asarray(shift, dtype=np.float64))
+
+
+def merge_sj_stats(parts: list[ScenarioJudgeStats], shift: np.ndarray) -> ScenarioJudgeStats:
+    """Statistics of a unit split by scenario, from its chunks' (recentred to ``shift`` first)."""
+    parts = [p.recentre(shift) for p in parts]
+    m = max(p.m for p in parts)
+    k = parts[0].k
+    q = 1 + m + k
+    table: dict[bytes, list] = {}
+    for p in parts:
+        pad = m - p.m
+        for i in range(p.count.shape[0]):
+            inc = np.zeros((m, k))
+            inc[:p.m] = p.incidence[i]
+            zs = np.zeros(q)
+            zc = np.zeros((q, q))
+            idx = np.r_[np.arange(1 + p.m), np.arange(1 + m, q)] if pad else np.arange(q)
+            zs[idx] = p.zsum[i]
+            zc[np.ix_(idx, idx)] = p.zscat[i]
+            key = inc.tobytes()
+            if key in table:
+                table[key][1] += p.count[i]
+                table[key][2] += zs
+                table[key][3] += zc
+            else:
+                table[key] = [inc, float(p.count[i]), zs, zc]
+    vals = list(table.values())
+    return ScenarioJudgeStats(incidence=np.stack([v[0] for v in vals]), count=np.array([v[1] for v in vals]),
+                              zsum=np.stack([v[2] for v in vals]), zscat=np.stack([v[3] for v in vals]),
+                              shift=np.asarray(shift, dtype=np.float64))
