@@ -61,6 +61,7 @@ from cjstats.stats.views import MeanSquares
 __all__ = [
     "MeanSquares", "mean_squares", "mls_interval", "satterthwaite_interval", "chi2_interval",
     "noncentral_f_interval", "noncentral_chi2_interval", "judge_f_test", "fit", "location_covariance",
+    "mls_interval_general", "satterthwaite_general", "scenario_judge_ss", "scenario_judge_mean_square",
 ]
 
 Interval = Literal["mls", "satterthwaite"]
@@ -259,6 +260,17 @@ def _diff_row(component: str, c1: float, ms1: float, df1: int, c2: float, ms2: f
     se = math.sqrt(2 * (c1 * ms1) ** 2 / df1 + 2 * (c2 * ms2) ** 2 / df2)
     return ComponentRow(component, est, max(lo, 0.0) if not math.isnan(lo) else lo,
                         max(hi, 0.0) if not math.isnan(hi) else hi, se, method, view, raw, boundary, True, note)
+
+
+def scenario_judge_ss(y: np.ndarray) -> float:
+    """SS_SJ = m sum_il (X_i.l - X_i.. - X_..l + X_...)^2 of a dense balanced (n, m, K) array (the reference that
+    :func:`scenario_judge_mean_square` is tested against, and the fast path of simulation studies)."""
+    y = np.asarray(y, dtype=np.float64)
+    m = y.shape[1]
+    sil = y.mean(axis=1)
+    e = sil - sil.mean(axis=1, keepdims=True)
+    e -= e.mean(axis=0, keepdims=True)
+    return float(m * np.einsum("ij,ij->", e, e))
 
 
 def scenario_judge_mean_square(sj: ScenarioJudgeStats, n: int, m: int, k: int) -> float | None:
