@@ -111,32 +111,46 @@ def scenario_judge_pairs(s_isk: np.ndarray) -> int:
 
 
 def build_sj_stats(y0: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_scen: np.ndarray, k: int,
-                   shift: np.ndarray) -> ScenarioJudgeStats:
-    """Reduce one unit's rows (judge-centred scores ``y0``, 0-based cell, judge and cell -> scenario codes)."""
+                   shift: np.ndarray, *, d_cell: np.ndarray | None = None,
+                   ysum: np.ndarray | None = None) -> ScenarioJudgeStats:
+    """Reduce one unit's rows (judge-centred scores ``y0``, 0-based cell, judge and cell -> scenario codes).
+
+    ``d_cell`` (cells x K judge calls) and ``ysum`` (cell sums of y0) are taken from the caller when it has them.
+    """
     n_cells = int(cell_scen.shape[0])
     n_scen = int(cell_scen.max()) + 1
-    d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k)
-    # canonical cell order in each scenario: by the cell's judge calls (descending id of the distinct rows)
-    _, cid = np.unique(d_cell, axis=0, return_inverse=True)
-    cid = np.asarray(cid).reshape(-1)
-    order = np.lexsort((-cid, cell_scen))
+    if d_cell is None:
+        d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k)
     per = np.bincount(cell_scen, minlength=n_scen)
     m = int(per.max())
-    start = np.concatenate(([0], np.cumsum(per)[:-1]))
-    scen_sorted = cell_scen[order]
-    pos = np.arange(n_cells) - start[scen_sorted]
-    key = np.full((n_scen, m), -1, dtype=np.int64)
-    key[scen_sorted, pos] = cid[order]
-    _, first, pat = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    pat = np.asarray(pat).reshape(-1)
+    if bool((per == m).all()) and bool((d_cell == d_cell[0]).all()):
+        # one pattern (every balanced table): cells are already grouped by scenario, in any order
+        order = np.argsort(cell_scen, kind="stable")
+        scen_sorted = cell_scen[order]
+        pos = np.arange(n_cells) - np.repeat(np.arange(n_scen) * m, m)
+        pat = np.zeros(n_scen, dtype=np.int64)
+        first = np.array([0])
+    else:
+        cid = _row_ids(d_cell)
+        # canonical cell order in each scenario: by the cell's judge calls (descending id of the distinct rows)
+        order = np.lexsort((-cid, cell_scen))
+        start = np.concatenate(([0], np.cumsum(per)[:-1]))
+        scen_sorted = cell_scen[order]
+        pos = np.arange(n_cells) - start[scen_sorted]
+        key = np.full((n_scen, m), -1, dtype=np.int64)
+        key[scen_sorted, pos] = cid[order]
+        pat, first = _row_ids(key, first=True)
     n_pat = first.shape[0]
-    # per-pattern judge calls, from one scenario of each pattern
-    inc = np.zeros((n_scen, m, k))
-    inc[scen_sorted, pos] = d_cell[order]
-    incidence = inc[first]
+    # per-pattern judge calls, from the first scenario of each pattern
+    incidence = np.zeros((n_pat, m, k))
+    rep_of = np.full(n_scen, -1, dtype=np.int64)
+    rep_of[first] = np.arange(n_pat)
+    sel = rep_of[scen_sorted] >= 0
+    incidence[rep_of[scen_sorted[sel]], pos[sel]] = d_cell[order[sel]]
     # z_i = (scenario sum, cell sums in canonical order, scenario x judge sums)
     q = 1 + m + k
-    ysum = np.bincount(cell, weights=y0, minlength=n_cells)
+    if ysum is None:
+        ysum = np.bincount(cell, weights=y0, minlength=n_cells)
     z = np.zeros((n_scen, q))
     z[:, 0] = np.bincount(cell_scen, weights=ysum, minlength=n_scen)
     z[scen_sorted, 1 + pos] = ysum[order]
@@ -157,6 +171,15 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_sce
             zscat[p] = blk.T @ blk
     return ScenarioJudgeStats(incidence=incidence, count=np.bincount(pat, minlength=n_pat).astype(np.float64),
                               zsum=zsum, zscat=zscat, shift=np.asarray(shift, dtype=np.float64))
+
+
+def _row_ids(a: np.ndarray, *, first: bool = False):
+    """Ids 0..U-1 of the distinct rows of an integer matrix (and the index of each id's first row)."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    void = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).reshape(-1)
+    _, idx, inv = np.unique(void, return_index=True, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    return (inv, idx) if first else inv
 
 
 def merge_sj_stats(parts: list[ScenarioJudgeStats], shift: np.ndarray) -> ScenarioJudgeStats:
