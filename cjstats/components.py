@@ -226,6 +226,13 @@ def _fmt(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
 
 
+def _fmt_p(p: float) -> str:
+    """A p-value: below the double-precision floor as ``< 1e-300``, else 2 significant digits."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "-"
+    return "< 1e-300" if p < 1e-300 else f"{p:.2g}"
+
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     """A printable summary of a fit: ``as_text()``, ``as_markdown()``, ``as_html()``."""
@@ -521,10 +528,38 @@ class VarianceComponents:
             if n and n not in seen:
                 seen.add(n)
                 notes.append(f"note: {n}")
+        notes.extend(self.scenario_judge_lines())
         header = (("method", self.method), ("interval level", f"{self.ci_level:g}"),
                   ("groups", str(len(self.design))))
         return Summary(title=f"Variance components ({self.method})", header=header, table=self.components,
                        offsets=self.judge_offsets, footnotes=tuple(notes))
+
+    def scenario_judge_lines(self) -> list[str]:
+        """One line per group where ``scenario_judge`` was fitted: estimate, interval, the test of it being 0 and
+        what it means for the design (``diagnostics[group]["scenario_judge_design"]`` when the decision layer
+        left a verdict there, else the rule: judges per scenario reduce it, generations under the same judges
+        do not)."""
+        t = self.components
+        sel = t[(t["component"] == "scenario_judge") & t["identifiable"]]
+        out = []
+        for _, r in sel.iterrows():
+            group = r["model"] if "criterion" not in t.columns or r.get("criterion") is None else \
+                f"{r['model']} / {r['criterion']}"
+            diag = self.diagnostics.get(group, {}) if isinstance(self.diagnostics, Mapping) else {}
+            test = diag.get("scenario_judge_test") if isinstance(diag, Mapping) else None
+            line = f"scenario_judge ({group}): {_fmt(r['estimate'])} [{_fmt(r['lower'])}, {_fmt(r['upper'])}]"
+            if isinstance(test, Mapping):
+                if "df1" in test:
+                    line += (f"; F = {_fmt(test['statistic'])} on ({test['df1']}, {test['df2']}) df, "
+                             f"p = {_fmt_p(test['p_value'])}")
+                else:
+                    line += f"; REML LR = {_fmt(test['statistic'])}, p = {_fmt_p(test['p_value'])} (boundary mixture)"
+            verdict = diag.get("scenario_judge_design") if isinstance(diag, Mapping) else None
+            line += f"; {verdict}" if verdict else (
+                "; it does not average over generations scored by the same judge: more judges per scenario (or "
+                "rotating judges across generations) reduce it, more generations do not")
+            out.append(line)
+        return out
 
     def __str__(self) -> str:
         return self.summary().as_text()

@@ -18,7 +18,7 @@ from cjstats.exceptions import CjstatsError
 
 __all__ = ["wide", "long", "as_latex", "components_latex"]
 
-_VARIANCES = ("scenario", "generation", "residual", "judge_panel", "judge_population")
+_VARIANCES = tuple(c for c in COMPONENTS if c != "mu")
 _STATS = ("estimate", "std_error", "lower", "upper", "sd", "sd_lower", "sd_upper")
 
 

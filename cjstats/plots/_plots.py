@@ -7,6 +7,7 @@ Nothing here calls ``show()``; matplotlib is imported inside the functions.
 
 from __future__ import annotations
 
+
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import CI_LEVEL
+from cjstats._defaults import CI_LEVEL, COMPONENTS
 from cjstats.exceptions import CjstatsError
 from cjstats.plots._style import (
     PALETTE, STRATEGY_COLOURS, label_inches, new_axes, require_columns, require_packages,
@@ -25,8 +26,9 @@ __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "alloca
 
 _STRATEGY_LABEL = {"all": "A: all judges", "random": "B: random judge", "cyclic": "C: CyclicJudge",
                    "weighted": "weighted (Neyman)"}
-_VARIANCE_COMPONENTS = ("scenario", "generation", "residual", "judge_panel", "judge_population")
-_SYMBOL = {"mu": "mu", "scenario": "sigma2_alpha", "generation": "sigma2_beta", "residual": "sigma2_eps",
+_VARIANCE_COMPONENTS = tuple(c for c in COMPONENTS if c != "mu")
+_SYMBOL = {"mu": "mu", "scenario": "sigma2_alpha", "generation": "sigma2_beta", "scenario_judge": "sigma2_alpha.gamma",
+           "residual": "sigma2_eps",
            "judge_panel": "sigma2_gamma (panel)", "judge_population": "sigma2_gamma (population)"}
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from cjstats._defaults import COMPONENTS
 from cjstats.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
 from cjstats.judges import JudgeTable
@@ -32,8 +33,7 @@ def components_wide(fit: VarianceComponents, digits: int = 3) -> pd.DataFrame:
     t = t.assign(cell=cells)
     index = ["model", "criterion"] if "criterion" in t.columns else ["model"]
     wide = t.pivot_table(index=index, columns="component", values="cell", aggfunc="first")
-    order = [c for c in ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population")
-             if c in wide.columns]
+    order = [c for c in COMPONENTS if c in wide.columns]
     return wide[order]
 
 

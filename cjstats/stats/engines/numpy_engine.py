@@ -86,7 +86,9 @@ def unit_stats(g: GroupData) -> CellStats:
         first_missing = (g.scenario_labels[cell_scen[c]], g.cell_generation_labels[c],
                          tuple(g.judge_labels[j] for j in np.flatnonzero(~present[c])))
     s_isk = s_isk.reshape(n_scen, n_s, k)
-    sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_cell, ysum=ysum) if scenario_judge_pairs(s_isk) >= 2 else None
+    sj = None
+    if scenario_judge_pairs(s_isk) >= 2:   # some judge scored two generations of a scenario
+        sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_cell, ysum=ysum)
     return CellStats(
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
         judge_labels=tuple(g.judge_labels), design=g.design, shift=shift, n_obs=int(y.shape[0]), n_cells=n_cells,
