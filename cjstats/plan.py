@@ -389,6 +389,10 @@ class ScheduleAudit:
         The same coefficient if every generation of a scenario went to the same judges (the same calls per
         scenario and per generation, no rotation across generations): Σ_i (C_i/T)²/k_i − 1/(n K_tot), C_i the
         scenario's calls and k_i = C_i/m_i its calls per generation.
+    scenario_judge_coefficient_best : float
+        The smallest coefficient for the same calls per scenario: every judge gets q_i or q_i + 1 of scenario
+        i's C_i = q_i K_tot + r_i calls (what the rotation of :func:`cyclic_schedule` does):
+        Σ_i (C_i/T)² r_i (K_tot − r_i)/(K_tot C_i²).
     """
 
     per_judge: pd.DataFrame
@@ -403,6 +407,7 @@ class ScheduleAudit:
     notes: tuple[str, ...] = field(default_factory=tuple)
     scenario_judge_coefficient: float = 0.0
     scenario_judge_coefficient_unrotated: float = 0.0
+    scenario_judge_coefficient_best: float = 0.0
 
     @property
     def scenario_judge_saving(self) -> float:
@@ -430,11 +435,12 @@ class ScheduleAudit:
         if self.same_assignment_across_models is False:
             lines.append("WARNING: the models have different judge assignments (judge identity is confounded "
                          "with the model in comparisons).")
-        if self.scenario_judge_coefficient_unrotated > 0:
+        if self.scenario_judge_coefficient_unrotated > self.scenario_judge_coefficient_best * (1 + 1e-9) + 1e-15:
             lines.append(f"Scenario x judge interaction: adds {self.scenario_judge_coefficient:.4g} x "
                          f"sigma2_scenario_judge to the variance (given the scenarios); the same judges on every "
-                         f"generation of a scenario would add {self.scenario_judge_coefficient_unrotated:.4g} x; "
-                         f"saving {self.scenario_judge_saving:.4g} x.")
+                         f"generation of a scenario would add {self.scenario_judge_coefficient_unrotated:.4g} x "
+                         f"(saving {self.scenario_judge_saving:.4g} x); the most even split of each scenario's "
+                         f"calls over the judges adds {self.scenario_judge_coefficient_best:.4g} x.")
         return "\n".join([*lines, *self.notes])
 
     def __str__(self) -> str:
@@ -506,20 +512,21 @@ def schedule_audit(schedule: pd.DataFrame, *, judges: Sequence[str] | None = Non
     within = int((per_scen.max(axis=1) - per_scen.min(axis=1)).max()) if len(panel) > 1 else 0
     rep = rows.assign(judge=jcol).duplicated(["scenario", "generation", "judge"], keep="first")
     reps = int(rows[rep.to_numpy()].groupby(["scenario", "generation"]).ngroups) if rep.any() else 0
-    coef, unrot = scenario_judge_weight(rows, len(panel))
+    coef, unrot, best = scenario_judge_weight(rows, len(panel))
     return ScheduleAudit(per_judge=per_judge, per_scenario=per_scen, calls=len(rows), judges_total=len(panel),
                          judges_used=int((calls > 0).sum()), imbalance=int(calls.max() - calls.min()),
                          within_scenario_imbalance=within, repeated_judge_generations=reps,
                          same_assignment_across_models=same, scenario_judge_coefficient=coef,
-                         scenario_judge_coefficient_unrotated=unrot)
+                         scenario_judge_coefficient_unrotated=unrot, scenario_judge_coefficient_best=best)
 
 
-def scenario_judge_weight(schedule: pd.DataFrame, k_total: int) -> tuple[float, float]:
-    """(rotated, unrotated) coefficients of σ²_αγ, conditional on the scenarios, for the plain mean of a schedule.
+def scenario_judge_weight(schedule: pd.DataFrame, k_total: int) -> tuple[float, float, float]:
+    """(as scheduled, unrotated, best) coefficients of σ²_αγ, given the scenarios, for the plain mean of a schedule.
 
-    Rotated: Σ_il w_il² − 1/(n K_tot) with w_il = (calls of judge l on scenario i)/T. Unrotated: the same calls
-    per scenario C_i and per generation k_i = C_i/m_i, every generation of a scenario scored by the same k_i
-    judges: Σ_i (C_i/T)²/k_i − 1/(n K_tot) (see :class:`ScheduleAudit`).
+    As scheduled: Σ_il w_il² − 1/(n K_tot) with w_il = (calls of judge l on scenario i)/T. Unrotated: the same
+    calls per scenario C_i and per generation k_i = C_i/m_i, every generation of a scenario scored by the same
+    k_i judges: Σ_i (C_i/T)²/k_i − 1/(n K_tot). Best: each scenario's calls split as evenly as possible over the
+    panel (see :class:`ScheduleAudit`). Multiply by σ²_αγ for the variance.
     """
     _check_schedule(schedule, "scenario_judge_weight")
     kt = check_positive_int("k_total", k_total, caller="scenario_judge_weight")
@@ -531,7 +538,9 @@ def scenario_judge_weight(schedule: pd.DataFrame, k_total: int) -> tuple[float, 
     base = 1.0 / (len(per) * kt)
     rotated = max(float(np.sum(cell ** 2)) - base, 0.0)
     unrotated = max(float(np.sum((c_i / t) ** 2 / k_i)) - base, 0.0)
-    return rotated, unrotated
+    r = np.mod(c_i, kt)
+    best = float(np.sum((c_i / t) ** 2 * r * (kt - r) / (kt * c_i ** 2)))
+    return rotated, unrotated, best
 
 
 # -------------------------------------------------------------------------------------- realised variance
