@@ -32,7 +32,7 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.allocation import Allocation
 from cjstats.allocation import p_best as _p_best
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import COMPONENTS as _COMP
+from cjstats.plan import DECISION_COMPONENTS as _COMP
 from cjstats.plan import _largest_remainder, _rng, group_components
 from cjstats.variance import (
     _bisect_first,
@@ -60,16 +60,24 @@ _TOL = 1e-12          # relative slack when comparing a cost with the budget or 
 # ---------------------------------------------------------------------------------------------- inputs
 @dataclass(frozen=True)
 class _Inputs:
-    point: np.ndarray                 # (4,) in _COMP order
+    point: np.ndarray                 # (5,) in _COMP order (the last is scenario_judge, 0 when absent)
     lower: np.ndarray | None
     upper: np.ndarray | None
     ci_level: float
-    draws: np.ndarray | None          # (S, 4) posterior draws, if the backend gave them
+    draws: np.ndarray | None          # (S, 5) posterior draws, if the backend gave them
     judges: list[str] | None
     n_data: int | None
     generation_identifiable: bool
     model: str | None
     criterion: str | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The components that enter the variances: the four of the paper, and scenario_judge when it is (or may
+        be) positive. Leaving a zero interaction out keeps every sum of the paper's model as it was."""
+        sj = self.point[4] > 0 or (self.upper is not None and self.upper[4] > 0) or (
+            self.draws is not None and bool((self.draws[:, 4] > 0).any()))
+        return _COMP if sj else _COMP[:4]
 
 
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
@@ -118,8 +126,8 @@ def _interval_draws(inp: _Inputs, size: int, rng: np.random.Generator) -> np.nda
     instead of L (and nu = 1 when the estimate is 0 too). Components are drawn independently.
     """
     a = (1 - inp.ci_level) / 2
-    out = np.empty((size, 4))
-    for j in range(4):
+    out = np.empty((size, inp.point.size))
+    for j in range(inp.point.size):
         e, lo, hi = inp.point[j], inp.lower[j], inp.upper[j]
         if hi <= 0 or hi - lo <= 1e-12 * max(hi, 1e-300):
             out[:, j] = e
@@ -237,9 +245,12 @@ def _uniform_designs(strategy: str, k: int, n: np.ndarray, inp: _Inputs, kt: int
     point = inp.point
     n_int = n.astype(np.int64)
 
+    names = inp.names
+    s2sj = float(point[4])
+
     def variance(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
         c = design_coefficients(n=n[rows], m=m, k=k, k_total=kt, assignment=assignment)
-        return sum(c[name] * v for name, v in zip(_COMP, point))
+        return sum(c[name] * v for name, v in zip(names, point))
 
     if target_v is None:
         per_gen = cg + k * prices.mean()                      # expected <= maximum cost: an upper bound on m
@@ -250,14 +261,23 @@ def _uniform_designs(strategy: str, k: int, n: np.ndarray, inp: _Inputs, kt: int
     else:
         # V(m) = s2a/n + P/m + J(m) with J >= 0 the leftover of a rotation (zero when n m k is a multiple of
         # K_tot); P/m <= room is necessary, and the next such m is sufficient: at most K_tot steps apart.
+        # The interaction adds s2sj/(n K_tot) (to the fixed part) and, for random, s2sj (1 - k/K_tot)/(nk) per
+        # 1/m; for cyclic s2sj r (K_tot - r)/(n K_tot (mk)^2) >= 0, zero when K_tot divides mk (then so does nmk).
         c1 = design_coefficients(n=n, m=1, k=k, k_total=kt, assignment=assignment)
         per_m = c1["generation"] * point[1] + c1["residual"] * point[2] + (
             c1["judge_panel"] * point[3] if assignment == "random" else 0.0)
         room = target_v - c1["scenario"] * point[0]
+        if s2sj > 0:
+            room = room - s2sj / (n * kt)
+            if assignment == "random":
+                per_m = per_m + s2sj * (1.0 - k / kt) / (n * k)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(room > 0, per_m / np.where(room > 0, room, 1.0), np.inf)
         lo = np.maximum(1, _to_int(ratio * (1 - 1e-9), m_cap + 1))
-        p = _period(n_int * k, kt) if assignment == "cyclic" else np.ones_like(n_int)
+        if assignment == "cyclic":
+            p = _period(np.full_like(n_int, k) if s2sj > 0 else n_int * k, kt)
+        else:
+            p = np.ones_like(n_int)
         hi = _next_multiple(np.maximum(1, _to_int(ratio * (1 + 1e-9), m_cap + 1) + 1), p) + p
         hi = np.minimum(hi, m_cap)
         m = _first_true(lambda r, x: variance(r, x) <= target_v, lo, hi)
@@ -284,7 +304,8 @@ def _weighted_designs(n: np.ndarray, shares: np.ndarray, price: np.ndarray, rho:
     from both sides, monotonically in m, and the window between the two bounds is searched exactly.
     """
     kt = shares.size
-    s2a, s2b, s2e, _ = point
+    s2a, s2b, s2e = point[:3]
+    s2sj = float(point[4])
     call_var = s2b + rho * s2e                                 # σ²_β + σ²_ε,l: one call of judge l
     n_int = n.astype(np.int64)
 
@@ -294,12 +315,19 @@ def _weighted_designs(n: np.ndarray, shares: np.ndarray, price: np.ndarray, rho:
     def variance(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
         b = counts(rows, m)
         with np.errstate(divide="ignore"):
-            return s2a / n[rows] + np.where(b > 0, 1.0 / np.maximum(b, 1), np.inf) @ call_var / kt**2
+            v = s2a / n[rows] + np.where(b > 0, 1.0 / np.maximum(b, 1), np.inf) @ call_var / kt**2
+        return v + s2sj * _weighted_sj(b, n[rows], kt) if s2sj > 0 else v
 
     def bound(rows: np.ndarray, m: np.ndarray, extra: int) -> np.ndarray:
         base = np.floor((n_int[rows] * m).astype(float)[:, None] * shares[None, :]) + extra
         with np.errstate(divide="ignore"):
-            return s2a / n[rows] + np.where(base > 0, 1.0 / np.maximum(base, 1), np.inf) @ call_var / kt**2
+            v = s2a / n[rows] + np.where(base > 0, 1.0 / np.maximum(base, 1), np.inf) @ call_var / kt**2
+            if s2sj > 0:                                  # 1/(nK) <= c_sj <= 1/(nK) + Σ_l n/(4 K² b_l²)
+                v = v + s2sj / (n[rows] * kt)
+                if extra == 0:
+                    v = v + s2sj * n[rows] * (np.where(base > 0, 1.0 / np.maximum(base, 1), np.inf) ** 2).sum(
+                        axis=1) / (4 * kt**2)
+        return v
 
     if target_v is None:
         sp, psum = float(shares @ price), float(price.sum())
@@ -326,7 +354,25 @@ def _weighted_designs(n: np.ndarray, shares: np.ndarray, price: np.ndarray, rho:
     return pd.DataFrame({"strategy": "weighted", "judges_per_generation": 1, "n": n_int[rows], "m": m[rows],
                          "calls": n_int[rows] * m[rows], "cost": cost, "max_cost": cost,
                          "c_scenario": 1 / n[rows], "c_generation": inv.sum(axis=1) / kt**2,
-                         "c_residual": inv @ rho / kt**2, "c_judge_panel": 0.0})
+                         "c_residual": inv @ rho / kt**2, "c_judge_panel": 0.0,
+                         "c_scenario_judge": _weighted_sj(b, n[rows], kt)})
+
+
+def _weighted_sj(b: np.ndarray, n: np.ndarray, kt: int) -> np.ndarray:
+    """Coefficient of σ²_αγ of the post-stratified mean when judge l's b_l calls spread over the n scenarios as
+    evenly as possible (floor or ceil of b_l/n per scenario, what the weighted round robin does to +-1).
+
+    w_il = b_il/(K b_l), so Σ_il w_il² = Σ_l Σ_i b_il²/(K b_l)², and with b_il in {⌊x_l⌋, ⌊x_l⌋ + 1}, x_l = b_l/n,
+    Σ_i b_il² = n (x_l² + f_l (1 − f_l)), f_l the fractional part of x_l: the coefficient is
+    1/(nK) + Σ_l n f_l (1 − f_l)/(K² b_l²) (scenarios resampled; equal shares give the cyclic coefficient).
+    """
+    b = np.asarray(b, dtype=float)
+    n = np.asarray(n, dtype=float)
+    x = b / n[:, None]
+    f = x - np.floor(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        extra = np.where(b > 0, n[:, None] * f * (1 - f) / np.maximum(b, 1) ** 2, 0.0).sum(axis=1) / kt**2
+    return 1.0 / (n * kt) + extra
 
 
 def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = None, n_max: int | None = None,
@@ -508,7 +554,15 @@ def _problem(fit: Any, *, model: str | None, criterion: str | None, budget: floa
                      f"residual ({inp.point[2]:.4g})" + ("; its interval is scaled in proportion."
                                                          if inp.lower is not None or inp.draws is not None else "."))
         inp = _with_residual(inp, mean)
-    _s2a, s2b, s2e, _ = inp.point
+    s2b, s2e = inp.point[1], inp.point[2]
+    if inp.point[4] > 0:
+        notes.append(f"scenario x judge interaction (sigma2 {inp.point[4]:.4g}) included: a judge's deviation on a "
+                     f"scenario is shared by every generation it scores there, so only more distinct judges per "
+                     f"scenario shrink it. cyclic (k judges per generation, one rotation) splits a scenario's m k "
+                     f"calls evenly over the panel and adds r (K_tot - r)/(n K_tot (m k)^2) + 1/(n K_tot) times it "
+                     f"(r = m k mod K_tot); random adds (1 - k/K_tot)/(n m k) + 1/(n K_tot); weighted assumes each "
+                     f"judge's calls spread evenly over the scenarios (realised_variance gives a schedule's exact "
+                     f"value).")
     unit = "calls" if judge_costs is None and cg == 0 else "money"
     if cg + prices.mean() <= 0:
         raise CjstatsError(f"Every judge price given to {caller} is 0 and generation_cost is 0, so designs cost "
@@ -552,7 +606,8 @@ def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
     frames = [f for f in frames if f is not None and not f.empty]
     designs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if not designs.empty:
-        designs["variance"] = designs[[f"c_{c}" for c in _COMP]].to_numpy() @ inp.point
+        names = inp.names
+        designs["variance"] = designs[[f"c_{c}" for c in names]].to_numpy() @ inp.point[:len(names)]
         if target_v is not None:                                      # re-check every row against the target
             designs = designs[designs["variance"] <= target_v * (1 + _TOL)]
     if target_v is not None and budget is not None and not designs.empty:
@@ -604,13 +659,16 @@ def _with_uncertainty(table: pd.DataFrame, pb: _Problem, n_draws: int, rng: np.r
         draws, uncertainty = _interval_draws(inp, n_draws, rng), "interval bounds"
     else:
         draws, uncertainty = inp.point[None, :], "none"
-    tcoef = table[[f"c_{c}" for c in _COMP]].to_numpy()
+    names = inp.names
+    draws = draws[:, :len(names)]
+    tcoef = table[[f"c_{c}" for c in names]].to_numpy()
     vd = tcoef @ draws.T                                         # (rows, S)
     a = (1 - inp.ci_level) / 2
     if uncertainty == "posterior draws":
         table["variance_lower"], table["variance_upper"] = np.quantile(vd, a, axis=1), np.quantile(vd, 1 - a, axis=1)
     elif uncertainty == "interval bounds":
-        table["variance_lower"], table["variance_upper"] = tcoef @ inp.lower, tcoef @ inp.upper
+        table["variance_lower"] = tcoef @ inp.lower[:len(names)]
+        table["variance_upper"] = tcoef @ inp.upper[:len(names)]
     else:
         table["variance_lower"] = table["variance_upper"] = np.nan
     table["p_best"] = _p_best(vd, table["cost"].to_numpy(), target_v)
@@ -618,7 +676,7 @@ def _with_uncertainty(table: pd.DataFrame, pb: _Problem, n_draws: int, rng: np.r
         table["p_reaches_target"] = (vd <= target_v).mean(axis=1)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     strat = table.drop_duplicates("strategy", keep="first").reset_index(drop=True)
-    svd = strat[[f"c_{c}" for c in _COMP]].to_numpy() @ draws.T
+    svd = strat[[f"c_{c}" for c in names]].to_numpy() @ draws.T
     strat["p_best"] = _p_best(svd, strat["cost"].to_numpy(), target_v)
     keep = ["rank", "strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
             "max_cost", "variance", "se", "variance_lower", "variance_upper", "p_best"] + \

@@ -33,7 +33,7 @@ from cjstats.exceptions import CjstatsError
 
 __all__ = ["cyclic_schedule", "random_schedule", "all_judges_schedule", "apportion", "schedule_audit",
            "ScheduleAudit", "realised_variance", "RealisedVariance", "SCHEDULE_COLUMNS", "COMPONENTS",
-           "GroupComponents", "group_components"]
+           "DECISION_COMPONENTS", "GroupComponents", "group_components", "scenario_judge_weight"]
 
 #: Columns of every schedule (``model`` is inserted first when models are given).
 SCHEDULE_COLUMNS: tuple[str, ...] = ("scenario", "generation", "judge")
@@ -241,7 +241,13 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
         Shuffles the scenario order and the judge order. The same seed gives the same schedule.
     unit : {"generation", "scenario"}
         What the rotation advances over: every generation (default; the paper's Strategy C) or every scenario
-        (all generations of a scenario go to the same judges, as in the paper's m = 1 remark).
+        (all generations of a scenario go to the same judges, as in the paper's m = 1 remark). With m >= 2 and
+        a scenario x judge interaction σ²_αγ, ``"generation"`` is the choice that minimises it: a scenario's
+        B = mk calls are B consecutive positions of the rotation, so every judge gets q or q + 1 of them
+        (B = qK_tot + r) and Σ_l w_il² is as small as B calls allow; its conditional variance is
+        σ²_αγ r (K_tot − r)/(n K_tot B²) against σ²_αγ (1/k − 1/K_tot)/n for ``"scenario"`` (the same k
+        judges on all m generations do not average the interaction). :func:`schedule_audit` reports both
+        coefficients and the saving (``scenario_judge_saving``).
     judges_per_generation : int
         k consecutive judges of the rotation score each generation (1 = CyclicJudge, K_tot = all judges).
     models : sequence of str, optional
@@ -375,6 +381,18 @@ class ScheduleAudit:
         Generations that the same judge scores more than once.
     same_assignment_across_models : bool or None
         Whether every model has the same assignment (``None`` without a ``model`` column).
+    scenario_judge_coefficient : float
+        c with c σ²_αγ the variance that the scenario x judge interaction adds to the plain mean of the
+        schedule, given its scenarios (and their interaction effects): Σ_il w_il² − 1/(n K_tot), w_il the
+        share of the calls made by judge l on scenario i (:mod:`cjstats.variance`, module docstring).
+    scenario_judge_coefficient_unrotated : float
+        The same coefficient if every generation of a scenario went to the same judges (the same calls per
+        scenario and per generation, no rotation across generations): Σ_i (C_i/T)²/k_i − 1/(n K_tot), C_i the
+        scenario's calls and k_i = C_i/m_i its calls per generation.
+    scenario_judge_coefficient_best : float
+        The smallest coefficient for the same calls per scenario: every judge gets q_i or q_i + 1 of scenario
+        i's C_i = q_i K_tot + r_i calls (what the rotation of :func:`cyclic_schedule` does):
+        Σ_i (C_i/T)² r_i (K_tot − r_i)/(K_tot C_i²).
     """
 
     per_judge: pd.DataFrame
@@ -387,6 +405,15 @@ class ScheduleAudit:
     repeated_judge_generations: int
     same_assignment_across_models: bool | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    scenario_judge_coefficient: float = 0.0
+    scenario_judge_coefficient_unrotated: float = 0.0
+    scenario_judge_coefficient_best: float = 0.0
+
+    @property
+    def scenario_judge_saving(self) -> float:
+        """What rotating judges across a scenario's generations saves, per unit of σ²_αγ (>= 0 for the rotation
+        of :func:`cyclic_schedule`): multiply by ``scenario_judge`` to get the variance saved."""
+        return self.scenario_judge_coefficient_unrotated - self.scenario_judge_coefficient
 
     @property
     def balanced(self) -> bool:
@@ -408,6 +435,12 @@ class ScheduleAudit:
         if self.same_assignment_across_models is False:
             lines.append("WARNING: the models have different judge assignments (judge identity is confounded "
                          "with the model in comparisons).")
+        if self.scenario_judge_coefficient_unrotated > self.scenario_judge_coefficient_best * (1 + 1e-9) + 1e-15:
+            lines.append(f"Scenario x judge interaction: adds {self.scenario_judge_coefficient:.4g} x "
+                         f"sigma2_scenario_judge to the variance (given the scenarios); the same judges on every "
+                         f"generation of a scenario would add {self.scenario_judge_coefficient_unrotated:.4g} x "
+                         f"(saving {self.scenario_judge_saving:.4g} x); the most even split of each scenario's "
+                         f"calls over the judges adds {self.scenario_judge_coefficient_best:.4g} x.")
         return "\n".join([*lines, *self.notes])
 
     def __str__(self) -> str:
@@ -479,10 +512,35 @@ def schedule_audit(schedule: pd.DataFrame, *, judges: Sequence[str] | None = Non
     within = int((per_scen.max(axis=1) - per_scen.min(axis=1)).max()) if len(panel) > 1 else 0
     rep = rows.assign(judge=jcol).duplicated(["scenario", "generation", "judge"], keep="first")
     reps = int(rows[rep.to_numpy()].groupby(["scenario", "generation"]).ngroups) if rep.any() else 0
+    coef, unrot, best = scenario_judge_weight(rows, len(panel))
     return ScheduleAudit(per_judge=per_judge, per_scenario=per_scen, calls=len(rows), judges_total=len(panel),
                          judges_used=int((calls > 0).sum()), imbalance=int(calls.max() - calls.min()),
                          within_scenario_imbalance=within, repeated_judge_generations=reps,
-                         same_assignment_across_models=same)
+                         same_assignment_across_models=same, scenario_judge_coefficient=coef,
+                         scenario_judge_coefficient_unrotated=unrot, scenario_judge_coefficient_best=best)
+
+
+def scenario_judge_weight(schedule: pd.DataFrame, k_total: int) -> tuple[float, float, float]:
+    """(as scheduled, unrotated, best) coefficients of σ²_αγ, given the scenarios, for the plain mean of a schedule.
+
+    As scheduled: Σ_il w_il² − 1/(n K_tot) with w_il = (calls of judge l on scenario i)/T. Unrotated: the same
+    calls per scenario C_i and per generation k_i = C_i/m_i, every generation of a scenario scored by the same
+    k_i judges: Σ_i (C_i/T)²/k_i − 1/(n K_tot). Best: each scenario's calls split as evenly as possible over the
+    panel (see :class:`ScheduleAudit`). Multiply by σ²_αγ for the variance.
+    """
+    _check_schedule(schedule, "scenario_judge_weight")
+    kt = check_positive_int("k_total", k_total, caller="scenario_judge_weight")
+    t = len(schedule)
+    cell = schedule.groupby(["scenario", schedule["judge"].astype(str)], sort=False).size().to_numpy(float) / t
+    per = schedule.groupby("scenario", sort=False).agg(calls=("judge", "size"), gens=("generation", "nunique"))
+    c_i = per["calls"].to_numpy(float)
+    k_i = c_i / per["gens"].to_numpy(float)
+    base = 1.0 / (len(per) * kt)
+    rotated = max(float(np.sum(cell ** 2)) - base, 0.0)
+    unrotated = max(float(np.sum((c_i / t) ** 2 / k_i)) - base, 0.0)
+    r = np.mod(c_i, kt)
+    best = float(np.sum((c_i / t) ** 2 * r * (kt - r) / (kt * c_i ** 2)))
+    return rotated, unrotated, best
 
 
 # -------------------------------------------------------------------------------------- realised variance
@@ -490,7 +548,8 @@ def schedule_audit(schedule: pd.DataFrame, *, judges: Sequence[str] | None = Non
 class RealisedVariance:
     """Variance of the benchmark score of one concrete schedule, term by term.
 
-    ``total = scenario + generation + residual + judge``. Under ``judge_view="exchangeable"`` the judge term is
+    ``total = scenario + generation + residual + judge + scenario_judge``. Under ``judge_view="exchangeable"`` the
+    judge term is
     the variance over a random relabelling of the judges (what a seeded judge shuffle gives); under
     ``"fixed"`` it is the squared bias (Σ_l W_l γ_l)² from the panel's offsets and ``total`` is a mean squared
     error about the panel mean. ``judge_weights`` is W_l, each judge's total weight in the score.
@@ -509,6 +568,7 @@ class RealisedVariance:
     judge_view: str
     judge_weights: Mapping[str, float]
     notes: tuple[str, ...] = ()
+    scenario_judge: float = 0.0
 
     @property
     def se(self) -> float:
@@ -519,11 +579,15 @@ class RealisedVariance:
         return {"total": self.total, "se": self.se, "scenario": self.scenario, "generation": self.generation,
                 "residual": self.residual, "judge": self.judge, "judge_bias": self.judge_bias,
                 "calls": self.calls, "calls_dropped": self.calls_dropped, "judges_used": self.judges_used,
-                "estimator": self.estimator, "judge_view": self.judge_view}
+                "estimator": self.estimator, "judge_view": self.judge_view, "scenario_judge": self.scenario_judge}
 
 
 #: The four variance components, in the order the decision layer uses.
 COMPONENTS: tuple[str, ...] = ("scenario", "generation", "residual", "judge_panel")
+
+#: The components the decision layer reads: the four of the paper and the scenario x judge interaction
+#: σ²_αγ (``scenario_judge``; 0 when the fit has no such term or it is not identifiable, as with m = 1).
+DECISION_COMPONENTS: tuple[str, ...] = (*COMPONENTS, "scenario_judge")
 
 
 @dataclass(frozen=True)
@@ -533,9 +597,12 @@ class GroupComponents:
     Build it with :func:`group_components` (from a :class:`~cjstats.VarianceComponents` or a mapping of the four
     components); ``plan``, ``allocate`` and the CLI read only this, never the backend that made the fit.
 
-    ``estimates`` holds the four :data:`COMPONENTS` (``generation`` is NaN when not identifiable); ``lower`` and
-    ``upper`` their interval bounds and ``draws`` (S, 4) posterior draws when a fit has them; ``judges`` and
-    ``offsets`` the panel; ``n_scenarios`` and ``n_judges`` the group's row of ``fit.design``.
+    ``estimates`` holds the five :data:`DECISION_COMPONENTS` (``generation`` is NaN when not identifiable;
+    ``scenario_judge`` is 0 when the fit has no scenario x judge term or it is not identifiable, and then the
+    interaction is inside ``residual``); ``lower`` and ``upper`` their interval bounds and ``draws`` (S, 5)
+    posterior draws in that order when a fit has them (a ``scenario_judge`` column of zeros when the draws have
+    none); ``judges`` and ``offsets`` the panel; ``n_scenarios`` and ``n_judges`` the group's row of
+    ``fit.design``.
     """
 
     estimates: dict[str, float]
@@ -554,6 +621,11 @@ class GroupComponents:
     def generation_identifiable(self) -> bool:
         return math.isfinite(self.estimates["generation"])
 
+    @property
+    def scenario_judge(self) -> float:
+        """σ²_αγ, the scenario x judge interaction variance the decisions use (0 when absent)."""
+        return float(self.estimates.get("scenario_judge", 0.0))
+
 
 def _select(frame: pd.DataFrame, model: str, criterion: str | None) -> pd.Series:
     sel = frame["model"].astype(str) == str(model)
@@ -569,7 +641,9 @@ def group_components(components: Any, model: str | None = None, criterion: str |
     A latent-scale fit (``fit.scale == "latent"``, the ordinal model) is refused: the closed forms need
     score-scale variances.
 
-    A mapping must give the four components as real numbers >= 0 (``generation`` may be NaN: not identifiable).
+    A mapping must give the four components as real numbers >= 0 (``generation`` may be NaN: not identifiable)
+    and may give ``scenario_judge`` (σ²_αγ, default 0). From a fit, ``scenario_judge`` is its ``components`` row
+    of that name when the term was fitted and is identifiable, else 0.
     """
     from cjstats.components import VarianceComponents
 
@@ -588,6 +662,12 @@ def group_components(components: Any, model: str | None = None, criterion: str |
                 raise CjstatsError(f"The '{c}' component passed to {caller} must be a finite variance >= 0{nan}. "
                                    f"Got {v!r} instead.")
             est[c] = float(v)
+        sj = components.get("scenario_judge", 0.0)
+        ok = isinstance(sj, (int, float, np.number)) and not isinstance(sj, (bool, np.bool_))
+        if not (ok and math.isfinite(float(sj)) and float(sj) >= 0):
+            raise CjstatsError(f"The 'scenario_judge' component passed to {caller} must be a finite variance >= 0 "
+                               f"(or left out: 0). Got {sj!r} instead.")
+        est["scenario_judge"] = float(sj)
         return GroupComponents(estimates=est, model=model, criterion=criterion)
     if not isinstance(components, VarianceComponents):
         raise CjstatsError(f"The 'components' argument of {caller} must be a VarianceComponents result (from "
@@ -601,11 +681,20 @@ def group_components(components: Any, model: str | None = None, criterion: str |
     t = fit.components
     rows = t[_select(t, model, criterion)].drop_duplicates("component").set_index("component")
     est, lower, upper = ({c: float(rows.at[c, col]) for c in COMPONENTS} for col in ("estimate", "lower", "upper"))
+    sj_ok = "scenario_judge" in rows.index and (
+        "identifiable" not in rows.columns or bool(rows.at["scenario_judge", "identifiable"]))
+    for out, col in ((est, "estimate"), (lower, "lower"), (upper, "upper")):
+        v = float(rows.at["scenario_judge", col]) if sj_ok else 0.0
+        out["scenario_judge"] = v if math.isfinite(v) else (0.0 if col != "upper" else est["scenario_judge"])
+    if not math.isfinite(est["scenario_judge"]):
+        est["scenario_judge"] = 0.0
     draws = None
     if fit.draws is not None and not fit.draws.empty:
         d = fit.draws[_select(fit.draws, model, criterion)]
         if not d.empty:
-            draws = d[list(COMPONENTS)].to_numpy(dtype=float)
+            sj = (d["scenario_judge"].to_numpy(dtype=float) if sj_ok and "scenario_judge" in d.columns
+                  else np.zeros(len(d)))
+            draws = np.column_stack([d[list(COMPONENTS)].to_numpy(dtype=float), sj])
     off = fit.judge_offsets
     offsets = None
     if not off.empty:
@@ -659,6 +748,15 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     J = σ²_γ K_tot/(K_tot − 1) Σ_l (W_l − W̄)² (:func:`cjstats.variance.judge_weight_variance`, exchangeable
     judges) or J = (Σ_l W_l γ_l)² (fixed offsets: a squared bias about the panel mean). For a balanced schedule
     this reproduces Proposition 1 (same K judges everywhere) and Eqs. 3-5 with the leftover term.
+
+    With a scenario x judge interaction σ²_αγ (the components' ``scenario_judge``; 0 when absent) the term
+    σ²_αγ Σ_il w_il² is added, w_il the total weight of judge l's calls on scenario i: the interaction of a
+    scenario and a judge is shared by all its calls there, so it averages only over distinct (scenario, judge)
+    pairs. With ``scenario_term=False`` the variance is conditional on the scenarios and on their interaction
+    effects for every panel judge (the target is the full panel's mean on the n scenarios of the schedule,
+    which holds (1/(nK_tot)) Σ_il (αγ)_il), and the term is σ²_αγ (Σ_il w_il² − 1/(nK_tot)) (Σ w = 1;
+    :mod:`cjstats.variance`, module docstring). It is the mean over the interaction effects, whichever
+    ``judge_view``.
 
     Parameters
     ----------
@@ -771,7 +869,15 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
         bias = float(w_l @ g)
         judge_part = bias * bias
     total = scen_part + gen_part + res_part + judge_part
+    s2sj = group.scenario_judge
+    sj_part = 0.0
+    if s2sj > 0:
+        w_il = np.bincount(s_code * kt + jidx, weights=w, minlength=w_i.size * kt)
+        sq = float(np.sum(w_il ** 2))
+        sj_part = s2sj * (sq if scenario_term else max(sq - 1.0 / (w_i.size * kt), 0.0))
+        total += sj_part
     return RealisedVariance(total=total, scenario=scen_part, generation=gen_part, residual=res_part,
                             judge=judge_part, judge_bias=bias, calls=t, calls_dropped=n_all - t,
                             judges_used=int((b > 0).sum()), estimator=estimator, judge_view=judge_view,
-                            judge_weights=dict(zip(panel, w_l.tolist())), notes=tuple(notes))
+                            judge_weights=dict(zip(panel, w_l.tolist())), notes=tuple(notes),
+                            scenario_judge=sj_part)

@@ -14,7 +14,9 @@ Simulation scheme, for one posterior draw d (cutpoints c, panel offsets gamma_1.
 sigma_beta^2; category scores v_0 < ... < v_{J-1}, the distinct observed scores) and one design (strategy,
 n scenarios, m generations, k judges per generation), repeated ``n_sims`` times:
 
-1. alpha_i ~ N(0, sigma_alpha^2), i = 1..n (new scenarios); beta_ij ~ N(0, sigma_beta^2), j = 1..m;
+1. alpha_i ~ N(0, sigma_alpha^2), i = 1..n (new scenarios); beta_ij ~ N(0, sigma_beta^2), j = 1..m; when the
+   posterior has a scenario x judge variance, (alpha gamma)_il ~ N(0, sigma_alpha_gamma^2) for every scenario
+   and panel judge, shared by all generations of scenario i that judge l scores (added to eta in step 3);
 2. judges per generation: ``all`` every one of the K panel judges (k = K, strategy A); ``random`` k distinct
    judges drawn uniformly per generation (k = 1 is strategy B); ``cyclic`` one rotation of the calls
    t = 0..nmk-1 (ordered by scenario, generation, slot, the scenarios in shuffled order) through a shuffled
@@ -95,6 +97,8 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
     (D,) (zeros when generation is not identifiable), ``values`` (J,) the category scores (read from the
     cutpoint labels ``"v_q|v_q+1"``), ``judges``, ``generation_identifiable``, ``n_scenarios`` (of the data),
     ``model`` and ``criterion``. ``n_draws`` keeps an evenly spaced subsample of the chain x draw sequence.
+    ``s2_scenario_judge`` (D,) holds the scenario x judge interaction variance on the latent scale when the
+    posterior has a ``scenario_judge`` variable (zeros otherwise).
     """
     from cjstats.components import VarianceComponents
 
@@ -112,6 +116,7 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
     cut, gamma, s2a = arr("cutpoints"), arr("gamma"), arr("scenario")
     gen_ok = "generation" in post.data_vars
     s2b = arr("generation") if gen_ok else np.zeros_like(s2a)
+    s2sj = arr("scenario_judge") if "scenario_judge" in post.data_vars else np.zeros_like(s2a)
     total = s2a.shape[0]
     idx = np.arange(total)
     if n_draws is not None and n_draws < total:
@@ -122,6 +127,7 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
         sel &= des["criterion"].astype(str) == criterion
     n_data = int(des.loc[sel, "n_scenarios"].iloc[0]) if sel.any() else None
     return {"cutpoints": cut[idx], "gamma": gamma[idx], "s2_scenario": s2a[idx], "s2_generation": s2b[idx],
+            "s2_scenario_judge": s2sj[idx],
             "values": _values_from_labels(post["cutpoints"].coords["cutpoint"].values, caller),
             "judges": [str(j) for j in post["gamma"].coords["judge"].values],
             "generation_identifiable": gen_ok, "n_scenarios": n_data, "model": model, "criterion": criterion}
@@ -173,6 +179,8 @@ def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
     from cjstats.estimators.bayes.ordinal import expected_score
 
     s2 = np.asarray(params["s2_scenario"], dtype=np.float64) + np.asarray(params["s2_generation"], dtype=np.float64)
+    if "s2_scenario_judge" in params:                  # (alpha gamma)_il ~ N(0, s2_sj) shifts judge l's latent mean
+        s2 = s2 + np.asarray(params["s2_scenario_judge"], dtype=np.float64)
     return expected_score(np.asarray(params["cutpoints"], dtype=np.float64),
                           np.asarray(params["values"], dtype=np.float64),
                           np.asarray(params["gamma"], dtype=np.float64), s2)
@@ -199,6 +207,8 @@ def _simulate_squares(params: Mapping[str, Any], mu: np.ndarray, strategy: str, 
     values = np.asarray(params["values"], dtype=np.float64)
     sa = np.sqrt(np.asarray(params["s2_scenario"], dtype=np.float64))
     sb = np.sqrt(np.asarray(params["s2_generation"], dtype=np.float64))
+    s2sj = np.asarray(params.get("s2_scenario_judge", np.zeros_like(sa)), dtype=np.float64)
+    ssj = np.sqrt(np.broadcast_to(s2sj, sa.shape))
     n_d, kt = gamma.shape
     per_draw = n_sims * n * m * k
     step = max(1, _CHUNK // max(per_draw, 1))
@@ -212,6 +222,9 @@ def _simulate_squares(params: Mapping[str, Any], mu: np.ndarray, strategy: str, 
         beta = rng.standard_normal((*shape, n, m, 1)) * sb[lo:hi, None, None, None, None]
         jdx = _judges(strategy, shape, n, m, k, kt, rng)
         g = gamma[lo:hi][np.arange(dd)[:, None, None, None, None], jdx]
+        if (ssj[lo:hi] > 0).any():                   # (alpha gamma)_il: one per scenario and panel judge
+            ag = rng.standard_normal((*shape, n, 1, kt)) * ssj[lo:hi, None, None, None, None]
+            g = g + np.take_along_axis(np.broadcast_to(ag, (*shape, n, m, kt)), np.asarray(jdx), axis=-1)
         latent = alpha + beta + g + rng.logistic(size=g.shape)
         score = np.full(latent.shape, values[0])
         for q in range(cut.shape[1]):                        # v_q = v_0 + sum over passed cutpoints of the steps

@@ -27,6 +27,34 @@ the finite-population lemma (Lemma 1, Eq. 12)
 It is zero when K_tot divides T and at most K_tot sigma2_gamma / (4 (K_tot - 1) T^2). For any schedule the same
 argument gives sigma2_gamma K_tot/(K_tot - 1) sum_l (W_l - 1/K_tot)^2, W_l = total weight of judge l
 (:func:`judge_weight_variance`), of which V_left is the special case W_l = b_l / T.
+
+Scenario x judge interaction (``s2_scenario_judge``)
+-----------------------------------------------------
+Every formula that takes the components also takes ``s2_scenario_judge`` = σ²_αγ (default 0: the paper's
+model, every number unchanged), the variance of (αγ)_il in
+
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
+
+(αγ)_il iid (0, σ²_αγ) for every scenario i and panel judge l, shared by all generations of scenario i that
+judge l scores (``residual`` is then the within-cell residual). A linear score Σ_c w_c X_c (weights summing to
+1) holds Σ_il w_il (αγ)_il, w_il = total weight of the calls of judge l on scenario i; over the interaction
+effects its variance is σ²_αγ Σ_il w_il². With scenarios resampled (the target is mu) that is the term. When
+the variance is conditional on the chosen scenarios, it is also conditional on their interaction effects for
+every panel judge: the target is the full panel's mean on those scenarios, which holds (1/(nK_tot))
+Σ_il (αγ)_il, and what the score and the target share cancels:
+
+    Var(Σ_il (w_il − 1/(nK_tot)) (αγ)_il) = σ²_αγ (Σ_il w_il² − 1/(nK_tot))     (Σ_il w_il = 1).
+
+So the unconditional term is the conditional one plus σ²_αγ/(nK_tot), which joins σ²_α/n as the variance
+of the full panel's mean on a new scenario. With B calls on a scenario (weight 1/(nB) each), a rotation that
+gives each judge q or q + 1 of them (B = qK_tot + r) minimises Σ_l w_il² and gives
+
+    Σ_l w_il² = (K_tot q² + 2qr + r)/(nB)²,   n Σ_il w_il² − 1/K_tot = r (K_tot − r)/(K_tot B²),
+
+zero when K_tot divides B; a judge scoring all B calls of a scenario gives 1/n instead, and B judges drawn
+independently give E Σ_l w_il² = [B(1 − 1/K_tot) + B²/K_tot]/(nB)². Unlike the judge offsets, the interaction
+does not average away over generations judged by the same judge: only more distinct judges per scenario shrink
+it. A fit without the term (or with it not identifiable, m = 1) has it inside ``residual``; pass 0 then.
 """
 
 from __future__ import annotations
@@ -75,6 +103,18 @@ def _panel(k: int, k_total: int, caller: str) -> tuple[int, int]:
     return k, k_total
 
 
+def _sj(value: float, caller: str) -> float:
+    return _var("s2_scenario_judge", value, caller)
+
+
+def _rotation_excess(calls: int | np.ndarray, kt: int) -> np.ndarray:
+    """r (K_tot − r)/(K_tot B²), r = B mod K_tot: n Σ_l w_il² − 1/K_tot for B calls of a scenario spread as
+    evenly as possible over the panel (q or q + 1 per judge), the conditional interaction coefficient × n."""
+    b = np.asarray(calls, dtype=float)
+    r = np.mod(b, kt)
+    return r * (kt - r) / (kt * b * b)
+
+
 def fpc(k: int, k_total: int) -> float:
     """Finite-population correction of a mean of k of K_tot centred judge offsets, Lemma 1 (Eq. 12, ``lem:fpc``).
 
@@ -86,37 +126,50 @@ def fpc(k: int, k_total: int) -> float:
 
 # ------------------------------------------------------------------------------------------ Proposition 1
 def variance_contributions(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float,
-                           *, n: int, m: int, k: int, k_total: int) -> dict[str, float]:
+                           *, n: int, m: int, k: int, k_total: int,
+                           s2_scenario_judge: float = 0.0) -> dict[str, float]:
     """The four terms of Proposition 1 (Eq. 2, ``eq:variance``), as tabulated in Table 5 (``tab:components``).
 
     ``scenario`` = sigma2_alpha/n, ``generation`` = sigma2_beta/(nm), ``judge_panel`` = (sigma2_gamma/K) FPC,
     ``residual`` = sigma2_eps/(nmK); their sum is :func:`grand_mean_variance`. The same K judges score every
-    (scenario, generation) cell and are a simple random sample of the K_tot-judge panel.
+    (scenario, generation) cell and are a simple random sample of the K_tot-judge panel. With
+    ``s2_scenario_judge`` > 0 a fifth key ``scenario_judge`` = σ²_αγ/(nK) is added (see
+    :func:`grand_mean_variance`).
     """
     return _contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel, n=n, m=m, k=k, k_total=k_total,
-                          caller="variance_contributions")
+                          s2_scenario_judge=s2_scenario_judge, caller="variance_contributions")
 
 
 def _contributions(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,
-                   n: int, m: int, k: int, k_total: int, caller: str) -> dict[str, float]:
+                   n: int, m: int, k: int, k_total: int, s2_scenario_judge: float = 0.0,
+                   caller: str) -> dict[str, float]:
     s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
     s2e, s2g = _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller)
+    s2sj = _sj(s2_scenario_judge, caller)
     n = check_positive_int("n", n, caller=caller)
     m = check_positive_int("m", m, caller=caller)
     k, k_total = _panel(k, k_total, caller)
-    return {"scenario": s2a / n, "generation": s2b / (n * m), "judge_panel": s2g / k * fpc(k, k_total),
-            "residual": s2e / (n * m * k)}
+    out = {"scenario": s2a / n, "generation": s2b / (n * m), "judge_panel": s2g / k * fpc(k, k_total),
+           "residual": s2e / (n * m * k)}
+    if s2sj > 0:
+        out["scenario_judge"] = s2sj / (n * k)
+    return out
 
 
 def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float,
-                        *, n: int, m: int, k: int, k_total: int) -> float:
+                        *, n: int, m: int, k: int, k_total: int, s2_scenario_judge: float = 0.0) -> float:
     """Variance of the benchmark grand mean, Proposition 1 (Eq. 2, ``eq:variance``).
 
-    Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)·(K_tot − K)/(K_tot − 1)
+    Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)·(K_tot − K)/(K_tot − 1) [+ σ²_αγ/(nK)]
 
-    The same K judges, a simple random sample of the K_tot-judge panel, score every cell; the last term (judge
-    bias, with the finite-population correction of Lemma 1) vanishes at K = K_tot. ``s2_judge_panel`` is
+    The same K judges, a simple random sample of the K_tot-judge panel, score every cell; the judge-bias term
+    (with the finite-population correction of Lemma 1) vanishes at K = K_tot. ``s2_judge_panel`` is
     σ²_γ = mean(γ_l²) over the panel (divisor K_tot), not a random-effects variance.
+
+    Scenario x judge interaction (module docstring): each of the K judges carries weight w_il = 1/(nK) on every
+    scenario (all m generations of scenario i go to the same K judges, so the m generations do not average it),
+    and Σ_il w_il² = nK/(nK)² = 1/(nK): the term σ²_αγ/(nK), which falls only with n and K. Like σ²_α/n it is
+    unconditional (scenarios resampled); given the scenarios it would be σ²_αγ (1/K − 1/K_tot)/n.
 
     Examples
     --------
@@ -124,7 +177,8 @@ def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: f
     0.98802
     """
     return float(sum(_contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel, n=n, m=m, k=k,
-                                    k_total=k_total, caller="grand_mean_variance").values()))
+                                    k_total=k_total, s2_scenario_judge=s2_scenario_judge,
+                                    caller="grand_mean_variance").values()))
 
 
 # ------------------------------------------------------------------------------------------ judge weights
@@ -192,7 +246,19 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
     ============  ===========================  ===========  ==================================
 
     with R = T mod K_tot, and c_scenario = 1/n for every strategy (used only when scenarios are resampled).
-    :func:`strategy_variance` is the dot product with the components. Arrays of budgets and n broadcast.
+
+    ``scenario_judge`` is the coefficient of σ²_αγ conditional on the scenarios and their interaction effects
+    (module docstring: n Σ_il w_il² − 1/K_tot, over n), with r = B mod K_tot:
+
+    * ``"all"`` and ``"cyclic"``: r (K_tot − r)/(n K_tot B²). Both give each judge q or q + 1 of a scenario's B
+      calls (A: q generations scored by every judge plus r distinct rotation judges on one more; C: B
+      consecutive positions of the rotation), the most even split, so 0 when K_tot divides B;
+    * ``"random"``: (K_tot − 1)/(n K_tot B): judge l's count on a scenario is Binomial(B, 1/K_tot), so
+      E Σ_l b_il² = B(1 − 1/K_tot) + B²/K_tot.
+
+    ``scenario_judge_resampled`` = 1/(n K_tot) is added to it when scenarios (and their interaction effects)
+    are resampled, like c_scenario. :func:`strategy_variance` is the dot product with the components. Arrays
+    of budgets and n broadcast.
     """
     caller = "strategy_coefficients"
     strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
@@ -201,9 +267,12 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
     if not ((b >= 1).all() and (n >= 1).all() and (b == np.floor(b)).all() and (n == np.floor(n)).all()):
         raise CjstatsError(f"The 'budget' and 'n' arguments of {caller} must be integers >= 1.")
     nb = n * b
-    out = {"scenario": 1.0 / n, "generation": 1.0 / nb, "residual": 1.0 / nb, "judge_panel": 1.0 / nb}
+    out = {"scenario": 1.0 / n, "generation": 1.0 / nb, "residual": 1.0 / nb, "judge_panel": 1.0 / nb,
+           "scenario_judge_resampled": 1.0 / (n * kt)}
     if strategy == "random":
+        out["scenario_judge"] = (kt - 1) / (kt * nb)
         return out
+    out["scenario_judge"] = _rotation_excess(b, kt) / n
     out["judge_panel"] = _leftover_coef(nb, kt)
     if strategy == "all":
         q, r = np.divmod(b, kt)
@@ -212,11 +281,14 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
 
 
 def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: float, s2_judge_panel: float,
-                      budget: int, n: int, k_total: int, s2_scenario: float | None = None) -> float:
+                      budget: int, n: int, k_total: int, s2_scenario: float | None = None,
+                      s2_scenario_judge: float = 0.0) -> float:
     """Variance of the benchmark score under strategy A, B or C with B judge calls per scenario (``sec:allocation``).
 
-    Conditional on the scenario set, as in the paper (App. D, ``app:allocation``); pass ``s2_scenario`` to add
-    σ²_α/n when scenarios are resampled. With B = qK_tot + r and R = (nB) mod K_tot:
+    Conditional on the scenario set, as in the paper (App. D, ``app:allocation``), and with ``s2_scenario_judge``
+    also on those scenarios' interaction effects for every panel judge (the target is then the full panel's mean
+    on the chosen scenarios); pass ``s2_scenario`` to resample the scenarios and their interaction effects, which
+    adds σ²_α/n + σ²_αγ/(n K_tot). With B = qK_tot + r and R = (nB) mod K_tot:
 
     * ``"all"`` (A, Eq. 3, ``eq:strat_all``): q generations scored by every judge, plus (if r > 0) one
       generation scored by r judges taken from a rotation across scenarios:
@@ -228,6 +300,11 @@ def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: 
       with V_left(T) = R (K_tot − R) σ²_γ / ((K_tot − 1) T²) (:func:`leftover_judge_variance`).
 
     V_C <= min(V_A, V_B) for every B (App. D; :func:`strategy_gaps`).
+
+    The interaction adds σ²_αγ r (K_tot − r)/(n K_tot B²) to A and C (0 when K_tot divides B: every judge
+    scores the scenario equally often, so its mean over the scenario's calls is the full panel's) and
+    σ²_αγ (K_tot − 1)/(n K_tot B) to B (:func:`strategy_coefficients`; module docstring). V_C <= min(V_A, V_B)
+    still holds.
 
     Examples
     --------
@@ -241,48 +318,62 @@ def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: 
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
     b = check_positive_int("budget", budget, caller=caller)
     n = check_positive_int("n", n, caller=caller)
+    s2sj = _sj(s2_scenario_judge, caller)
     c = strategy_coefficients(strategy, budget=b, n=n, k_total=k_total)
     v = float(c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g)
+    if s2sj > 0:
+        v += float(c["scenario_judge"]) * s2sj
     if s2_scenario is not None:
         v += _var("s2_scenario", s2_scenario, caller) / n
+        if s2sj > 0:
+            v += float(c["scenario_judge_resampled"]) * s2sj
     return v
 
 
 def strategy_gaps(*, s2_generation: float, s2_residual: float, s2_judge_panel: float, budget: int, n: int,
-                  k_total: int) -> dict[str, float]:
+                  k_total: int, s2_scenario_judge: float = 0.0) -> dict[str, float]:
     """Pairwise differences of the strategy variances, App. D (Eqs. 32-34, ``app:allocation``).
 
     For B a multiple of K_tot:  V_A − V_C = (K_tot − 1)σ²_β/(nB) >= 0,  V_B − V_C = σ²_γ/(nB) >= 0,
     V_A − V_B = ((K_tot − 1)σ²_β − σ²_γ)/(nB). For other budgets the differences of the exact
     :func:`strategy_variance` values are returned (still >= 0 for the first two).
-    Keys: ``"all-cyclic"``, ``"random-cyclic"``, ``"all-random"``.
+    Keys: ``"all-cyclic"``, ``"random-cyclic"``, ``"all-random"``. With ``s2_scenario_judge`` (conditional on
+    the scenarios, as :func:`strategy_variance`) B loses a further σ²_αγ (K_tot − 1)/(n K_tot B) at multiples
+    of K_tot, where A and C have no interaction term.
     """
     kw = dict(s2_generation=s2_generation, s2_residual=s2_residual, s2_judge_panel=s2_judge_panel,
-              budget=budget, n=n, k_total=k_total)
+              budget=budget, n=n, k_total=k_total, s2_scenario_judge=s2_scenario_judge)
     va, vb, vc = (strategy_variance(s, **kw) for s in STRATEGIES)
     return {"all-cyclic": va - vc, "random-cyclic": vb - vc, "all-random": va - vb}
 
 
-def ab_threshold(s2_generation: float, s2_judge_panel: float, *, k_total: int) -> float:
-    """The sign that decides A against B (App. D, Eq. 34): (K_tot − 1)σ²_β − σ²_γ.
+def ab_threshold(s2_generation: float, s2_judge_panel: float, *, k_total: int,
+                 s2_scenario_judge: float = 0.0) -> float:
+    """The sign that decides A against B (App. D, Eq. 34): (K_tot − 1)σ²_β − σ²_γ [− (K_tot − 1)σ²_αγ/K_tot].
 
     Positive: random single judges (B) beat all judges (A); negative: A beats B; zero: they tie. Equivalently
     A wins when σ²_γ/σ²_β > K_tot − 1 (the crossover of §4, "Strategy Comparison"). Exact for budgets that
-    are multiples of K_tot.
+    are multiples of K_tot. With the scenario x judge interaction, nB (V_A − V_B) at such budgets also loses
+    B's interaction term (K_tot − 1)σ²_αγ/K_tot (A has none there: :func:`strategy_coefficients`).
     """
     caller = "ab_threshold"
     kt = check_positive_int("k_total", k_total, caller=caller)
-    return (kt - 1) * _var("s2_generation", s2_generation, caller) - _var("s2_judge_panel", s2_judge_panel, caller)
+    d = (kt - 1) * _var("s2_generation", s2_generation, caller) - _var("s2_judge_panel", s2_judge_panel, caller)
+    s2sj = _sj(s2_scenario_judge, caller)
+    if s2sj > 0:
+        d -= (kt - 1) * s2sj / kt
+    return d
 
 
 def preferred_baseline(s2_generation: float, s2_judge_panel: float, *, k_total: int,
-                       rtol: float = 1e-12) -> Literal["all", "random", "tie"]:
+                       rtol: float = 1e-12, s2_scenario_judge: float = 0.0) -> Literal["all", "random", "tie"]:
     """Which of the paper's two baselines has the lower variance: ``"all"`` (A), ``"random"`` (B) or ``"tie"``.
 
-    From the sign of :func:`ab_threshold` (App. D, Eq. 34); CyclicJudge beats both in every case.
+    From the sign of :func:`ab_threshold` (App. D, Eq. 34, with the interaction term when given); CyclicJudge
+    beats both in every case.
     """
-    d = ab_threshold(s2_generation, s2_judge_panel, k_total=k_total)
-    scale = max((k_total - 1) * s2_generation, s2_judge_panel, 1e-300)
+    d = ab_threshold(s2_generation, s2_judge_panel, k_total=k_total, s2_scenario_judge=s2_scenario_judge)
+    scale = max((k_total - 1) * s2_generation, s2_judge_panel, (k_total - 1) * s2_scenario_judge, 1e-300)
     if abs(d) <= rtol * scale:
         return "tie"
     return "random" if d > 0 else "all"
@@ -290,7 +381,7 @@ def preferred_baseline(s2_generation: float, s2_judge_panel: float, *, k_total: 
 
 # ------------------------------------------------------------------------------------ general designs
 def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np.ndarray, k_total: int,
-                        assignment: Assignment = "cyclic") -> dict[str, np.ndarray]:
+                        assignment: Assignment = "cyclic", conditional: bool = False) -> dict[str, np.ndarray]:
     """Coefficients of σ²_α, σ²_β, σ²_ε, σ²_γ in :func:`design_variance` (arrays broadcast; pure numpy).
 
     ``scenario`` 1/n, ``generation`` 1/(nm), ``residual`` 1/(nmk) (Proposition 1, Eq. 2, ``eq:variance``) and
@@ -300,6 +391,18 @@ def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np
     * ``"random"``: FPC(k)/(k nm) (Eq. 4 ``eq:strat_rand`` at k = 1);
     * ``"cyclic"``: r (K_tot − r)/((K_tot − 1) T²) with T = nmk, r = T mod K_tot (Eq. 5 ``eq:strat_cycle`` at
       k = 1 and Eq. 3 ``eq:strat_all`` at k = K_tot, with the leftover term of :func:`leftover_judge_variance`).
+
+    ``scenario_judge`` (of σ²_αγ) is Σ_il w_il² (module docstring), scenarios resampled, with B = mk calls per
+    scenario:
+
+    * ``"fixed"``: 1/(nk): the same k judges score all m generations of a scenario (w_il = 1/(nk));
+    * ``"random"``: (1 − k/K_tot)/(nB) + 1/(n K_tot): judge l scores each generation with probability k/K_tot,
+      independently over the m generations, so E b_il² = m (k/K_tot)(1 − k/K_tot) + (mk/K_tot)²;
+    * ``"cyclic"``: 1/(n K_tot) + r (K_tot − r)/(n K_tot B²), r = B mod K_tot: a scenario's B calls are B
+      consecutive positions of the rotation, the most even split over the panel (q or q + 1 per judge).
+
+    ``conditional=True`` gives the coefficients conditional on the scenarios and their interaction effects
+    (target: the full panel's mean on them): ``scenario`` 0 and ``scenario_judge`` minus 1/(n K_tot).
     """
     caller = "design_coefficients"
     assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
@@ -312,18 +415,29 @@ def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np
         raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={kt}. Got {int(k.max())} instead.")
     f = np.zeros_like(k) if kt == 1 else (kt - k) / (kt - 1)
     out = {"scenario": 1.0 / n, "generation": 1.0 / (n * m), "residual": 1.0 / (n * m * k), "judge_panel": f / k}
+    # conditional interaction coefficient first (it is what the assignment controls), + 1/(n K_tot) if resampled
     if assignment == "random":
         out["judge_panel"] = f / (k * n * m)
+        sj = (1.0 - k / kt) / (n * m * k)
     elif assignment == "cyclic":
         out["judge_panel"] = _leftover_coef(n * m * k, kt)
+        sj = _rotation_excess(m * k, kt) / n
+    else:
+        sj = (kt - k) / (kt * k * n)
+    if conditional:
+        out["scenario"] = np.zeros_like(n)
+        out["scenario_judge"] = sj
+    else:
+        out["scenario_judge"] = sj + 1.0 / (n * kt)
     return out
 
 
 def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,
-                    n: int, m: int, k: int, k_total: int, assignment: Assignment = "cyclic") -> float:
+                    n: int, m: int, k: int, k_total: int, assignment: Assignment = "cyclic",
+                    s2_scenario_judge: float = 0.0, conditional: bool = False) -> float:
     """Variance of the grand mean of a design with n scenarios, m generations each and k judges per generation.
 
-    σ²_α/n + σ²_β/(nm) + σ²_ε/(nmk) + J, where the judge term J depends on how judges are chosen:
+    σ²_α/n + σ²_β/(nm) + σ²_ε/(nmk) + J [+ c σ²_αγ], where the judge term J depends on how judges are chosen:
 
     * ``"fixed"``: the same k-subset (a random sample of the panel) scores everything: J = (σ²_γ/k) FPC(k),
       Proposition 1 (Eq. 2, ``eq:variance``);
@@ -331,15 +445,27 @@ def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float
     * ``"cyclic"``: k consecutive judges of one rotation across all T = nmk calls: J = V_left(T)
       (:func:`leftover_judge_variance`; Eq. 5 at k = 1, Eq. 3 at k = K_tot).
 
-    Pass ``s2_scenario=0`` for the paper's variance conditional on the scenario set.
+    The scenario x judge term c σ²_αγ (c = ``scenario_judge`` of :func:`design_coefficients`) is 1/(nk) for
+    ``"fixed"``, (1 − k/K_tot)/(nmk) + 1/(nK_tot) for ``"random"`` and 1/(nK_tot) + r (K_tot − r)/(nK_tot (mk)²)
+    (r = mk mod K_tot) for ``"cyclic"``: with rotation, only the calls per scenario mk matter, not how they
+    split into generations and judges per generation.
+
+    Scenarios (and their interaction effects) are resampled; ``conditional=True`` gives the variance given the
+    scenarios and their interaction effects (the paper's view; the target is the full panel's mean on them),
+    which drops σ²_α/n and σ²_αγ/(nK_tot). (``s2_scenario=0`` alone drops only the first.)
     """
     caller = "design_variance"
     assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
     comps = (_var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller),
              _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller))
+    s2sj = _sj(s2_scenario_judge, caller)
     c = design_coefficients(n=check_positive_int("n", n, caller=caller), m=check_positive_int("m", m, caller=caller),
-                            k=check_positive_int("k", k, caller=caller), k_total=k_total, assignment=assignment)
-    return float(sum(float(c[name]) * v for name, v in zip(_ORDER, comps)))
+                            k=check_positive_int("k", k, caller=caller), k_total=k_total, assignment=assignment,
+                            conditional=bool(conditional))
+    v = float(sum(float(c[name]) * v for name, v in zip(_ORDER, comps)))
+    if s2sj > 0:
+        v += float(c["scenario_judge"]) * s2sj
+    return v
 
 
 #: Component order of the coefficient dictionaries.
@@ -349,7 +475,7 @@ _ORDER = ("scenario", "generation", "residual", "judge_panel")
 # ---------------------------------------------------------------------------------------------- App. E
 def scenario_generation_variance(s2_scenario: float, s2_generation: float, s2_residual: float, *,
                                  generation_budget: int, m: int, s2_judge_panel: float = 0.0,
-                                 k_total: int | None = None) -> float:
+                                 k_total: int | None = None, s2_scenario_judge: float = 0.0) -> float:
     """Variance of a cycled benchmark that spends ``generation_budget`` = B_gen generations as n x m.
 
     Eq. 35 (``eq:scenario_gen``, App. E ``app:scenario_coverage``): with n = B_gen/m scenarios and one judge per
@@ -360,10 +486,20 @@ def scenario_generation_variance(s2_scenario: float, s2_generation: float, s2_re
     linear in m with slope σ²_α/B_gen, so m = 1 (as many scenarios as possible) is best. When m does not divide
     B_gen, n = B_gen // m scenarios are used and the variance is σ²_α/n + (σ²_β + σ²_ε)/(nm). Give ``k_total``
     (and ``s2_judge_panel``) to add the leftover judge term of the rotation over nm calls.
+
+    ``s2_scenario_judge`` (needs ``k_total``) adds σ²_αγ [1/K_tot + r (K_tot − r)/(K_tot m²)]/n, r = m mod K_tot:
+    the rotation gives each judge q or q + 1 of a scenario's m generations (module docstring). For m <= K_tot
+    that is σ²_αγ/(nm), so Eq. 35 holds with σ²_ε + σ²_αγ in place of σ²_ε; beyond K_tot the term stops
+    falling with m (σ²_αγ/(nK_tot) at multiples of K_tot), which adds to the case for more scenarios.
+    Scenarios and their interaction effects are resampled, as the σ²_α/n term says.
     """
     caller = "scenario_generation_variance"
     s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
     s2e = _var("s2_residual", s2_residual, caller)
+    s2sj = _sj(s2_scenario_judge, caller)
+    if s2sj > 0 and k_total is None:
+        raise CjstatsError(f"The 's2_scenario_judge' argument of {caller} needs k_total (the panel size): the "
+                           f"interaction term depends on how the generations of a scenario spread over the judges.")
     bg = check_positive_int("generation_budget", generation_budget, caller=caller)
     m = check_positive_int("m", m, caller=caller)
     n = bg // m
@@ -373,11 +509,15 @@ def scenario_generation_variance(s2_scenario: float, s2_generation: float, s2_re
     v = s2a / n + (s2b + s2e) / (n * m)
     if k_total is not None:
         v += leftover_judge_variance(s2_judge_panel, calls=n * m, k_total=k_total)
+    if s2sj > 0:
+        kt = int(k_total)
+        v += s2sj * (1.0 / kt + float(_rotation_excess(m, kt))) / n
     return v
 
 
 def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_residual: float, *,
-                                  generation_budget: int, n_max: int | None = None) -> int:
+                                  generation_budget: int, n_max: int | None = None, k_total: int | None = None,
+                                  s2_scenario_judge: float = 0.0) -> int:
     """The m that minimises :func:`scenario_generation_variance` when at most ``n_max`` scenarios exist.
 
     App. E (``app:scenario_coverage``, Eq. 35 ``eq:scenario_gen``): with n = min(N, B_gen // m) scenarios,
@@ -392,13 +532,27 @@ def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_r
       bound, linear in m), so beyond M_1 only m up to (V_ref B_gen − σ²_β − σ²_ε)/σ²_α can beat the best value
       V_ref found so far; equivalently only n >= σ²_α/(V_ref − (σ²_β + σ²_ε)/B_gen), and for each n the
       largest m with that n (B_gen // n). The shorter of the two lists is evaluated.
+
+    With ``s2_scenario_judge`` (needs ``k_total``) the variance is that of :func:`scenario_generation_variance`,
+    V(m) = [σ²_α + (σ²_β + σ²_ε)/m + σ²_αγ (1/K_tot + e(m))]/n with e(m) = r (K_tot − r)/(K_tot m²),
+    r = m mod K_tot, which is not monotone in m. For a fixed n, V falls with m within each residue class of m
+    mod K_tot, so among the m sharing an n only the K_tot largest can be best; and the bounds above hold with
+    σ²_α + σ²_αγ/K_tot in place of σ²_α (e >= 0). The same windows are then searched, K_tot values per n.
     """
     caller = "best_generations_per_scenario"
     s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
     s2e = _var("s2_residual", s2_residual, caller)
+    s2sj = _sj(s2_scenario_judge, caller)
     bg = check_positive_int("generation_budget", generation_budget, caller=caller)
     nmax = bg if n_max is None else check_positive_int("n_max", n_max, caller=caller)
     c = s2b + s2e
+    if s2sj > 0:
+        if k_total is None:
+            raise CjstatsError(f"The 's2_scenario_judge' argument of {caller} needs k_total (the panel size): the "
+                               f"interaction term depends on how the generations of a scenario spread over the "
+                               f"judges.")
+        return _best_m_with_interaction(s2a, c, s2sj, bg, nmax, check_positive_int("k_total", k_total,
+                                                                                    caller=caller))
 
     def v(m: np.ndarray) -> np.ndarray:
         m = np.asarray(m, dtype=np.int64)
@@ -420,6 +574,44 @@ def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_r
                 cands.append(np.arange(m1 + 2, m1 + 2 + m_win, dtype=np.int64))
         elif n_win > 0:
             cands.append(bg // np.arange(n_lo, n_hi + 1, dtype=np.int64))
+    m = np.unique(np.concatenate(cands))
+    return int(m[int(np.argmin(v(m)))])
+
+
+def _best_m_with_interaction(s2a: float, c: float, s2sj: float, bg: int, nmax: int, kt: int) -> int:
+    """:func:`best_generations_per_scenario` with the interaction term (its docstring gives the argument)."""
+    a_eff = s2a + s2sj / kt
+
+    def v(m: np.ndarray) -> np.ndarray:
+        m = np.asarray(m, dtype=np.int64)
+        n = np.minimum(nmax, bg // m).astype(float)
+        return (s2a + c / m + s2sj * (1.0 / kt + _rotation_excess(m, kt))) / n
+
+    def tops(hi: np.ndarray, lo_excl: np.ndarray) -> np.ndarray:
+        """The K_tot largest m in (lo_excl, hi] for each pair (every residue class's best, and its smallest)."""
+        j = np.arange(kt, dtype=np.int64)
+        x = hi[:, None] - j[None, :]
+        x = x[x > lo_excl[:, None]]
+        return x
+    m1 = bg // nmax                                  # the m that still use all N scenarios: 1..M_1
+    cands = []
+    if m1 >= 1:
+        cands.append(tops(np.array([m1]), np.array([0])))
+        cands.append(np.arange(1, min(m1, kt) + 1, dtype=np.int64))      # the smallest of each class (ties)
+    if m1 < bg:
+        cands.append(np.array([m1 + 1]))
+        ref = float(v(np.concatenate(cands)).min())
+        n_hi = min(nmax - 1, bg // (m1 + 1))
+        m_win = (bg - m1 - 1) if a_eff == 0 else int(min(bg, max(m1, math.floor((ref * bg - c) / a_eff)))) - m1 - 1
+        slack = ref - c / bg
+        n_lo = n_hi + 1 if slack <= 0 else max(1, math.ceil(a_eff / slack * (1 - 1e-12)))
+        n_win = n_hi - n_lo + 1
+        if m_win <= n_win * kt:
+            if m_win > 0:
+                cands.append(np.arange(m1 + 2, m1 + 2 + m_win, dtype=np.int64))
+        elif n_win > 0:
+            ns = np.arange(n_lo, n_hi + 1, dtype=np.int64)
+            cands.append(tops(bg // ns, bg // (ns + 1)))
     m = np.unique(np.concatenate(cands))
     return int(m[int(np.argmin(v(m)))])
 
@@ -660,7 +852,8 @@ def _next_multiple(x: np.ndarray, p: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ power
 def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generation: float, s2_residual: float,
                             s2_judge_panel: float, m: int, k: int, k_total: int,
-                            assignment: Assignment = "cyclic", n_max: int = 10**8) -> int:
+                            assignment: Assignment = "cyclic", n_max: int = 10**8,
+                            s2_scenario_judge: float = 0.0) -> int:
     """The smallest number of scenarios n whose :func:`design_variance` is at most ``target_se``².
 
     The variance (:func:`design_variance`; Proposition 1, Eq. 2 ``eq:variance``, and Eqs. 4-5) is
@@ -673,6 +866,9 @@ def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generati
 
     Raises when the target is out of reach: with ``assignment="fixed"`` and k < K_tot the judge term F does
     not shrink with n (Proposition 1), and no n can beat it.
+
+    ``s2_scenario_judge`` adds c σ²_αγ to P, c the n = 1 ``scenario_judge`` coefficient of
+    :func:`design_coefficients` (the term is proportional to 1/n for every assignment), so the same search holds.
     """
     caller = "scenarios_for_target_se"
     t = check_number("target_se", target_se, caller=caller, minimum=0.0)
@@ -693,25 +889,31 @@ def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generati
                            f"or a cyclic assignment.")
     per_n = float(c1["scenario"] * comps[0] + c1["generation"] * comps[1] + c1["residual"] * comps[2]
                   + (c1["judge_panel"] * comps[3] if assignment == "random" else 0.0))
+    s2sj = _sj(s2_scenario_judge, caller)
+    if s2sj > 0:
+        per_n += float(c1["scenario_judge"]) * s2sj
     room = t * t - floor
     lo = max(1, int(_to_int(per_n / room * (1 - 1e-12), n_max + 1)))
     p = int(_period(m * k, kt)) if assignment == "cyclic" else 1
     hi = int(_next_multiple(np.int64(max(1, int(_to_int(per_n / room * (1 + 1e-12), n_max + 1)) + 1)), p)) + p
-    n = _first_true_up_to(lambda _, ns: _design_values(comps, ns, m, k, kt, assignment) <= t * t, lo, hi, n_max)
+    n = _first_true_up_to(lambda _, ns: _design_values(comps, ns, m, k, kt, assignment, s2sj) <= t * t, lo, hi,
+                          n_max)
     if n > n_max:
         raise CjstatsError(f"No number of scenarios up to n_max={n_max} reaches target_se={t:g} in {caller} "
                            f"(at least {lo} are needed); raise n_max.")
     return n
 
 
-def _design_values(comps: np.ndarray, n: np.ndarray, m, k, kt: int, assignment: str) -> np.ndarray:
+def _design_values(comps: np.ndarray, n: np.ndarray, m, k, kt: int, assignment: str,
+                   s2sj: float = 0.0) -> np.ndarray:
     c = design_coefficients(n=n, m=m, k=k, k_total=kt, assignment=assignment)
-    return sum(c[name] * v for name, v in zip(_ORDER, comps))
+    v = sum(c[name] * v for name, v in zip(_ORDER, comps))
+    return v + c["scenario_judge"] * s2sj if s2sj > 0 else v
 
 
 def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation: float, s2_residual: float,
                          s2_judge_panel: float, n: int, k_total: int, s2_scenario: float | None = None,
-                         budget_max: int = 10**8) -> int:
+                         budget_max: int = 10**8, s2_scenario_judge: float = 0.0) -> int:
     """The smallest per-scenario budget B whose :func:`strategy_variance` is at most ``target_se``².
 
     From :func:`strategy_coefficients` (Eqs. 3-5 with the leftover term), with F = σ²_α/n when
@@ -727,6 +929,11 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
 
     Raises when σ²_α/n alone (if ``s2_scenario`` is given) already exceeds the target: more calls per scenario
     cannot help, only more scenarios.
+
+    ``s2_scenario_judge`` (:func:`strategy_variance`): F gains σ²_αγ/(n K_tot) when scenarios are resampled;
+    ``"random"`` gains (K_tot − 1)σ²_αγ/(n K_tot B), a 1/B term; ``"all"`` and ``"cyclic"`` gain
+    σ²_αγ r (K_tot − r)/(n K_tot B²) >= 0, zero when K_tot divides B, so the search for them stops at the first
+    multiple of K_tot (instead of the first B with nB a multiple) that the 1/B part brings under the target.
     """
     caller = "budget_for_target_se"
     t = check_number("target_se", target_se, caller=caller, minimum=0.0)
@@ -737,6 +944,9 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
     kt = check_positive_int("k_total", k_total, caller=caller)
     budget_max = check_positive_int("budget_max", budget_max, caller=caller)
     floor = 0.0 if s2_scenario is None else _var("s2_scenario", s2_scenario, caller) / n
+    s2sj = _sj(s2_scenario_judge, caller)
+    if s2sj > 0 and s2_scenario is not None:
+        floor += s2sj / (n * kt)
     if floor >= t * t:
         raise CjstatsError(f"No per-scenario budget reaches target_se={t:g} with n={n} scenarios: the scenario "
                            f"term alone has SE {math.sqrt(floor):.4g}. Use more scenarios.")
@@ -746,7 +956,10 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
 
     def ok(_, bs: np.ndarray) -> np.ndarray:
         c = strategy_coefficients(strategy, budget=bs, n=n, k_total=kt)
-        return c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g + floor <= t * t
+        v = c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g
+        if s2sj > 0:
+            v = v + c["scenario_judge"] * s2sj
+        return v + floor <= t * t
 
     cap = budget_max + 1
     if strategy == "all":
@@ -761,8 +974,10 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
         per = a
     else:
         per = (s2b + s2e + (s2g if strategy == "random" else 0.0)) / n
+        if s2sj > 0 and strategy == "random":
+            per += (kt - 1) * s2sj / (kt * n)
         lo = max(1, int(_to_int(per / room * (1 - 1e-12), cap)))
-        p = int(_period(n, kt)) if strategy == "cyclic" else 1
+        p = (kt if s2sj > 0 else int(_period(n, kt))) if strategy == "cyclic" else 1
     hi = int(_next_multiple(np.int64(max(1, int(_to_int(per / room * (1 + 1e-12), cap)) + 1)), p)) + p
     b = _first_true_up_to(ok, lo, hi, budget_max)
     if b > budget_max:

@@ -47,7 +47,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
                                   draws=draws, chains=chains, tune=tune)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
-    rows, folded = [], False
+    rows, folded, interaction = [], False, False
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):
         sel = dict(zip(keys, key))
         group = group_components(fit, sel["model"], sel.get("criterion"), "cjstats variance")
@@ -61,12 +61,19 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
                                    f"identifiable and --m {m} cannot be evaluated; use --m 1.")
             s2b, folded = 0.0, True
         c = variance_contributions(est["scenario"], s2b, est["residual"], est["judge_panel"], n=nn, m=m, k=k,
-                                   k_total=kt)
+                                   k_total=kt, s2_scenario_judge=group.scenario_judge)
         total = sum(c.values())
+        if group.scenario_judge > 0:
+            interaction = True
         rows.append({**sel, "method": fit.method, "n": nn, "m": m, "k": k, "k_total": kt, "variance": total,
                      "se": math.sqrt(total), **c, "judge_share": c["judge_panel"] / total if total else math.nan})
     out = pd.DataFrame(rows)
+    if interaction:
+        out["scenario_judge"] = out["scenario_judge"].fillna(0.0)
     note = ("\nscenario holds scenario + generation (m = 1 in FILE: generation not identifiable)." if folded else "")
+    if interaction:
+        note += ("\nscenario_judge = sigma2_scenario_judge/(nK): the scenario x judge interaction, shared by the "
+                 "m generations a judge scores on a scenario (0 where the fit has no such term).")
     head = "Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
     text = ((method_note + "\n" if method_note else "") + head
             + out.to_string(index=False, float_format=lambda v: f"{v:.4g}") + note)
