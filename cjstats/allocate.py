@@ -47,7 +47,7 @@ from cjstats.variance import (
 )
 
 __all__ = ["optimise", "Allocation", "OPTIMISE_STRATEGIES", "cost_weighted_allocation", "WeightedAllocation",
-           "poststratified_mean", "judge_residual_variances", "allocation_section"]
+           "poststratified_mean", "judge_residual_variances", "allocation_section", "scenario_judge_verdict"]
 
 #: Strategies the optimiser compares. ``cyclic``: k judges per generation from one rotation (k = 1 is the
 #: paper's C); ``random``: k judges drawn at random per generation (k = 1 is B); ``all``: every judge (A);
@@ -899,3 +899,47 @@ def allocation_section(fit: Any) -> str:
         f"e.g. {first['model']}: CyclicJudge cuts the SE from {first['one judge']:.4f} to "
         f"{first['CyclicJudge']:.4f} at the same cost. Plan it: cjstats plan; optimise a budget: cjstats allocate.",
     ])
+
+
+# ---------------------------------------------------------------------------------- scenario x judge verdict
+def scenario_judge_verdict(fit: Any, *, model: str | None = None, criterion: str | None = None,
+                           budget: float | None = None, judge_costs: Mapping[str, float] | None = None,
+                           generation_cost: float = 0.0) -> str | None:
+    """Whether the fitted scenario x judge interaction changes the recommended design, in one sentence.
+
+    Runs :func:`optimise` twice on the group's point estimates, once with ``scenario_judge`` as fitted and once
+    with it set to 0 (the paper's model, whose residual would hold it), at ``budget`` (default: the calls of the
+    data, n m K) and the given prices, and compares the recommended strategy, judges per generation and
+    generations. Returns None when the term was not fitted (absent, not identifiable, or estimated as 0).
+    """
+    g = group_components(fit, model, criterion, "scenario_judge_verdict")
+    s2sj = float(g.estimates.get("scenario_judge", 0.0))
+    if not s2sj > 0:
+        return None
+    point = {c: float(g.estimates[c]) if np.isfinite(g.estimates[c]) else 0.0 for c in _COMP}
+    if budget is None:
+        sel = fit.design
+        row = sel[sel["model"] == g.model] if "model" in sel.columns else sel
+        if g.criterion is not None and "criterion" in row.columns:
+            row = row[row["criterion"] == g.criterion]
+        budget = float(row["n_rows"].iloc[0])
+    k_total = len(g.judges) if g.judges else None
+    common = {"budget": budget, "k_total": k_total, "n_max": g.n_scenarios, "judge_costs": judge_costs,
+              "generation_cost": generation_cost}
+    with_term = optimise(point, **common)
+    without = optimise({**point, "scenario_judge": 0.0}, **common)
+
+    def design(a: Allocation) -> tuple[str, int, int, int]:
+        r = a.table.iloc[0]
+        return str(r["strategy"]), int(r["judges_per_generation"]), int(r["n"]), int(r["m"])
+
+    def say(d: tuple[str, int, int, int]) -> str:
+        return f"{d[0]}, {d[1]} judge(s) per generation, n = {d[2]} x m = {d[3]}"
+
+    dw, d0 = design(with_term), design(without)
+    se_w = float(with_term.table.iloc[0]["se"])
+    if dw != d0:
+        return (f"it changes the recommended design at {budget:g} calls: {say(dw)} (SE {se_w:.3g}) instead of "
+                f"{say(d0)}, which the paper's model would choose")
+    return (f"it does not change the recommended design at {budget:g} calls ({say(dw)}); it is part of that "
+            f"design's predicted SE {se_w:.3g}")
