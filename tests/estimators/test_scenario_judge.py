@@ -222,12 +222,13 @@ def _draw(rng, n, m, k, gamma):
     return a + b + gamma + sj + rng.normal(0, math.sqrt(TRUTH["residual"]), (n, m, k))
 
 
-def coverage(method: str, reps: int, *, n=20, m=3, k=4, seed=0) -> dict[str, float]:
+def coverage(method: str, reps: int, *, n=20, m=3, k=4, seed=0, fitted: bool = True) -> dict[str, float]:
     """Share of ``reps`` replicate fits whose 95% interval covers the true value, per component.
 
     ANOVA runs the backend's own formula path on each replicate's mean squares (``mean_squares`` and
     ``scenario_judge_ss`` of the dense array, then the rows the backend builds: the public path adds only the
-    reduction, tested above); REML runs ``cj.estimate``.
+    reduction, tested above); REML runs ``cj.estimate``. ``fitted=False`` fits the paper's model instead (its
+    scenario_judge row has no interval and counts as a miss).
     """
     from cjstats.estimators.anova import _group_rows, mean_squares, scenario_judge_ss
 
@@ -239,13 +240,14 @@ def coverage(method: str, reps: int, *, n=20, m=3, k=4, seed=0) -> dict[str, flo
     for _ in range(reps):
         y = _draw(rng, n, m, k, gamma)
         if method == "anova":
-            rows, _ = _group_rows(mean_squares(y), 0.95, "mls", scenario_judge_ss(y))
+            rows, _ = _group_rows(mean_squares(y), 0.95, "mls", scenario_judge_ss(y) if fitted else None)
             t = {r.component: (r.lower, r.upper) for r in rows}
+            t.setdefault("scenario_judge", (math.nan, math.nan))
         else:
             i, j, ll = np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij")
             df = pd.DataFrame({"model": "A", "scenario": i.ravel().astype(str), "generation": j.ravel().astype(str),
                                "judge": labels[ll.ravel()], "score": y.ravel()})
-            comp = _est(cj.estimate(df, method="reml"))
+            comp = _est(cj.estimate(df, method="reml", scenario_judge=fitted))
             t = {c: (comp.at[c, "lower"], comp.at[c, "upper"]) for c in hits}
         for c in hits:
             truth = panel if c == "judge_panel" else TRUTH[c]
