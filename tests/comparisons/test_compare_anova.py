@@ -44,9 +44,9 @@ class TestPairedTIdentity:
 
 
 class TestJointAgreesWithPerModel:
-    """Exact identities between the joint ANOVA and the per-model ANOVA (module docstring of anova.py)."""
     """Exact identities between the joint ANOVA and the per-model ANOVA of the paper's model (scenario_judge=False: the
     joint model has no scenario x judge term; module docstring of anova.py)."""
+
     @pytest.fixture
     def fits(self):
         f = _frame(p=3, n=15, m=2, k=4, seed=5, judge_model=np.outer([1, 0, -1], [0.2, -0.2, 0.1, -0.1]))
