@@ -39,6 +39,7 @@ _FLAGS: list[tuple[str, Any]] = [
     (r"read_scores\(path, columns=(\{[^{}]*\})\)", lambda m: "--columns " + ",".join(
         f"{k}={v}" for k, v in __import__("ast").literal_eval(m.group(1)).items())),
     (r"read_scores\(\.\.\., duplicates='mean'\)", "--duplicates mean"),
+    (r"read_scores\(path, (?:--judge-columns |judge_columns=)('[^']*')\)", r"--judge-columns \1"),
     (r" before read_scores\(\)", " in the file first"),
     (r"read_scores\(\)", "cjstats"),
     (r"\bincomplete='(\w+)'", r"--incomplete \1"),
@@ -637,6 +638,36 @@ def load_source(file: str | None, data: DataOptions, engine: str, memory_limit: 
     return load_stats(file, engine, data, memory_limit)
 
 
+def _header(file: str) -> list[str]:
+    """The column names of FILE (or of the first file a glob or folder matches); empty when unknown."""
+    import glob
+    import gzip
+    from pathlib import Path
+
+    path = Path(file)
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_file())
+    else:
+        found = [Path(p) for p in sorted(glob.glob(file))] if any(c in file for c in "*?[") else [path]
+    if not found or not found[0].is_file():
+        return []
+    first = found[0]
+    name = first.name.lower()
+    try:
+        if name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(first).names)
+        if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(first, "rt", encoding="utf-8-sig") as fh:
+                line = fh.readline()
+            return [c.strip().strip('"') for c in re.split("[,;\t]", line.rstrip("\r\n"))]
+    except Exception:  # noqa: BLE001 - the engine reads the file and words its own errors
+        return []
+    return []
+
+
 def load_stats(file: str | None, engine: str, data: DataOptions, memory_limit: str | None):
     """The statistics of FILE (a path or a quoted glob) computed by an out-of-core engine; the rows stay out."""
     from cjstats.exceptions import CjstatsError
@@ -658,5 +689,8 @@ def load_stats(file: str | None, engine: str, data: DataOptions, memory_limit: s
                            f"for it, or filter the files first.")
     if memory_limit is not None and engine != "duckdb":
         raise CjstatsError(f"--memory-limit is a DuckDB setting, but --engine is {engine}; use --engine duckdb.")
+    if "judge_type" in _header(file):
+        raise CjstatsError(f"FILE has a judge_type column (human reference raters), which --engine {engine} would "
+                           f"count as judges; use --engine numpy, which keeps them apart, or drop the human rows.")
     opts = {"memory_limit": memory_limit} if memory_limit else {}
     return build_stats(file, engine=engine, columns=parse_mapping(data.columns, option="--columns") or None, **opts)
