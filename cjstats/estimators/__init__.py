@@ -28,7 +28,8 @@ from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
-           "available_backends", "get_backend", "register_backend", "auto_method"]
+           "available_backends", "get_backend", "register_backend", "auto_method", "UnknownOptionError",
+           "ENGINE_OPTIONS"]
 
 Method = Literal["anova", "reml", "bayes"]
 Scale = Literal["score", "latent"]
@@ -177,6 +178,11 @@ def _as_scores(scores: Scores | pd.DataFrame | Any) -> Scores:
                        f"or 'dask' a path or glob. Got {type(scores).__name__} instead.")
 
 
+class UnknownOptionError(CjstatsError, TypeError):
+    """An option :func:`estimate` does not take: one sentence (a :class:`CjstatsError`, so the command line shows
+    it as such) that is also the ``TypeError`` Python raises for an unexpected keyword argument."""
+
+
 #: Options of each out-of-core engine's ``build`` (``cjstats.stats.build_stats``), passed with ``engine_options=``.
 ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
     "duckdb": ("columns", "connection", "memory_limit", "temp_directory", "threads"),
@@ -194,7 +200,7 @@ def _check_engine_options(engine: str | None, options: Mapping[str, Any]) -> Non
     known = ENGINE_OPTIONS.get(engine)
     unknown = [o for o in options if known is not None and o not in known]
     if unknown:
-        raise CjstatsError(f"engine_options names '{unknown[0]}', which engine='{engine}' does not take (its "
+        raise UnknownOptionError(f"engine_options names '{unknown[0]}', which engine='{engine}' does not take (its "
                            f"options: {', '.join(known)}).")
 
 
@@ -218,9 +224,9 @@ def _check_options(backend: Any, options: Mapping[str, Any]) -> None:
         return
     name = unknown[0]
     if any(name in names for names in ENGINE_OPTIONS.values()):
-        raise CjstatsError(f"'{name}' is an option of the out-of-core engine, not of method='{backend.name}'; pass "
+        raise UnknownOptionError(f"'{name}' is an option of the out-of-core engine, not of method='{backend.name}'; pass "
                            f"it as engine_options={{{name!r}: ...}} with engine='duckdb' or 'dask'.")
-    raise CjstatsError(f"estimate has no option '{name}' for method='{backend.name}' (its options: "
+    raise UnknownOptionError(f"estimate has no option '{name}' for method='{backend.name}' (its options: "
                        f"{', '.join(known) or 'none'}; engine options go in engine_options=).")
 
 
