@@ -831,7 +831,8 @@ def _read_file(path: Path, *, arrow: Mapping[str, str] | None = None) -> tuple[A
     if not path.exists():
         raise CjstatsError(f"The score file `{path}` does not exist.")
     if path.is_dir():
-        raise CjstatsError(f"`{path}` is a folder; give read_scores one score file.")
+        raise CjstatsError(f"`{path}` is a folder; give read_scores one score file, or fit every file in it "
+                           f"without loading the rows: cj.estimate('{path}/*.parquet', engine='duckdb') (docs/scale.md).")
     kind = _file_kind(path)
     if path.stat().st_size == 0:
         raise CjstatsError(f"The score file `{path}` is empty: it has no header and no rows.")
@@ -900,6 +901,21 @@ def _csv_frame(df: pd.DataFrame, n_lines: int) -> pd.DataFrame:
     if n_lines == len(df) + 1:
         df.index = pd.RangeIndex(2, len(df) + 2, name="line")
     return df
+
+
+def _wide_pattern(df: pd.DataFrame) -> str | None:
+    """``'score_*'`` when two or more number columns share a prefix such as ``score_`` (a wide table), else None."""
+    import re
+
+    prefixes: dict[str, int] = {}
+    for col in map(str, df.columns):
+        m = re.match(r"^(.*?[_\-.:])[^_\-.:]", col)
+        head = df[col].dropna().head(50)
+        numbers = len(head) > 0 and pd.to_numeric(head, errors="coerce").notna().all()
+        if m and numbers and col.lower() not in _REQUIRED + ("generation", "criterion"):
+            prefixes[m.group(1)] = prefixes.get(m.group(1), 0) + 1
+    best = max(((p.lower().startswith("score"), n, p) for p, n in prefixes.items() if n >= 2), default=None)
+    return f"{best[2]}*" if best else None
 
 
 def _suggest_mapping(missing: list[str], found: list[str]) -> dict[str, str]:
@@ -1220,6 +1236,11 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     found = [str(c) for c in df.columns]
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
+        wide = _wide_pattern(df) if {"judge", "score"} <= set(missing) else None
+        if wide is not None:  # one score column per judge: the wide layout, not a renamed column
+            raise CjstatsError(f"scores has no column 'judge' or 'score' but one score column per judge (found: "
+                               f"{', '.join(found)}); read the wide table with read_scores(path, "
+                               f"judge_columns={wide!r}).")
         guess = _suggest_mapping(missing, found) or {"<your column>": missing[0]}
         raise CjstatsError(f"scores has no column '{missing[0]}' (found: {', '.join(found) or 'no columns'}). "
                            f"Map yours with read_scores(path, columns={guess!r}).")

@@ -4,8 +4,8 @@
 #   bash scripts/run.sh test   -> installs cjstats with test extras and runs the test suite
 #   bash scripts/run.sh ARGS   -> runs `cjstats ARGS` in the environment
 # Paths in ARGS are taken from the folder you call it from (the script never changes folder).
-# The package is installed only when needed: a stamp file in the venv records the hash of pyproject.toml
-# and the extra; a changed pyproject.toml (or another extra) reinstalls.
+# The package is installed only when needed: a stamp file in the venv records the hash of pyproject.toml and the
+# extras installed; a changed pyproject.toml reinstalls, another extra installs the union of the extras.
 # Set CJSTATS_PYTHON=/path/to/python3.12 to choose the interpreter, CJSTATS_VENV to choose the venv.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,15 +37,21 @@ if [ ! -x "$venv/bin/python" ] || ! ok "$venv/bin/python"; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
 
-# install "$root[extra]" unless the stamp says this pyproject.toml and extra are already installed
+# install "$root[extra]" unless the stamp says this pyproject.toml is installed with that extra. The stamp keeps the
+# set of extras installed so far and a new extra installs the union, so `demo` (all) then `test` (test) then `demo`
+# installs twice in all ([all], then [all,test]) instead of once per switch.
 ensure_installed() {
-  local extra="$1" stamp="$venv/.cjstats-install-stamp" want
-  want="$("$venv/bin/python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml") $extra $root"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    return 0
+  local extra="$1" stamp="$venv/.cjstats-install-stamp" key have="" x union
+  key="$("$venv/bin/python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml") $root"
+  if [ -f "$stamp" ] && [ "$(head -n 1 "$stamp")" = "$key" ]; then
+    have="$(sed -n 2p "$stamp")"
   fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$extra]"
-  printf '%s' "$want" > "$stamp"
+  for x in $have; do
+    if [ "$x" = "$extra" ]; then return 0; fi
+  done
+  union="$(printf '%s\n' $have "$extra" | sort -u | paste -sd, -)"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$union]"
+  printf '%s\n%s\n' "$key" "${union//,/ }" > "$stamp"
 }
 
 task="${1:-demo}"

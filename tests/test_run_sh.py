@@ -73,3 +73,32 @@ def test_license_is_mit_and_citation_cites_the_paper():
     assert ref["title"] == "CyclicJudge: Mitigating Judge Bias Efficiently in LLM-based Evaluation"
     assert [a["family-names"] for a in ref["authors"]] == ["Zhu", "Tieleman", "Bukhtiyarov", "Chen"]
     assert cff["license"] == "MIT"
+
+
+def test_demo_then_test_then_demo_installs_once_per_extras_set(tmp_path, fake_venv):
+    """Switching between `demo` (extra all) and `test` (extra test) installs the union once, then never again."""
+    venv, log = fake_venv
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    steps = [["demo", "--help"], ["test", str(tmp_path / "test_ok.py"), "-q", "-p", "no:cacheprovider"],
+             ["demo", "--help"], ["test", str(tmp_path / "test_ok.py"), "-q", "-p", "no:cacheprovider"]]
+    installs = []
+    for args in steps:
+        r = _run(args, tmp_path, venv)
+        assert r.returncode == 0, r.stdout + r.stderr
+        installs.append(log.read_text().count("install") if log.exists() else 0)
+    assert installs == [1, 2, 2, 2]          # [all], then [all,test]; the second demo and test install nothing
+    lines = log.read_text().splitlines()
+    assert lines[0].endswith(f"-e {ROOT}[all]") and lines[1].endswith(f"-e {ROOT}[all,test]")
+    stamp = (venv / ".cjstats-install-stamp").read_text().splitlines()
+    assert stamp[1] == "all test"
+
+
+def test_a_changed_pyproject_installs_again(tmp_path, fake_venv):
+    venv, log = fake_venv
+    r = _run(["demo", "--help"], tmp_path, venv)
+    assert r.returncode == 0, r.stderr
+    stamp = venv / ".cjstats-install-stamp"
+    stamp.write_text("0" * 64 + f" {ROOT}\nall test\n")   # as if pyproject.toml had another hash
+    r = _run(["demo", "--help"], tmp_path, venv)
+    assert r.returncode == 0, r.stderr
+    assert log.read_text().count("install") == 2 and log.read_text().splitlines()[1].endswith(f"-e {ROOT}[all]")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from cjstats.cli._app import run_group
+from cjstats.cli._app import accept_dataset, run_group
 
 __all__ = ["cli", "main"]
 
@@ -39,6 +39,11 @@ def _register() -> None:
     from cjstats.cli.study import study
 
     cli.add_command(study)
+    from cjstats.cli.datasets import datasets
+
+    cli.add_command(datasets)
+    for cmd in cli.commands.values():   # every data subcommand: FILE or --dataset NAME
+        accept_dataset(cmd)
 
 
 _register()

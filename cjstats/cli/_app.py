@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
 __all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
            "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
-           "anova_options", "refuse_drop_options", "bayes_kwargs", "as_flags", "scores_options", "select_model",
+           "anova_options", "refuse_drop_options", "accept_dataset", "parse_pairs", "bayes_kwargs", "as_flags", "scores_options", "select_model",
            "METHODS"]
 
 FORMATS = ("table", "json", "csv")
+#: The bundled tables (``cjstats.datasets.NAMES``, named here so that ``cjstats --help`` imports no pandas).
+DATASETS = ("hanna", "mentalalign")
 
 # Library argument spellings -> the flags a CLI user typed (so advice never names a Python argument).
 _FLAGS: list[tuple[str, Any]] = [
@@ -37,6 +39,7 @@ _FLAGS: list[tuple[str, Any]] = [
     (r"read_scores\(path, columns=(\{[^{}]*\})\)", lambda m: "--columns " + ",".join(
         f"{k}={v}" for k, v in __import__("ast").literal_eval(m.group(1)).items())),
     (r"read_scores\(\.\.\., duplicates='mean'\)", "--duplicates mean"),
+    (r"read_scores\(path, (?:--judge-columns |judge_columns=)('[^']*')\)", r"--judge-columns \1"),
     (r" before read_scores\(\)", " in the file first"),
     (r"read_scores\(\)", "cjstats"),
     (r"\bincomplete='(\w+)'", r"--incomplete \1"),
@@ -168,16 +171,51 @@ def format_option(f: Callable) -> Callable:
 
 
 # ------------------------------------------------------------------------------------------- parsing
-def parse_mapping(text: str | None, *, option: str) -> dict[str, str]:
-    """Parse ``a=b,c=d`` into a dict, with one clear sentence on a malformed item."""
+_QUOTE_HINT = ("""put a name that holds a comma or '=' in double quotes, e.g. '"org/model,v2"=judge'""")
+
+
+def _split(text: str, sep: str, *, option: str, maxsplit: int = -1) -> list[str]:
+    """Split ``text`` at ``sep`` outside double quotes (the quotes are kept; :func:`_unquote` removes them)."""
+    parts: list[str] = []
+    buf: list[str] = []
+    quoted = False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        elif ch == sep and not quoted and (maxsplit < 0 or len(parts) < maxsplit):
+            parts.append("".join(buf))
+            buf = []
+            continue
+        buf.append(ch)
+    if quoted:
+        raise CjstatsError(f"The option {option} has an opening double quote without its closing one. Got {text!r}.")
+    parts.append("".join(buf))
+    return parts
+
+
+def _unquote(text: str) -> str:
+    """A name as given: surrounding spaces dropped, the double quotes that protect a comma or '=' removed."""
+    return text.strip().replace('"', "").strip() if '"' in text else text.strip()
+
+
+def parse_pairs(text: str | None, *, option: str, example: str = "rater=judge,item=scenario") -> list[tuple[str, str]]:
+    """Parse ``a=b,c=d`` into pairs; a name holding ',' or '=' is written in double quotes (``"a,b"=c``)."""
     if not text:
-        return {}
-    out = {}
-    for item in text.split(","):
-        if "=" not in item:
+        return []
+    out = []
+    for item in _split(text, ",", option=option):
+        pair = _split(item, "=", option=option, maxsplit=1)
+        if len(pair) != 2 or not _unquote(pair[0]) or not _unquote(pair[1]):
             raise CjstatsError(f"The option {option} takes name=value pairs separated by commas, such as "
-                               f"'rater=judge,item=scenario'. Got {item!r}.")
-        k, v = (x.strip() for x in item.split("=", 1))
+                               f"'{example}' ({_QUOTE_HINT}). Got {item.strip()!r}.")
+        out.append((_unquote(pair[0]), _unquote(pair[1])))
+    return out
+
+
+def parse_mapping(text: str | None, *, option: str) -> dict[str, str]:
+    """Parse ``a=b,c=d`` into a dict, with one clear sentence on a malformed item (quotes as in :func:`parse_pairs`)."""
+    out: dict[str, str] = {}
+    for k, v in parse_pairs(text, option=option):
         if k in out:
             raise CjstatsError(f"The option {option} names '{k}' twice ({k}={out[k]} and {k}={v}); give each once.")
         out[k] = v
@@ -185,10 +223,10 @@ def parse_mapping(text: str | None, *, option: str) -> dict[str, str]:
 
 
 def parse_list(text: str | None, *, option: str) -> list[str] | None:
-    """Parse ``a,b,c``; an empty item is an error naming the option."""
+    """Parse ``a,b,c``; an empty item is an error naming the option; ``"a,b"`` (in double quotes) is one name."""
     if text is None:
         return None
-    items = [x.strip() for x in text.split(",")]
+    items = [_unquote(x) for x in _split(text, ",", option=option)]
     if not items or any(not x for x in items):
         raise CjstatsError(f"The option {option} takes names separated by commas, such as 'a,b'. Got {text!r}.")
     return list(dict.fromkeys(items))
@@ -209,6 +247,7 @@ class DataOptions:
     criteria: str | None
     where: tuple[str, ...]
     max_drop: float | None = None
+    dataset: str | None = None
 
 
 def data_options(f: Callable) -> Callable:
@@ -218,13 +257,17 @@ def data_options(f: Callable) -> Callable:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         names = ("columns", "judge_columns", "composite", "incomplete", "max_drop", "duplicates", "judges",
-                 "exclude_judges", "criteria", "where")
+                 "exclude_judges", "criteria", "where", "dataset")
         kwargs["data"] = DataOptions(**{n: kwargs.pop(n) for n in names})
         return f(*args, **kwargs)
 
     opts = [
+        click.option("--dataset", "dataset", type=click.Choice(DATASETS), default=None,
+                     help="Read a bundled table instead of FILE: one row per judge call, human ratings kept as "
+                          "reference raters (what `cjstats datasets export` writes; hanna: judge-prompt variant 1)."),
         click.option("--where", "where", multiple=True, metavar="COLUMN=VALUE",
-                     help="Keep only rows whose COLUMN equals VALUE (repeat to combine; any column of FILE)."),
+                     help="Keep only rows whose COLUMN equals VALUE (any column of FILE); repeat it: the same COLUMN "
+                          "keeps rows with any of its VALUEs, different COLUMNs must all match."),
         click.option("--criteria", default=None, metavar="A,B", help="Keep only these criteria."),
         click.option("--exclude-judges", "exclude_judges", default=None, metavar="A,B",
                      help="Leave these judges out."),
@@ -248,6 +291,19 @@ def data_options(f: Callable) -> Callable:
     return wrapper
 
 
+def accept_dataset(cmd: click.Command) -> click.Command:
+    """Make FILE optional (``--dataset NAME`` reads a bundled table instead) and let a folder through to
+    :func:`load_scores`, which says how to read one, for a subcommand with the data options."""
+    names = {p.name for p in cmd.params}
+    if "dataset" not in names:
+        return cmd
+    for p in cmd.params:
+        if isinstance(p, click.Argument) and p.name == "file":
+            p.required = False
+            p.type = click.Path()
+    return cmd
+
+
 def scores_options(f: Callable) -> Callable:
     """The three reading options of earlier versions (``columns, duplicates, composite`` keyword arguments).
 
@@ -261,7 +317,13 @@ def scores_options(f: Callable) -> Callable:
     return f
 
 
-def _where(df: pd.DataFrame, where: tuple[str, ...]) -> pd.DataFrame:
+def _where(df: pd.DataFrame, where: tuple[str, ...], reference: Any = None) -> pd.DataFrame:
+    """``--where COLUMN=VALUE``: a COLUMN given several times keeps any of its VALUEs; COLUMNs all must match.
+
+    ``reference`` (a boolean Series on ``df``: the human rows) is used to say when the filter removes every one
+    of them (:func:`_reference_removed`).
+    """
+    wanted: dict[str, list[str]] = {}
     for item in where:
         if "=" not in item:
             raise CjstatsError(f"The option --where takes COLUMN=VALUE, such as 'task=math'. Got {item!r}.")
@@ -269,17 +331,83 @@ def _where(df: pd.DataFrame, where: tuple[str, ...]) -> pd.DataFrame:
         if col not in df.columns:
             raise CjstatsError(f"The option --where names column '{col}', which FILE does not have "
                                f"(found: {', '.join(map(str, df.columns))}).")
-        keep = df[col].astype(str).str.strip() == value
-        if not keep.any():
-            values = sorted(set(df[col].astype(str)))[:8]
-            raise CjstatsError(f"The option --where {col}={value} matches no row (values of '{col}' include: "
-                               f"{', '.join(values)}).")
+        wanted.setdefault(col, []).append(value)
+    for col, values in wanted.items():
+        text = df[col].astype(str).str.strip()
+        for value in values:
+            if not (text == value).any():
+                known = sorted(set(text))[:8]
+                raise CjstatsError(f"The option --where {col}={value} matches no row (values of '{col}' include: "
+                                   f"{', '.join(known)}).")
+        keep = text.isin(values)
+        if reference is not None:
+            _reference_removed(df, keep, reference, col, values)
+            reference = reference[keep]
         df = df[keep]
     return df
 
 
-def load_scores(path: str, data: DataOptions | None = None, *legacy: Any, reference: list[str] | None = None) -> Scores:
-    """Read FILE with the shared data options: rename, filter rows, select judges and criteria, composite.
+def _reference_removed(df: pd.DataFrame, keep: Any, reference: Any, col: str, values: list[str]) -> None:
+    """Say when ``--where`` removes every reference (human) rating: ``humans`` refuses, ``report`` warns."""
+    import warnings
+
+    from cjstats.exceptions import CjstatsWarning
+
+    ref = reference.to_numpy(dtype=bool)
+    if not ref.any() or (ref & keep.to_numpy(dtype=bool)).any():
+        return
+    theirs = sorted(set(df.loc[ref, col].astype(str).str.strip()))
+    given = " ".join(f"--where {col}={v}" for v in values)
+    what = (f"{given} removes all {int(ref.sum()):,} reference (human) ratings, whose '{col}' is "
+            f"{', '.join(theirs[:3])}{' ...' if len(theirs) > 3 else ''}")
+    fix = f"keep them too by adding --where {col}={theirs[0]} (the same column keeps either value)"
+    ctx = click.get_current_context(silent=True)
+    command = ctx.info_name if ctx is not None else None
+    if command == "humans":
+        raise CjstatsError(f"The option {what}, so there is no human to compare the judges with; {fix}.")
+    if command == "report":
+        warnings.warn(f"{what[0].upper()}{what[1:]}, so the report has no human section; {fix}.", CjstatsWarning,
+                      stacklevel=2)
+
+
+def _reference_rows(df: pd.DataFrame, names: list[str] | None) -> Any:
+    """The rows ``read_scores`` would treat as reference raters: ``names`` in 'judge', else judge_type human."""
+    if names:
+        return df["judge"].astype(str).isin(names) if "judge" in df.columns else None
+    if "judge_type" in df.columns:
+        return df["judge_type"].astype(str).str.strip().str.lower() == "human"
+    return None
+
+
+def _folder_message(path: str) -> str:
+    glob = f"{path.rstrip('/')}/*.parquet"
+    return (f"FILE `{path}` is a folder; give one score file, or fit every file in it without loading the rows, "
+            f"with a quoted glob: cjstats decompose '{glob}' --engine duckdb (or cjstats compare).")
+
+
+def _source(path: str | None, data: DataOptions) -> Any:
+    """FILE as given (a path) or the bundled table of ``--dataset`` (a DataFrame); one sentence when it is
+    neither, both, or a folder."""
+    from pathlib import Path
+
+    dataset = getattr(data, "dataset", None)
+    if dataset is not None:
+        if path is not None:
+            raise CjstatsError(f"Give FILE or --dataset, not both (got `{path}` and --dataset {dataset}).")
+        from cjstats.datasets import table
+
+        return table(dataset)
+    if path is None:
+        raise CjstatsError("Give a score FILE, or --dataset hanna (or mentalalign) for a bundled table.")
+    if Path(path).is_dir():
+        raise CjstatsError(_folder_message(path))
+    return path
+
+
+def load_scores(path: str | None, data: DataOptions | None = None, *legacy: Any,
+                reference: list[str] | None = None) -> Scores:
+    """Read FILE (or ``--dataset NAME``) with the shared data options: rename, filter rows, select judges and
+    criteria, composite.
 
     ``reference`` names the human (reference) raters in column 'judge' (``read_scores(..., reference=)``).
     """
@@ -296,13 +424,18 @@ def load_scores(path: str, data: DataOptions | None = None, *legacy: Any, refere
     if data.judge_columns:
         judge_cols = data.judge_columns if "*" in data.judge_columns else \
             parse_list(data.judge_columns, option="--judge-columns")
-    source: Any = path
+    source: Any = _source(path, data)
     if data.where:
         from cjstats.scores import _file_kind, _ids_as_labels
 
-        df, _ = _read_file(Path(path))
-        df = _where(df, data.where)
-        if _file_kind(Path(path)) != "parquet":  # text ids that are all plain integers stay integers, as in read_scores
+        if isinstance(source, str):
+            df, _ = _read_file(Path(source))
+        else:
+            df = source
+        renamed = df.rename(columns=mapping) if mapping else df
+        df = _where(df, data.where, _reference_rows(renamed, reference))
+        if isinstance(source, str) and _file_kind(Path(source)) != "parquet":
+            # text ids that are all plain integers stay integers, as in read_scores
             df = df.apply(lambda col: _ids_as_labels(col, str(col.name), from_text=True))
         source = df
     try:
@@ -494,7 +627,7 @@ def engine_options(f: Callable) -> Callable:
                              "threads).")(f)
 
 
-def load_source(file: str, data: DataOptions, engine: str, memory_limit: str | None) -> Any:
+def load_source(file: str | None, data: DataOptions, engine: str, memory_limit: str | None) -> Any:
     """FILE read in memory (``--engine numpy``: a Scores table) or reduced by an out-of-core engine to statistics."""
     from cjstats.exceptions import CjstatsError
 
@@ -505,11 +638,47 @@ def load_source(file: str, data: DataOptions, engine: str, memory_limit: str | N
     return load_stats(file, engine, data, memory_limit)
 
 
-def load_stats(file: str, engine: str, data: DataOptions, memory_limit: str | None):
+def _header(file: str) -> list[str]:
+    """The column names of FILE (or of the first file a glob or folder matches); empty when unknown."""
+    import glob
+    import gzip
+    from pathlib import Path
+
+    path = Path(file)
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_file())
+    else:
+        found = [Path(p) for p in sorted(glob.glob(file))] if any(c in file for c in "*?[") else [path]
+    if not found or not found[0].is_file():
+        return []
+    first = found[0]
+    name = first.name.lower()
+    try:
+        if name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(first).names)
+        if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(first, "rt", encoding="utf-8-sig") as fh:
+                line = fh.readline()
+            return [c.strip().strip('"') for c in re.split("[,;\t]", line.rstrip("\r\n"))]
+    except Exception:  # noqa: BLE001 - the engine reads the file and words its own errors
+        return []
+    return []
+
+
+def load_stats(file: str | None, engine: str, data: DataOptions, memory_limit: str | None):
     """The statistics of FILE (a path or a quoted glob) computed by an out-of-core engine; the rows stay out."""
     from cjstats.exceptions import CjstatsError
     from cjstats.stats import build_stats
 
+    if getattr(data, "dataset", None) is not None:
+        raise CjstatsError(f"--dataset {data.dataset} is a bundled table read in memory; leave out --engine {engine} "
+                           f"(the default, numpy, reads it).")
+    if file is None:
+        raise CjstatsError("Give a score FILE (or a quoted glob such as 'scores/*.parquet') with --engine "
+                           f"{engine}.")
     row_options = [flag for flag, used in (
         ("--duplicates mean", data.duplicates != "error"), ("--composite", data.composite),
         ("--judge-columns", bool(data.judge_columns)), ("--judges", bool(data.judges)),
@@ -520,5 +689,8 @@ def load_stats(file: str, engine: str, data: DataOptions, memory_limit: str | No
                            f"for it, or filter the files first.")
     if memory_limit is not None and engine != "duckdb":
         raise CjstatsError(f"--memory-limit is a DuckDB setting, but --engine is {engine}; use --engine duckdb.")
+    if "judge_type" in _header(file):
+        raise CjstatsError(f"FILE has a judge_type column (human reference raters), which --engine {engine} would "
+                           f"count as judges; use --engine numpy, which keeps them apart, or drop the human rows.")
     opts = {"memory_limit": memory_limit} if memory_limit else {}
     return build_stats(file, engine=engine, columns=parse_mapping(data.columns, option="--columns") or None, **opts)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, resolve_method,
+    DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_pairs,
+    resolve_method,
 )
 
 __all__ = ["compare"]
@@ -35,9 +36,10 @@ def _plain(v):
               show_default=True,
               help="One model x scenario variance for all models, or one per model (REML) so that each pair's SE "
                    "reflects its two models; the summary tests one against the other.")
-@click.option("--families", default=None, metavar="JUDGE=MODEL,...",
+@click.option("--families", multiple=True, metavar="JUDGE=MODEL,...",
               help="Each judge's own model family, e.g. gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini (repeat a judge for "
-                   "several models); adds the self-preference table.")
+                   "several models; the option may be repeated too); adds the self-preference table. A name "
+                   "holding a comma or '=' goes in double quotes: '\"org/m,v2\"=judge'.")
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--adjust", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True,
               help="Multiplicity adjustment of the pairwise p-values.")
@@ -45,20 +47,16 @@ def _plain(v):
 @engine_options
 @data_options
 @format_option
-def compare(file: str, method: str, population: bool, model_scenario: str, families: str | None,
+def compare(file: str | None, method: str, population: bool, model_scenario: str, families: tuple[str, ...],
             ci_level: float | None, adjust: str, seed: int, engine: str, memory_limit: str | None, data: DataOptions,
             fmt: str) -> None:
     """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best.
 
-    The joint fit is the ANOVA when every model is complete and balanced on the same scenarios and judges, and
+    A table with criteria is compared per criterion (add --composite for one comparison of their mean). The
+    joint fit is the ANOVA when every model is complete and balanced on the same scenarios and judges, and
     REML otherwise (--method auto, the default; reml keeps every call, bayes samples).
     """
-    import json
-
-    import pandas as pd
-
-    from cjstats.cli._app import frame_to_json
-    from cjstats.comparisons import compare_models, parse_families, self_preference
+    from cjstats.comparisons import compare_models, self_preference
 
     from cjstats.exceptions import CjstatsError
 
@@ -69,33 +67,88 @@ def compare(file: str, method: str, population: bool, model_scenario: str, famil
         raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
                            f"--method {method}).")
     scores = load_source(file, data, engine, memory_limit)
-    if per_model:
-        chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
+    fam = _families(families)
+    from cjstats.scores import Scores
+
+    if isinstance(scores, Scores) and scores.has_criterion:   # one comparison per criterion, stacked
+        parts = [(c, _without_criterion(scores, c)) for c in scores.criteria]
     else:
-        chosen, note = resolve_method(scores, method, data.incomplete, joint=True)
-    options = anova_options(chosen, data.incomplete, data.max_drop)
-    if chosen == "reml":
-        options["model_scenario"] = "per_model" if per_model else "pooled"
-    res = compare_models(scores, chosen, ci_level=ci_level, adjust=adjust,
-                         view="population" if population else "panel", seed=seed, **options)
-    sp = None
-    if families:
-        sp = self_preference(scores, parse_families(families), ci_level=ci_level, adjust=adjust, fit=res.fit)
+        parts = [(None, scores)]
+    runs = []
+    for criterion, part in parts:
+        if per_model:
+            chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
+        else:
+            chosen, note = resolve_method(part, method, data.incomplete, joint=True)
+        options = anova_options(chosen, data.incomplete, data.max_drop)
+        if chosen == "reml":
+            options["model_scenario"] = "per_model" if per_model else "pooled"
+        res = compare_models(part, chosen, ci_level=ci_level, adjust=adjust,
+                             view="population" if population else "panel", seed=seed, **options)
+        sp = self_preference(part, fam, ci_level=ci_level, adjust=adjust, fit=res.fit) if fam else None
+        runs.append((criterion, note, res, sp))
+    _emit(runs, fmt)
+
+
+def _families(texts: tuple[str, ...]) -> dict[str, list[str]]:
+    """``--families`` (repeatable): judge=model pairs; a judge given twice has several models; a name holding a
+    comma or '=' is written in double quotes."""
+    out: dict[str, list[str]] = {}
+    for text in texts:
+        for judge, model in parse_pairs(text, option="--families", example="gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini"):
+            out.setdefault(judge, []).append(model)
+    return out
+
+
+def _without_criterion(scores, criterion: str):
+    """The rows of one criterion as a table without the criterion column (what compare_models compares)."""
+    from cjstats.scores import read_scores
+
+    df = scores.subset(criteria=[criterion]).to_frame().drop(columns="criterion")
+    return read_scores(df)
+
+
+def _emit(runs, fmt: str) -> None:
+    """Write the comparisons: one per criterion (a ``criterion`` column / key when the table has criteria)."""
+    import json
+
+    import pandas as pd
+
+    from cjstats.cli._app import frame_to_json
+
+    by_criterion = runs[0][0] is not None
+
+    def tag(df, criterion):
+        return df.assign(criterion=criterion)[["criterion", *df.columns]] if by_criterion else df
+
     if fmt == "json":
-        out = {"differences": json.loads(frame_to_json(res.differences)),
-               "ranks": json.loads(frame_to_json(res.ranks)),
-               "self_preference": json.loads(frame_to_json(sp.contrasts)) if sp is not None else [],
-               "tests": {name: {key: _plain(v) for key, v in t.items()} for name, t in res.fit.tests.items()}}
+        def rows(name):
+            frames = [tag(getattr(res, name), c) for c, _, res, _ in runs]
+            return json.loads(frame_to_json(pd.concat(frames, ignore_index=True)))
+
+        sps = [tag(sp.contrasts, c) for c, _, _, sp in runs if sp is not None]
+        tests = {c: {name: {key: _plain(v) for key, v in t.items()} for name, t in res.fit.tests.items()}
+                 for c, _, res, _ in runs}
+        out = {"differences": rows("differences"), "ranks": rows("ranks"),
+               "self_preference": json.loads(frame_to_json(pd.concat(sps, ignore_index=True))) if sps else [],
+               "tests": tests if by_criterion else tests[None]}
         click.echo(json.dumps(out, indent=2))
     elif fmt == "csv":
-        parts = [res.differences.assign(table="differences"), res.ranks.assign(table="ranks")]
-        if sp is not None:
-            parts.append(sp.contrasts.assign(table="self_preference"))
+        parts = []
+        for c, _, res, sp in runs:
+            parts += [tag(res.differences, c).assign(table="differences"), tag(res.ranks, c).assign(table="ranks")]
+            if sp is not None:
+                parts.append(tag(sp.contrasts, c).assign(table="self_preference"))
         click.echo(pd.concat(parts, ignore_index=True).to_csv(index=False), nl=False)
     else:
-        if note:
-            click.echo(note)
-        click.echo(res.as_text())
-        if sp is not None:
-            click.echo("")
-            click.echo(sp.as_text())
+        for i, (c, note, res, sp) in enumerate(runs):
+            if i:
+                click.echo("")
+            if by_criterion:
+                click.echo(f"Criterion '{c}'")
+            if note:
+                click.echo(note)
+            click.echo(res.as_text())
+            if sp is not None:
+                click.echo("")
+                click.echo(sp.as_text())

@@ -18,6 +18,7 @@ judges belong to evaluated model families (gpt-4o judges gpt-4o), so self-prefer
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 import pandas as pd
@@ -25,10 +26,18 @@ import pandas as pd
 from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 
-__all__ = ["load", "load_frame", "NAMES"]
+__all__ = ["load", "load_frame", "table", "export", "NAMES", "DESCRIPTIONS"]
 
 #: Bundled datasets: name -> file in ``cjstats/datasets/data``.
 NAMES: dict[str, str] = {"hanna": "hanna.csv.gz", "mentalalign": "mentalalign.csv.gz"}
+
+#: One line per bundled dataset (``cjstats datasets list``).
+DESCRIPTIONS: dict[str, str] = {
+    "hanna": "HANNA stories: 11 models x 96 prompts x 5 LLM judges x 6 criteria (judge-prompt variant 1), m = 1, "
+             "complete and balanced; 3 human rater slots per story",
+    "mentalalign": "MentalAlign-70k: 10 models x 1,000 contexts x 4 LLM judges x 7 criteria, m = 1, a few judge "
+                   "calls missing; one human-expert rating per item on 981 contexts",
+}
 
 
 def _check_name(name: str) -> str:
@@ -42,6 +51,81 @@ def load_frame(name: str = "hanna") -> pd.DataFrame:
     path = resources.files("cjstats.datasets") / "data" / NAMES[_check_name(name)]
     with resources.as_file(path) as p:
         return pd.read_csv(p)
+
+
+def table(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1,
+          humans: bool = True) -> pd.DataFrame:
+    """The long table that :func:`load` reads: one row per judge call, with a ``judge_type`` column.
+
+    Unlike :func:`load_frame` (every row as shipped: HANNA has 4 judge-prompt variants per call, so reading it
+    needs ``duplicates="mean"`` or a filter) this has one row per call, and unlike ``load(...).to_frame()`` (the
+    LLM judges only) it keeps the human ratings, marked ``judge_type == "human"``. So
+    ``read_scores(table(name))``, or ``read_scores`` of the file :func:`export` writes, gives
+    ``load(name, humans=True)`` with no option: the human rows become reference raters.
+
+    Parameters
+    ----------
+    name : {"hanna", "mentalalign"}
+        The dataset.
+    eval_prompt : int or "as_generation"
+        HANNA only: the judge-prompt variant to keep (1-4), as in :func:`load`.
+    humans : bool
+        Keep the human ratings (default); ``False`` keeps the LLM judges only.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``model, scenario, generation, judge, criterion, score, judge_type``.
+    """
+    df = load_frame(name)
+    human = df["judge_type"] == "human"
+    df = df[(df["judge_type"] == "llm") | human] if humans else df[~human]
+    if name == "hanna":
+        if eval_prompt == "as_generation":
+            if humans:
+                raise CjstatsError("HANNA's human ratings need one eval_prompt (1-4): the humans rated each story "
+                                   "once, so the prompt variants cannot act as generations they rated; pass "
+                                   "humans=False with eval_prompt='as_generation'.")
+            df = df.assign(generation=df["eval_prompt"])
+        elif eval_prompt in (1, 2, 3, 4):
+            df = df[(df["eval_prompt"] == eval_prompt) | (df["judge_type"] == "human")]
+        else:
+            raise CjstatsError(f"The 'eval_prompt' argument of load must be 1, 2, 3, 4 or 'as_generation'. "
+                               f"Got {eval_prompt!r} instead.")
+        df = df.drop(columns=["eval_prompt", "n_samples_averaged", "in_scale"])
+    else:
+        df = df[df["criterion"] != "Overall"]
+    return df.reset_index(drop=True)
+
+
+#: File endings :func:`export` writes (the formats :func:`cjstats.read_scores` reads).
+_EXPORT_KINDS = (".csv", ".csv.gz", ".tsv", ".parquet", ".jsonl")
+
+
+def export(name: str, path: str | Path, *, eval_prompt: int = 1) -> Path:
+    """Write :func:`table` ``(name, eval_prompt=...)`` to ``path`` (``.csv``, ``.csv.gz``, ``.tsv``, ``.parquet``
+    or ``.jsonl``), ready for ``cjstats <subcommand> FILE`` and ``read_scores(path)`` with no option.
+
+    The human ratings are kept with ``judge_type == "human"``, so ``cjstats humans FILE`` finds them and every
+    other analysis leaves them out. Returns the path written.
+    """
+    out = Path(path)
+    kind = next((k for k in sorted(_EXPORT_KINDS, key=len, reverse=True) if out.name.lower().endswith(k)), None)
+    if kind is None:
+        raise CjstatsError(f"export writes {', '.join(_EXPORT_KINDS)}; `{out}` has none of these endings.")
+    if not out.parent.is_dir():
+        raise CjstatsError(f"The folder of `{out}` does not exist; create it first.")
+    df = table(name, eval_prompt=eval_prompt)
+    if kind == ".parquet":
+        try:
+            df.to_parquet(out, index=False)
+        except ImportError as exc:
+            raise CjstatsError("Writing Parquet needs pyarrow: pip install 'cjstats[parquet]'.") from exc
+    elif kind == ".jsonl":
+        df.to_json(out, orient="records", lines=True)
+    else:
+        df.to_csv(out, index=False, sep="\t" if kind == ".tsv" else ",")
+    return out
 
 
 def load(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1,
@@ -65,22 +149,6 @@ def load(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1
         the table still sees only the LLM judges. HANNA: 3 crowd-worker slots per story (different workers per
         story); MentalAlign: one ``human-expert`` rating per item on 981 of the 1,000 contexts.
     """
-    df = load_frame(name)
-    human = df["judge_type"] == "human"
-    df = df[(df["judge_type"] == "llm") | human] if humans else df[~human]
-    if name == "hanna":
-        if eval_prompt == "as_generation":
-            if humans:
-                raise CjstatsError("load('hanna', humans=True) needs one eval_prompt (1-4): the humans rated each "
-                                   "story once, so the prompt variants cannot act as generations they rated.")
-            df = df.assign(generation=df["eval_prompt"])
-        elif eval_prompt in (1, 2, 3, 4):
-            df = df[(df["eval_prompt"] == eval_prompt) | (df["judge_type"] == "human")]
-        else:
-            raise CjstatsError(f"The 'eval_prompt' argument of load must be 1, 2, 3, 4 or 'as_generation'. "
-                               f"Got {eval_prompt!r} instead.")
-        df = df.drop(columns=["eval_prompt", "n_samples_averaged", "in_scale"])
-    else:
-        df = df[df["criterion"] != "Overall"]
-    scores = read_scores(df.reset_index(drop=True))
+    df = table(name, eval_prompt=eval_prompt, humans=humans)
+    scores = read_scores(df)
     return scores.composite() if composite else scores

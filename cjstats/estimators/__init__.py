@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.util import find_spec
+from os import PathLike
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
@@ -27,7 +28,8 @@ from cjstats.exceptions import CjstatsError
 from cjstats.scores import Scores, read_scores
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
-           "available_backends", "get_backend", "register_backend", "auto_method"]
+           "available_backends", "get_backend", "register_backend", "auto_method", "UnknownOptionError",
+           "ENGINE_OPTIONS"]
 
 Method = Literal["anova", "reml", "bayes"]
 Scale = Literal["score", "latent"]
@@ -168,12 +170,69 @@ def _as_scores(scores: Scores | pd.DataFrame | Any) -> Scores:
         return scores
     if isinstance(scores, pd.DataFrame):
         return read_scores(scores)
-    raise CjstatsError(f"estimate takes a Scores table (from read_scores) or a DataFrame. "
-                       f"Got {type(scores).__name__} instead.")
+    if isinstance(scores, (str, PathLike, list, tuple)):
+        raise CjstatsError(f"estimate reads a path only with an out-of-core engine: pass engine='duckdb' (a file, "
+                           f"folder or glob such as 'scores/*.parquet'), or read the file first with "
+                           f"cj.read_scores({str(scores)!r}). Got {scores!r} with engine='numpy'.")
+    raise CjstatsError(f"estimate takes a Scores table (from read_scores), a DataFrame, or with engine='duckdb' "
+                       f"or 'dask' a path or glob. Got {type(scores).__name__} instead.")
+
+
+class UnknownOptionError(CjstatsError, TypeError):
+    """An option :func:`estimate` does not take: one sentence (a :class:`CjstatsError`, so the command line shows
+    it as such) that is also the ``TypeError`` Python raises for an unexpected keyword argument."""
+
+
+#: Options of each out-of-core engine's ``build`` (``cjstats.stats.build_stats``), passed with ``engine_options=``.
+ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "duckdb": ("columns", "connection", "memory_limit", "temp_directory", "threads"),
+    "dask": ("columns", "shuffle", "npartitions", "client"),
+}
+
+
+def _check_engine_options(engine: str | None, options: Mapping[str, Any]) -> None:
+    """One sentence for ``engine_options`` the engine does not take (or any, for the numpy engine)."""
+    if not options:
+        return
+    if engine in (None, "numpy"):
+        raise CjstatsError(f"engine_options ({', '.join(sorted(options))}) belong to engine='duckdb' or 'dask'; "
+                           f"the numpy engine takes none.")
+    known = ENGINE_OPTIONS.get(engine)
+    unknown = [o for o in options if known is not None and o not in known]
+    if unknown:
+        raise UnknownOptionError(f"engine_options names '{unknown[0]}', which engine='{engine}' does not take (its "
+                           f"options: {', '.join(known)}).")
+
+
+def _check_options(backend: Any, options: Mapping[str, Any]) -> None:
+    """One sentence for an option the backend does not take (instead of Python's TypeError), naming the ones
+    it does, or ``engine_options=`` for an engine's option."""
+    import inspect
+
+    if not options or not isinstance(backend, ModuleBackend):
+        return
+    try:
+        params = inspect.signature(import_module(backend.module).fit).parameters
+    except (ImportError, ValueError, TypeError):  # a backend module that cannot be inspected checks its own
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY
+             and n not in ("ci_level", "seed", "rows")]
+    unknown = [o for o in options if o not in known]
+    if not unknown:
+        return
+    name = unknown[0]
+    if any(name in names for names in ENGINE_OPTIONS.values()):
+        raise UnknownOptionError(f"'{name}' is an option of the out-of-core engine, not of method='{backend.name}'; pass "
+                           f"it as engine_options={{{name!r}: ...}} with engine='duckdb' or 'dask'.")
+    raise UnknownOptionError(f"estimate has no option '{name}' for method='{backend.name}' (its options: "
+                       f"{', '.join(known) or 'none'}; engine options go in engine_options=).")
 
 
 def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
-             seed: int | None = None, engine: str | None = None, **options: Any) -> VarianceComponents:
+             seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
+             **options: Any) -> VarianceComponents:
     """Estimate the variance components of a score table, per model (and criterion).
 
     The table is reduced once to the sufficient statistics of each unit (:func:`cjstats.stats.build_stats`);
@@ -190,12 +249,16 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     seed : int, optional
         Seed of any randomness (bootstrap, MCMC); recorded in ``provenance``.
     **options
-        Backend options, e.g. ``interval="satterthwaite"`` or ``incomplete="drop"`` for ``"anova"``.
+        Backend options, e.g. ``interval="satterthwaite"`` or ``incomplete="drop"`` for ``"anova"``. An option
+        the backend does not take is refused with one sentence naming the ones it does.
     engine : {"numpy", "duckdb", "dask"}, optional
         The engine that computes the statistics (:func:`cjstats.stats.build_stats`). ``"duckdb"`` and
         ``"dask"`` also take a file, a folder, a glob such as ``"scores/*.parquet"`` or a list of paths (and
         ``"dask"`` a dask DataFrame) and never load the rows into Python; ``scores`` may also be the
         :class:`~cjstats.stats.ScoreStats` such an engine returned. Options that need rows are refused then.
+    engine_options : mapping, optional
+        Passed to the engine, as in :func:`cjstats.compare_models`: ``memory_limit``, ``temp_directory``,
+        ``threads``, ``connection`` (duckdb), ``client``, ``npartitions``, ``shuffle`` (dask), ``columns``.
 
     Returns
     -------
@@ -217,12 +280,16 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
                            f"Install them with pip install 'cjstats[{backend.extra}]'.")
     ci = resolve_ci_level(ci_level)
+    _check_options(backend, options)
+    engine_opts = dict(engine_options or {})
+    _check_engine_options(engine, engine_opts)
     drop_options = [o for o in ("incomplete", "max_drop") if o in options]
     if drop_options and not backend.capabilities.balanced_only:
         raise CjstatsError(f"The '{drop_options[0]}' argument of estimate applies to a backend that needs complete "
                            f"data, such as method='anova'; method='{backend.name}' keeps every call, so leave it out.")
     if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
-        return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options)
+        return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options,
+                               engine_options=engine_opts)
     table = _as_scores(scores)
     rows = table if backend.capabilities.needs_rows(options) else None
     return backend.fit(build_stats(table), ci_level=ci, seed=seed, rows=rows, **options)
@@ -235,7 +302,7 @@ def _stats_only(scores: Any, engine: str | None) -> bool:
 
 
 def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: float, seed: int | None,
-                    options: dict[str, Any]) -> VarianceComponents:
+                    options: dict[str, Any], engine_options: Mapping[str, Any] | None = None) -> VarianceComponents:
     """Fit from statistics an engine computed (or was given); the rows are never loaded."""
     from cjstats.stats import ScoreStats, build_stats
 
@@ -244,7 +311,10 @@ def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: 
         raise CjstatsError(f"method='{backend.name}' with {shown} needs the score rows, which "
                            f"engine='{engine or getattr(scores, 'engine', 'duckdb')}' does not load; use engine='numpy' or drop "
                            f"those options.")
-    stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine)
+    if isinstance(scores, ScoreStats) and engine_options:
+        raise CjstatsError("engine_options apply when the engine reads the rows; these statistics are already "
+                           "computed, so leave them out.")
+    stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine, **dict(engine_options or {}))
     return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)
 
 
