@@ -504,6 +504,36 @@ def method_option(f: Callable | None = None, *, choices: tuple[str, ...] = METHO
     return add(f) if f is not None else add
 
 
+def scenario_judge_option(f: Callable) -> Callable:
+    """``--scenario-judge auto|on|off``: the library's ``scenario_judge="auto"|True|False``."""
+    return click.option("--scenario-judge", "scenario_judge", type=click.Choice(["auto", "on", "off"]), default="auto",
+                        show_default=True,
+                        help="Fit the scenario x judge interaction (judges disagreeing about which scenarios are "
+                             "hard): auto = where a judge scored several generations of a scenario; on = insist; "
+                             "off = the paper's model (the residual holds it).")(f)
+
+
+def scenario_judge_value(flag: str) -> Any:
+    """The library value of ``--scenario-judge``."""
+    return {"auto": "auto", "on": True, "off": False}[flag]
+
+
+def scenario_judge_text(fit: VarianceComponents) -> str:
+    """For each group whose fit has the interaction: does it change the recommended design (one line each)."""
+    from cjstats.allocate import scenario_judge_verdict
+
+    t = fit.components
+    sel = t[(t["component"] == "scenario_judge") & t["identifiable"]]
+    lines = []
+    for _, r in sel.iterrows():
+        crit = r["criterion"] if "criterion" in t.columns else None
+        verdict = scenario_judge_verdict(fit, model=r["model"], criterion=crit)
+        if verdict:
+            name = r["model"] if crit is None else f"{r['model']} / {crit}"
+            lines.append(f"scenario_judge ({name}) and the design: {verdict}.")
+    return "\n".join(lines)
+
+
 def resolve_method(scores: Scores, method: str, incomplete: str | None, *, joint: bool = False) -> tuple[str, str]:
     """The backend ``--method auto`` stands for (:func:`cjstats.estimators.auto_method`), and one line saying why."""
     if method != "auto":
@@ -538,7 +568,8 @@ def refuse_drop_options(data: DataOptions, command: str, why: str) -> None:
 
 def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, max_drop: float | None = None,
                ci_level: float | None = None, seed: int | None = None, draws: int | None = None,
-               chains: int | None = None, tune: int | None = None) -> tuple[VarianceComponents, str]:
+               chains: int | None = None, tune: int | None = None,
+               scenario_judge: str = "auto") -> tuple[VarianceComponents, str]:
     """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto).
 
     What ``--incomplete drop`` removes is said by the library's warning (shown on stderr) and carried in
@@ -547,6 +578,8 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ma
     from cjstats.estimators import estimate
     chosen, note = resolve_method(scores, method, incomplete)
     options: dict[str, Any] = anova_options(chosen, incomplete, max_drop)
+    if scenario_judge != "auto":
+        options["scenario_judge"] = scenario_judge_value(scenario_judge)
     sampling = bayes_kwargs(chosen == "bayes", draws=draws, chains=chains, tune=tune)
     if chosen == "bayes":
         return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options={**options, **sampling}), note

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option, parse_mapping,
+    DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option,
+    scenario_judge_option, parse_mapping,
 )
 
 __all__ = ["allocate"]
@@ -22,6 +23,7 @@ __all__ = ["allocate"]
 @click.option("--n-max", "n_max", type=int, default=None, help="Scenarios available (default: as in FILE).")
 @click.option("--m-max", "m_max", type=int, default=None, help="Most generations per scenario.")
 @method_option
+@scenario_judge_option
 @click.option("--model", default=None, help="Only this model.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed (an integer >= 0) of the uncertainty draws.")
@@ -29,7 +31,7 @@ __all__ = ["allocate"]
 @data_options
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
-             n_max: int | None, m_max: int | None, method: str, model: str | None, seed: int,
+             n_max: int | None, m_max: int | None, method: str, scenario_judge: str, model: str | None, seed: int,
              draws: int | None, chains: int | None, tune: int | None,
              data: DataOptions, fmt: str) -> None:
     """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE.
@@ -59,7 +61,7 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     scores = load_scores(file, data)
     scores = select_model(scores, model)
     fit, note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
-                           draws=draws, chains=chains, tune=tune)
+                           draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     frames, texts, recs, shares = [], [], [], []
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):

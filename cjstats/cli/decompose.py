@@ -6,6 +6,7 @@ import click
 
 from cjstats.cli._app import (
     DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, format_option, load_source, method_option,
+    scenario_judge_option, scenario_judge_text,
 )
 
 __all__ = ["decompose"]
@@ -14,6 +15,7 @@ __all__ = ["decompose"]
 @click.command(short_help="Variance components with intervals, per model.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @method_option
+@scenario_judge_option
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
 @bayes_options
@@ -21,7 +23,7 @@ __all__ = ["decompose"]
 @engine_options
 @data_options
 @format_option
-def decompose(file: str, method: str, ci_level: float | None, seed: int | None, draws: int | None,
+def decompose(file: str, method: str, scenario_judge: str, ci_level: float | None, seed: int | None, draws: int | None,
               chains: int | None, tune: int | None, offsets: bool, engine: str, memory_limit: str | None,
               data: DataOptions, fmt: str) -> None:
     """Split the score variance of FILE into scenario, generation, judge and residual components."""
@@ -34,9 +36,11 @@ def decompose(file: str, method: str, ci_level: float | None, seed: int | None, 
                            f"bayes.")
     source = load_source(file, data, engine, memory_limit)
     fit, note = fit_scores(source, method, incomplete=data.incomplete, max_drop=data.max_drop, ci_level=ci_level,
-                           seed=seed, draws=draws, chains=chains, tune=tune)
+                           seed=seed, draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
     if offsets:
         text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
         emit_frame(fit.judge_offsets, fmt, text=text)
     else:
-        emit_frame(fit.components, fmt, text=(note + "\n" if note else "") + fit.summary().as_text())
+        extra = scenario_judge_text(fit) if fmt == "table" else ""
+        emit_frame(fit.components, fmt, text=(note + "\n" if note else "") + fit.summary().as_text()
+                   + ("\n" + extra if extra else ""))
