@@ -335,7 +335,7 @@ def sparse_judge_message(label: str, judge_labels: Sequence[str], cells_per_judg
 
 def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
     """Warn (:class:`CjstatsWarning`) about the sparsest judge of a group, see :func:`sparse_judge_message`."""
-    import warnings
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
 
     d = group.design
     if d.complete or d.n_cells == 0:
@@ -972,7 +972,7 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object
     (``12``, not ``1.10`` or ``007``), which is lossless. A column that mixes numbers and text (``3`` and
     ``"3"``) is turned into text, with a warning when that makes two values one label.
     """
-    import warnings
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
 
     if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         codes, uniques = pd.factorize(col)  # decide on the distinct labels, not on every row
@@ -1006,7 +1006,7 @@ def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
 
     ``col`` is the column or its distinct labels (the check reads only the distinct labels).
     """
-    import warnings
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
 
     pair = _near_duplicates(col)
     if pair is not None:
@@ -1081,7 +1081,7 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
                            f"rescale or drop them before read_scores().")
     sentinel = values == -1
     if sentinel.any() and (values[~sentinel] >= 0).all():
-        import warnings
+        from cjstats import _warnings as warnings  # shown under a blanket ignore
 
         k = int(sentinel.sum())
         warnings.warn(f"Column 'score' has {k} value{'s' if k > 1 else ''} of -1 (first in {_unit(df)} "

@@ -771,17 +771,17 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
                 ml_converged=ml_full.converged and ml_add.converged,
                 at_boundary=[c for c, th in zip(("scenario", "model_scenario", "generation"), fit.theta)
                              if th == 0 and (c != "generation" or ns.has_generation)])
-    import warnings
+    from cjstats._warnings import warn
 
     if unconverged:
         why = "; ".join(f"{name}: {f.result.message}" for name, f in
                         (("REML", fit), ("ML (full)", ml_full), ("ML (additive)", ml_add)) if not f.converged)
-        warnings.warn(f"The joint {', '.join(unconverged)} fit did not reach a minimum ({why}); its numbers are "
-                      "not trustworthy: check the table for models or judges with very few scores, or compare "
-                      "with method='anova' on the complete scenarios.", CjstatsWarning, stacklevel=3)
+        warn(f"The joint {', '.join(unconverged)} fit did not reach a minimum ({why}); its numbers are "
+             "not trustworthy: check the table for models or judges with very few scores, or compare "
+             "with method='anova' on the complete scenarios.", CjstatsWarning, stacklevel=3)
     if failed:
-        warnings.warn(f"The profile-likelihood search did not converge for {', '.join(failed)} in the joint REML "
-                      "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
+        warn(f"The profile-likelihood search did not converge for {', '.join(failed)} in the joint REML "
+             "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests=tests, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)

@@ -40,7 +40,6 @@ Intervals (two-sided, level 1 - 2a):
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Literal
 
 import numpy as np
@@ -51,6 +50,7 @@ from cjstats._validate import check_choice
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, location_params
 from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores, sparse_judge_message
 from cjstats.stats import CellStats, ScoreStats
@@ -310,7 +310,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
             # each judge scores a cell at most once, so its call count is the number of cells it scored
             msg = sparse_judge_message(g.label(), g.judge_labels, g.judge_n, g.n_cells)
             if msg:
-                warnings.warn(msg, CjstatsWarning, stacklevel=4)
+                warn(msg, CjstatsWarning, stacklevel=4)
         ms, dropped = g.for_anova(incomplete)
         check_max_drop([{**g.key, **dropped}], max_drop=limit)
         if ms.n < 2:

@@ -7,12 +7,12 @@ its judge values are each LLM judge's score and ``panel``, the mean over the jud
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores
 
@@ -90,9 +90,9 @@ def _check_scale(judged: pd.Series, ref: pd.Series) -> None:
     overlap = min(jh, rh) - max(jl, rl)
     small = min(js, rs)
     if max(js, rs) > 2 * max(small, 1e-12) or (small > 0 and overlap < 0.5 * small):
-        warnings.warn(f"The reference ratings range over [{rl:g}, {rh:g}] but the judges' scores over "
-                      f"[{jl:g}, {jh:g}]: they look like different scales, so bias and calibration compare unlike "
-                      f"numbers; rescale one of them first.", CjstatsWarning, stacklevel=3)
+        warn(f"The reference ratings range over [{rl:g}, {rh:g}] but the judges' scores over "
+             f"[{jl:g}, {jh:g}]: they look like different scales, so bias and calibration compare unlike "
+             f"numbers; rescale one of them first.", CjstatsWarning, stacklevel=3)
 
 
 def paired_items(scores: Scores, *, reference: str | list[str] | None = None,
