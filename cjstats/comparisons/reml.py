@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, components_frame, joint_stats,
-                                       mls_row)
+from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
+                                       components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.estimators.reml import engine
 from cjstats.estimators.reml.engine import FitResult
@@ -669,6 +669,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     t_full = np.eye(p * k)
     per_model = model_scenario == "per_model"
     fit = fit_nested(ns, t_full, reml=True, per_model=per_model)
+    check_residual(float(fit.s2), js)
     beta_raw = fit.beta + np.repeat(ns.shift, k)       # the scores were centred by one constant per model
     beta = beta_raw.reshape(p, k)
     cov = fit.cov_beta
