@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cjstats._defaults import SCORE_COLUMNS
+from cjstats._validate import bool_score_message, nonnumeric_score_message
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 
 __all__ = ["Scores", "GroupDesign", "GroupData", "read_scores", "read_mtbench_judgments", "warn_sparse_judges"]
@@ -1049,8 +1050,8 @@ def _text_scores(raw: pd.Series) -> np.ndarray | None:
 
 def _check_scores(df: pd.DataFrame) -> pd.Series:
     raw = df["score"]
-    if pd.api.types.is_bool_dtype(raw):
-        raise CjstatsError("Column 'score' holds True/False values; recode them as numbers before read_scores().")
+    if pd.api.types.is_bool_dtype(raw) or (raw.dtype == object and pd.api.types.infer_dtype(raw) == "boolean"):
+        raise CjstatsError(bool_score_message())
     values = _text_scores(raw)
     if values is None:
         num = pd.to_numeric(raw, errors="coerce")
@@ -1058,8 +1059,7 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
         if nonnum.any():
             i = int(np.flatnonzero(nonnum)[0])
             first = _plain(raw.iloc[i])
-            raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
-                               f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
+            raise CjstatsError(nonnumeric_score_message(int(nonnum.sum()), first, f"{_unit(df)} {df.index[i]}"))
         values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
