@@ -178,6 +178,9 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
     rows: list[dict[str, Any]] = []
     unscored = 0
     for f in files:
+        why = _unreadable(f)      # Inspect reads the head of a cut-short JSON log and finds no sample in it
+        if why is not None:
+            raise CjstatsError(why)
         model, judges = _scorer_judges(f)
         samples = samples_df(str(f), quiet=True)
         evals = evals_df(str(f), quiet=True)
