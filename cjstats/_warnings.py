@@ -17,7 +17,9 @@ its category in front, so it is shown (once per location, Python's default). Eve
 ``warnings.simplefilter("ignore", cj.CjstatsWarning)`` or ``filterwarnings("ignore", message=...)``,
 ``module=...`` or ``category=NotEstimableWarning`` still silence, ``"error"`` still raises, ``"always"`` and
 ``pytest.warns`` still record, and code that wants a quiet block of cjstats calls says so with an
-``"ignore"`` filter for ``CjstatsWarning``. The alternative, inserting a ``"default"`` filter for
+``"ignore"`` filter for ``CjstatsWarning``. The cost: a blanket ignore the user set on purpose
+(``python -W ignore``, or ``warnings.simplefilter("ignore")`` in their own script) looks the same as ppi_py's
+and is overridden too; to silence cjstats, name its category. The alternative, inserting a ``"default"`` filter for
 ``CjstatsWarning`` once after known offenders are imported, was not taken: it depends on knowing every offender
 and on the order of imports, and it would override a user's own later ``simplefilter("ignore")`` the same way
 while being harder to undo.
