@@ -20,7 +20,6 @@ single cells (``dropped_cells``) and keep the scenario.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from cjstats._defaults import MAX_DROP
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 
 __all__ = ["DROPPED_COLUMNS", "resolve_max_drop", "check_max_drop", "account_for_drop"]
@@ -114,7 +114,7 @@ def account_for_drop(records: Sequence[Mapping[str, Any]], *, max_drop: float, w
                           f"{int(r['dropped_scenarios']):,} of {int(r['n_scenarios']):,} scenarios"
                           for r in hit[:_NAMED])
         rest = f"; and {len(hit) - _NAMED} more" if len(hit) > _NAMED else ""
-        warnings.warn(f"incomplete='drop' removed {what} from {len(hit)} of {len(rows)} "
-                      f"{unit}{'s' if len(rows) != 1 else ''}: {named}{rest}.", CjstatsWarning,
-                      stacklevel=stacklevel)
+        warn(f"incomplete='drop' removed {what} from {len(hit)} of {len(rows)} "
+             f"{unit}{'s' if len(rows) != 1 else ''}: {named}{rest}.", CjstatsWarning,
+             stacklevel=stacklevel)
     return table

@@ -9,7 +9,8 @@ from typing import Any
 from cjstats._defaults import CI_LEVEL
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["check_choice", "resolve_ci_level", "check_positive_int", "check_number", "require_packages"]
+__all__ = ["check_choice", "resolve_ci_level", "check_positive_int", "check_number", "require_packages",
+           "is_bool_value", "bool_score_message", "nonnumeric_score_message"]
 
 
 def check_choice(name: str, value: Any, allowed: Iterable[str], *, caller: str) -> str:
@@ -64,3 +65,25 @@ def require_packages(caller: str, *packages: str, extra: str = "plots") -> None:
     if missing:
         raise CjstatsError(f"{caller} requires package(s): {', '.join(missing)}. Install them with "
                            f"pip install 'cjstats[{extra}]'.")
+
+
+def is_bool_value(value: Any) -> bool:
+    """Whether a score value is a truth value: a Python or numpy bool, or the text True/False (any case)."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
+        return True
+    return isinstance(value, str) and value.strip().lower() in ("true", "false")
+
+
+def bool_score_message(count: int | None = None, raw: Any = None, where: str | None = None) -> str:
+    """The sentence for True/False scores (a bool column, or True/False text), with the count and first row when
+    known. Shared by read_scores and the engines, so every path words it the same way."""
+    detail = "" if count is None else f" ({count}, first: {raw!r} in {where})"
+    return f"Column 'score' holds True/False values{detail}; recode them as numbers before read_scores()."
+
+
+def nonnumeric_score_message(count: int, raw: Any, where: str) -> str:
+    """The sentence for non-numeric scores, naming the first one; True/False values get their own sentence."""
+    if is_bool_value(raw):
+        return bool_score_message(count, raw, where)
+    return (f"Column 'score' has {count} non-numeric values (first: {raw!r} in {where}). "
+            f"Drop or recode them before read_scores().")

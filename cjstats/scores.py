@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cjstats._defaults import SCORE_COLUMNS
+from cjstats._validate import bool_score_message, nonnumeric_score_message
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 
 __all__ = ["Scores", "GroupDesign", "GroupData", "read_scores", "read_mtbench_judgments", "warn_sparse_judges"]
@@ -335,7 +336,7 @@ def sparse_judge_message(label: str, judge_labels: Sequence[str], cells_per_judg
 
 def warn_sparse_judges(group: GroupData, *, min_share: float = 0.5) -> None:
     """Warn (:class:`CjstatsWarning`) about the sparsest judge of a group, see :func:`sparse_judge_message`."""
-    import warnings
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
 
     d = group.design
     if d.complete or d.n_cells == 0:
@@ -988,7 +989,7 @@ def _ids_as_labels(col: pd.Series, name: str, *, from_text: bool, text_as_object
     (``12``, not ``1.10`` or ``007``), which is lossless. A column that mixes numbers and text (``3`` and
     ``"3"``) is turned into text, with a warning when that makes two values one label.
     """
-    import warnings
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
 
     if from_text and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         codes, uniques = pd.factorize(col)  # decide on the distinct labels, not on every row
@@ -1022,7 +1023,7 @@ def _warn_near_duplicates(col: pd.Series | np.ndarray, name: str) -> None:
 
     ``col`` is the column or its distinct labels (the check reads only the distinct labels).
     """
-    import warnings
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
 
     pair = _near_duplicates(col)
     if pair is not None:
@@ -1065,8 +1066,8 @@ def _text_scores(raw: pd.Series) -> np.ndarray | None:
 
 def _check_scores(df: pd.DataFrame) -> pd.Series:
     raw = df["score"]
-    if pd.api.types.is_bool_dtype(raw):
-        raise CjstatsError("Column 'score' holds True/False values; recode them as numbers before read_scores().")
+    if pd.api.types.is_bool_dtype(raw) or (raw.dtype == object and pd.api.types.infer_dtype(raw) == "boolean"):
+        raise CjstatsError(bool_score_message())
     values = _text_scores(raw)
     if values is None:
         num = pd.to_numeric(raw, errors="coerce")
@@ -1074,8 +1075,7 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
         if nonnum.any():
             i = int(np.flatnonzero(nonnum)[0])
             first = _plain(raw.iloc[i])
-            raise CjstatsError(f"Column 'score' has {int(nonnum.sum())} non-numeric values (first: {first!r} in "
-                               f"{_unit(df)} {df.index[i]}). Drop or recode them before read_scores().")
+            raise CjstatsError(nonnumeric_score_message(int(nonnum.sum()), first, f"{_unit(df)} {df.index[i]}"))
         values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
@@ -1097,7 +1097,7 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
                            f"rescale or drop them before read_scores().")
     sentinel = values == -1
     if sentinel.any() and (values[~sentinel] >= 0).all():
-        import warnings
+        from cjstats import _warnings as warnings  # shown under a blanket ignore
 
         k = int(sentinel.sum())
         warnings.warn(f"Column 'score' has {k} value{'s' if k > 1 else ''} of -1 (first in {_unit(df)} "

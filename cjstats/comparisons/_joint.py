@@ -31,8 +31,8 @@ from cjstats.scores import Scores, read_scores
 from cjstats.stats import ScoreStats, build_stats
 from cjstats.stats.joint import JointStats, stack_models
 
-__all__ = ["JointFit", "JointData", "JointRow", "JointSource", "joint_data", "joint_stats", "as_scores", "components_frame",
-           "check_judges_scored", "JOINT_LABEL"]
+__all__ = ["JointFit", "JointData", "JointRow", "JointSource", "joint_data", "joint_stats", "as_scores",
+           "components_frame", "check_judges_scored", "check_not_constant", "check_residual", "JOINT_LABEL"]
 
 View = Literal["panel", "population"]
 
@@ -201,16 +201,67 @@ def joint_stats(source: Any, caller: str) -> tuple[JointStats, Scores | None]:
     if js.n_scenarios < 2:
         raise CjstatsError("scores has only one scenario: the joint fit needs at least 2.")
     check_shared_scenarios(js)
+    check_not_constant(js)
+    check_judges_scored(js.judge_counts(), js.models, js.judge_labels)
     return js, scores
 
 
+def check_not_constant(js: JointStats) -> None:
+    """Refuse, as :func:`cjstats.estimate` does, a table whose scores never vary (every variance would be 0)."""
+    lo = min(float(u.y_min) for u in js.units)
+    hi = max(float(u.y_max) for u in js.units)
+    if hi == lo:
+        raise CjstatsError(f"Column 'score' is constant ({lo:g} in every row of every model): there is no variance "
+                           f"to compare the models by.")
+
+
+def score_range(js: JointStats) -> float:
+    """max - min of the scores over every model (the scale a residual variance is judged against)."""
+    return max(float(u.y_max) for u in js.units) - min(float(u.y_min) for u in js.units)
+
+
+def check_residual(s2_residual: float, js: JointStats) -> None:
+    """Refuse a joint fit whose residual variance is 0 to rounding (every score is its model x scenario x
+    generation mean plus a judge offset): every standard error would be 0, and the intervals, tests and rank
+    intervals are undefined (the REML criterion divides by it, the ANOVA intervals by the residual mean square).
+    """
+    scale = score_range(js)
+    if not s2_residual > 1e-12 * scale * scale:
+        raise CjstatsError("Column 'score' has no residual variation: every score equals its (model, scenario, "
+                           "generation) mean plus a fixed judge offset, so the residual variance is 0 and no "
+                           "standard error can be computed; check that 'score' holds the judges' individual "
+                           "scores, not a summary of them.")
+
+
 def check_judges_scored(counts: np.ndarray, models: tuple[str, ...], judges: tuple[str, ...]) -> None:
-    """Every (model, judge) cell mean must have data: one sentence naming the first empty cell."""
-    empty = np.flatnonzero(np.asarray(counts).reshape(-1) == 0)
-    if empty.size:
-        pm, lj = divmod(int(empty[0]), len(judges))
-        raise CjstatsError(f"Judge '{judges[lj]}' never scored model '{models[pm]}', so the model x judge cell "
-                           f"means are not estimable. Drop that judge or that model (scores.subset(...)).")
+    """Every (model, judge) cell mean must have data: one sentence naming the first empty cell and the subset
+    that removes every empty cell.
+
+    Checked before any method-specific check (``joint_stats``), because no method can fit such a table: the
+    ANOVA's ``incomplete='drop'`` would drop every scenario and REML cannot estimate the empty cell, so the fix
+    offered is the one that works, a subset of the judges (or, if that leaves fewer than 2, of the models).
+    """
+    empty = np.asarray(counts).reshape(len(models), len(judges)) == 0
+    if not empty.any():
+        return
+    pm, lj = (int(x[0]) for x in np.nonzero(empty))
+    keep_judges = [j for j, e in zip(judges, empty.any(axis=0)) if not e]
+    keep_models = [m for m, e in zip(models, empty.any(axis=1)) if not e]
+    n = int(empty.sum())
+    more = f" (and {n - 1} more model x judge pair{'s' if n > 2 else ''})" if n > 1 else ""
+    out_j = [j for j in judges if j not in keep_judges]
+    out_m = [m for m in models if m not in keep_models]
+    if len(keep_judges) >= 2:
+        fix = (f"leave out judge{'s' if len(out_j) > 1 else ''} {', '.join(map(repr, out_j))}: "
+               f"scores.subset(judges={keep_judges!r})")
+    elif len(keep_models) >= 2:
+        fix = (f"leave out model{'s' if len(out_m) > 1 else ''} {', '.join(map(repr, out_m))}: "
+               f"scores.subset(models={keep_models!r})")
+    else:
+        fix = "score every model with at least 2 common judges"
+    raise CjstatsError(f"Judge '{judges[lj]}' never scored model '{models[pm]}'{more}, so the model x judge cell "
+                       f"means are not estimable by any method (dropping incomplete scenarios would drop them "
+                       f"all, and REML has no data for that cell); {fix}.")
 
 
 def components_frame(rows: list[tuple[str, JointRow]], *, method: str, ci_level: float) -> pd.DataFrame:

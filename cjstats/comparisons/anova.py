@@ -52,7 +52,9 @@ from scipy import special
 
 from cjstats._drop import account_for_drop, resolve_max_drop
 from cjstats._validate import check_choice
-from cjstats.comparisons._joint import JOINT_LABEL, JointFit, JointRow, components_frame, joint_stats, mls_row
+from cjstats.comparisons._joint import (
+    JOINT_LABEL, JointFit, JointRow, check_residual, components_frame, joint_stats, mls_row,
+)
 from cjstats.estimators.anova import chi2_interval
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError
@@ -262,6 +264,7 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
                                     provenance=dict(scores.provenance)), unit=("criterion",)).units[0]
     jb = js.for_joint_anova()
     t = JointMeanSquares(jb)
+    check_residual(t.ms["W"], js)
     rows = _rows(t, ci_level, js.models)
     f = t.ms["JM"] / t.ms["W"] if t.ms["W"] > 0 else math.inf
     from scipy import stats

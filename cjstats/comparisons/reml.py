@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, components_frame, joint_stats,
-                                       mls_row)
+from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
+                                       components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.estimators.reml import engine
 from cjstats.estimators.reml.engine import FitResult
@@ -669,6 +669,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     t_full = np.eye(p * k)
     per_model = model_scenario == "per_model"
     fit = fit_nested(ns, t_full, reml=True, per_model=per_model)
+    check_residual(float(fit.s2), js)
     beta_raw = fit.beta + np.repeat(ns.shift, k)       # the scores were centred by one constant per model
     beta = beta_raw.reshape(p, k)
     cov = fit.cov_beta
@@ -771,17 +772,17 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
                 ml_converged=ml_full.converged and ml_add.converged,
                 at_boundary=[c for c, th in zip(("scenario", "model_scenario", "generation"), fit.theta)
                              if th == 0 and (c != "generation" or ns.has_generation)])
-    import warnings
+    from cjstats._warnings import warn
 
     if unconverged:
         why = "; ".join(f"{name}: {f.result.message}" for name, f in
                         (("REML", fit), ("ML (full)", ml_full), ("ML (additive)", ml_add)) if not f.converged)
-        warnings.warn(f"The joint {', '.join(unconverged)} fit did not reach a minimum ({why}); its numbers are "
-                      "not trustworthy: check the table for models or judges with very few scores, or compare "
-                      "with method='anova' on the complete scenarios.", CjstatsWarning, stacklevel=3)
+        warn(f"The joint {', '.join(unconverged)} fit did not reach a minimum ({why}); its numbers are "
+             "not trustworthy: check the table for models or judges with very few scores, or compare "
+             "with method='anova' on the complete scenarios.", CjstatsWarning, stacklevel=3)
     if failed:
-        warnings.warn(f"The profile-likelihood search did not converge for {', '.join(failed)} in the joint REML "
-                      "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
+        warn(f"The profile-likelihood search did not converge for {', '.join(failed)} in the joint REML "
+             "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests=tests, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)

@@ -58,8 +58,9 @@ def parse_families(text: str | Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
-def _normalise(families: Mapping[str, str | Sequence[str]], fit: Any, counts: pd.DataFrame | None = None
-               ) -> dict[str, list[str]]:
+def _normalise(families: Mapping[str, str | Sequence[str]], fit: Any) -> dict[str, list[str]]:
+    """The families as {judge: [models]}, checked against the fit's judges and models. (A judge that never
+    scored a model, its own or not, is refused before, by ``joint_stats``: no method can fit that table.)"""
     if not isinstance(families, Mapping) or not families:
         raise CjstatsError("The 'families' argument of self_preference must be a non-empty dict {judge: model or "
                            "[models]}. Got {families!r} instead.".replace("{families!r}", repr(families)))
@@ -77,12 +78,6 @@ def _normalise(families: Mapping[str, str | Sequence[str]], fit: Any, counts: pd
             raise CjstatsError(f"The family of judge '{judge}' holds every model, so there is no other model to "
                                f"compare its own with. Leave at least one model out of the family.")
         out[str(judge)] = [str(m) for m in dict.fromkeys(ms)]
-        if counts is not None:
-            for m in out[str(judge)]:
-                if counts.loc[m, str(judge)] == 0:
-                    raise CjstatsError(f"Judge '{judge}' never scored its family's model '{m}', so its "
-                                       f"self-preference cannot be estimated. Drop '{m}' from its family in "
-                                       f"'families'.")
     return out
 
 
@@ -195,8 +190,7 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
 
         source = joint_source(scores, engine, engine_options)
         js, rows = joint_stats(source, "self_preference")
-        counts = pd.DataFrame(js.judge_counts(), index=list(js.models), columns=list(js.judge_labels))
-        _normalise(families, SimpleNamespace(models=js.models, judges=js.judge_labels), counts)
+        _normalise(families, SimpleNamespace(models=js.models, judges=js.judge_labels))
         source = js if rows is None else JointSource(js, rows)    # built once, rows kept for Bayes and drop
         fit = fit_joint(source, method, ci_level=level, seed=seed, **options)
     fam = _normalise(families, fit)

@@ -40,7 +40,6 @@ Intervals (two-sided, level 1 - 2a):
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -52,6 +51,7 @@ from cjstats.components import ComponentRow, ParameterCovariance, VarianceCompon
 from cjstats.estimators.base import (M1_NOTE, GroupFit, as_stats, fit_groups, location_params,
                                      resolve_scenario_judge)
 from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores, sparse_judge_message
 from cjstats.stats import CellStats, ScoreStats
@@ -499,7 +499,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
             # each judge scores a cell at most once, so its call count is the number of cells it scored
             msg = sparse_judge_message(g.label(), g.judge_labels, g.judge_n, g.n_cells)
             if msg:
-                warnings.warn(msg, CjstatsWarning, stacklevel=4)
+                warn(msg, CjstatsWarning, stacklevel=4)
         ms, dropped = g.for_anova(incomplete)
         check_max_drop([{**g.key, **dropped}], max_drop=limit)
         if ms.n < 2:
@@ -518,8 +518,8 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                            "(use engine='numpy')")
         sj_fit, sj_note = resolve_scenario_judge(g, scenario_judge, unsupported=unsupported)
         if unsupported and not sj_fit and scenario_judge == "auto" and g.max_pair_calls >= 2:
-            warnings.warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
-                          CjstatsWarning, stacklevel=4)
+            warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
+                  CjstatsWarning, stacklevel=4)
         if not sj_fit:
             ss_sj = None
         rows_, offsets = _group_rows(ms, ci_level, interval, ss_sj)

@@ -7,12 +7,12 @@ its judge values are each LLM judge's score and ``panel``, the mean over the jud
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores
 
@@ -83,16 +83,55 @@ def _resolve(scores: Scores, reference: str | list[str] | None, caller: str) -> 
     return scores, ref
 
 
-def _check_scale(judged: pd.Series, ref: pd.Series) -> None:
-    """Warn when the reference and the judges do not look like the same scale (spans differ by > 2x)."""
-    jl, jh, rl, rh = float(judged.min()), float(judged.max()), float(ref.min()), float(ref.max())
-    js, rs = jh - jl, rh - rl
-    overlap = min(jh, rh) - max(jl, rl)
-    small = min(js, rs)
-    if max(js, rs) > 2 * max(small, 1e-12) or (small > 0 and overlap < 0.5 * small):
-        warnings.warn(f"The reference ratings range over [{rl:g}, {rh:g}] but the judges' scores over "
-                      f"[{jl:g}, {jh:g}]: they look like different scales, so bias and calibration compare unlike "
-                      f"numbers; rescale one of them first.", CjstatsWarning, stacklevel=3)
+def _where(crit: object) -> str:
+    return "" if crit in (None, "") else f" on criterion '{crit}'"
+
+
+def _n_more(n: int) -> str:
+    return f"{n} more criteri{'a' if n > 1 else 'on'}"
+
+
+def _check_reference(llm: pd.DataFrame, ref: pd.DataFrame, items: pd.DataFrame) -> None:
+    """Warn, per criterion, when the reference ratings cannot be compared with the judges' scores.
+
+    Checked within each criterion (a table may rate criteria on different scales, which pooled ranges hide), on
+    the reference ratings of judged items only:
+
+    - reference ratings that are constant: correlation, calibration and alpha against them are undefined (NaN)
+      and a human-scale mean has no spread to estimate, whatever the judges do;
+    - reference ratings and judge scores that look like different scales (spans differ by more than 2x, or
+      ranges that barely overlap): bias and calibration then compare unlike numbers. Not tested when either
+      side is constant (a constant has no span to compare; a constant judge is noted in the results).
+    """
+    rated = items.loc[items["n_human"] > 0, ["criterion", *_CELL]]
+    ref = ref.merge(rated, on=["criterion", *_CELL], how="inner")
+    constant, scales = [], []
+    for crit, r in ref.groupby("criterion", sort=True, dropna=False):
+        j = llm.loc[llm["criterion"] == crit, "score"]
+        rl, rh = float(r["score"].min()), float(r["score"].max())
+        jl, jh = float(j.min()), float(j.max())
+        if rh == rl:
+            constant.append((crit, rl))
+            continue
+        js, rs = jh - jl, rh - rl
+        if js == 0:
+            continue
+        overlap = min(jh, rh) - max(jl, rl)
+        if max(js, rs) > 2 * min(js, rs) or overlap < 0.5 * min(js, rs):
+            scales.append((crit, rl, rh, jl, jh))
+    if constant:
+        crit, v = constant[0]
+        more = f" (and on {_n_more(len(constant) - 1)})" if len(constant) > 1 else ""
+        warn(f"Every reference rating{_where(crit)} is {v:g}{more}: with no variation among them, agreement "
+             f"with the judges (correlation, calibration, alpha) is undefined and a human-scale mean has no spread "
+             f"to estimate; check the reference raters' column, or add ratings of items that differ.",
+             CjstatsWarning, stacklevel=4)
+    if scales:
+        crit, rl, rh, jl, jh = scales[0]
+        more = f" (and on {_n_more(len(scales) - 1)})" if len(scales) > 1 else ""
+        warn(f"The reference ratings{_where(crit)} range over [{rl:g}, {rh:g}] but the judges' scores over "
+             f"[{jl:g}, {jh:g}]{more}: they look like different scales, so bias and calibration compare unlike "
+             f"numbers; rescale one of them first.", CjstatsWarning, stacklevel=4)
 
 
 def paired_items(scores: Scores, *, reference: str | list[str] | None = None,
@@ -100,7 +139,8 @@ def paired_items(scores: Scores, *, reference: str | list[str] | None = None,
     """Join each judged item's LLM scores with the mean of its reference ratings.
 
     Raises one sentence when no reference rater is named or found, or when the reference rates no item
-    that the judges rated; warns when the two look like different scales (naming both ranges).
+    that the judges rated; warns, per criterion, when the reference ratings are constant or look like a
+    different scale from the judges' scores (naming both ranges), see :func:`_check_reference`.
     """
     scores, ref = _resolve(scores, reference, caller)
     llm = scores.to_frame()
@@ -118,9 +158,6 @@ def paired_items(scores: Scores, *, reference: str | list[str] | None = None,
     agg.columns = ["human", "n_human"]
     items = wide.join(agg, how="left").reset_index()
     items["n_human"] = items["n_human"].fillna(0).astype(np.int64)
-    if not has_crit:
-        items["criterion"] = None
-        ref = ref.assign(criterion=None)
     names = sorted(set(ref["judge"].astype(str)))
     if int((items["n_human"] > 0).sum()) == 0:
         raise CjstatsError(f"The reference raters ({', '.join(names)}) rate no item that the judges rated: match "
@@ -129,6 +166,9 @@ def paired_items(scores: Scores, *, reference: str | list[str] | None = None,
     if int((items["n_human"] > 0).sum()) == 1:
         raise CjstatsError(f"The reference raters ({', '.join(names)}) rate a single judged item: agreement and "
                            f"human-scale means need human labels on at least 2 items.")
-    _check_scale(llm["score"], ref["score"])
+    _check_reference(llm, ref, items)
+    if not has_crit:
+        items["criterion"] = None
+        ref = ref.assign(criterion=None)
     ratings = ref.reset_index(drop=True)
     return PairedItems(items=items, judges=judges, reference=names, ratings=ratings)

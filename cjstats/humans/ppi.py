@@ -59,7 +59,6 @@ human-only estimate would need for the same SE.
 from __future__ import annotations
 
 import itertools
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +67,7 @@ import pandas as pd
 from scipy import stats
 
 from cjstats._validate import check_positive_int, resolve_ci_level
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.humans._items import PANEL, paired_items
 from cjstats.scores import Scores
@@ -463,10 +463,10 @@ def _warn_few(few: list[tuple[str, str | None, str]]) -> None:
     where = [f"'{m}'" + ("" if c is None else f" on '{c}'") + f" ({why})" for m, c, why in few]
     shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
     head = f"Model {shown} has" if len(few) == 1 else f"Models {shown} have"
-    warnings.warn(f"{head} too few human labels for the PPI++ intervals of the mean and of its paired differences "
-                  f"to be trusted to reach their level (at least {MIN_LABELS} labels, {MIN_VARIED} of them "
-                  f"differing from the most common one; see the note column); label more scenarios.",
-                  CjstatsWarning, stacklevel=3)
+    warn(f"{head} too few human labels for the PPI++ intervals of the mean and of its paired differences "
+         f"to be trusted to reach their level (at least {MIN_LABELS} labels, {MIN_VARIED} of them "
+         f"differing from the most common one; see the note column); label more scenarios.",
+         CjstatsWarning, stacklevel=3)
 
 
 # ------------------------------------------------------------------------------------------ public API
@@ -580,7 +580,7 @@ def ppi_means(scores: Scores, reference: str | list[str] | None = None, *, judge
                 what = "no human label" if n_lab == 0 else "a single human label"
                 msg = (f"{where[0].upper() + where[1:]} has {what} among its judged items, so its human-scale "
                        f"mean is not estimable (NaN).")
-                warnings.warn(msg, CjstatsWarning, stacklevel=2)
+                warn(msg, CjstatsWarning, stacklevel=2)
                 note = _join(note, msg)
             else:
                 y_m = units[model]["y"].to_numpy(dtype=np.float64)

@@ -73,6 +73,40 @@ def _grader(options: Mapping[str, Any] | None, fallback: str) -> str:
     return str(model) if model else fallback
 
 
+_ZIP_START = b"PK\x03\x04"   # a zip archive (an .eval log) starts with a local file header ...
+_ZIP_END = b"PK\x05\x06"     # ... and ends with its index (end of central directory, within the last 64 kB + 22 bytes)
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a log Inspect could not open is unusable, in plain words (empty, cut short, not a log), or None.
+
+    A cut-short ``.eval`` (an interrupted eval, a partial copy or download) is a zip archive that lost its end,
+    where the index of its members lives; Inspect reports that as "EOCD not found". A cut-short ``.json`` log
+    does not end with the closing brace of its JSON object.
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            fh.seek(max(0, size - 65_558))
+            tail = fh.read()
+    except OSError:
+        return None
+    if size == 0:
+        return f"The Inspect log `{path}` is empty (0 bytes): rerun the eval, or copy the log again."
+    cut = (f"The Inspect log `{path}` is cut short ({size:,} bytes, its end is missing): the eval was interrupted "
+           f"or the file was not copied completely; rerun the eval or copy the log again.")
+    if path.suffix == ".eval":
+        if head == _ZIP_START and _ZIP_END not in tail:
+            return cut
+        if head != _ZIP_START:
+            return f"`{path}` is not an Inspect .eval log (not a zip archive): pass the log files Inspect wrote."
+        return None
+    if path.suffix == ".json" and head.lstrip()[:1] == b"{" and not tail.rstrip().endswith(b"}"):
+        return cut
+    return None
+
+
 def _scorer_judges(path: Path) -> tuple[str, dict[str, str]]:
     """(evaluated model, {score column key: judge}) from a log header."""
     from inspect_ai.log import read_eval_log
@@ -80,8 +114,11 @@ def _scorer_judges(path: Path) -> tuple[str, dict[str, str]]:
     try:
         header = read_eval_log(str(path), header_only=True)
     except Exception as exc:  # Inspect raises several types for a file that is not a log; name the file
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CjstatsError(f"Could not read `{path}` as an Inspect log ({first.rstrip('.')}).") from exc
+        why = _unreadable(path)
+        if why is None:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            why = f"Could not read `{path}` as an Inspect log ({first.rstrip('.')})."
+        raise CjstatsError(why) from exc
     scorers = list(header.eval.scorers or [])
     keys = _unique_names([s.name for s in scorers])
     judges = {}
@@ -141,6 +178,9 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
     rows: list[dict[str, Any]] = []
     unscored = 0
     for f in files:
+        why = _unreadable(f)      # Inspect reads the head of a cut-short JSON log and finds no sample in it
+        if why is not None:
+            raise CjstatsError(why)
         model, judges = _scorer_judges(f)
         samples = samples_df(str(f), quiet=True)
         evals = evals_df(str(f), quiet=True)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -51,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from cjstats._validate import check_choice, check_positive_int
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
@@ -193,8 +193,8 @@ class Truth:
                 comp[c] = v
             groups[name] = comp
         if unidentified:
-            warnings.warn(f"The fit could not estimate {', '.join(sorted(unidentified))}; simulating "
-                          f"{'them' if len(unidentified) > 1 else 'it'} as 0.", CjstatsWarning, stacklevel=2)
+            warn(f"The fit could not estimate {', '.join(sorted(unidentified))}; simulating "
+                 f"{'them' if len(unidentified) > 1 else 'it'} as 0.", CjstatsWarning, stacklevel=2)
         return cls(groups, judges=judges)
 
     def __reduce__(self) -> tuple[Any, ...]:  # mapping proxies do not pickle; rebuild from plain dicts

@@ -36,7 +36,7 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
-from cjstats.exceptions import CjstatsError
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import Scores
 from cjstats.studies.data import Design, Truth, fingerprint, simulate_replicate
 
@@ -148,6 +148,7 @@ def _run_batch(truth: Truth, design: Design, design_id: int, reps: Sequence[int]
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
+                    warnings.simplefilter("ignore", CjstatsWarning)  # cjstats' own are shown under a blanket ignore
                     comp = estimate(scores, meth.name, ci_level=ci_level, seed=fit_seed, **meth.options).components
             except Exception as exc:  # a failed fit is a result of the study, never fatal
                 err = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"

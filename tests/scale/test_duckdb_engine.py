@@ -161,12 +161,14 @@ def test_every_read_scores_message_has_its_duckdb_twin(case, as_file, tmp_path):
 
 
 def test_a_text_file_names_lines_as_read_scores_does(tmp_path):
-    """CSV: line 1 is the header; True/False scores are text there, so non-numeric, not a boolean column."""
+    """CSV: line 1 is the header; True/False scores are text there, named as True/False (issue 24), with the
+    count and the first line, as read_scores names them."""
     source = tmp_path / "s.csv"
     BAD["bool_score"]().to_csv(source, index=False)
     msg = _message(lambda: build_stats(source, engine="duckdb"))
-    assert msg == ("Column 'score' has 6 non-numeric values (first: 'True' in line 2). Drop or recode them before "
-                   "read_scores().")
+    assert msg == ("Column 'score' holds True/False values (6, first: 'True' in line 2); recode them as numbers "
+                   "before read_scores().")
+    assert msg == _message(lambda: cj.read_scores(source))
     BAD["duplicates"]().to_csv(source, index=False)
     assert "in lines 2 and 3)" in _message(lambda: build_stats(source, engine="duckdb"))
 

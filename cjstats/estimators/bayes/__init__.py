@@ -122,6 +122,7 @@ from cjstats.estimators.base import (
     location_params,
     rows_for,
 )
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
@@ -400,9 +401,9 @@ def _diagnose(run: _Run, g: CellStats, chains: int) -> dict[str, Any]:
     diag["converged"] = not problems
     diag["problems"] = problems
     if problems:
-        warnings.warn(f"The Bayesian fit of {g.label()} failed its convergence checks: {'; '.join(problems)}. "
-                      f"Increase draws and tune, or check the priors (see diagnostics).", CjstatsWarning,
-                      stacklevel=2)
+        warn(f"The Bayesian fit of {g.label()} failed its convergence checks: {'; '.join(problems)}. "
+             f"Increase draws and tune, or check the priors (see diagnostics).", CjstatsWarning,
+             stacklevel=2)
     return diag
 
 

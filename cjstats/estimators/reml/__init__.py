@@ -82,7 +82,6 @@ import dataclasses
 import logging
 import math
 import sys
-import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -105,6 +104,7 @@ from cjstats.estimators.base import (
     scenario_judge_lr_test,
 )
 from cjstats.estimators.intervals import noncentral_chi2_interval
+from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
@@ -593,7 +593,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     if interval == "bootstrap":
         diag["n_boot"] = int(n_boot)
     for msg in warn_msgs:
-        warnings.warn(msg, CjstatsWarning, stacklevel=2)
+        warn(msg, CjstatsWarning, stacklevel=2)
     _LOG.debug("reml fit of %s: path=%s, iterations=%d, boundary=%s", group_name(g), path, fr.iterations, boundary)
     return GroupFit(rows, offsets, diag, _location_covariance(fe, h_f, fr_struct.theta, g.judge_labels, n)), boot
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from cjstats._validate import bool_score_message, nonnumeric_score_message
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["Source", "resolve", "row_ref", "position", "NA_STRINGS", "TEXT_KINDS", "SYNONYMS",
@@ -202,12 +203,11 @@ def msg_missing_ids(col: str, count: int, where: str) -> str:
 
 
 def msg_bool_score() -> str:
-    return "Column 'score' holds True/False values; recode them as numbers before read_scores()."
+    return bool_score_message()
 
 
 def msg_nonnumeric(count: int, raw: Any, where: str) -> str:
-    return (f"Column 'score' has {count} non-numeric values (first: {raw!r} in {where}). "
-            f"Drop or recode them before read_scores().")
+    return nonnumeric_score_message(count, raw, where)     # True/False text gets the True/False sentence
 
 
 def msg_nan(count: int, where: str) -> str:

@@ -26,7 +26,8 @@ O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,32 @@ def _reader(src: S.Source, *, positions: bool = False) -> str:
                 f"nullstr = {nulls}")
     else:
         expr = f"read_json_auto({files}, format = 'newline_delimited', union_by_name = true"
-    if positions:  # these readers have no file_row_number: number the rows of each file in scan order
-        return (f"(SELECT * EXCLUDE (filename), filename AS cj_file, "
-                f"row_number() OVER (PARTITION BY filename) - 1 AS cj_row FROM {expr}, filename = true))")
+    if positions:
+        # These readers have no file_row_number. row_number() OVER () numbers the rows in the order the scan
+        # delivers them, which is file order only in a scan on one thread (see _in_file_order, which every query
+        # over these positions runs under): a PARTITION BY filename window numbers them in the order its
+        # threads happen to finish, a different (wrong) line on every run. The row within its file is that
+        # number minus the file's first one.
+        return (f"(SELECT * EXCLUDE (filename, cj_ord), filename AS cj_file, "
+                f"cj_ord - min(cj_ord) OVER (PARTITION BY filename) AS cj_row FROM "
+                f"(SELECT *, row_number() OVER () AS cj_ord FROM {expr}, filename = true)))")
     return expr + ")"
+
+
+@contextmanager
+def _in_file_order(con: Any) -> Iterator[None]:
+    """Run the enclosed queries on one thread with insertion order kept, so that a scan of a CSV, TSV or JSONL
+    file returns its rows in file order (what the row numbers of ``_reader(positions=True)`` rely on), then put
+    the connection's settings back. Only the error path uses it (finding the first offending row)."""
+    keys = ("threads", "preserve_insertion_order")
+    old = {k: con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0] for k in keys}
+    con.execute("SET threads = 1")
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {int(old['threads'])}")
+        con.execute(f"SET preserve_insertion_order = {'true' if old['preserve_insertion_order'] else 'false'}")
 
 
 def _schemas(con: Any, src: S.Source) -> dict[str, dict[str, str]]:
@@ -391,8 +414,9 @@ def _first_offending(con: Any, src: S.Source, pos_rows: str, cond: str, extra: s
     if src.kind == "frame":
         con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
     try:
-        hit = con.execute(f"SELECT cj_file, cj_row{extra} FROM {pos_rows} "
-                          f"WHERE {cond} ORDER BY cj_file, cj_row LIMIT 1").fetchall()[0]
+        with _in_file_order(con):
+            hit = con.execute(f"SELECT cj_file, cj_row{extra} FROM {pos_rows} "
+                              f"WHERE {cond} ORDER BY cj_file, cj_row LIMIT 1").fetchall()[0]
     finally:
         if src.kind == "frame":
             con.unregister("cj_frame_pos")
@@ -450,15 +474,16 @@ def _raise_duplicates(con: Any, src: S.Source, pos_rows: str, has_criterion: boo
     if src.kind == "frame":
         con.register("cj_frame_pos", src.frame.assign(cj_row=np.arange(len(src.frame), dtype=np.int64)))
     try:
-        n_cells, files, rows = con.execute(
-            f"WITH p AS (SELECT * FROM {pos_rows}), "
-            f"d AS (SELECT {kl}, count(*) OVER () AS n_cells, list(cj_file ORDER BY cj_file, cj_row) AS fs, "
-            f"      list(cj_row ORDER BY cj_file, cj_row) AS rs FROM p GROUP BY {kl} HAVING count(*) > 1) "
-            f"SELECT n_cells, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
-        ).fetchall()[0]
-        raw = con.execute(
-            f"WITH p AS (SELECT * FROM {pos_rows}) "
-            f"SELECT {kl} FROM p WHERE cj_file = {_lit(files[0])} AND cj_row = {int(rows[0])}").fetchall()[0]
+        with _in_file_order(con):
+            n_cells, files, rows = con.execute(
+                f"WITH p AS (SELECT * FROM {pos_rows}), "
+                f"d AS (SELECT {kl}, count(*) OVER () AS n_cells, list(cj_file ORDER BY cj_file, cj_row) AS fs, "
+                f"      list(cj_row ORDER BY cj_file, cj_row) AS rs FROM p GROUP BY {kl} HAVING count(*) > 1) "
+                f"SELECT n_cells, fs[1:2], rs[1:2] FROM d ORDER BY fs[1], rs[1] LIMIT 1"
+            ).fetchall()[0]
+            raw = con.execute(
+                f"WITH p AS (SELECT * FROM {pos_rows}) "
+                f"SELECT {kl} FROM p WHERE cj_file = {_lit(files[0])} AND cj_row = {int(rows[0])}").fetchall()[0]
     finally:
         if src.kind == "frame":
             con.unregister("cj_frame_pos")
