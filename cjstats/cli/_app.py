@@ -349,8 +349,6 @@ def _where(df: pd.DataFrame, where: tuple[str, ...], reference: Any = None) -> p
 
 def _reference_removed(df: pd.DataFrame, keep: Any, reference: Any, col: str, values: list[str]) -> None:
     """Say when ``--where`` removes every reference (human) rating: ``humans`` refuses, ``report`` warns."""
-    import warnings
-
     from cjstats.exceptions import CjstatsWarning
 
     ref = reference.to_numpy(dtype=bool)
@@ -366,8 +364,9 @@ def _reference_removed(df: pd.DataFrame, keep: Any, reference: Any, col: str, va
     if command == "humans":
         raise CjstatsError(f"The option {what}, so there is no human to compare the judges with; {fix}.")
     if command == "report":
-        warnings.warn(f"{what[0].upper()}{what[1:]}, so the report has no human section; {fix}.", CjstatsWarning,
-                      stacklevel=2)
+        from cjstats._warnings import warn
+
+        warn(f"{what[0].upper()}{what[1:]}, so the report has no human section; {fix}.", CjstatsWarning, stacklevel=2)
 
 
 def _reference_rows(df: pd.DataFrame, names: list[str] | None) -> Any:

@@ -519,7 +519,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         sj_fit, sj_note = resolve_scenario_judge(g, scenario_judge, unsupported=unsupported)
         if unsupported and not sj_fit and scenario_judge == "auto" and g.max_pair_calls >= 2:
             warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
-                  CjstatsWarning, stacklevel=4)
+             CjstatsWarning, stacklevel=4)
         if not sj_fit:
             ss_sj = None
         rows_, offsets = _group_rows(ms, ci_level, interval, ss_sj)
