@@ -67,7 +67,9 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
                      "se": math.sqrt(total), **c, "judge_share": c["judge_panel"] / total if total else math.nan})
     out = pd.DataFrame(rows)
     note = ("\nscenario holds scenario + generation (m = 1 in FILE: generation not identifiable)." if folded else "")
+    from cjstats.reporting.format import format_frame
+
     head = "Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
     text = ((method_note + "\n" if method_note else "") + head
-            + out.to_string(index=False, float_format=lambda v: f"{v:.4g}") + note)
+            + format_frame(out, na="-").to_string(index=False) + note)
     emit_frame(out, fmt, text=text)

@@ -50,8 +50,8 @@ def _finite(v: Any) -> bool:
 def se_decimals(se: float, digits: int = 2) -> int | None:
     """Decimals that give the standard error ``se`` ``digits`` significant digits (None when se is not positive).
 
-    >>> se_decimals(0.0213), se_decimals(0.5), se_decimals(3.2)
-    (3, 1, 0)
+    >>> se_decimals(0.0213), se_decimals(0.5), se_decimals(3.2), se_decimals(12.0)
+    (3, 2, 1, 0)
     """
     if not (_finite(se) and float(se) > 0):
         return None
