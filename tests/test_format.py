@@ -161,3 +161,22 @@ def test_compare_text_uses_the_formatter():
 
 def test_numbers_are_never_minus_zero():
     assert fixed(-1e-9, 3) == "0.000" and fixed(-0.0, 1) == "0.0" and fixed(np.float64(-0.0004), 3) == "0.000"
+
+
+def test_known_standard_error_columns_set_their_estimates_decimals_and_probabilities_keep_two():
+    frame = pd.DataFrame({"difference": [0.8941, 0.0504], "std_error": [0.0497, 0.0497], "lower": [0.79660, -0.02780],
+                          "upper": [0.99170, 0.14790], "bias": [0.1, -0.25], "bias_se": [0.0273, 0.0259],
+                          "bias_lower": [-0.358, -0.306], "bias_upper": [-0.25, -0.195], "p_best": [1.0, 0.0],
+                          "ci_level": [0.95, 0.95]})
+    out = format_frame(frame)
+    assert list(out["lower"]) == ["0.797", "-0.028"] and list(out["difference"]) == ["0.894", "0.050"]
+    assert list(out["bias_upper"]) == ["-0.250", "-0.195"]
+    assert list(out["p_best"]) == ["1.00", "0.00"] and list(out["ci_level"]) == ["0.95", "0.95"]
+
+
+def test_self_preference_text_uses_the_formatter():
+    sp = cj.self_preference(cj.datasets.load("hanna", composite=True), {"ChatGPT": "GPT"})
+    sp = dataclasses.replace(sp, test={**sp.test, "df2": 29790.0, "p_value": 0.0})
+    text = sp.as_text()
+    assert "on (40, 29790) df, p < 1e-300" in text
+    assert "e+04" not in text and "p = 0\n" not in text + "\n"

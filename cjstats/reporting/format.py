@@ -11,7 +11,8 @@ The rules (docs/reports.md, "How numbers are printed"):
 * degrees of freedom are integers when they are whole (ANOVA: ``29790``, never ``2.979e+04``) or large (a
   Satterthwaite 950.4 prints ``950``), otherwise one decimal (``12.3``);
 * a float column without a standard error gets fixed decimals, enough for three significant digits of its
-  largest value and two of its smallest non-zero one; whole-number columns print as integers;
+  largest value and two of its smallest non-zero one; whole-number columns print as integers; probabilities
+  (``p_best``) two decimals; interval levels as given (``0.95``);
 * a number that does not exist (NaN) is a dash.
 
 Functions take plain floats (or a DataFrame for :func:`format_frame`) and return strings; nothing here computes
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["P_FLOOR", "P_COLUMNS", "DF_COLUMNS", "NA", "se_decimals", "column_decimals", "value_decimals",
+__all__ = ["P_FLOOR", "P_COLUMNS", "DF_COLUMNS", "PROB_COLUMNS", "LEVEL_COLUMNS", "SE_GROUPS", "NA", "se_decimals", "column_decimals", "value_decimals",
            "fixed", "format_p", "format_df", "format_interval", "format_pm", "format_frame", "format_scalar"]
 
 #: p-values below this print as ``< 1e-300`` (below ~1e-308 a double underflows to 0, so ``p = 0`` would show).
@@ -36,6 +37,15 @@ P_FLOOR = 1e-300
 P_COLUMNS: tuple[str, ...] = ("p", "p_value", "p_adjusted", "p_value_adjusted", "pvalue")
 #: Column names holding degrees of freedom.
 DF_COLUMNS: tuple[str, ...] = ("df", "df1", "df2", "df_num", "df_den", "df_denominator", "df_numerator")
+#: Column names holding probabilities (two decimals: ``1.00``, ``0.00``, never ``1`` beside ``0.97``).
+PROB_COLUMNS: tuple[str, ...] = ("p_best", "prob", "probability", "share", "power")
+#: Column names holding an interval level (printed as given: ``0.95``).
+LEVEL_COLUMNS: tuple[str, ...] = ("ci_level", "level")
+#: Standard-error columns and the columns whose decimals they set (when present in a table).
+SE_GROUPS: dict[str, tuple[str, ...]] = {
+    "std_error": ("estimate", "difference", "mean", "lower", "upper", "std_error"),
+    "bias_se": ("bias", "bias_lower", "bias_upper", "bias_se"),
+}
 #: The mark of a number that does not exist.
 NA = "–"
 #: Most decimals any number gets.
@@ -162,15 +172,26 @@ def _is_bool(s: pd.Series) -> bool:
 
 def format_frame(frame: pd.DataFrame, *, se_column: str | None = None, value_columns: Sequence[str] = (),
                  p_columns: Sequence[str] = P_COLUMNS, df_columns: Sequence[str] = DF_COLUMNS, na: str = NA,
-                 thousands: bool = True, latex: bool = False) -> pd.DataFrame:
+                 thousands: bool = True, latex: bool = False, se_groups: bool = True) -> pd.DataFrame:
     """Every cell of ``frame`` as a string, one decimals setting per column.
 
-    ``value_columns`` get the decimals of ``se_column`` (:func:`column_decimals`); p-value columns
-    :func:`format_p`; degrees of freedom :func:`format_df`; integers as integers (with ``,`` separators when
-    ``thousands``); booleans yes/no; other float columns :func:`value_decimals`; text as it is.
+    ``value_columns`` get the decimals of ``se_column`` (:func:`column_decimals`); with ``se_groups`` the known
+    standard-error columns of :data:`SE_GROUPS` present in the frame set the decimals of their estimates too
+    (``std_error`` for ``estimate``, ``difference``, ``lower``, ``upper``...); p-value columns :func:`format_p`;
+    degrees of freedom :func:`format_df`; probabilities two decimals; interval levels as given; integers as
+    integers (with ``,`` separators when ``thousands``); booleans yes/no; other float columns
+    :func:`value_decimals`; text as it is.
     """
     out = {}
+    by_se: dict[str, int] = {}
+    if se_groups:
+        for se, cols in SE_GROUPS.items():
+            d = column_decimals(frame[se]) if se in frame.columns else None
+            if d is not None:
+                by_se.update({c: d for c in cols if c in frame.columns})
     dec_se = column_decimals(frame[se_column]) if se_column is not None and se_column in frame.columns else None
+    if dec_se is not None:
+        by_se.update({c: dec_se for c in value_columns if c in frame.columns})
     for c in frame.columns:
         s = frame[c]
         name = str(c)
@@ -182,9 +203,13 @@ def format_frame(frame: pd.DataFrame, *, se_column: str | None = None, value_col
             out[c] = [format_df(v, na=na) for v in s]
         elif pd.api.types.is_integer_dtype(s):
             out[c] = [f"{int(v):,}" if thousands else str(int(v)) for v in s]
+        elif pd.api.types.is_float_dtype(s) and name in PROB_COLUMNS:
+            out[c] = [fixed(v, 2, na=na) for v in s]
+        elif pd.api.types.is_float_dtype(s) and name in LEVEL_COLUMNS:
+            out[c] = [f"{float(v):g}" if _finite(v) else na for v in s]
         elif pd.api.types.is_float_dtype(s):
-            d = dec_se if (name in value_columns and dec_se is not None) else value_decimals(s)
-            if d == 0 and all(float(v) == round(float(v)) for v in s if _finite(v)) and name not in value_columns:
+            d = by_se.get(c, value_decimals(s))
+            if d == 0 and all(float(v) == round(float(v)) for v in s if _finite(v)) and c not in by_se:
                 out[c] = [(f"{int(round(float(v))):,}" if thousands else str(int(round(float(v)))))
                           if _finite(v) else na for v in s]
             else:
