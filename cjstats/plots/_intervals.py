@@ -53,7 +53,8 @@ def agreement_plot(agreement: Any, *, ax: Any = None) -> Any:
     ax.axvline(0.0, color="0.4", lw=0.8)
     ax.set_yticks(y, labels)
     ref = ", ".join(getattr(agreement, "reference", ()) or ("reference",))
-    ax.set_xlabel(f"bias[l] = judge minus {ref} (score units)")
+    sep = "\n" if len(ref) > 24 else " "           # a long list of raters wraps instead of outrunning the axes
+    ax.set_xlabel(f"bias[l] = judge minus{sep}{ref} (score units)")
     _few_ticks(ax)
     ax.set_title("Judges against the reference raters", fontsize=10)
     return fig

@@ -495,8 +495,11 @@ def rank_plot(comparison: Any, *, ax: Any = None) -> Any:
     y = np.arange(len(r))
     ax.hlines(y, r["rank_lower"], r["rank_upper"], color=PALETTE[0], lw=2.5, alpha=0.7, gid="rank_interval")
     ax.plot(r["rank"], y, "o", color=PALETTE[3], gid="rank")
+    from cjstats.reporting.format import fixed, value_decimals
+
+    dec = value_decimals(r["mean"])               # one decimals setting for every label, as in the ranks table
     for yi, (p, m) in enumerate(zip(r["p_best"], r["mean"])):
-        ax.annotate(f"mean {m:.3g}, P(best) {p:.2f}", (1, yi), xycoords=("axes fraction", "data"),
+        ax.annotate(f"mean {fixed(m, dec)}, P(best) {p:.2f}", (1, yi), xycoords=("axes fraction", "data"),
                     xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
     ax.set_yticks(y, r["model"].astype(str))
     ax.invert_yaxis()
