@@ -328,7 +328,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     output : path, optional
         Write the HTML here (atomically; the folder must exist; an existing file needs ``force=True``). A path
         ending in ``.pdf`` writes the report as PDF instead, printed by headless Chromium (A4 landscape;
-        :mod:`cjstats.reporting.pdf`); the HTML is still returned.
+        :mod:`cjstats.reporting.pdf`); the HTML is still returned. Other extensions than ``.html``, ``.htm`` and
+        ``.pdf`` are refused before anything is fitted.
     browser : str, optional
         For a PDF: the Chromium or Chrome executable (default: the first of ``chromium``, ``chromium-browser``,
         ``google-chrome`` on PATH).
@@ -339,7 +340,10 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     budget : float, optional
         Judge-call budget for the allocation (default: the calls in the data for the chosen model).
     model, criterion : str, optional
-        The group drawn in the strategy, allocation and posterior sections (default: the first).
+        The group drawn in the strategy, allocation and posterior sections (default: the first in sorted order;
+        both sections say which group they draw and how to choose another). The strategy curves give the SE of
+        the mean on the table's scenarios, the allocation the SE including scenario sampling (sigma2_alpha/n);
+        the allocation callout gives both for the recommended design.
     comparisons, human_agreement : result object, DataFrame, mapping of them, "auto" or None
         Rendered as tables (every DataFrame attribute); a comparison with ``.ranks`` also gets a rank plot.
         ``"auto"`` (default): with two or more models, :func:`cjstats.compare_models` on the table (on the
