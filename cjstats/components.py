@@ -220,10 +220,13 @@ def build_offsets_frame(records: list[dict[str, Any]], *, method: str, ci_level:
 
 
 # ------------------------------------------------------------------------------------------------ summary
-def _fmt(x: float, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:.{digits}g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
+def _column_decimals(frame: pd.DataFrame) -> int:
+    """Decimals of a table's estimate and interval columns: those its standard errors support
+    (:func:`cjstats.reporting.format.column_decimals`), or fixed decimals of the estimates without them."""
+    from cjstats.reporting.format import column_decimals, value_decimals
+
+    d = column_decimals(frame["std_error"]) if "std_error" in frame.columns else None
+    return d if d is not None else max(value_decimals(frame["estimate"]), 3)
 
 
 def _fmt_p(p: float) -> str:
@@ -244,12 +247,15 @@ class Summary:
     footnotes: tuple[str, ...]
 
     def _display_table(self) -> pd.DataFrame:
+        from cjstats.reporting.format import fixed, format_interval
+
         t = self.table.copy()
         lvl = t["ci_level"].dropna()
         pct = f"{int(round(100 * lvl.iloc[0]))}%" if len(lvl) else ""
-        t["interval"] = [f"[{_fmt(lo)}, {_fmt(hi)}]" if ok else "-" for lo, hi, ok in
+        d = _column_decimals(t)             # one number of decimals for the whole column (docs/reports.md)
+        t["interval"] = [format_interval(lo, hi, d, na="-") if ok else "-" for lo, hi, ok in
                          zip(t["lower"], t["upper"], t["identifiable"])]
-        t["estimate"] = [(_fmt(e) + (" *" if b else "")) if ok else "n/a" for e, b, ok in
+        t["estimate"] = [(fixed(e, d, na="-") + (" *" if b else "")) if ok else "n/a" for e, b, ok in
                          zip(t["estimate"], t["at_boundary"], t["identifiable"])]
         cols = ["model"] + (["criterion"] if "criterion" in t.columns else []) + [
             "component", "estimate", "interval", "ci_method", "view"]
@@ -261,9 +267,12 @@ class Summary:
         lines += [f"{k}: {v}" for k, v in self.header]
         lines += ["", self._display_table().to_string(index=False)]
         if not self.offsets.empty:
+            from cjstats.reporting.format import fixed, format_interval
+
             off = self.offsets.copy()
-            off["interval"] = [f"[{_fmt(lo)}, {_fmt(hi)}]" for lo, hi in zip(off["lower"], off["upper"])]
-            off["estimate"] = off["estimate"].map(_fmt)
+            d = _column_decimals(off)
+            off["interval"] = [format_interval(lo, hi, d, na="-") for lo, hi in zip(off["lower"], off["upper"])]
+            off["estimate"] = [fixed(e, d, na="-") for e in off["estimate"]]
             keep = ["model"] + (["criterion"] if "criterion" in off.columns else []) + ["judge", "estimate", "interval"]
             lines += ["", "Judge offsets gamma[l] (judge mean minus panel mean)", off[keep].to_string(index=False)]
         if self.footnotes:
@@ -521,8 +530,12 @@ class VarianceComponents:
     def summary(self) -> Summary:
         """A printable summary (text, markdown, HTML)."""
         views = "judge_population: judges random (drawn from a population); every other row: judges fixed (the panel)."
-        notes = ["* at the boundary: reported as 0, the edge of the parameter space (method of moments: the raw "
-                 "estimate was negative, see raw_estimate; REML, lme4's isSingular: the likelihood peaks at 0).", views]
+        starred = bool(self.components["at_boundary"].astype(bool).any())      # the note only when a row is starred
+        notes = (["* at the boundary: reported as 0, the edge of the parameter space (method of moments: the raw "
+                  "estimate was negative, see raw_estimate; REML, lme4's isSingular: the likelihood peaks at 0)."]
+                 if starred else [])
+        if (self.components["component"] == "judge_population").any():
+            notes.append(views)
         seen = set()
         for n in self.components["note"]:
             if n and n not in seen:

@@ -94,11 +94,11 @@ def wide(fit: Any, *, stats: Sequence[str] = ("estimate", "sd")) -> pd.DataFrame
 
 
 def _fmt(v: Any, digits: int) -> str:
-    if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
-        return "--"
+    from cjstats.reporting.format import fixed
+
     if isinstance(v, float | np.floating):
-        return f"{v:.{digits}f}"
-    return str(v)
+        return fixed(v, digits, na="--")
+    return "--" if v is None else str(v)
 
 
 def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
@@ -107,7 +107,9 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
     A :class:`~cjstats.components.VarianceComponents` becomes one row per (model, [criterion]) and two columns per
     component: the variance with its interval ``est [lo, hi]`` and its standard deviation ``sd`` beside it (users
     quote sigma; the paper's tables give variances). Any DataFrame (a judge table, an allocation, F tests...)
-    is written as it is, numbers with ``digits`` decimals.
+    is written as it is, numbers with ``digits`` decimals, except p-values (two significant digits,
+    :math:`<10^{-300}` below the float floor), degrees of freedom (integers when whole) and integer columns: the
+    package's one formatting policy (:mod:`cjstats.reporting.format`).
 
     Parameters
     ----------
@@ -123,10 +125,16 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
     if _is_fit(obj):
         return components_latex(obj.components, caption=caption, label=label, digits=digits)
     elif isinstance(obj, pd.DataFrame):
+        from cjstats.reporting.format import DF_COLUMNS, P_COLUMNS, format_df, format_p
+
         styler = obj.style.format(precision=digits, escape="latex", na_rep="--").hide(axis="index")
-        p_cols = [c for c in obj.columns if str(c) in ("p", "p_value", "p_adjusted")]
+        num = [c for c in obj.columns if pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c])]
+        p_cols = [c for c in num if str(c) in P_COLUMNS]
         if p_cols:                                   # p-values keep two significant digits, never 0.000
-            styler = styler.format("{:.2g}", subset=p_cols, na_rep="--")
+            styler = styler.format(lambda v: format_p(v, na="--", latex=True), subset=p_cols)
+        df_cols = [c for c in num if str(c) in DF_COLUMNS]
+        if df_cols:                                  # degrees of freedom: 29790, never 29790.000
+            styler = styler.format(lambda v: format_df(v, na="--"), subset=df_cols)
         styler = styler.format_index(escape="latex", axis=1)
     else:
         raise CjstatsError(f"as_latex takes a VarianceComponents or a DataFrame; got {type(obj).__name__}.")
@@ -159,8 +167,9 @@ def components_latex(components: pd.DataFrame, *, caption: str | None = None, la
     lvl = components["ci_level"].dropna()
     level = float(lvl.iloc[0]) if len(lvl) else float("nan")
     method = ", ".join(map(str, pd.unique(components["method"])))
+    starred = bool(t.loc[t["component"].isin(comps), "at_boundary"].astype(bool).any())
     caption = caption or (f"Variance components ({method}), estimate with {100 * level:g}\\% interval and "
-                          "standard deviation sd = sqrt(variance); $^*$ at the boundary.")
+                          "standard deviation sd = sqrt(variance)" + ("; $^*$ at the boundary." if starred else "."))
     styler = frame.style.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
     return styler.format(escape=None).to_latex(hrules=True, caption=caption, label=label,
                                                position_float="centering", multicol_align="c")

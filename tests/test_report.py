@@ -99,9 +99,14 @@ class TestHannaReport:
 
     def test_numbers_formatted_to_their_precision(self, hanna_report):
         fit = cj.estimate(cj.datasets.load("hanna", composite=True))
+        from cjstats.reporting.format import column_decimals
+
         row = fit.components.query("model == 'GPT' and component == 'residual'").iloc[0]
-        # se 0.021 -> 3 decimals (two significant digits of the standard error)
-        assert f"<td class=\"num\">{row.estimate:.3f}</td>" in hanna_report.read_text()
+        # one decimals setting per column: two significant digits of the column's smallest standard error (so
+        # the GPT residual, se 0.021, shows the 4 decimals a 0.0093 se elsewhere in the column needs)
+        d = column_decimals(fit.components["std_error"])
+        assert d == 4
+        assert f"<td class=\"num\">{row.estimate:.{d}f}</td>" in hanna_report.read_text()
 
     def test_renders_in_headless_chromium(self, hanna_report, tmp_path):
         browser = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -14,13 +14,14 @@ __all__ = ["report"]
 @click.command(short_help="Write a self-contained HTML (or PDF) report (figures embedded, opens offline).")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="HTML file to write (its folder must exist); a name ending in .pdf writes a PDF, printed by "
-                   "headless Chromium.")
+              help="HTML file to write (.html or .htm; its folder must exist); a name ending in .pdf writes a PDF, "
+                   "printed by headless Chromium; other extensions are refused.")
 @click.option("--method", "methods", type=click.Choice(list(METHODS)), multiple=True,
               default=("auto",), show_default=True, help="Backend(s); repeat for several, e.g. --method anova "
               "--method reml. auto = anova when every group is complete and balanced, else reml.")
 @click.option("--budget", type=float, default=None, help="Judge-call budget of the allocation (default: the data's).")
-@click.option("--model", default=None, help="Model drawn in the strategy and allocation sections (default: first).")
+@click.option("--model", default=None, help="Model drawn in the strategy and allocation sections (default: the first in sorted "
+              "order; the report says which).")
 @click.option("--criterion", default=None, help="Criterion of those sections (default: first).")
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the backends and subsampling.")

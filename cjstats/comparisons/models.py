@@ -243,20 +243,26 @@ class ModelComparison:
         return pd.Series(letters, name="letters")
 
     def as_text(self) -> str:
+        from cjstats.reporting.format import column_decimals, fixed, format_frame, format_interval
+
         pct = f"{100 * self.ci_level:g}%"
         r = self.ranks.copy()
         r["letters"] = self.letters().reindex(r["model"]).to_numpy()
         r["rank interval"] = [f"[{lo}, {hi}]" for lo, hi in zip(r["rank_lower"], r["rank_upper"])]
-        r = r[["model", "mean", "rank", "rank interval", "p_best", "letters"]]
         d = self.differences.copy()
-        d[f"{pct} interval"] = [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(d["lower"], d["upper"])]
-        d = d[["model_a", "model_b", "difference", "std_error", "df", f"{pct} interval", "p_value", "p_adjusted"]]
+        dec = column_decimals(d["std_error"]) or 3       # the package's formatting policy (docs/reports.md)
+        r = format_frame(r[["model", "mean", "rank", "rank interval", "p_best", "letters"]], na="-")
+        r["mean"] = [fixed(v, dec, na="-") for v in self.ranks["mean"]]      # to the precision of the differences
+        r["p_best"] = [fixed(v, 2, na="-") for v in self.ranks["p_best"]]
+        d[f"{pct} interval"] = [format_interval(lo, hi, dec, na="-") for lo, hi in zip(d["lower"], d["upper"])]
+        d = format_frame(d[["model_a", "model_b", "difference", "std_error", "df", f"{pct} interval", "p_value",
+                            "p_adjusted"]], se_column="std_error", value_columns=("difference", "std_error"), na="-")
         head = (f"Model comparison ({self.method}, {self.view} view, {self.fit.diagnostics.get('n', '?')} "
                 f"scenarios, {len(self.fit.judges)} judges)")
         lines = [head, "=" * len(head), "", "Ranks (rank 1 = highest panel mean)",
-                 r.to_string(index=False, float_format=lambda x: f"{x:.4g}"), "",
+                 r.to_string(index=False), "",
                  "Paired differences (a minus b)",
-                 d.to_string(index=False, float_format=lambda x: f"{x:.4g}"), "",
+                 d.to_string(index=False), "",
                  "Significance matrix (row vs column; '>' significantly higher at adjusted p < "
                  f"{1 - self.ci_level:g})", self.significance_matrix().to_string(), "",
                  f"rank intervals: {self.rank_method}; p-values adjusted: {self.adjust}; models sharing a "

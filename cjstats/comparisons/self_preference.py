@@ -129,19 +129,22 @@ class SelfPreference:
         return as_latex(self.contrasts, caption="Judge self-preference contrasts", digits=digits)
 
     def as_text(self) -> str:
+        from cjstats.reporting.format import fixed, format_df, format_frame, format_p, value_decimals
+
         t = self.test
-        if t:
-            dfs = f"({t['df1']}, {t['df2']:g})" if "df2" in t else f"({t['df1']})"
-            test_line = (f"test of no interaction: {t['test']} = {t['statistic']:.4g} on {dfs} df, "
-                         f"p = {t['p_value']:.3g}")
+        if t:      # the package's formatting policy: integer df, p below the float floor as "< 1e-300"
+            dfs = f"({format_df(t['df1'])}, {format_df(t['df2'])})" if "df2" in t else f"({format_df(t['df1'])})"
+            stat = float(t["statistic"])
+            test_line = (f"test of no interaction: {t['test']} = {fixed(stat, value_decimals([stat], sig=4))} on "
+                         f"{dfs} df, p {'' if format_p(t['p_value']).startswith('<') else '= '}"
+                         f"{format_p(t['p_value'])}")
         else:
             test_line = "no test of the interaction for this backend: read the judge_model interval"
         lines = [f"Judge self-preference ({self.fit.method})", "",
-                 self.contrasts.drop(columns=["ci_level", "method"]).to_string(index=False,
-                                                                              float_format=lambda x: f"{x:.4g}"),
+                 format_frame(self.contrasts.drop(columns=["ci_level", "method"]), na="-").to_string(index=False),
                  "", "Judge x model interaction (judge_model)",
-                 self.interaction[["view", "estimate", "lower", "upper", "ci_method"]].to_string(
-                     index=False, float_format=lambda x: f"{x:.4g}"),
+                 format_frame(self.interaction[["view", "estimate", "lower", "upper", "ci_method"]], na="-")
+                 .to_string(index=False),
                  test_line]
         return "\n".join(lines)
 

@@ -25,6 +25,13 @@ def _rows(ax: Any, y: np.ndarray, est: Any, lo: Any, hi: Any, *, colour: str, la
                 label=label, gid=gid)
 
 
+def _few_ticks(ax: Any) -> None:
+    """At most five x ticks, so the labels of a narrow interval figure do not run together."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+
+
 def agreement_plot(agreement: Any, *, ax: Any = None) -> Any:
     """``bias[l]`` of every judge and the panel against the reference raters, with its interval.
 
@@ -46,7 +53,9 @@ def agreement_plot(agreement: Any, *, ax: Any = None) -> Any:
     ax.axvline(0.0, color="0.4", lw=0.8)
     ax.set_yticks(y, labels)
     ref = ", ".join(getattr(agreement, "reference", ()) or ("reference",))
-    ax.set_xlabel(f"bias[l] = judge minus {ref} (score units)")
+    sep = "\n" if len(ref) > 24 else " "           # a long list of raters wraps instead of outrunning the axes
+    ax.set_xlabel(f"bias[l] = judge minus{sep}{ref} (score units)")
+    _few_ticks(ax)
     ax.set_title("Judges against the reference raters", fontsize=10)
     return fig
 

@@ -132,12 +132,15 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
 # ------------------------------------------------------------------------------------- strategy curves
 def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None = None,
                     budgets: Sequence[int] | None = None, model: str | None = None, criterion: str | None = None,
-                    ax: Any = None) -> Any:
+                    scenarios: str = "fixed", ax: Any = None) -> Any:
     """Standard deviation of the grand mean against judge calls per scenario, strategies A, B, C (paper Fig. 1).
 
     Lines are the exact predictions of App. F / Eqs. 3-5: from a fit,
-    sd = sqrt(:func:`cjstats.strategy_variance`) with the fit's n and K_tot (conditional on the scenario set,
-    leftover judge term included); from a :func:`cjstats.subsample_strategies` table, sd = sqrt(``predicted``),
+    sd = sqrt(:func:`cjstats.strategy_variance`) with the fit's n and K_tot (leftover judge term included):
+    with ``scenarios="fixed"`` (default, the paper's Fig. 1) conditional on the table's scenario set, the SE of
+    the mean on these scenarios; with ``scenarios="sampled"`` σ²_α/n is added, the SE including scenario
+    sampling that :func:`cjstats.optimise` and the allocation frontier use. The y axis names which.
+    From a :func:`cjstats.subsample_strategies` table, sd = sqrt(``predicted``),
     the pool's exact :func:`~cjstats.variance.pool_variance`. The subsampling experiment is drawn as points,
     sqrt(``variance``), with error bars +-2 Monte Carlo SE of the sd (delta method: mc_se / (2 sd)).
 
@@ -146,7 +149,8 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     are the table's ``predicted`` column; pass the table alone to draw those as the lines).
 
     With one generation per scenario in the fit (m = 1) sigma2_beta is not identifiable; the lines then use
-    sigma2_beta = 0, a lower bound, and the title says so (the optimiser does the same).
+    sigma2_beta = 0, a lower bound, and the title says so (the optimiser does the same). A and C then coincide
+    (V_A - V_C = (K_tot - 1) sigma2_beta / (nB)); A is drawn dashed over C so both stay visible.
 
     Parameters
     ----------
@@ -155,8 +159,11 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     subsampling : DataFrame, optional
         With a fit: the subsampling table to overlay as points.
     budgets : sequence of int, optional
-        Calls per scenario B drawn (default K_tot x 1..10, the paper's grid; with a table: its budgets).
+        Calls per scenario B drawn (default 1, 2, ..., K_tot, then K_tot x 2..10: the paper's grid and the budgets
+        below one call per judge, where CyclicJudge matters most; with a table: its budgets).
     model, criterion : str, optional
+    scenarios : {"fixed", "sampled"}
+        With a fit: the scenario set held fixed (default) or resampled (adds σ²_α/n).
     ax : matplotlib Axes, optional
 
     Returns
@@ -167,6 +174,11 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     sub_cols = ("strategy", "budget", "variance", "mc_se", "predicted")
     note = ""
     lines: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    from cjstats._validate import check_choice
+
+    scenarios = check_choice("scenarios", scenarios, ("fixed", "sampled"), caller=caller)
+    quantity = "SE of X-bar on these scenarios" if scenarios == "fixed" else \
+        "SE of X-bar including scenario sampling"
     if _is_fit(fit_or_subsampling):
         from cjstats.plan import _fit_group
         from cjstats.variance import strategy_variance
@@ -180,14 +192,18 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
         est = g.estimates
         s2b = est["generation"] if g.generation_identifiable else 0.0
         if not g.generation_identifiable:
-            note = "\nm = 1: sigma2_beta not identifiable, drawn at 0 (a lower bound)"
-        grid = np.array(list(budgets) if budgets is not None else [kt * j for j in range(1, 11)], dtype=int)
+            note = "\nm = 1: sigma2_beta not identifiable, drawn at 0 (a lower bound); A then coincides with C"
+        default = sorted({*range(1, kt + 1), *(kt * j for j in range(1, 11))})
+        grid = np.array(list(budgets) if budgets is not None else default, dtype=int)
+        s2a = est["scenario"] if scenarios == "sampled" else None
         for s in ("all", "random", "cyclic"):
             sd = [math.sqrt(strategy_variance(s, s2_generation=s2b, s2_residual=est["residual"],
-                                              s2_judge_panel=est["judge_panel"], budget=int(b), n=n, k_total=kt))
+                                              s2_judge_panel=est["judge_panel"], budget=int(b), n=n, k_total=kt,
+                                              s2_scenario=s2a))
                   for b in grid]
             lines[s] = (grid, np.array(sd))
-        title = f"{g.model}" + (f" / {g.criterion}" if g.criterion else "") + f": n = {n}, K_tot = {kt}"
+        title = (f"{g.model}" + (f" / {g.criterion}" if g.criterion else "") + f": n = {n}, K_tot = {kt}; "
+                 + ("scenario set fixed" if scenarios == "fixed" else "scenarios resampled (+ sigma2_alpha/n)"))
     elif isinstance(fit_or_subsampling, pd.DataFrame):
         require_columns(fit_or_subsampling, sub_cols, what="a subsample_strategies table", caller=caller)
         subsampling = fit_or_subsampling
@@ -199,10 +215,13 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
                            f"{type(fit_or_subsampling).__name__}.")
     if subsampling is not None and subsampling is not fit_or_subsampling:
         require_columns(subsampling, sub_cols, what="a subsample_strategies table", caller=caller)
-    fig, ax = new_axes(ax, figsize=(4.8, 3.3))
+    fig, ax = new_axes(ax, figsize=(5.6, 3.6))
+    style = {"all": dict(ls=(0, (5, 3)), lw=1.8, marker="o", ms=3, zorder=4),     # dashed, on top: visible over C
+             "random": dict(ls=":", lw=1.8, marker="s", ms=2.5, zorder=3),
+             "cyclic": dict(ls="-", lw=3.0, alpha=0.8, zorder=2)}
     for s, (x, y) in lines.items():
         ax.plot(x, y, color=STRATEGY_COLOURS.get(s, PALETTE[-1]), label=f"{_STRATEGY_LABEL.get(s, s)} (exact)",
-                gid=f"line:{s}")
+                gid=f"line:{s}", **style.get(s, {}))
     if subsampling is not None:
         for s, part in subsampling.sort_values("budget").groupby("strategy", sort=False):
             sd = np.sqrt(part["variance"].to_numpy(dtype=float))
@@ -211,10 +230,19 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
                              color=STRATEGY_COLOURS.get(str(s), PALETTE[-1]),
                              label=f"{_STRATEGY_LABEL.get(s, s)} (subsampled, +-2 MC SE)")
             eb.lines[0].set_gid(f"points:{s}")
-    ax.set_xlabel("judge calls per scenario B")
-    ax.set_ylabel("sd of grand mean X-bar (score points)")
+    kt_line = None
+    if _is_fit(fit_or_subsampling):
+        kt_line = kt
+        ax.axvline(kt, color="0.6", lw=0.8, ls="--", zorder=1, gid="k_total")
+        ax.annotate("B = K_tot", (kt, 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
+                    textcoords="offset points", fontsize=7, color="0.35")
+    ax.set_xlabel("judge calls per scenario B" + (" (left of the dashed line: fewer than one per judge)"
+                                                  if kt_line else ""))
+    ax.set_ylabel(quantity + " (score points)" if _is_fit(fit_or_subsampling) else
+                  "SE of X-bar on these scenarios, this pool\n(score points)")
+    ax.set_ylim(bottom=0)
     ax.set_title(title + note, fontsize=8)
-    ax.legend()
+    ax.legend(fontsize=7)
     return fig
 
 
@@ -329,6 +357,9 @@ def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = No
 def allocation_frontier(allocation: Any, *, ax: Any = None) -> Any:
     """Predicted standard error of the benchmark score against cost for the designs the optimiser considered.
 
+    The SE is the optimiser's: it includes the scenario term σ²_α/n (n is a design choice), so it is larger than
+    the SE on a fixed scenario set that :func:`strategy_curves` draws by default; the y axis says which.
+
     Grey points: every feasible design (``allocation.designs``: ``se`` against ``max_cost``). Lines: for each
     strategy the lowest SE reachable at each cost (the frontier, a running minimum over the enumerated
     designs). Bars: the interval of the SE of each strategy's best design (``allocation.table``:
@@ -373,7 +404,7 @@ def allocation_frontier(allocation: Any, *, ax: Any = None) -> Any:
     unit = allocation.budget_unit or "cost"
     ax.set_xlabel(f"cost ({unit}; most a design can cost)")
     ax.set_ylabel("predicted SE of the difference (score points)" if paired else
-                  "predicted SE of X-bar (score points)")
+                  "SE of X-bar including scenario sampling\n(score points)")
     pct = f"{100 * allocation.ci_level:g}%"
     who = f" for {allocation.model}" if allocation.model else ""
     ax.set_title(f"Allocation frontier{who}\nbars: {pct} SE interval ({allocation.uncertainty})", fontsize=8)
@@ -466,8 +497,11 @@ def rank_plot(comparison: Any, *, ax: Any = None) -> Any:
     y = np.arange(len(r))
     ax.hlines(y, r["rank_lower"], r["rank_upper"], color=PALETTE[0], lw=2.5, alpha=0.7, gid="rank_interval")
     ax.plot(r["rank"], y, "o", color=PALETTE[3], gid="rank")
+    from cjstats.reporting.format import fixed, value_decimals
+
+    dec = value_decimals(r["mean"])               # one decimals setting for every label, as in the ranks table
     for yi, (p, m) in enumerate(zip(r["p_best"], r["mean"])):
-        ax.annotate(f"mean {m:.3g}, P(best) {p:.2f}", (1, yi), xycoords=("axes fraction", "data"),
+        ax.annotate(f"mean {fixed(m, dec)}, P(best) {p:.2f}", (1, yi), xycoords=("axes fraction", "data"),
                     xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
     ax.set_yticks(y, r["model"].astype(str))
     ax.invert_yaxis()
@@ -499,6 +533,9 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
     matplotlib.figure.Figure
     """
     caller = "coverage_plot"
+    require_packages(caller, "matplotlib")
+    from matplotlib.ticker import MaxNLocator
+
     s = getattr(study, "summary", None)
     require_columns(s, ("design", "method", "component", "coverage", "coverage_mcse", "replicates"),
                     what="a study's .summary table", caller=caller)
@@ -532,11 +569,22 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
         for j, m in enumerate(methods):
             p = part[part["method"].astype(str) == m]
             y = np.array([designs.index(str(d)) for d in p["design"]], dtype=float) - 0.35 + width * (j + 0.5)
-            eb = a.errorbar(p["coverage"], y, xerr=2 * p["coverage_mcse"], fmt="o", ms=4, capsize=2,
+            cov = p["coverage"].to_numpy(dtype=float)
+            half2 = 2 * p["coverage_mcse"].to_numpy(dtype=float)
+            # a coverage is a proportion: the +-2 MC SE bar stops at 0 and 1 instead of running past them
+            xerr = np.vstack([cov - np.clip(cov - half2, 0.0, 1.0), np.clip(cov + half2, 0.0, 1.0) - cov])
+            eb = a.errorbar(cov, y, xerr=xerr, fmt="o", ms=4, capsize=2, clip_on=False,
                             color=PALETTE[j % len(PALETTE)], label=m if comp == comps[0] else None)
             eb.lines[0].set_gid(f"cov:{comp}:{m}")
         a.set_title(comp, fontsize=9)
         a.set_xlabel(f"coverage of {100 * level:g}% intervals")
+        a.xaxis.set_major_locator(MaxNLocator(nbins=4))
+    lows = np.concatenate([np.asarray(s["coverage"], dtype=float) - 2 * np.asarray(s["coverage_mcse"], dtype=float),
+                           [level - half if math.isfinite(half) else level]])
+    left = float(np.nanmin(lows)) if np.isfinite(lows).any() else 0.0
+    left = max(0.0, min(left, level) - 0.02)
+    for a in axes:                                      # a coverage cannot pass 1: neither does the axis
+        a.set_xlim(left, 1.0)
     axes[0].set_yticks(range(len(designs)), designs)
     axes[0].set_ylim(len(designs) - 0.5, -0.5)
     axes[0].set_ylabel("design")

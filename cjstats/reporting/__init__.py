@@ -42,54 +42,50 @@ _TEXT_KINDS = ("O", "b", "S", "U")
 
 
 # ---------------------------------------------------------------------------------------------- formatting
-def _decimals(se: float) -> int | None:
-    """Decimals that show a number to the precision its standard error supports (2 significant digits of se)."""
-    if not (isinstance(se, float | int | np.floating) and math.isfinite(se) and se > 0):
-        return None
-    return int(min(max(1 - math.floor(math.log10(se)), 0), 8))
-
-
-def _num(v: Any, decimals: int | None = None, *, p_value: bool = False) -> str:
-    if v is None or (isinstance(v, float | np.floating) and not math.isfinite(v)):
-        return "–"
-    if isinstance(v, bool | np.bool_):
-        return "yes" if v else "no"
-    if isinstance(v, int | np.integer):
-        return f"{int(v):,}"
-    if isinstance(v, float | np.floating):
-        v = float(v)
-        if p_value:
-            return "< 1e-16" if v < 1e-16 else f"{v:.2g}"
-        if decimals is not None:
-            return f"{v:.{decimals}f}"
-        if v == int(v) and abs(v) < 1e15:
-            return f"{int(v):,}"
-        return f"{v:.4g}"
-    return str(v)
-
-
 def format_table(frame: pd.DataFrame, *, caption: str = "", se_column: str | None = None,
-                 value_columns: Sequence[str] = ()) -> dict[str, Any]:
+                 value_columns: Sequence[str] = (), note: str = "") -> dict[str, Any]:
     """A DataFrame as template data: column names, one formatted string per cell, which columns are text.
 
-    Integers print as integers, booleans as yes/no, NaN as a dash, p-values (columns ``p_value``, ``p_adjusted``,
-    ``p``) with two significant digits, and the ``value_columns`` of each row to the decimals its ``se_column``
-    supports (two significant digits of the standard error); other floats with four significant digits.
+    The cells follow the package's one formatting policy (:func:`cjstats.reporting.format.format_frame`):
+    integers as integers, booleans as yes/no, NaN as a dash, p-values with two significant digits (``< 1e-300``
+    below the float floor), degrees of freedom as integers, the ``value_columns`` to the decimals the
+    ``se_column`` supports (two significant digits of the smallest standard error of the column, so a column
+    never mixes decimals), other float columns with one fixed number of decimals each.
     """
+    from cjstats.reporting.format import format_frame
+
     cols = [str(c) for c in frame.columns]
-    rows = []
-    for rec in frame.itertuples(index=False):
-        vals = list(rec)
-        dec = _decimals(getattr(rec, se_column)) if se_column and se_column in cols else None
-        row = []
-        for c, v in zip(cols, vals):
-            if c in value_columns:
-                row.append(_num(v, dec))
-            else:
-                row.append(_num(v, p_value=c in ("p_value", "p_adjusted", "p")))
-        rows.append(row)
-    text = [frame[c].dtype.kind in _TEXT_KINDS and not pd.api.types.is_bool_dtype(frame[c]) for c in frame.columns]
-    return {"kind": "table", "caption": caption, "columns": cols, "rows": rows, "text": text}
+    cells = format_frame(frame, se_column=se_column, value_columns=value_columns)
+    rows = [list(r) for r in cells.itertuples(index=False)]
+    text = [frame[c].dtype.kind in _TEXT_KINDS and not pd.api.types.is_bool_dtype(frame[c])
+            and not _all_bool(frame[c]) for c in frame.columns]
+    return {"kind": "table", "caption": caption, "columns": cols, "rows": rows, "text": text, "note": note,
+            "wide": _table_px(cols, rows, text) > _PAGE_PX, "short": len(rows) <= _SHORT_ROWS}
+
+
+#: Width of the report's text column in CSS pixels (max-width 1180 less the padding), and the rows of a table
+#: that the PDF keeps on one page.
+_PAGE_PX = 1100
+_SHORT_ROWS = 18
+
+
+def _table_px(cols: list[str], rows: list[list[str]], text: list[bool]) -> float:
+    """About the narrowest a table can render (7.6 px a character at the table's font size, 18 px padding a
+    cell): numbers and headers do not wrap, text cells wrap down to their longest word. Wider than the page, the
+    browser scrolls the table, and the report says so."""
+    width = 0.0
+    for j, c in enumerate(cols):
+        cells = [r[j] for r in rows]
+        if text[j]:
+            chars = max([len(c), *(len(w) for v in cells for w in v.split())])
+            width += 18 + max(7.6 * chars, 80.0)
+        else:
+            width += 18 + 7.6 * max([len(c), *(len(v) for v in cells)])
+    return width
+
+
+def _all_bool(s: pd.Series) -> bool:
+    return len(s) > 0 and bool(s.map(lambda v: isinstance(v, bool | np.bool_)).all())
 
 
 def _figure(fig: Any, caption: str, alt: str) -> dict[str, Any]:
@@ -119,7 +115,8 @@ def _components_table(fit: Any) -> pd.DataFrame:
     out = long(fit).drop(columns=["method", "ci_level", "identifiable"])
     out["ci_method"] = t["ci_method"].to_numpy()
     notes = list(dict.fromkeys(n for n in t["note"] if n))
-    out["note"] = [f"[{notes.index(n) + 1}]" if n else "" for n in t["note"]]
+    if notes:                                   # no column of empty markers when nothing has a note
+        out["note"] = [f"[{notes.index(n) + 1}]" if n else "" for n in t["note"]]
     return out
 
 
@@ -154,12 +151,20 @@ def _generic_section(obj: Any, what: str) -> list[dict[str, Any]]:
                                f"attributes; got {type(o).__name__}.")
         if label is not None:
             items.append(_heading(str(label)))
-        for name, frame in frames:
-            if frame.empty:   # e.g. the human ceiling of a table with one reference rater: say so, no bare header
-                items.append({"kind": "note", "text": f"{name}: no rows."})
-                continue
+        shown = [(name, frame) for name, frame in frames if not frame.empty]
+        for name, frame in shown:
             items.append(format_table(frame, caption=name))
+        for name, _ in frames:
+            if name in _EMPTY_REASONS and all(n != name for n, _ in shown):
+                items.append({"kind": "note", "text": _EMPTY_REASONS[name]})
+        if not shown:
+            items.append({"kind": "note", "text": f"The {what.replace('_', ' ')} result has no rows to show."})
     return items
+
+
+#: Why a known table of a result can be empty (an empty table is left out; these say what is missing and why).
+_EMPTY_REASONS = {"humans": "No human ceiling: it needs items rated by two or more reference raters, and no item "
+                            "of this table has two human ratings."}
 
 
 def _group_of(fit: Any, model: str | None, criterion: str | None) -> tuple[str, str | None]:
@@ -170,6 +175,44 @@ def _group_of(fit: Any, model: str | None, criterion: str | None) -> tuple[str, 
     if criterion is None and "criterion" in t.columns and sel.any():
         criterion = str(t.loc[sel, "criterion"].iloc[0])
     return fit.resolve_group(model, criterion)
+
+
+def _which_group(fit: Any, group: str, model: str | None, criterion: str | None) -> str:
+    """The sentence that says which group the strategy and allocation sections draw, and how to pick another."""
+    t = fit.components
+    keys = ["model", "criterion"] if "criterion" in t.columns else ["model"]
+    n = len(t[keys].drop_duplicates())
+    if n == 1:
+        return f"Drawn for {group}, the only model{' / criterion' if len(keys) > 1 else ''} of the table."
+    if model is not None and (criterion is not None or len(keys) == 1):
+        return f"Drawn for {group}, as asked (model= / --model)."
+    how = ("model= and criterion= (cjstats report --model NAME --criterion NAME)" if len(keys) > 1 else
+           "model= (cjstats report --model NAME)")
+    return (f"Drawn for {group}, the first of the table's {n} model{'/criterion groups' if len(keys) > 1 else 's'} "
+            f"in sorted order, not a choice of the data; name another with {how}.")
+
+
+def _se_text(se: float) -> str:
+    """A standard error in a sentence: three significant digits, fixed notation."""
+    from cjstats.reporting.format import fixed, value_decimals
+
+    return fixed(se, value_decimals([se], sig=3))
+
+
+def _two_ses(alloc: Any) -> tuple[float, float] | None:
+    """(SE including scenario sampling, SE on the table's scenarios) of the recommended design, both from
+    :func:`cjstats.variance.design_variance` with the allocation's components (the first is what the optimiser
+    ranked; the second leaves out sigma2_alpha/n, as the strategy curves do). None for a weighted design."""
+    from cjstats.variance import design_variance
+
+    r, c = alloc.recommendation, alloc.components
+    if str(r["strategy"]) not in ("all", "random", "cyclic") or not {"scenario", "generation", "residual",
+                                                                      "judge_panel"} <= set(c):
+        return None
+    kw = dict(n=int(r["n"]), m=int(r["m"]), k=int(r["judges_per_generation"]), k_total=int(alloc.k_total),
+              assignment="random" if r["strategy"] == "random" else "cyclic")
+    rest = (c["generation"], c["residual"], c["judge_panel"])
+    return (math.sqrt(design_variance(c["scenario"], *rest, **kw)), math.sqrt(design_variance(0.0, *rest, **kw)))
 
 
 def _resolve_methods(method: str | Sequence[str], scores: Any) -> tuple[list[str], str]:
@@ -190,8 +233,16 @@ def _resolve_methods(method: str | Sequence[str], scores: Any) -> tuple[list[str
     return list(dict.fromkeys(methods)), why
 
 
+#: The file types report writes, by extension.
+OUTPUT_SUFFIXES = (".html", ".htm", ".pdf")
+
+
 def _check_output(output: str | os.PathLike[str], force: bool) -> Path:
     path = Path(output)
+    if path.suffix.lower() not in OUTPUT_SUFFIXES:
+        got = f"the extension '{path.suffix}'" if path.suffix else "no extension"
+        raise CjstatsError(f"The output `{path}` has {got}, which report cannot write; name it "
+                           f"`{path.with_suffix('.html').name}` (HTML) or `{path.with_suffix('.pdf').name}` (PDF).")
     if not path.parent.is_dir():
         raise CjstatsError(f"The folder `{path.parent}` of the output `{path}` does not exist; create it first or "
                            "choose another path.")
@@ -277,7 +328,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     output : path, optional
         Write the HTML here (atomically; the folder must exist; an existing file needs ``force=True``). A path
         ending in ``.pdf`` writes the report as PDF instead, printed by headless Chromium (A4 landscape;
-        :mod:`cjstats.reporting.pdf`); the HTML is still returned.
+        :mod:`cjstats.reporting.pdf`); the HTML is still returned. Other extensions than ``.html``, ``.htm`` and
+        ``.pdf`` are refused before anything is fitted.
     browser : str, optional
         For a PDF: the Chromium or Chrome executable (default: the first of ``chromium``, ``chromium-browser``,
         ``google-chrome`` on PATH).
@@ -288,7 +340,10 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     budget : float, optional
         Judge-call budget for the allocation (default: the calls in the data for the chosen model).
     model, criterion : str, optional
-        The group drawn in the strategy, allocation and posterior sections (default: the first).
+        The group drawn in the strategy, allocation and posterior sections (default: the first in sorted order;
+        both sections say which group they draw and how to choose another). The strategy curves give the SE of
+        the mean on the table's scenarios, the allocation the SE including scenario sampling (sigma2_alpha/n);
+        the allocation callout gives both for the recommended design.
     comparisons, human_agreement : result object, DataFrame, mapping of them, "auto" or None
         Rendered as tables (every DataFrame attribute); a comparison with ``.ranks`` also gets a rank plot.
         ``"auto"`` (default): with two or more models, :func:`cjstats.compare_models` on the table (on the
@@ -343,6 +398,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     main = fits[methods[0]]
     gmodel, gcrit = _group_of(main, model, criterion)
     group = gmodel + (f" / {gcrit}" if gcrit else "")
+    which = _which_group(main, group, model, criterion)
     sections = []
 
     # design --------------------------------------------------------------------------------------------
@@ -413,29 +469,37 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         sub = subsample_strategies(scores, model=gmodel, criterion=gcrit, reps=subsample_reps, seed=seed)
         items.append(format_table(sub, caption=f"subsampling experiment, {group}, {subsample_reps} repetitions"))
     items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit),
-                            f"sd of the grand mean of {group} against judge calls per scenario, from the fitted "
-                            "components (Eqs. 3-5, new generations from the fitted population).",
+                            f"SE of the mean of {group} on the table's scenarios (scenario set fixed) against "
+                            "judge calls per scenario, from the fitted components (Eqs. 3-5, new generations from "
+                            "the fitted population).",
                             "strategy curves"))
     if sub is not None:
         items.insert(1, _figure(plots.strategy_curves(sub), "The subsampling experiment of App. F on this table's "
                                 "own generations (points, +-2 Monte Carlo SE) and its exact predictions for this "
                                 "finite pool (lines).", "subsampling experiment"))
     sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [
-        "A: every judge scores each generation; B: one random judge per generation; C: CyclicJudge, judges in "
-        "one rotation across scenarios."], "items": items})
+        which, "A: every judge scores each generation; B: one random judge per generation; C: CyclicJudge, judges "
+        "in one rotation across scenarios. The curves hold the table's scenarios fixed (paper Fig. 1): the y axis "
+        "is the SE of the mean on these scenarios, without the scenario term sigma2_alpha/n; the allocation "
+        "section below adds that term, because there the number of scenarios is a design choice."],
+        "items": items})
 
     # allocation ----------------------------------------------------------------------------------------
     alloc = optimise(main, budget=budget if budget is not None else float(grow["n_rows"].iloc[0]),
                      model=gmodel, criterion=gcrit, seed=seed)
     r = alloc.recommendation
-    items = [format_table(alloc.strategies, caption="best design per strategy"),
-             _figure(plots.allocation_frontier(alloc), "Predicted SE against cost; star: recommendation.",
-                     "allocation frontier")]
-    sections.append({"id": "allocation", "title": SECTION_TITLES["allocation"], "intro": list(alloc.notes),
+    both = _two_ses(alloc)
+    items = [format_table(alloc.strategies, caption="best design per strategy (se: SE including scenario "
+                          "sampling)"),
+             _figure(plots.allocation_frontier(alloc), "Predicted SE including scenario sampling (sigma2_alpha/n) "
+                     "against cost; star: recommendation.", "allocation frontier")]
+    sections.append({"id": "allocation", "title": SECTION_TITLES["allocation"], "intro": [which, *alloc.notes],
                      "callout": f"Recommended for {group} at budget {alloc.budget:g} {alloc.budget_unit}: "
                      f"{r['strategy']}, {r['judges_per_generation']} judge(s) per generation, n = {r['n']} "
-                     f"scenarios x m = {r['m']} generations ({r['calls']} calls); predicted SE {r['se']:.3g}; "
-                     f"P(best) = {r['p_best']:.2f}.", "items": items})
+                     f"scenarios x m = {r['m']} generations ({r['calls']} calls); predicted SE including scenario "
+                     f"sampling {_se_text(r['se'])}"
+                     + (f" (SE on these scenarios, the strategy curves' quantity: {_se_text(both[1])})"
+                        if both else "") + f"; P(best) = {r['p_best']:.2f}.", "items": items})
 
     # optional ------------------------------------------------------------------------------------------
     comparison_intro: list[str] = []

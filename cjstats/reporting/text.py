@@ -53,11 +53,14 @@ _TEST_TITLES = {
 
 def render_judges(tests: pd.DataFrame, table: JudgeTable) -> str:
     """The F-tests and the per-judge table as text."""
+    from cjstats.reporting.format import DF_COLUMNS, fixed, format_df, format_p
+
     t = tests.copy()
-    t["F"] = t["F"].map(lambda v: f"{v:.1f}")
-    t["p_value"] = t["p_value"].map(lambda v: f"{v:.2g}")
-    if "df2" in t.columns and not (t["df2"] == t["df2"].round()).all():
-        t["df2"] = t["df2"].map(lambda v: f"{v:.1f}")
+    t["F"] = t["F"].map(lambda v: fixed(v, 1, na="n/a"))
+    t["p_value"] = t["p_value"].map(lambda v: format_p(v, na="n/a"))   # "< 1e-300", never "0"
+    for c in t.columns:
+        if c in DF_COLUMNS:
+            t[c] = t[c].map(lambda v: format_df(v, na="n/a"))          # 29790, never 2.979e+04
     methods = list(dict.fromkeys(t["method"])) if "method" in t.columns else ["anova"]
     lvl = int(round(100 * table.table["ci_level"].iloc[0]))
     changes = "yes" if table.top_model_changes else "no"
@@ -123,8 +126,8 @@ def demo_report(dataset: str = "hanna", *, method: str = "auto", **options: Any)
         "=" * width,
         "Design: " + _design_line(fit),
         *([f"Method: {chosen} (auto: {why})."] if why else []), "",
-        f"Variance components, {chosen} backend, estimate [{int(round(100 * fit.ci_level))}% interval]; "
-        "* = truncated at 0",
+        f"Variance components, {chosen} backend, estimate [{int(round(100 * fit.ci_level))}% interval]"
+        + ("; * = truncated at 0" if bool(fit.components["at_boundary"].astype(bool).any()) else ""),
         components_wide(fit).to_string(), "",
         *([f"generation: n/a because m = 1 ({one_generation}): 'scenario' then holds scenario + generation."]
           if len(ms) == 1 and ms[0] == 1 else []),

@@ -37,9 +37,12 @@ def _md(df: pd.DataFrame, digits: int = 2) -> str:
     for c in df.columns:
         if pd.api.types.is_float_dtype(df[c]):
             df[c] = df[c].map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    def cell(v: object) -> str:     # a bare "|" (a header such as "smallest |bias|") would end the cell
+        return str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(map(cell, df.columns)) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
+    body = ["| " + " | ".join(map(cell, r)) + " |" for r in df.itertuples(index=False)]
     return "\n".join([head, rule, *body])
 
 
