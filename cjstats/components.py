@@ -229,13 +229,6 @@ def _column_decimals(frame: pd.DataFrame) -> int:
     return d if d is not None else max(value_decimals(frame["estimate"]), 3)
 
 
-def _fmt_p(p: float) -> str:
-    """A p-value: below the double-precision floor as ``< 1e-300``, else 2 significant digits."""
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "-"
-    return "< 1e-300" if p < 1e-300 else f"{p:.2g}"
-
-
 @dataclass(frozen=True, slots=True)
 class Summary:
     """A printable summary of a fit: ``as_text()``, ``as_markdown()``, ``as_html()``."""
@@ -548,29 +541,32 @@ class VarianceComponents:
                        offsets=self.judge_offsets, footnotes=tuple(notes))
 
     def scenario_judge_lines(self) -> list[str]:
-        """One line per group where ``scenario_judge`` was fitted: estimate, interval, the test of it being 0 and
-        what it means for the design (``diagnostics[group]["scenario_judge_design"]`` when the decision layer
-        left a verdict there, else the rule: judges per scenario reduce it, generations under the same judges
-        do not)."""
+        """One line per group where ``scenario_judge`` was fitted: estimate and interval (decimals set by its standard
+        error), the test of it being 0 and the rule for designs (judges per scenario reduce it, generations scored by
+        the same judge do not; :func:`cjstats.allocate.scenario_judge_verdict` and ``cjstats decompose`` say whether
+        it changes the recommended design)."""
+        from cjstats.reporting.format import fixed, format_df, format_interval, format_p, format_scalar, se_decimals
+
         t = self.components
         sel = t[(t["component"] == "scenario_judge") & t["identifiable"]]
         out = []
         for _, r in sel.iterrows():
-            group = r["model"] if "criterion" not in t.columns or r.get("criterion") is None else \
-                f"{r['model']} / {r['criterion']}"
+            crit = r["criterion"] if "criterion" in t.columns else None
+            group = r["model"] if crit is None else f"{r['model']} / {crit}"
             diag = self.diagnostics.get(group, {}) if isinstance(self.diagnostics, Mapping) else {}
             test = diag.get("scenario_judge_test") if isinstance(diag, Mapping) else None
-            line = f"scenario_judge ({group}): {_fmt(r['estimate'])} [{_fmt(r['lower'])}, {_fmt(r['upper'])}]"
+            dec = se_decimals(r["std_error"]) or 4
+            line = (f"scenario_judge ({group}): {fixed(r['estimate'], dec)} "
+                    f"{format_interval(r['lower'], r['upper'], dec)}")
             if isinstance(test, Mapping):
                 if "df1" in test:
-                    line += (f"; F = {_fmt(test['statistic'])} on ({test['df1']}, {test['df2']}) df, "
-                             f"p = {_fmt_p(test['p_value'])}")
+                    line += (f"; F = {format_scalar(test['statistic'])} on ({format_df(test['df1'])}, "
+                             f"{format_df(test['df2'])}) df, p = {format_p(test['p_value'])}")
                 else:
-                    line += f"; REML LR = {_fmt(test['statistic'])}, p = {_fmt_p(test['p_value'])} (boundary mixture)"
-            verdict = diag.get("scenario_judge_design") if isinstance(diag, Mapping) else None
-            line += f"; {verdict}" if verdict else (
-                "; it does not average over generations scored by the same judge: more judges per scenario (or "
-                "rotating judges across generations) reduce it, more generations do not")
+                    line += (f"; REML LR = {format_scalar(test['statistic'])}, p = {format_p(test['p_value'])} "
+                             f"(boundary mixture)")
+            line += ("; it does not average over generations scored by the same judge: more judges per scenario (or "
+                     "rotating judges across generations) reduce it, more generations do not")
             out.append(line)
         return out
 
