@@ -42,3 +42,16 @@ def test_variance_and_allocate_take_it(tmp_path):
     code, out, err = run_main(["allocate", f, "--budget", "200", "--scenario-judge", "on"])
     assert code == 0, err
     assert "scenario x judge interaction" in out
+
+
+def test_report_has_the_interaction_section(tmp_path):
+    import cjstats as cj
+
+    df = simulate(n=15, m=3, k=4, seed=32, s2sj=0.8)
+    out = cj.report(cj.read_scores(df), output=tmp_path / "r.html", subsample_reps=20)
+    html = out.read_text() if hasattr(out, "read_text") else (tmp_path / "r.html").read_text()
+    assert "Judges who disagree about scenarios (scenario x judge interaction)" in html
+    assert "scenario_judge (A): " in html and "For A: it " in html
+    df1 = simulate(n=15, m=1, k=4, seed=32)
+    cj.report(cj.read_scores(df1), output=tmp_path / "r1.html")
+    assert "Judges who disagree about scenarios" not in (tmp_path / "r1.html").read_text()

@@ -125,6 +125,24 @@ def _component_notes(fit: Any) -> list[dict[str, Any]]:
     return [_text(f"[{i}] {n}") for i, n in enumerate(notes, 1)]
 
 
+def _scenario_judge_items(fit: Any, model: str, criterion: str | None, group: str) -> list[dict[str, Any]]:
+    """The scenario x judge interaction where it was fitted: each group's estimate, interval and test, and whether
+    it changes the recommended design of the group the report draws (:func:`cjstats.allocate.scenario_judge_verdict`)."""
+    lines = fit.scenario_judge_lines()
+    if not lines:
+        return []
+    from cjstats.allocate import scenario_judge_verdict
+
+    items = [_heading("Judges who disagree about scenarios (scenario x judge interaction)"),
+             _text("A judge scored several generations of a scenario, so its own deviation on each scenario "
+                   "(scenario_judge) is separated from the within-cell residual.")]
+    items.extend(_text(line + ".") for line in lines)
+    verdict = scenario_judge_verdict(fit, model=model, criterion=criterion)
+    if verdict:
+        items.append(_text(f"For {group}: {verdict}."))
+    return items
+
+
 def _frames_of(obj: Any) -> list[tuple[str, pd.DataFrame]]:
     """The tidy frames a result object carries (a DataFrame itself, its DataFrame attributes, or to_frame())."""
     if isinstance(obj, pd.DataFrame):
@@ -419,6 +437,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                                   value_columns=("estimate", "std_error", "lower", "upper", "sd", "sd_lower",
                                                  "sd_upper")))
         items.extend(_component_notes(fit))
+    items.extend(_scenario_judge_items(main, gmodel, gcrit, group))
     items.append(_figure(plots.components_forest(fits), "Every component with its interval, backends side by side "
                          "(hollow: at the boundary, reported as 0).", "forest plot of variance components"))
     if "bayes" in fits:
