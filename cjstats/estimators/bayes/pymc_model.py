@@ -1,8 +1,10 @@
-"""The Bayesian models of record, written in PyMC: the Gaussian model and the ordinal (cumulative-logit) model.
+"""The Bayesian models of record, written in PyMC: the Gaussian model (without and with the scenario x judge
+interaction) and the ordinal (cumulative-logit) model.
 
-These are the reference definitions; the hand-written densities in :mod:`cjstats.estimators.bayes.gaussian`
-and :mod:`cjstats.estimators.bayes.ordinal` are accelerators, tested equal to these models' log density and
-gradient (``tests/estimators/test_bayes.py``). PyMC and PyTensor are imported inside the builders.
+These are the reference definitions; the hand-written densities in :mod:`cjstats.estimators.bayes.gaussian`,
+:mod:`cjstats.estimators.bayes.scenario_judge` and :mod:`cjstats.estimators.bayes.ordinal` are accelerators,
+tested equal to these models' log density and gradient (``tests/estimators/test_bayes.py``,
+``tests/estimators/test_bayes_scenario_judge.py``). PyMC and PyTensor are imported inside the builders.
 """
 
 from __future__ import annotations
