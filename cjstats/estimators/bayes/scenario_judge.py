@@ -57,8 +57,8 @@ from cjstats.estimators.bayes.gaussian import (
     NU,
     GaussianPriors,
     _CollapsedOutputs,
+    _COMPILED,
     half_t_logp,
-    jit_kernel,
     zerosum_basis,
 )
 from cjstats.estimators.reml.scenario_judge import SJEvaluator
@@ -541,4 +541,19 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
 
 
 def _sj_marginal_kernel() -> Any:
-    return jit_kernel("sj_marginal", _sj_marginal_loops)
+    """The compiled kernel, holding the GIL: it calls LAPACK and BLAS (Cholesky, inverse, matrix products), and
+    nutpie's chains call the density from several threads; concurrent calls into the BLAS made runs with the
+    same seed differ, so they are serialised (the kernels of the model without the term use plain loops)."""
+    if "sj_marginal" not in _COMPILED:
+        try:
+            import warnings
+
+            import numba
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _COMPILED["sj_marginal"] = numba.njit(cache=True, nogil=False, fastmath=False,
+                                                      error_model="numpy")(_sj_marginal_loops)
+        except Exception:  # noqa: BLE001 - numba missing or unusable: the numpy path is exact, only slower
+            _COMPILED["sj_marginal"] = None
+    return _COMPILED["sj_marginal"]
