@@ -55,6 +55,20 @@ random, so its uncertainty includes sigma_alpha^2/n.
 The PyMC model (:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian`) writes the same model with
 (mu, sigmas, gamma) as free variables and the alpha/beta-collapsed likelihood as a ``pm.Potential``.
 
+Scenario x judge interaction
+----------------------------
+With ``scenario_judge="auto"`` (default; ``True`` | ``False`` as in the REML and ANOVA backends) the model gains
+(alpha gamma)_il ~ N(0, sigma_sj^2), sigma_sj ~ HalfStudentT(3, sd_y), wherever some judge scored two
+generations of a scenario, and reports ``scenario_judge`` = sigma_sj^2 (``residual`` is then the within-cell
+residual). Its effects are integrated out exactly too, from the per-pattern statistics of
+:mod:`cjstats.stats.scenario_judge` through the REML backend's evaluator of A = [J y0]'H^{-1}[J y0] and log|H|
+(:mod:`cjstats.estimators.bayes.scenario_judge`), and the same two parametrisations apply (the marginal one
+over the 4 or 5 log scales by default). These densities run in numpy, not numba: a fit takes seconds to tens of
+seconds more than without the term. ``sampler="pymc"`` samples the PyMC model of record
+(:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, the per-pattern algebra in PyTensor).
+Where the term is not fitted its row is not identifiable (with the reason) and its draws are NaN. The ordinal
+likelihood has no such term.
+
 Samplers
 --------
 ``sampler="nutpie"`` (the default when nutpie is installed) runs nutpie's NUTS on the log density written
@@ -114,7 +128,9 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import (
     M1_NOTE,
+    SJ_NOTE,
     GroupFit,
+    resolve_scenario_judge,
     as_stats,
     check_estimable,
     fit_groups,
@@ -137,7 +153,7 @@ Parametrisation = Literal["marginal", "joint"]
 #: Default prior scales of the Gaussian model, as multiples of the group's score standard deviation:
 #: mu ~ N(ybar, (2.5 sd_y)^2); every sigma ~ HalfStudentT(nu=3, sd_y).
 GAUSSIAN_PRIORS: dict[str, float] = {"mu": 2.5, "sigma_scenario": 1.0, "sigma_generation": 1.0,
-                                     "sigma_residual": 1.0, "sigma_judge": 1.0}
+                                     "sigma_residual": 1.0, "sigma_judge": 1.0, "sigma_scenario_judge": 1.0}
 #: Default prior scales of the ordinal model, on the latent (logistic) scale: every sigma ~ HalfStudentT(3, 2),
 #: cutpoints ~ N(0, 5^2) restricted to increasing order.
 ORDINAL_PRIORS: dict[str, float] = {"sigma_scenario": 2.0, "sigma_generation": 2.0, "sigma_judge": 2.0,
@@ -266,7 +282,7 @@ def _posterior_array(tree: Any, name: str) -> np.ndarray:
 
 def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws: int, tune: int, chains: int,
                   seed: int, progress: bool, target_accept: float, cores: int | None,
-                  parametrisation: str = "marginal") -> _Run:
+                  parametrisation: str = "marginal", scenario_judge: bool = False) -> _Run:
     from cjstats.estimators.bayes.gaussian import (
         GaussianDensity,
         GaussianPriors,
@@ -279,20 +295,33 @@ def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws
     scale = {k: priors.get(k, v * sd) for k, v in GAUSSIAN_PRIORS.items()}
     pr = GaussianPriors(**scale)
     t0 = time.perf_counter()
+    if scenario_judge:
+        from cjstats.estimators.bayes.scenario_judge import SJJointDensity, SJMarginalDensity, sj_data
+
+        data = sj_data(g)
     if sampler == "nutpie":
-        density = MarginalDensity(st, pr) if parametrisation == "marginal" else GaussianDensity(st, pr)
+        if scenario_judge:
+            density = SJMarginalDensity(data, pr) if parametrisation == "marginal" else SJJointDensity(data, pr)
+        else:
+            density = MarginalDensity(st, pr) if parametrisation == "marginal" else GaussianDensity(st, pr)
         names = density.expanded_names()
         tree = _sample_nutpie(density, names=names, judge_labels=g.judge_labels, draws=draws, tune=tune,
                               chains=chains, seed=seed, progress=progress, target_accept=target_accept, cores=cores)
     else:
-        model = build_pymc_gaussian(st, pr, g.judge_labels)
+        if scenario_judge:
+            from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian_sj
+
+            model = build_pymc_gaussian_sj(data, pr, g.judge_labels)
+        else:
+            model = build_pymc_gaussian(st, pr, g.judge_labels)
         tree = _sample_pymc(model, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
                             target_accept=target_accept, cores=cores)
     seconds = time.perf_counter() - t0
-    comps = ["mu", "scenario", *(["generation"] if st.has_generation else []), "residual", "judge_panel",
+    sj = ["scenario_judge"] if scenario_judge else []
+    comps = ["mu", "scenario", *(["generation"] if st.has_generation else []), *sj, "residual", "judge_panel",
              "judge_population"]
-    free = ["mu", "sigma_scenario", *(["sigma_generation"] if st.has_generation else []), "sigma_residual",
-            "sigma_judge", "gamma"]
+    free = ["mu", "sigma_scenario", *(["sigma_generation"] if st.has_generation else []),
+            *(["sigma_scenario_judge"] if scenario_judge else []), "sigma_residual", "sigma_judge", "gamma"]
     return _Run(tree=tree, components={c: _posterior_array(tree, c) for c in comps},
                 gamma=_posterior_array(tree, "gamma"), check_vars=free + comps[1:], seconds=seconds,
                 sampler=sampler)
@@ -414,7 +443,8 @@ def _row(name: str, x: np.ndarray, level: float, kind: str, method: str, *, view
     return ComponentRow(name, mean, lo, hi, float(np.std(x, ddof=1)), method, view, mean, False, True, note)
 
 
-def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str) -> tuple[list[ComponentRow], list[dict]]:
+def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str, sj_note: str = SJ_NOTE
+          ) -> tuple[list[ComponentRow], list[dict]]:
     k = g.design.n_judges
     label = f"posterior {kind.upper()}"
     latent = likelihood == "ordinal"
@@ -442,6 +472,11 @@ def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str) -> 
         rows.append(ComponentRow.not_identifiable("generation", M1_NOTE))
     else:
         rows.append(ComponentRow.not_identifiable("generation", ONE_CALL_NOTE))
+    if "scenario_judge" in run.components:
+        rows.append(_row("scenario_judge", run.components["scenario_judge"], level, kind, method,
+                         note="residual is the within-cell residual"))
+    else:
+        rows.append(ComponentRow.not_identifiable("scenario_judge", sj_note))
     if latent:
         r = math.pi**2 / 3.0
         rows.append(ComponentRow("residual", r, r, r, 0.0, "fixed by the logit link", "fixed", r, False, True,
@@ -487,7 +522,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         chains: int = 4, ci_kind: CiKind = "eti", likelihood: Likelihood = "gaussian",
         priors: Mapping[str, float] | None = None, sampler: Sampler = "auto", progress: bool = False,
         target_accept: float = 0.8, cores: int | None = None,
-        parametrisation: Parametrisation = "marginal") -> VarianceComponents:
+        parametrisation: Parametrisation = "marginal", scenario_judge: Any = "auto") -> VarianceComponents:
     """Bayesian fit of every model (x criterion) of ``scores`` (see the module docstring for the model).
 
     Parameters
@@ -528,6 +563,13 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         mu and gamma integrated out and draws (mu, gamma) exactly from their conditional normal; ``"joint"``
         samples (mu, log scales, gamma) with gamma centred, as the PyMC model does (a funnel when judge effects
         are weak). Both target the same posterior.
+    scenario_judge : {"auto", True, False}
+        Fit the scenario x judge interaction (``scenario_judge`` = sigma_sj^2, the variance of (alpha gamma)_il,
+        prior sigma_sj ~ HalfStudentT(3, sd_y)): ``"auto"`` (default) where some judge scored two generations of
+        a scenario, ``True`` (refused where it is not identifiable) or ``False`` (the paper's model, the
+        interaction left in the residual). Where it is fitted ``residual`` is the within-cell residual; where it
+        is not, its row is not identifiable and says why, and its draws are NaN. The Gaussian likelihood only:
+        ``likelihood="ordinal"`` leaves it out (``True`` is refused).
 
     Returns
     -------
@@ -567,23 +609,26 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
             raise CjstatsError(f"{g.label().capitalize()} has one judge call per scenario: the scenario and "
                                f"residual variances cannot be separated. Score each scenario at least twice.")
     seed, seeds = _group_seeds(seed, len(groups))
+    sj_plan = [_resolve_sj(g, scenario_judge, likelihood) for g in groups]
 
     fits: dict[str, GroupFit] = {}
     frames: list[pd.DataFrame] = []
     trees: dict[str, Any] = {}
     opts = {"sampler": resolved, "draws": draws, "tune": tune, "chains": chains, "progress": bool(progress),
             "target_accept": ta, "cores": cores}
-    for g, s in zip(groups, seeds):
+    for g, s, (sj_fit, sj_note) in zip(groups, seeds, sj_plan):
         if likelihood == "gaussian":
-            run = _run_gaussian(g, priors=user_priors, seed=s, parametrisation=parametrisation, **opts)
+            run = _run_gaussian(g, priors=user_priors, seed=s, parametrisation=parametrisation,
+                                scenario_judge=sj_fit, **opts)
         else:
             run = _run_ordinal(rows_for(rows, g), priors={**ORDINAL_PRIORS, **user_priors}, seed=s, **opts)
         diag = _diagnose(run, g, chains)
         diag.update({"sampler": run.sampler, "likelihood": likelihood, "draws": draws, "tune": tune,
                      "chains": chains, "seed": s, "seconds": run.seconds, "n": g.design.n_scenarios,
                      "m_min": g.design.generations_min, "m_max": g.design.generations_max,
-                     "k": g.design.n_judges, "n_rows": g.design.n_rows})
-        rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood)
+                     "k": g.design.n_judges, "n_rows": g.design.n_rows,
+                     "scenario_judge": "fitted" if sj_fit else sj_note})
+        rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood, sj_note)
         _annotate(run.tree, likelihood=likelihood, sampler=run.sampler, g=g)
         loc = np.column_stack((run.components["mu"].ravel(), run.gamma.reshape(-1, run.gamma.shape[-1])))
         cov = ParameterCovariance(params=location_params(g.judge_labels), estimate=loc.mean(axis=0),
@@ -598,10 +643,31 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                                   "latent (cumulative-logit) for every component but mu, which is on the score scale")
     options = {"draws": draws, "tune": tune, "chains": chains, "ci_kind": ci_kind, "likelihood": likelihood,
                "priors": dict(user_priors), "sampler": resolved, "target_accept": ta, "seed_used": seed,
-               "parametrisation": parametrisation}
+               "parametrisation": parametrisation, "scenario_judge": scenario_judge}
     return fit_groups(stats, lambda g: fits[group_name(g)], method="bayes", ci_level=ci_level, seed=seed,
                       options=options, draws=draws_frame, posterior=MappingProxyType(trees),
                       scale=caps.scale({"likelihood": likelihood}))
+
+
+def _resolve_sj(g: CellStats, option: Any, likelihood: str) -> tuple[bool, str]:
+    """Whether one unit's fit has the ``scenario_judge`` term, and the note of its row when it has not.
+
+    As in the REML and ANOVA backends (:func:`~cjstats.estimators.base.resolve_scenario_judge`); the ordinal
+    likelihood has no such term (``"auto"`` leaves it out, saying so in the row's note, and ``True`` is refused),
+    and statistics from an engine that does not collect the scenario x judge sums cannot fit it (``"auto"``
+    warns, as REML does).
+    """
+    unsupported = None
+    if likelihood == "ordinal":
+        unsupported = "likelihood='ordinal' has no scenario x judge term (use likelihood='gaussian')"
+    elif g.sj is None and g.max_pair_calls >= 2:
+        unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
+                       "(use engine='numpy')")
+    fit_it, note = resolve_scenario_judge(g, option, unsupported=unsupported)
+    if unsupported and likelihood == "gaussian" and option == "auto" and g.max_pair_calls >= 2:
+        warnings.warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
+                      CjstatsWarning, stacklevel=3)
+    return fit_it, note
 
 
 def _annotate(tree: Any, *, likelihood: str, sampler: str, g: CellStats) -> None:

@@ -348,13 +348,19 @@ LOG_SCALE_BOUND = 300.0
 # -------------------------------------------------------------------------------------------------- priors
 @dataclass(frozen=True, slots=True)
 class GaussianPriors:
-    """Prior scales in score units: mu ~ N(ybar, mu^2); each sigma ~ HalfStudentT(nu = 3, scale)."""
+    """Prior scales in score units: mu ~ N(ybar, mu^2); each sigma ~ HalfStudentT(nu = 3, scale).
+
+    ``sigma_scenario_judge`` is read only by the model with the scenario x judge interaction
+    (:mod:`cjstats.estimators.bayes.scenario_judge`); the backend sets it to sd_y like the other scales, and
+    the default of 1.0 serves code that builds the priors of the model without the term by position.
+    """
 
     mu: float
     sigma_scenario: float
     sigma_generation: float
     sigma_residual: float
     sigma_judge: float
+    sigma_scenario_judge: float = 1.0
 
 
 # ----------------------------------------------------------------------------------- unconstrained density

@@ -1,0 +1,559 @@
+r"""The Gaussian model of the Bayesian backend with the scenario x judge interaction (estimand ``scenario_judge``).
+
+Private helper of :mod:`cjstats.estimators.bayes`; only numpy is needed here (the PyMC version of the same model
+is :func:`cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`).
+
+Model (DESIGN.md, ``scenario_judge``), one unit (model, or model x criterion):
+
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
+    alpha_i ~ N(0, s2_alpha), beta_ij ~ N(0, s2_beta), (alpha gamma)_il ~ N(0, s2_sj), eps_ijl ~ N(0, s2_eps),
+    gamma ~ ZeroSumNormal(sigma_gamma),
+
+with sigma_sj ~ HalfStudentT(3, sd_y) like the other scales (``priors["sigma_scenario_judge"]``).
+
+The random effects integrated out
+---------------------------------
+Given (mu, gamma) the scores of scenario i are Gaussian with covariance s2_eps H_i, H_i = I + Z_i Lambda Z_i'
+(Lambda the relative variances theta = (s2_alpha, s2_beta, s2_sj)/s2_eps on the scenario's alpha, beta and
+(alpha gamma) effects). The REML backend already evaluates everything a likelihood needs from the per-pattern
+statistics of :mod:`cjstats.stats.scenario_judge`: :class:`~cjstats.estimators.reml.scenario_judge.SJEvaluator`
+returns A(theta) = [J y0]'H^{-1}[J y0] (J the judge indicators, y0 = y - shift[judge]) and log|H| with their
+exact derivatives in theta. With eta = mu + gamma (the judge means), r = y - J eta = [J y0] z and
+z = (-(eta - shift), 1), so
+
+    log p(X | mu, gamma, s2) = -1/2 [N log(2 pi s2_eps) + log|H| + z'A(theta) z / s2_eps]
+
+exactly (:func:`sj_loglik`); this module reimplements none of the algebra, it imports the evaluator.
+
+Two densities are built on it, with the same coordinates and roles as their counterparts without the term in
+:mod:`cjstats.estimators.bayes.gaussian`:
+
+- :class:`SJJointDensity` over (mu, log scales, z) with gamma = H z (PyMC's unconstrained space of
+  :func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`; the tests check the two log densities
+  are equal up to a constant);
+- :class:`SJMarginalDensity` (the default ``parametrisation="marginal"``) over the log scales alone: with
+  x = (mu - ybar, z), eta = ybar + P x (P = [1 | H]) and z = T [x; 1], the exponent is
+  -1/2 [x; 1]' A~ [x; 1] with A~ = T'AT/s2_eps + diag(1/s_mu^2, 1/sigma_gamma^2 ..., 0), Gaussian in x, so
+
+      log p(s2 | X) = const - 1/2 [N log s2_eps + log|H| + log|B| + s] - (K - 1) log sigma_gamma + priors,
+
+  with B = A~[:K, :K] and s = A~_KK - A~_K.'B^{-1}A~_.K (both from one Cholesky factor of A~), and
+  x | s2, X ~ N(-B^{-1} A~_.K, B^{-1}) exactly. With G = E[[x; 1][x; 1]' | s2, X] the gradient is
+  d(log|B| + s) = <G, dA~>, where dA~/dtheta_k = T' dA_k T / s2_eps comes from the evaluator's exact dA.
+
+Both run in numpy (no numba kernel); one evaluation costs O(patterns q^3), q = 1 + m + K, whatever the number
+of rows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from cjstats.estimators.bayes.gaussian import (
+    LOG_SCALE_BOUND,
+    NU,
+    GaussianPriors,
+    _CollapsedOutputs,
+    _COMPILED,
+    half_t_logp,
+    zerosum_basis,
+)
+from cjstats.estimators.reml.scenario_judge import SJEvaluator
+from cjstats.stats import CellStats
+from cjstats.stats.views import GaussianStats
+
+__all__ = ["SJData", "SJJointDensity", "SJMarginalDensity", "sj_data", "sj_loglik"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class SJData:
+    """What the densities read for one unit: the evaluator of A(theta) and log|H|, and the Gaussian view's
+    ybar, sd_y and has_generation (the same numbers the model without the term uses)."""
+
+    def __init__(self, ev: SJEvaluator, st: GaussianStats) -> None:
+        self.ev = ev
+        self.st = st
+        self.k = ev.k
+        self.n_obs = float(ev.n)
+        self.shift = np.asarray(ev.ys.shift, dtype=np.float64)
+        self.has_generation = bool(st.has_generation)
+
+    def core(self, s2a: float, s2b: float, s2sj: float, s2e: float, grad: bool) -> tuple[Any, ...]:
+        """(A, log|H|, dA (3, K+1, K+1), dlog|H| (3,)) at theta = (s2a, s2b, s2sj)/s2e (derivatives in theta)."""
+        theta = np.array([s2a, s2b, s2sj]) / s2e
+        return self.ev._core(theta, grad=grad)
+
+
+def sj_data(g: CellStats) -> SJData:
+    """The scenario x judge statistics of one unit (``g.sj``, built by the numpy engine), ready for the densities."""
+    d, ys = g.for_reml()
+    return SJData(SJEvaluator(d, ys, g.sj), g.for_gaussian())
+
+
+def sj_loglik(data: SJData, mu: float, gamma: np.ndarray, s2a: float, s2b: float, s2sj: float, s2e: float,
+              *, grad: bool = True) -> tuple[float, dict[str, Any]]:
+    """log p(X | mu, gamma, s2) with alpha, beta and (alpha gamma) integrated out (module docstring), and its
+    gradient ``{"mu", "gamma", "s2a", "s2b", "s2sj", "s2e"}`` (derivatives in the variances themselves).
+
+    Includes every constant (-N/2 log 2 pi), so it equals the dense multivariate normal density.
+    """
+    amat, ld, da, dld = data.core(s2a, s2b, s2sj, s2e, grad)
+    k = data.k
+    z = np.empty(k + 1)
+    z[:k] = -(mu + np.asarray(gamma, dtype=np.float64) - data.shift)
+    z[k] = 1.0
+    az = amat @ z
+    quad = float(z @ az)
+    n = data.n_obs
+    ll = -0.5 * (n * (_LOG_2PI + math.log(s2e)) + ld + quad / s2e)
+    if not grad:
+        return ll, {}
+    theta = np.array([s2a, s2b, s2sj]) / s2e
+    dq = np.einsum("a,kab,b->k", z, da, z)                          # dz'Az/dtheta_k
+    dth = -0.5 * (dld + dq / s2e)                                   # dll/dtheta_k
+    de = az[:k] / s2e                                               # dll/de = -(1/2)(2 Az)_e (-1) / s2e
+    out = {"mu": float(de.sum()), "gamma": de, "s2a": dth[0] / s2e, "s2b": dth[1] / s2e,
+           "s2sj": dth[2] / s2e,
+           "s2e": -0.5 * (n / s2e - quad / s2e**2) - float(dth @ theta) / s2e}
+    return ll, out
+
+
+class _SJOutputs(_CollapsedOutputs):
+    """The stored variables of the model with the term: those of the model without it, plus
+    ``sigma_scenario_judge`` and the estimand ``scenario_judge`` = sigma_sj^2."""
+
+    @staticmethod
+    def _sigma_names(has_generation: bool) -> list[str]:
+        return ["sigma_scenario"] + (["sigma_generation"] if has_generation else []) + [
+            "sigma_scenario_judge", "sigma_residual", "sigma_judge"]
+
+    def expanded_names(self) -> list[str]:
+        names = super().expanded_names()
+        i = names.index("residual")
+        return names[:i] + ["scenario_judge"] + names[i:]
+
+    def _outputs(self, mu: float, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
+        out = super()._outputs(mu, sig, g)
+        out["scenario_judge"] = np.asarray(sig["sigma_scenario_judge"] ** 2)
+        return {name: out[name] for name in self.expanded_names()}   # nutpie reads them in this order
+
+
+def _scales(priors: GaussianPriors, names: list[str]) -> np.ndarray:
+    return np.array([getattr(priors, nm) for nm in names], dtype=np.float64)
+
+
+class SJJointDensity(_SJOutputs):
+    """The log posterior of the model with the term over (mu, log scales, z), gamma = H z, and its gradient.
+
+    Coordinates, in order: ``mu``; ``log sigma_scenario``; ``log sigma_generation`` (only when generation is
+    identifiable); ``log sigma_scenario_judge``; ``log sigma_residual``; ``log sigma_judge``; the K - 1
+    coordinates ``z`` (:func:`~cjstats.estimators.bayes.gaussian.zerosum_basis`): PyMC's default transforms of
+    the variables of :func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, Jacobians included.
+    """
+
+    def __init__(self, data: SJData, priors: GaussianPriors) -> None:
+        self.data = data
+        self.st = data.st
+        self.priors = priors
+        self.k = data.k
+        self.basis = zerosum_basis(self.k)
+        self.sigma_names = self._sigma_names(data.has_generation)
+        self.scales = _scales(priors, self.sigma_names)
+        self.n_sigma = len(self.sigma_names)
+        self.ndim = 1 + self.n_sigma + self.k - 1
+        self._log_sd = math.log(self.st.sd) if self.st.sd > 0 else 0.0
+
+    def unpack(self, theta: np.ndarray) -> dict[str, Any]:
+        t = theta[1:1 + self.n_sigma]
+        z = theta[1 + self.n_sigma:]
+        return {"mu": float(theta[0]), **dict(zip(self.sigma_names, np.exp(t))), "gamma": self.basis @ z, "z": z}
+
+    def logp(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Log posterior density (up to a constant) and its gradient at the unconstrained point ``theta``."""
+        theta = np.asarray(theta, dtype=np.float64)
+        t = theta[1:1 + self.n_sigma]
+        if not (np.all(np.isfinite(theta)) and np.all(np.abs(t - self._log_sd) <= LOG_SCALE_BOUND)):
+            return -math.inf, np.zeros_like(theta)
+        p = self.unpack(theta)
+        s2 = {nm: p[nm] ** 2 for nm in self.sigma_names}
+        ll, gr = sj_loglik(self.data, p["mu"], p["gamma"], s2["sigma_scenario"], s2.get("sigma_generation", 0.0),
+                           s2["sigma_scenario_judge"], s2["sigma_residual"])
+        out = np.empty_like(theta)
+        pm_sd = self.priors.mu
+        ybar = self.st.ybar
+        lp = ll - 0.5 * ((p["mu"] - ybar) / pm_sd) ** 2
+        out[0] = gr["mu"] - (p["mu"] - ybar) / pm_sd**2
+        dvar = {"sigma_scenario": gr["s2a"], "sigma_generation": gr["s2b"], "sigma_scenario_judge": gr["s2sj"],
+                "sigma_residual": gr["s2e"], "sigma_judge": 0.0}
+        lp_pr, g_pr = half_t_logp(t, self.scales)
+        lp += float(np.sum(lp_pr))
+        for i, name in enumerate(self.sigma_names):
+            out[1 + i] = g_pr[i] + dvar[name] * 2.0 * s2[name]
+        z = p["z"]
+        zz = float(z @ z)
+        s_g = p["sigma_judge"]
+        lp += -0.5 * zz / s_g**2 - (self.k - 1) * math.log(s_g)
+        out[self.n_sigma] += zz / s_g**2 - (self.k - 1)
+        out[1 + self.n_sigma:] = self.basis.T @ gr["gamma"] - z / s_g**2
+        if not (math.isfinite(lp) and np.all(np.isfinite(out))):
+            return -math.inf, np.zeros_like(theta)
+        return float(lp), out
+
+    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored variables of one draw, in score units."""
+        p = self.unpack(np.asarray(theta, dtype=np.float64))
+        return self._outputs(p["mu"], p, p["gamma"])
+
+    def initial_point(self, rng: np.random.Generator) -> np.ndarray:
+        """A jittered start: sd/2 for every scale, the raw judge offsets for gamma."""
+        st = self.st
+        sd = st.sd if st.sd > 0 else 1.0
+        theta = np.empty(self.ndim)
+        theta[0] = st.ybar + rng.uniform(-0.1, 0.1) * sd
+        theta[1:1 + self.n_sigma] = math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.n_sigma)
+        theta[1 + self.n_sigma:] = self.basis.T @ st.judge_offsets0 + rng.uniform(-0.1, 0.1, self.k - 1) * sd
+        return theta
+
+
+class SJMarginalDensity(_SJOutputs):
+    r"""The model with the term and with mu and gamma integrated out too: a density over the log scales.
+
+    Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``log sigma_scenario_judge``,
+    ``log sigma_residual``, ``log sigma_judge``. See the module docstring for the algebra; each posterior draw of
+    the scales gets (mu, gamma) from their exact conditional normal (:meth:`draw_conditional`).
+    """
+
+    def __init__(self, data: SJData, priors: GaussianPriors, *, compiled: bool = True) -> None:
+        self.data = data
+        self.st = data.st
+        self.priors = priors
+        k = self.k = data.k
+        self.basis = zerosum_basis(k)
+        self.sigma_names = self._sigma_names(data.has_generation)
+        self.scales = _scales(priors, self.sigma_names)
+        self.ndim = len(self.sigma_names)
+        self._log_sd = math.log(self.st.sd) if self.st.sd > 0 else 0.0
+        self._idx = {nm: i for i, nm in enumerate(self.sigma_names)}
+        # z = T [x; 1], x = (mu - ybar, z_gamma): e = eta - shift = e0 + P x
+        p_mat = np.column_stack((np.ones(k), self.basis))
+        e0 = self.st.ybar - data.shift
+        tmat = np.zeros((k + 1, k + 1))
+        tmat[:k, :k] = -p_mat
+        tmat[:k, k] = -e0
+        tmat[k, k] = 1.0
+        self.tmat = tmat
+        self._log_s_mu = math.log(priors.mu)
+        self.kernel = _sj_marginal_kernel() if compiled else None
+        if self.kernel is not None:
+            sj = data.ev.sj
+            w, g = sj.blocks()
+            grp = np.zeros(sj.q, dtype=np.int64)
+            grp[1:1 + sj.m] = 1
+            grp[1 + sj.m:] = 2
+            ix = self._idx
+            pos = np.array([ix["sigma_scenario"], ix.get("sigma_generation", -1), ix["sigma_scenario_judge"],
+                            ix["sigma_residual"], ix["sigma_judge"]], dtype=np.int64)
+            base = np.zeros((k + 1, k + 1))
+            base[:k, :k] = np.diag(data.ev.d.judge_n)
+            base[:k, k] = base[k, :k] = data.ev.ys.judge_sum
+            base[k, k] = data.ev.ys.yy
+            self._kargs = (self.scales, pos, float(priors.mu), data.n_obs, np.ascontiguousarray(w),
+                           np.ascontiguousarray(g), np.ascontiguousarray(sj.count, dtype=np.float64),
+                           np.ascontiguousarray(sj.zsum), np.ascontiguousarray(sj.zscat), grp, base, tmat,
+                           self._log_sd - LOG_SCALE_BOUND, self._log_sd + LOG_SCALE_BOUND)
+            import warnings
+
+            with warnings.catch_warnings():   # compile (or load from the on-disk cache) now, quietly
+                warnings.simplefilter("ignore")
+                self.evaluate(self.initial_point(np.random.default_rng(0)))
+
+    def evaluate(self, theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(log density, gradient, conditional mean of x = (mu - ybar, z), L_B^{-1} with L_B L_B' = B)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        k = self.k
+        bad = (-math.inf, np.zeros_like(theta), np.zeros(k), np.eye(k))
+        if self.kernel is not None:
+            if not np.all(np.isfinite(theta)):
+                return bad
+            out = np.empty_like(theta)
+            mean = np.empty(k)
+            lb_inv = np.zeros((k, k))
+            try:
+                lp = self.kernel(theta, *self._kargs, out, mean, lb_inv)
+            except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+                return bad
+            if not math.isfinite(lp):
+                return bad
+            return lp, out, mean, lb_inv
+        if not (np.all(np.isfinite(theta)) and np.all(np.abs(theta - self._log_sd) <= LOG_SCALE_BOUND)):
+            return bad
+        ix = self._idx
+        s2 = np.exp(2.0 * theta)
+        s2a = s2[ix["sigma_scenario"]]
+        s2b = s2[ix["sigma_generation"]] if "sigma_generation" in ix else 0.0
+        s2sj = s2[ix["sigma_scenario_judge"]]
+        s2e = s2[ix["sigma_residual"]]
+        s2g = s2[ix["sigma_judge"]]
+        amat, ld, da, dld = self.data.core(s2a, s2b, s2sj, s2e, True)
+        if not math.isfinite(ld):
+            return bad
+        tm = self.tmat
+        ta = tm.T @ amat @ tm / s2e
+        at = ta.copy()
+        at[0, 0] += 1.0 / self.priors.mu**2
+        idx_g = np.arange(1, k)
+        at[idx_g, idx_g] += 1.0 / s2g
+        at = 0.5 * (at + at.T)
+        try:
+            chol = np.linalg.cholesky(at)
+        except np.linalg.LinAlgError:
+            return bad
+        lb = chol[:k, :k]
+        logdet_b = 2.0 * float(np.sum(np.log(np.diag(lb))))
+        schur = float(chol[k, k] ** 2)
+        lb_inv = np.linalg.inv(lb)
+        b_inv = lb_inv.T @ lb_inv
+        xhat = -b_inv @ at[:k, k]
+        n = self.data.n_obs
+        lp = -0.5 * (n * math.log(s2e) + ld + logdet_b + schur) - (k - 1) * 0.5 * math.log(s2g) - self._log_s_mu
+        v = np.append(xhat, 1.0)
+        gmat = np.outer(v, v)
+        gmat[:k, :k] += b_inv
+        # d(lp)/dtheta_k (relative variances) and the direct s2e and s2g terms
+        dtt = np.einsum("ab,kab->k", tm @ gmat @ tm.T, da)           # <G, T'dA_k T>
+        dth = -0.5 * (dld + dtt / s2e)
+        theta_rel = np.array([s2a, s2b, s2sj]) / s2e
+        grad = np.zeros_like(theta)
+        grad[ix["sigma_scenario"]] = dth[0] * 2.0 * theta_rel[0]
+        if "sigma_generation" in ix:
+            grad[ix["sigma_generation"]] = dth[1] * 2.0 * theta_rel[1]
+        grad[ix["sigma_scenario_judge"]] = dth[2] * 2.0 * theta_rel[2]
+        direct_e = -0.5 * (2.0 * n - 2.0 * float(np.sum(gmat * ta)))
+        grad[ix["sigma_residual"]] = direct_e - 2.0 * float(dth @ theta_rel)
+        grad[ix["sigma_judge"]] = float(np.trace(gmat[1:k, 1:k])) / s2g - (k - 1)
+        lp_pr, g_pr = half_t_logp(theta, self.scales)
+        lp += float(np.sum(lp_pr))
+        grad = grad + g_pr
+        if not (math.isfinite(lp) and np.all(np.isfinite(grad))):
+            return bad
+        return lp, grad, xhat, lb_inv
+
+    def logp(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        lp, grad = self.evaluate(theta)[:2]
+        return lp, grad
+
+    def draw_conditional(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[float, np.ndarray]:
+        """One exact draw of (mu, gamma) given the log scales ``theta``."""
+        _, _, mean, lb_inv = self.evaluate(theta)
+        x = mean + lb_inv.T @ rng.standard_normal(self.k)            # covariance (L L')^{-1} = B^{-1}
+        return float(x[0] + self.st.ybar), self.basis @ x[1:]
+
+    def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        theta = np.asarray(theta, dtype=np.float64)
+        mu, g = self.draw_conditional(theta, rng)
+        return self._outputs(mu, dict(zip(self.sigma_names, np.exp(theta))), g)
+
+    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        return self.expand_with(theta, np.random.default_rng(0))
+
+    def initial_point(self, rng: np.random.Generator) -> np.ndarray:
+        sd = self.st.sd if self.st.sd > 0 else 1.0
+        return math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.ndim)
+
+
+# ------------------------------------------------------------------------------------- compiled kernel
+def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zscat, grp, base, tmat, lo, hi,
+                       out, cond_mean, lb_inv):  # pragma: no cover - compiled by numba when available
+    """:meth:`SJMarginalDensity.evaluate` with the evaluator's per-pattern algebra as explicit loops.
+
+    An accelerator only (numba; cached on disk): :class:`SJMarginalDensity` with ``compiled=False`` runs the
+    reference path on :class:`~cjstats.estimators.reml.scenario_judge.SJEvaluator`, and the tests hold the two
+    equal. ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``;
+    ``grp[j]`` the variance (0, 1, 2) of effect j. Per pattern p, with S = Lambda^{1/2}, K_p = I + S W S,
+    R = S K_p^{-1} S = (I + Lambda W)^{-1} Lambda, T = (I + Lambda W)^{-1} = I - R W:
+    A = A_0 - sum_p M_p(R), log|H| = sum_p n_p log|K_p|, dlog|H|/dtheta_k = sum_p n_p sum_{j in k} (W T)_jj and
+    <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj, N_p the q x q matrix with
+    <N_p, R> = <Gamma, M_p(R)>. Returns -inf outside lo <= theta <= hi or where anything is not finite.
+    """
+    ns = theta.shape[0]
+    for i in range(ns):
+        if not (lo <= theta[i] <= hi):
+            return -np.inf
+    n_pat = w.shape[0]
+    q = w.shape[1]
+    k = gmat.shape[2]
+    k1 = k + 1
+    s2e = np.exp(2.0 * theta[pos[3]])
+    s2g = np.exp(2.0 * theta[pos[4]])
+    th = np.zeros(3)
+    th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
+    if pos[1] >= 0:
+        th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
+    th[2] = np.exp(2.0 * theta[pos[2]]) / s2e
+    sq = np.empty(q)
+    for j in range(q):
+        sq[j] = np.sqrt(th[grp[j]])
+    amat = base.copy()
+    ld = 0.0
+    dld = np.zeros(3)
+    tall = np.empty((n_pat, q, q))
+    for p in range(n_pat):
+        km = np.empty((q, q))
+        for a in range(q):
+            for b in range(q):
+                km[a, b] = sq[a] * w[p, a, b] * sq[b]
+            km[a, a] += 1.0
+        ch = np.linalg.cholesky(km)
+        for a in range(q):
+            ld += 2.0 * cnt[p] * np.log(ch[a, a])
+        kinv = np.linalg.inv(km)
+        r = np.empty((q, q))
+        for a in range(q):
+            for b in range(q):
+                r[a, b] = 0.5 * sq[a] * (kinv[a, b] + kinv[b, a]) * sq[b]
+        rw = r @ w[p]
+        t = -rw
+        for a in range(q):
+            t[a, a] += 1.0
+        tall[p] = t
+        wt = w[p] @ t
+        for a in range(q):
+            dld[grp[a]] += cnt[p] * wt[a, a]
+        rg = r @ gmat[p]                                       # (q, K)
+        for c1 in range(k):
+            for c2 in range(k):
+                acc = 0.0
+                for a in range(q):
+                    acc += gmat[p, a, c1] * rg[a, c2]
+                amat[c1, c2] -= cnt[p] * acc
+            acc = 0.0
+            for a in range(q):
+                acc += rg[a, c1] * zsum[p, a]
+            amat[c1, k] -= acc
+            amat[k, c1] -= acc
+        acc = 0.0
+        for a in range(q):
+            for b in range(q):
+                acc += r[a, b] * zscat[p, a, b]
+        amat[k, k] -= acc
+    # A~ = T'AT/s2e + prior precisions; its Cholesky factor
+    ta0 = tmat.T @ amat @ tmat
+    ta = 0.5 * (ta0 + ta0.T) / s2e
+    at = ta.copy()
+    at[0, 0] += 1.0 / (s_mu * s_mu)
+    for c in range(1, k):
+        at[c, c] += 1.0 / s2g
+    chol = np.zeros((k1, k1))
+    for j in range(k1):
+        acc = at[j, j]
+        for p in range(j):
+            acc -= chol[j, p] * chol[j, p]
+        if not acc > 0.0:
+            return -np.inf
+        chol[j, j] = np.sqrt(acc)
+        for i in range(j + 1, k1):
+            acc = at[i, j]
+            for p in range(j):
+                acc -= chol[i, p] * chol[j, p]
+            chol[i, j] = acc / chol[j, j]
+    logdet_b = 0.0
+    for j in range(k):
+        logdet_b += 2.0 * np.log(chol[j, j])
+    schur = chol[k, k] * chol[k, k]
+    # L_B^{-1}, B^{-1}, the conditional mean and G = v v' + [[B^{-1}, 0], [0, 0]]
+    x = np.zeros((k, k))
+    for c in range(k):
+        for i in range(k):
+            acc = 1.0 if i == c else 0.0
+            for p in range(i):
+                acc -= chol[i, p] * x[p, c]
+            x[i, c] = acc / chol[i, i]
+    for i in range(k):
+        for j in range(k):
+            lb_inv[i, j] = x[i, j]
+    b_inv = x.T @ x
+    v = np.empty(k1)
+    for i in range(k):
+        acc = 0.0
+        for j in range(k):
+            acc -= b_inv[i, j] * at[j, k]
+        v[i] = acc
+        cond_mean[i] = acc
+    v[k] = 1.0
+    gm = np.empty((k1, k1))
+    for a in range(k1):
+        for b in range(k1):
+            gm[a, b] = v[a] * v[b] + (b_inv[a, b] if (a < k and b < k) else 0.0)
+    lp = -0.5 * (n_obs * np.log(s2e) + ld + logdet_b + schur) - 0.5 * (k - 1) * np.log(s2g) - np.log(s_mu)
+    gam = tmat @ gm @ tmat.T                                   # Gamma = T G T'
+    gta = 0.0
+    for a in range(k1):
+        for b in range(k1):
+            gta += gm[a, b] * ta[a, b]
+    # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj
+    dtt = np.zeros(3)
+    for p in range(n_pat):
+        gj = gmat[p] @ gam[:k, :k]                             # (q, K)
+        nm = np.empty((q, q))
+        for a in range(q):
+            for b in range(q):
+                acc = 0.0
+                for c in range(k):
+                    acc += gj[a, c] * gmat[p, b, c]
+                acc *= cnt[p]
+                u1 = 0.0
+                u2 = 0.0
+                for c in range(k):
+                    u1 += gmat[p, a, c] * gam[c, k]
+                    u2 += gmat[p, b, c] * gam[c, k]
+                nm[a, b] = acc + u1 * zsum[p, b] + zsum[p, a] * u2 + gam[k, k] * zscat[p, a, b]
+        tnt = tall[p].T @ nm @ tall[p]
+        for a in range(q):
+            dtt[grp[a]] -= tnt[a, a]
+    dth = np.empty(3)
+    for i in range(3):
+        dth[i] = -0.5 * (dld[i] + dtt[i] / s2e)
+    for i in range(ns):
+        out[i] = 0.0
+    out[pos[0]] = dth[0] * 2.0 * th[0]
+    if pos[1] >= 0:
+        out[pos[1]] = dth[1] * 2.0 * th[1]
+    out[pos[2]] = dth[2] * 2.0 * th[2]
+    out[pos[3]] = -0.5 * (2.0 * n_obs - 2.0 * gta) - 2.0 * (dth[0] * th[0] + dth[1] * th[1] + dth[2] * th[2])
+    tr = 0.0
+    for c in range(1, k):
+        tr += gm[c, c]
+    out[pos[4]] = tr / s2g - (k - 1)
+    for i in range(ns):
+        r2 = (np.exp(theta[i]) / scales[i]) ** 2
+        lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[i]
+        out[i] += 1.0 - (NU + 1.0) * r2 / (NU + r2)
+    if not np.isfinite(lp):
+        return -np.inf
+    for i in range(ns):
+        if not np.isfinite(out[i]):
+            return -np.inf
+    return lp
+
+
+def _sj_marginal_kernel() -> Any:
+    """The compiled kernel, holding the GIL: it calls LAPACK and BLAS (Cholesky, inverse, matrix products), and
+    nutpie's chains call the density from several threads; concurrent calls into the BLAS made runs with the
+    same seed differ, so they are serialised (the kernels of the model without the term use plain loops)."""
+    if "sj_marginal" not in _COMPILED:
+        try:
+            import warnings
+
+            import numba
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _COMPILED["sj_marginal"] = numba.njit(cache=True, nogil=False, fastmath=False,
+                                                      error_model="numpy")(_sj_marginal_loops)
+        except Exception:  # noqa: BLE001 - numba missing or unusable: the numpy path is exact, only slower
+            _COMPILED["sj_marginal"] = None
+    return _COMPILED["sj_marginal"]

@@ -1,0 +1,266 @@
+"""The Bayesian backend's scenario x judge term (issue 21): its density, the PyMC model of record, the fit.
+
+Every sampling test uses a fixed seed, so the suite is deterministic; tolerances come from the posterior
+uncertainty, as stated next to each.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import cjstats as cj
+from cjstats._defaults import COMPONENTS
+from cjstats.estimators.base import SJ_NOTE
+from cjstats.exceptions import CjstatsError, CjstatsWarning
+from cjstats.scores import read_scores
+from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.stats import build_stats
+
+pytest.importorskip("pymc")
+pytest.importorskip("arviz_stats")
+
+from cjstats.estimators.bayes.gaussian import GaussianPriors, collapsed_loglik  # noqa: E402
+from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian_sj  # noqa: E402
+from cjstats.estimators.bayes.scenario_judge import (  # noqa: E402
+    SJJointDensity,
+    SJMarginalDensity,
+    sj_data,
+    sj_loglik,
+)
+
+QWEN = TABLE3_MTBENCH["Qwen"]
+PRI = GaussianPriors(2.5, 1.3, 0.7, 1.1, 0.9, 0.8)
+
+
+def sj_scores(n: int, m: int, k: int, *, s2_sj: float, seed: int, missing: float = 0.0) -> pd.DataFrame:
+    """X_ijl = 5 + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl, s2 = (1, 0.3, s2_sj, 1)."""
+    rng = np.random.default_rng(seed)
+    gam = np.linspace(-0.5, 0.5, k)
+    i, j, l = np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij")
+    a = rng.normal(0.0, 1.0, n)
+    b = rng.normal(0.0, math.sqrt(0.3), (n, m))
+    ag = rng.normal(0.0, math.sqrt(s2_sj), (n, k))
+    y = 5.0 + a[i] + b[i, j] + gam[l] + ag[i, l] + rng.normal(0.0, 1.0, i.shape)
+    df = pd.DataFrame({"model": "x", "scenario": i.ravel(), "generation": j.ravel(),
+                       "judge": np.char.add("j", l.ravel().astype(str)), "score": y.ravel()})
+    if missing:
+        df = df[rng.random(len(df)) >= missing].reset_index(drop=True)
+    return df
+
+
+def row(fit, component: str) -> pd.Series:
+    c = fit.components
+    return c[c["component"] == component].iloc[0]
+
+
+# ---------------------------------------------------------------------------------------------- density
+class TestDensity:
+    """The likelihood with the term is the dense Gaussian one; every density and gradient agrees."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def unit(cls):
+        # unbalanced: calls lost at random and one scenario with a single generation (several patterns)
+        df = sj_scores(7, 3, 4, s2_sj=0.5, seed=3, missing=0.25)
+        df = df[~((df["scenario"] == 0) & (df["generation"] > 0))]
+        scores = read_scores(df)
+        return next(iter(build_stats(scores))), next(scores.groups())
+
+    def test_likelihood_equals_the_dense_multivariate_normal(self, unit):
+        g, rows = unit
+        data = sj_data(g)
+        assert data.ev.sj.count.shape[0] > 1
+        scen = np.asarray(rows.cell_scenario)[rows.cell]
+        same_s = scen[:, None] == scen[None, :]
+        rng = np.random.default_rng(0)
+        for _ in range(4):
+            mu = 5.0 + rng.normal()
+            gam = rng.normal(size=g.k)
+            s2a, s2b, s2sj, s2e = rng.uniform(0.2, 2.0, 4)
+            cov = (s2e * np.eye(len(rows.y)) + s2b * (rows.cell[:, None] == rows.cell[None, :]) + s2a * same_s
+                   + s2sj * (same_s & (rows.judge[:, None] == rows.judge[None, :])))
+            dense = stats.multivariate_normal(mu + gam[rows.judge], cov).logpdf(rows.y)
+            assert sj_loglik(data, mu, gam, s2a, s2b, s2sj, s2e, grad=False)[0] == pytest.approx(dense, abs=1e-8)
+            # at s2_sj = 0 it is the likelihood of the model without the term (which drops constants)
+            gz = gam - gam.mean()
+            ll0 = sj_loglik(data, mu, gz, s2a, s2b, 0.0, s2e, grad=False)[0]
+            st = g.for_gaussian()
+            const = -0.5 * len(rows.y) * math.log(2 * math.pi) - 0.5 * np.log(np.bincount(rows.cell)).sum()
+            assert ll0 == pytest.approx(collapsed_loglik(st, mu, gz, s2a, s2b, s2e, grad=False)[0] + const,
+                                        abs=1e-8)
+
+    def test_gradients_equal_finite_differences_and_the_kernel_the_numpy_path(self, unit):
+        data = sj_data(unit[0])
+        rng = np.random.default_rng(1)
+        mu, gam, s2 = 5.3, rng.normal(size=data.k), (0.8, 0.4, 0.6, 1.2)
+        ll, gr = sj_loglik(data, mu, gam, *s2)
+        h = 1e-6
+        for j, key in enumerate(("s2a", "s2b", "s2sj", "s2e")):
+            e = np.eye(4)[j] * h
+            fd = (sj_loglik(data, mu, gam, *(np.add(s2, e)), grad=False)[0]
+                  - sj_loglik(data, mu, gam, *(np.subtract(s2, e)), grad=False)[0]) / (2 * h)
+            assert gr[key] == pytest.approx(fd, rel=1e-6, abs=1e-6), key
+        fast, ref = SJMarginalDensity(data, PRI), SJMarginalDensity(data, PRI, compiled=False)
+        for dens in (SJJointDensity(data, PRI), ref):
+            theta = dens.initial_point(rng) + 0.3 * rng.normal(size=dens.ndim)
+            fd = [(dens.logp(theta + h * e)[0] - dens.logp(theta - h * e)[0]) / (2 * h) for e in np.eye(dens.ndim)]
+            np.testing.assert_allclose(dens.logp(theta)[1], fd, rtol=1e-6, atol=1e-6)
+        if fast.kernel is None:
+            pytest.skip("numba is not installed: only the numpy path runs")
+        for _ in range(3):
+            theta = fast.initial_point(rng) + 0.5 * rng.normal(size=fast.ndim)
+            a, b = fast.evaluate(theta), ref.evaluate(theta)
+            assert a[0] == pytest.approx(b[0], abs=1e-9)
+            for x, y in zip(a[1:], b[1:]):
+                np.testing.assert_allclose(x, y, atol=1e-9)
+
+    def test_marginal_density_integrates_the_joint_over_mu_and_gamma(self, unit):
+        data = sj_data(unit[0])
+        joint, marg = SJJointDensity(data, PRI), SJMarginalDensity(data, PRI, compiled=False)
+        rng = np.random.default_rng(3)
+        gaps = []
+        for _ in range(4):
+            t = marg.initial_point(rng)
+            lp, _, mean, lb_inv = marg.evaluate(t)
+            full = np.concatenate([[mean[0] + data.st.ybar], t, mean[1:]])
+            lj, gj = joint.logp(full)
+            np.testing.assert_allclose(gj[0], 0.0, atol=1e-8)               # the conditional mean is the mode
+            np.testing.assert_allclose(gj[1 + len(t):], 0.0, atol=1e-8)
+            gaps.append(lp - (lj + np.sum(np.log(np.diag(lb_inv)))))       # Gaussian integral at its mode
+        assert np.ptp(gaps) < 1e-9
+
+    def test_joint_density_is_the_pymc_model(self, unit):
+        g, _ = unit
+        data = sj_data(g)
+        dens = SJJointDensity(data, PRI)
+        model = build_pymc_gaussian_sj(data, PRI, g.judge_labels)
+        logp = model.compile_logp(mode="FAST_COMPILE")
+        dlogp = model.compile_dlogp(mode="FAST_COMPILE")
+        names = [v.name for v in model.value_vars]
+        assert names == ["mu", "sigma_scenario_log__", "sigma_generation_log__", "sigma_scenario_judge_log__",
+                         "sigma_residual_log__", "sigma_judge_log__", "gamma_zerosum__"]
+        rng = np.random.default_rng(2)
+        offsets = []
+        for _ in range(3):
+            theta = dens.initial_point(rng) + 0.3 * rng.normal(size=dens.ndim)
+            point = dict(zip(names[:6], theta[:6]))
+            point["gamma_zerosum__"] = theta[6:]
+            lp, grad = dens.logp(theta)
+            offsets.append(float(logp(point)) - lp)
+            np.testing.assert_allclose(dlogp(point), grad, atol=1e-8)
+        assert np.ptp(offsets) < 1e-8, "the two densities must differ by a constant only"
+
+
+# ---------------------------------------------------------------------------------------------- the fit
+@pytest.fixture(scope="module")
+def big_sj():
+    """A large interaction (n = 30, m = 3, K = 4, s2_sj = 0.5): the default sampler at the defaults."""
+    df = sj_scores(30, 3, 4, s2_sj=0.5, seed=21)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CjstatsWarning)     # a failed convergence check fails the fixture
+        fit = cj.estimate(df, "bayes", seed=1)
+    return df, fit
+
+
+class TestFit:
+    def test_large_interaction_is_recovered_and_agrees_with_reml(self, big_sj):
+        df, fit = big_sj
+        d = fit.diagnostics["x"]
+        assert d["r_hat_max"] <= 1.01 and d["divergences"] == 0 and d["converged"]
+        assert d["scenario_judge"] == "fitted"
+        assert list(fit.components["component"]) == list(COMPONENTS)
+        sj = row(fit, "scenario_judge")
+        assert sj["identifiable"] and sj["lower"] <= 0.5 <= sj["upper"]     # 95% interval, fixed seed
+        assert sj["lower"] <= sj["estimate"] <= sj["upper"]
+        reml = cj.estimate(df, "reml")
+        assert row(reml, "scenario_judge")["identifiable"]
+        for comp in ("mu", "scenario", "generation", "scenario_judge", "residual", "judge_panel"):
+            b, r = row(fit, comp), row(reml, comp)
+            # posterior mean vs the REML estimate (a mode): they differ by O(1/n) and by Monte Carlo error
+            # sd/sqrt(ESS >= 400) <= 0.05 sd, far below half a posterior SD
+            assert abs(b["estimate"] - r["estimate"]) <= 0.5 * b["std_error"], (comp, b["estimate"], r["estimate"])
+
+    def test_draws_posterior_and_checks_carry_the_term(self, big_sj):
+        _, fit = big_sj
+        x = fit.draws["scenario_judge"]
+        assert x.notna().all() and (x > 0).all()
+        assert row(fit, "scenario_judge")["estimate"] == pytest.approx(float(x.mean()))
+        post = fit.posterior["x"].posterior
+        assert {"sigma_scenario_judge", "scenario_judge"} <= set(post.data_vars)
+        np.testing.assert_allclose(post["scenario_judge"].values, post["sigma_scenario_judge"].values ** 2)
+        tab = fit.diagnostics["x"]["per_variable"]
+        assert {"sigma_scenario_judge", "scenario_judge"} <= set(tab.index)
+        assert fit.provenance["options"]["scenario_judge"] == "auto"
+
+    def test_one_generation_gives_the_not_identifiable_row(self):
+        df = simulate_scores(n=30, m=1, k=4, s2_scenario=1.0, s2_generation=0.2, s2_residual=1.0,
+                             judge_offsets=panel_offsets(4, 0.5), seed=6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)   # short chains on purpose
+            fit = cj.estimate(df, "bayes", seed=2, draws=300, tune=300, chains=2)
+        sj = row(fit, "scenario_judge")
+        assert not sj["identifiable"] and np.isnan(sj["estimate"]) and np.isnan(sj["lower"])
+        assert sj["note"] == SJ_NOTE
+        assert fit.diagnostics["model"]["scenario_judge"] == SJ_NOTE
+        assert fit.draws["scenario_judge"].isna().all()
+        assert "sigma_scenario_judge" not in fit.posterior["model"].posterior
+        assert list(fit.components["component"]) == list(COMPONENTS)
+
+    def test_true_on_one_generation_and_bad_values_are_refused(self):
+        df = simulate_scores(n=10, m=1, k=3, s2_scenario=1.0, s2_generation=0.2, s2_residual=1.0,
+                             judge_offsets=np.zeros(3), seed=1)
+        with pytest.raises(CjstatsError, match="scenario_judge=True.*not identifiable"):
+            cj.estimate(df, "bayes", seed=1, scenario_judge=True)
+        with pytest.raises(CjstatsError, match="'scenario_judge' argument of estimate must be 'auto', True or False"):
+            cj.estimate(df, "bayes", seed=1, scenario_judge="yes")
+        m2 = simulate_scores(n=10, m=2, k=3, s2_scenario=1.0, s2_generation=0.2, s2_residual=1.0,
+                             judge_offsets=np.zeros(3), seed=1)
+        m2["score"] = np.clip(np.round(m2["score"]), -2, 2)
+        with pytest.raises(CjstatsError, match="scenario_judge=True: likelihood='ordinal'"):
+            cj.estimate(m2, "bayes", seed=1, likelihood="ordinal", scenario_judge=True)
+
+    def test_false_reproduces_the_model_without_the_term(self):
+        # the numbers of the backend before the term existed (commit e340598, the same data, seed and options):
+        # scenario_judge=False runs the same density and sampler, so they agree to rounding
+        df = simulate_scores(n=20, m=3, k=4, s2_scenario=QWEN["scenario"], s2_generation=QWEN["generation"],
+                             s2_residual=QWEN["residual"], judge_offsets=panel_offsets(4, QWEN["judge_panel"]),
+                             mu=QWEN["mu"], model="Qwen", seed=31)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            fit = cj.estimate(df, "bayes", seed=3, draws=300, tune=300, chains=2, scenario_judge=False)
+        before = {"mu": (7.350060357867184, 0.2141257735855498), "scenario": (0.6851480093698437, 0.30279563506324175),
+                  "generation": (0.11030662059234485, 0.09987094878459879),
+                  "residual": (1.3789118216010345, 0.14850587152834824),
+                  "judge_panel": (1.0601434886618875, 0.15629187217741788),
+                  "judge_population": (2.9837142133726897, 4.89851753125553)}
+        for comp, (est, sd) in before.items():
+            r = row(fit, comp)
+            assert r["estimate"] == pytest.approx(est, rel=1e-9) and r["std_error"] == pytest.approx(sd, rel=1e-9)
+        sj = row(fit, "scenario_judge")
+        assert not sj["identifiable"] and "scenario_judge=False" in sj["note"]
+        assert fit.draws["scenario_judge"].isna().all()
+
+
+@pytest.mark.slow
+class TestOtherPaths:
+    """The joint parametrisation (numpy density, no kernel) and pm.sample on the PyMC model: minutes each."""
+
+    def test_joint_parametrisation_and_pymc_sampler_agree_with_the_default(self, big_sj):
+        df, fit = big_sj
+        kw = {"draws": 500, "tune": 500, "chains": 2, "cores": 1}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            joint = cj.estimate(df, "bayes", seed=4, parametrisation="joint", **kw)
+            ref = cj.estimate(df, "bayes", seed=5, sampler="pymc", **kw)
+        assert ref.diagnostics["x"]["sampler"] == "pymc"
+        for other in (joint, ref):
+            for comp in ("mu", "scenario", "scenario_judge", "residual", "judge_panel"):
+                a, b = row(fit, comp), row(other, comp)
+                # independent runs: MC error of each mean <= sd/sqrt(ESS >= 200) = 0.07 sd
+                assert abs(a["estimate"] - b["estimate"]) <= 0.3 * a["std_error"], comp
