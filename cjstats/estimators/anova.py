@@ -513,13 +513,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
             ss_sj = scenario_judge_mean_square(g.sj, ms.n, ms.m, ms.k)
             if ss_sj is None:
                 unsupported = "the table is not one balanced block; use method='reml' to fit it"
-        elif g.max_pair_calls >= 2:
-            unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
-                           "(use engine='numpy')")
         sj_fit, sj_note = resolve_scenario_judge(g, scenario_judge, unsupported=unsupported)
-        if unsupported and not sj_fit and scenario_judge == "auto" and g.max_pair_calls >= 2:
-            warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
-             CjstatsWarning, stacklevel=4)
         if not sj_fit:
             ss_sj = None
         rows_, offsets = _group_rows(ms, ci_level, interval, ss_sj)

@@ -23,7 +23,8 @@ from cjstats.components import (
     build_components_frame,
     build_offsets_frame,
 )
-from cjstats.exceptions import CjstatsError
+from cjstats._warnings import warn
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats, build_stats
 
@@ -43,13 +44,15 @@ SJ_NOTE = ("not identifiable: no judge scored two generations of the same scenar
 
 
 def resolve_scenario_judge(unit: Unit, option: Any, *, caller: str = "estimate",
-                           unsupported: str | None = None) -> tuple[bool, str]:
+                           unsupported: str | None = None, warn_unsupported: bool = True) -> tuple[bool, str]:
     """Whether to fit ``scenario_judge`` for one unit, and the note of its row when it is not fitted.
 
     ``option`` is ``"auto"`` (fit it where identifiable: some judge scored two generations of a scenario),
     ``True`` (fit it; refuse, naming the unit, where it is not identifiable) or ``False`` (never). ``unsupported``
-    is a reason this fit cannot include the term (then ``True`` is refused and ``"auto"`` leaves it out, saying
-    why in the note).
+    is a reason this fit cannot include the term; statistics from an engine that does not collect the scenario x
+    judge sums (``unit.sj`` is None) are one such reason, checked here for every backend. Then ``True`` is
+    refused, and ``"auto"`` leaves the term out, says why in the note and (``warn_unsupported``) warns, because
+    the interaction is in the data.
     """
     if option not in ("auto", True, False):
         raise CjstatsError(f"The 'scenario_judge' argument of {caller} must be 'auto', True or False. "
@@ -64,9 +67,15 @@ def resolve_scenario_judge(unit: Unit, option: Any, *, caller: str = "estimate",
                                f"one scenario, so the scenario x judge interaction is not identifiable. Score "
                                f"m >= 2 generations per scenario with the same judges, or use scenario_judge='auto'.")
         return False, SJ_NOTE
+    if unsupported is None and isinstance(unit, CellStats) and unit.sj is None:
+        unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
+                       "(use engine='numpy')")
     if unsupported:
         if option is True:
             raise CjstatsError(f"scenario_judge=True: {unsupported}.")
+        if warn_unsupported:
+            warn(f"scenario_judge is identifiable for {unit.label()} but not fitted: {unsupported}.",
+                 CjstatsWarning, stacklevel=5)
         return False, f"not fitted: {unsupported}; the residual holds it"
     return True, ""
 

@@ -661,17 +661,9 @@ def _resolve_sj(g: CellStats, option: Any, likelihood: str) -> tuple[bool, str]:
     and statistics from an engine that does not collect the scenario x judge sums cannot fit it (``"auto"``
     warns, as REML does).
     """
-    unsupported = None
-    if likelihood == "ordinal":
-        unsupported = "likelihood='ordinal' has no scenario x judge term (use likelihood='gaussian')"
-    elif g.sj is None and g.max_pair_calls >= 2:
-        unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
-                       "(use engine='numpy')")
-    fit_it, note = resolve_scenario_judge(g, option, unsupported=unsupported)
-    if unsupported and likelihood == "gaussian" and option == "auto" and g.max_pair_calls >= 2:
-        warnings.warn(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.",
-                      CjstatsWarning, stacklevel=3)
-    return fit_it, note
+    ordinal = likelihood == "ordinal"
+    unsupported = "likelihood='ordinal' has no scenario x judge term (use likelihood='gaussian')" if ordinal else None
+    return resolve_scenario_judge(g, option, unsupported=unsupported, warn_unsupported=not ordinal)
 
 
 def _annotate(tree: Any, *, likelihood: str, sampler: str, g: CellStats) -> None:

@@ -424,12 +424,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
         unsupported = "path='statsmodels' fits the paper's model, without the scenario x judge term"
     elif interval == "bootstrap":
         unsupported = "interval='bootstrap' simulates the paper's model, without the scenario x judge term"
-    elif g.sj is None and g.max_pair_calls >= 2:
-        unsupported = ("the statistics come from an engine that does not collect the scenario x judge sums "
-                       "(use engine='numpy')")
     sj_fit, sj_note = resolve_scenario_judge(g, scenario_judge, unsupported=unsupported)
-    if unsupported and not sj_fit and scenario_judge == "auto" and g.max_pair_calls >= 2:
-        warn_msgs.append(f"scenario_judge is identifiable for {g.label()} but not fitted: {unsupported}.")
     sj_test = None
     if sj_fit:
         ev = _sj.SJEvaluator(d, gm.ystats, g.sj)
