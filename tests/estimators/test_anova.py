@@ -21,6 +21,14 @@ from cjstats.estimators.anova import (
 )
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
 
+def estimate_paper(*args, **kwargs):
+    """``cj.estimate`` of the paper's model (Eq. 1, no scenario x judge term): the lme4 fixtures and hand
+    computations of this module are of that model; the model with the interaction is tested in
+    test_scenario_judge.py and test_reml_scenario_judge_lme4.py."""
+    kwargs.setdefault("scenario_judge", False)
+    return cj.estimate(*args, **kwargs)
+
+
 QWEN = TABLE3_MTBENCH["Qwen"]
 N, M, K = 80, 10, 5  # the paper's MT-Bench design
 
@@ -72,7 +80,7 @@ class TestHandComputedDesign:
         i, j, l = np.meshgrid(range(2), range(2), range(3), indexing="ij")
         df = pd.DataFrame({"model": "m", "scenario": i.ravel(), "generation": j.ravel(),
                            "judge": [f"J{x}" for x in l.ravel()], "score": Y.ravel()})
-        fit = cj.estimate(df, "anova")
+        fit = estimate_paper(df, "anova")
         est = fit.estimates()
         raw = dict(zip(fit.components["component"], fit.components["raw_estimate"]))
         assert est["mu"] == pytest.approx(4.25, abs=1e-12)
@@ -94,7 +102,7 @@ class TestHandComputedDesign:
         i, j, l = np.meshgrid(range(2), range(2), range(3), indexing="ij")
         df = pd.DataFrame({"model": "m", "scenario": i.ravel(), "generation": j.ravel(),
                            "judge": [f"J{x}" for x in l.ravel()], "score": y2.ravel()})
-        gen = cj.estimate(df).components.set_index("component").loc["generation"]
+        gen = estimate_paper(df).components.set_index("component").loc["generation"]
         ms_w = mean_squares(y2).ms_residual
         assert gen["estimate"] == 0.0 and gen["at_boundary"]
         assert gen["raw_estimate"] == pytest.approx((0.0 - ms_w) / 3, abs=1e-12)
@@ -229,30 +237,30 @@ class TestIncompleteDesigns:
 
     def test_missing_cells_raise_by_default_naming_the_first(self, holey):
         with pytest.raises(cj.CjstatsError, match=r"^Model 'Qwen' is incomplete: 2 judge calls are missing .*\(first: scenario 0, generation 0, judge 'judge_0'\)\. Pass incomplete='drop'"):
-            cj.estimate(holey, "anova")
+            estimate_paper(holey, "anova")
 
     def test_drop_keeps_complete_cells_only_and_reports_it(self, holey):
         s = cj.read_scores(holey)
         # drop one whole generation per affected scenario keeps balance only if every scenario loses the same;
         # here two cells of one scenario are hit, so the remaining design is unbalanced: a clear error
         with pytest.raises(cj.CjstatsError, match="same number"):
-            cj.estimate(s, "anova", incomplete="drop")
+            estimate_paper(s, "anova", incomplete="drop")
 
     def test_drop_on_a_design_that_stays_balanced(self, small_balanced_frame):
         f = small_balanced_frame
         holey = f[~((f["generation"] == 2) & (f["judge"] == "judge_1"))].reset_index(drop=True)
         with pytest.warns(cj.CjstatsWarning, match="36 of 132 rows and 0 of 12 scenarios"):
-            fit = cj.estimate(holey, "anova", incomplete="drop")
+            fit = estimate_paper(holey, "anova", incomplete="drop")
         diag = fit.diagnostics["Qwen"]
         assert diag["dropped_cells"] == 12 and diag["m"] == 2
-        full = cj.estimate(f[f["generation"] < 2], "anova")
+        full = estimate_paper(f[f["generation"] < 2], "anova")
         pd.testing.assert_frame_equal(fit.components, full.components)
 
     def test_unequal_generations_point_to_reml(self):
         df = pd.DataFrame({"model": "a", "scenario": [0] * 4 + [1] * 2, "generation": [0, 0, 1, 1, 0, 0],
                            "judge": ["x", "y"] * 3, "score": [1.0, 2, 3, 4, 5, 7]})
         with pytest.raises(cj.CjstatsError, match="method='reml'"):
-            cj.estimate(df, "anova")
+            estimate_paper(df, "anova")
 
 
 def _one_generation_with_gaps(n_missing: int, n: int = 20, seed: int = 0) -> pd.DataFrame:
@@ -270,7 +278,7 @@ class TestDropIsNeverSilent:
         df = _one_generation_with_gaps(4)
         with pytest.warns(cj.CjstatsWarning, match=r"^incomplete='drop' removed incomplete cells from 1 of 2 groups: "
                                                   r"model 'a': 8 of 56 rows and 4 of 20 scenarios\.$"):
-            fit = cj.estimate(df, "anova", incomplete="drop")
+            fit = estimate_paper(df, "anova", incomplete="drop")
         d = fit.dropped.set_index("model")
         assert d.loc["a", ["dropped_rows", "n_rows", "dropped_cells", "n_cells", "dropped_scenarios",
                            "n_scenarios"]].tolist() == [8, 56, 4, 20, 4, 20]
@@ -281,7 +289,7 @@ class TestDropIsNeverSilent:
         df = pd.concat([_one_generation_with_gaps(3).assign(criterion="x"),
                         _one_generation_with_gaps(0).assign(criterion="y")], ignore_index=True)
         with pytest.warns(cj.CjstatsWarning, match="model 'a', criterion 'x': 6 of 57 rows and 3 of 20 scenarios"):
-            fit = cj.estimate(df, "anova", incomplete="drop")
+            fit = estimate_paper(df, "anova", incomplete="drop")
         assert list(fit.dropped.columns[:2]) == ["model", "criterion"] and len(fit.dropped) == 4
 
     def test_more_than_half_of_a_models_scenarios_is_refused_with_the_counts_and_the_fix(self):
@@ -290,7 +298,7 @@ class TestDropIsNeverSilent:
         with pytest.raises(cj.CjstatsError, match=r"^incomplete='drop' would remove 16 of 20 scenarios \(80%\) and "
                                                  r"32 of 44 rows of model 'a', more than max_drop=0.5 allows; use "
                                                  r"method='reml', which keeps every call, or pass max_drop=0.8"):
-            cj.estimate(df, "anova", incomplete="drop")
+            estimate_paper(df, "anova", incomplete="drop")
 
     def test_judge_f_test_uses_the_same_drop_and_limit(self):
         df = _one_generation_with_gaps(16)
@@ -304,50 +312,50 @@ class TestDropIsNeverSilent:
         df = _one_generation_with_gaps(16)
         for limit in (0.8, 1.0):
             with pytest.warns(cj.CjstatsWarning, match="16 of 20 scenarios"):
-                fit = cj.estimate(df, "anova", incomplete="drop", max_drop=limit)
+                fit = estimate_paper(df, "anova", incomplete="drop", max_drop=limit)
             assert fit.diagnostics["a"]["n"] == 4 and fit.provenance["options"]["max_drop"] == limit
 
     def test_exactly_the_limit_is_allowed(self):
         with pytest.warns(cj.CjstatsWarning, match="10 of 20 scenarios"):
-            cj.estimate(_one_generation_with_gaps(10), "anova", incomplete="drop")
+            estimate_paper(_one_generation_with_gaps(10), "anova", incomplete="drop")
 
     def test_nothing_dropped_means_no_warning_and_a_table_of_zeros(self):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            fit = cj.estimate(_one_generation_with_gaps(0), "anova", incomplete="drop")
+            fit = estimate_paper(_one_generation_with_gaps(0), "anova", incomplete="drop")
         assert (fit.dropped["dropped_rows"] == 0).all()
-        assert cj.estimate(_one_generation_with_gaps(0), "anova").dropped is None
+        assert estimate_paper(_one_generation_with_gaps(0), "anova").dropped is None
 
     @pytest.mark.parametrize("option", [{"incomplete": "drop"}, {"max_drop": 0.8}])
     def test_drop_options_belong_to_a_backend_that_drops(self, option):
         with pytest.raises(cj.CjstatsError, match=r"argument of estimate applies to a backend that needs complete "
                                                  r"data, such as method='anova'; method='reml' keeps every call"):
-            cj.estimate(_one_generation_with_gaps(2), "reml", **option)
+            estimate_paper(_one_generation_with_gaps(2), "reml", **option)
 
     @pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
     def test_a_bad_limit_is_one_sentence(self, bad):
         with pytest.raises(cj.CjstatsError, match=r"The 'max_drop' argument of estimate must be a share of "
                                                  r"scenarios between 0 and 1"):
-            cj.estimate(_one_generation_with_gaps(2), "anova", incomplete="drop", max_drop=bad)
+            estimate_paper(_one_generation_with_gaps(2), "anova", incomplete="drop", max_drop=bad)
 
 
 class TestOptions:
     def test_ci_level_changes_interval_width(self, small_balanced_scores):
-        w90 = cj.estimate(small_balanced_scores, ci_level=0.9).components
-        w99 = cj.estimate(small_balanced_scores, ci_level=0.99).components
+        w90 = estimate_paper(small_balanced_scores, ci_level=0.9).components
+        w99 = estimate_paper(small_balanced_scores, ci_level=0.99).components
         assert ((w99["upper"] - w99["lower"]) >= (w90["upper"] - w90["lower"]) - 1e-12).fillna(True).all()
 
     def test_bad_ci_level_is_one_sentence(self, small_balanced_scores):
         with pytest.raises(cj.CjstatsError, match=r"ci_level should be in the interval \(0, 1\) but got 95"):
-            cj.estimate(small_balanced_scores, ci_level=95)
+            estimate_paper(small_balanced_scores, ci_level=95)
 
     def test_unknown_method_is_one_sentence(self, small_balanced_scores):
         with pytest.raises(cj.CjstatsError, match="must be one of 'anova', 'bayes', 'reml'. Got 'lmer' instead."):
-            cj.estimate(small_balanced_scores, "lmer")
+            estimate_paper(small_balanced_scores, "lmer")
 
     def test_unknown_interval_is_one_sentence(self, small_balanced_scores):
         with pytest.raises(cj.CjstatsError, match="'interval' argument"):
-            cj.estimate(small_balanced_scores, interval="wald")
+            estimate_paper(small_balanced_scores, interval="wald")
 
 
 class TestRealData:
@@ -356,7 +364,7 @@ class TestRealData:
         # prompt 1, 96 scenarios x 5 judges: offsets ChatGPT -0.98, Llama-13B +0.61, OrcaPlatypus +0.43,
         # Beluga 0.00, Mistral -0.06; scenario variance ~0.11, residual ~0.29 (quoted to 2 decimals).
         s = cj.datasets.load("hanna").subset(models=["GPT-2"], criteria=["Coherence"])
-        fit = cj.estimate(s)
+        fit = estimate_paper(s)
         off = dict(zip(fit.judge_offsets["judge"], fit.judge_offsets["estimate"]))
         expected = {"ChatGPT": -0.98, "Llama-13B": 0.61, "OrcaPlatypus": 0.43, "Beluga-13B": 0.00, "Mistral-7B": -0.06}
         for judge, value in expected.items():

@@ -36,6 +36,14 @@ from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.scores import GroupData
 from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
+def estimate_paper(*args, **kwargs):
+    """``cj.estimate`` of the paper's model (Eq. 1, no scenario x judge term): the lme4 fixtures and hand
+    computations of this module are of that model; the model with the interaction is tested in
+    test_scenario_judge.py and test_reml_scenario_judge_lme4.py."""
+    kwargs.setdefault("scenario_judge", False)
+    return cj.estimate(*args, **kwargs)
+
+
 LME4 = Path(__file__).resolve().parents[1] / "data" / "lme4"
 REF = json.loads((LME4 / "lme4_reference.json").read_text())
 CASES = list(REF["cases"])
@@ -76,13 +84,13 @@ def _with_scores(g: GroupData, rng: np.random.Generator, *, s2a: float, s2b: flo
 def _fit_rows(g: GroupData, interval: str):
     """Component rows (by name), judge offsets and diagnostics of one REML fit of ``g``."""
     gf, _ = reml._fit_group(g, level=0.95, interval=interval, path="structured", n_boot=2, rng=None,
-                            progress=False)
+                            progress=False, scenario_judge=False)
     return {r.component: r for r in gf.rows}, gf.offsets, gf.diagnostics
 
 
 @pytest.fixture(scope="module")
 def case_fits():
-    return {name: cj.estimate(_case(name), method="reml") for name in CASES}
+    return {name: estimate_paper(_case(name), method="reml") for name in CASES}
 
 
 # ------------------------------------------------------------------------------------------------- lme4
@@ -163,7 +171,7 @@ class TestStatsmodelsReference:
     def test_statsmodels_path_agrees_with_structured_path(self, case, case_fits):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CjstatsWarning)
-            sm = cj.estimate(_case(case), method="reml", path="statsmodels")
+            sm = estimate_paper(_case(case), method="reml", path="statsmodels")
         st = case_fits[case]
         d = next(iter(sm.diagnostics.values()))
         assert d["path"] == "statsmodels" and next(iter(st.diagnostics.values()))["path"] == "structured"
@@ -232,7 +240,7 @@ class TestStatsmodelsReference:
         """On the boundary case statsmodels stops at a small positive scenario variance; the REML optimum is
         at 0, so the guard fires, the result is flagged, and the warning goes through CjstatsWarning."""
         with pytest.warns(CjstatsWarning) as record:
-            fit = cj.estimate(_case("boundary"), method="reml", path="statsmodels", interval="none")
+            fit = estimate_paper(_case("boundary"), method="reml", path="statsmodels", interval="none")
         assert any("above the REML optimum" in str(w.message) for w in record)
         c = _comp(fit)
         assert c.loc["scenario", "at_boundary"] and c.loc["scenario", "estimate"] == 0.0
@@ -243,7 +251,7 @@ class TestStatsmodelsReference:
     def test_statsmodels_warnings_are_captured_not_printed(self, capsys):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CjstatsWarning)
-            fit = cj.estimate(_case("boundary"), method="reml", path="statsmodels", interval="none")
+            fit = estimate_paper(_case("boundary"), method="reml", path="statsmodels", interval="none")
         out = capsys.readouterr()
         assert out.out == "" and out.err == ""
         assert any("ConvergenceWarning" in w for w in fit.diagnostics["GPT"]["statsmodels"]["warnings"])
@@ -263,10 +271,10 @@ class TestBalancedEqualsAnova:
         compared = 0
         for seed in range(6):
             sc = _balanced(n, m, k, seed)
-            a = _comp(cj.estimate(sc, method="anova"))
+            a = _comp(estimate_paper(sc, method="anova"))
             if (a.loc[a["identifiable"], "raw_estimate"] < 0).any():
                 continue
-            fit = cj.estimate(sc, method="reml")
+            fit = estimate_paper(sc, method="reml")
             r = _comp(fit)
             for name in ("mu", "scenario", "generation", "residual", "judge_panel", "judge_population"):
                 if not a.loc[name, "identifiable"]:
@@ -277,7 +285,7 @@ class TestBalancedEqualsAnova:
             for name in ("mu", "judge_panel"):
                 assert r.loc[name, "lower"] == pytest.approx(a.loc[name, "lower"], rel=1e-6)
                 assert r.loc[name, "upper"] == pytest.approx(a.loc[name, "upper"], rel=1e-6)
-            ao = cj.estimate(sc, method="anova").judge_offsets
+            ao = estimate_paper(sc, method="anova").judge_offsets
             for col in ("estimate", "std_error", "lower", "upper"):
                 np.testing.assert_allclose(fit.judge_offsets[col], ao[col], rtol=1e-7, atol=1e-9)
             compared += 1
@@ -289,8 +297,8 @@ class TestBalancedEqualsAnova:
         for seed in range(40):
             sc = cj.read_scores(simulate_scores(n=15, m=2, k=3, s2_scenario=1.0, s2_generation=0.0, s2_residual=1.0,
                                                 judge_offsets=[-0.5, 0.0, 0.5], seed=seed))
-            a = _comp(cj.estimate(sc, method="anova"))
-            r = _comp(cj.estimate(sc, method="reml", interval="none"))
+            a = _comp(estimate_paper(sc, method="anova"))
+            r = _comp(estimate_paper(sc, method="reml", interval="none"))
             assert bool(r.loc["generation", "at_boundary"]) == bool(a.loc["generation", "raw_estimate"] < 0), seed
             seen += bool(a.loc["generation", "at_boundary"])
         assert seen >= 5
@@ -468,11 +476,11 @@ class TestBoundary:
         for _ in range(200):
             sc = cj.read_scores(simulate_scores(n=n, m=m, k=k, s2_scenario=0.0, s2_generation=0.6, s2_residual=1.0,
                                                 judge_offsets=[-0.6, -0.2, 0.2, 0.6], seed=rng))
-            an = cj.estimate(sc, method="anova")
+            an = estimate_paper(sc, method="anova")
             if _comp(an).loc["generation", "raw_estimate"] < 0:
                 continue          # MS_G < MS_W changes the REML boundary condition; rare here
             ms = an.diagnostics["model"]
-            r = _comp(cj.estimate(sc, method="reml", interval="none")).loc["scenario"]
+            r = _comp(estimate_paper(sc, method="reml", interval="none")).loc["scenario"]
             expect = ms["ms_scenario"] <= ms["ms_generation"]
             assert bool(r["at_boundary"]) == expect
             if r["at_boundary"]:
@@ -528,16 +536,16 @@ class TestIntervals:
         come back as the bound 0)."""
         monkeypatch.setattr(engine, "_secant_root", lambda *args, **kwargs: math.nan)
         with pytest.warns(CjstatsWarning, match="profile-likelihood search did not converge for residual"):
-            fit = cj.estimate(_case("balanced"), method="reml")
+            fit = estimate_paper(_case("balanced"), method="reml")
         c = _comp(fit)
         assert c.loc["residual", ["lower", "upper"]].isna().all()
         assert "did not converge" in fit.diagnostics["Qwen"]["warnings"][0]
 
     def test_bootstrap_is_seeded_and_reproducible(self):
         sc = _case("balanced")
-        a = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=60, seed=5)
-        b = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=60, seed=5)
-        c = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=60, seed=6)
+        a = estimate_paper(sc, method="reml", interval="bootstrap", n_boot=60, seed=5)
+        b = estimate_paper(sc, method="reml", interval="bootstrap", n_boot=60, seed=5)
+        c = estimate_paper(sc, method="reml", interval="bootstrap", n_boot=60, seed=6)
         pd.testing.assert_frame_equal(a.components, b.components)
         pd.testing.assert_frame_equal(a.draws, b.draws)
         assert not np.allclose(a.components["lower"].dropna(), c.components["lower"].dropna())
@@ -554,7 +562,7 @@ class TestIntervals:
         SE of an SD estimated from B draws, SD / sqrt(2 (B - 1))."""
         sc = _case("unbalanced")
         n_boot = 300
-        fit = cj.estimate(sc, method="reml", interval="bootstrap", n_boot=n_boot, seed=11)
+        fit = estimate_paper(sc, method="reml", interval="bootstrap", n_boot=n_boot, seed=11)
         c = _comp(fit)
         tol = 4.0 / math.sqrt(2 * (n_boot - 1))
         for name in ("residual", "mu"):
@@ -563,14 +571,14 @@ class TestIntervals:
 
     def test_progress_bar_only_when_asked(self, capsys):
         sc = _case("balanced")
-        cj.estimate(sc, method="reml", interval="bootstrap", n_boot=20, seed=1)
+        estimate_paper(sc, method="reml", interval="bootstrap", n_boot=20, seed=1)
         assert capsys.readouterr().err == ""
-        cj.estimate(sc, method="reml", interval="bootstrap", n_boot=20, seed=1, progress=True)
+        estimate_paper(sc, method="reml", interval="bootstrap", n_boot=20, seed=1, progress=True)
         out = capsys.readouterr()
         assert out.out == "" and "bootstrap" in out.err and "100%" in out.err
 
     def test_interval_none_gives_point_estimates_only(self):
-        c = _comp(cj.estimate(_case("balanced"), method="reml", interval="none"))
+        c = _comp(estimate_paper(_case("balanced"), method="reml", interval="none"))
         assert c.loc[["scenario", "generation", "residual", "judge_population"], "lower"].isna().all()
         assert (c.loc[["scenario", "generation", "residual"], "ci_method"] == "none").all()
 
@@ -666,7 +674,7 @@ class TestDiagnostics:
     def test_fit_prints_nothing_and_keeps_the_input(self, capsys):
         df = pd.read_csv(LME4 / "unbalanced.csv")
         before = df.copy(deep=True)
-        fit = cj.estimate(df, method="reml")
+        fit = estimate_paper(df, method="reml")
         pd.testing.assert_frame_equal(df, before)
         out = capsys.readouterr()
         assert out.out == "" and out.err == ""
@@ -686,7 +694,7 @@ class TestDiagnostics:
         threshold. The profile search stops within 1e-4 of the cutoff on the zeta scale, so bounds agree to
         about 1e-5 relative."""
         df = pd.read_csv(LME4 / "unbalanced.csv")
-        fit = cj.estimate(df.assign(score=a * df["score"] + b), method="reml")
+        fit = estimate_paper(df.assign(score=a * df["score"] + b), method="reml")
         ref, got = _comp(case_fits["unbalanced"]), _comp(fit)
         d = fit.diagnostics["Llama"]
         assert d["converged"] and not d["warnings"]
@@ -722,7 +730,7 @@ class TestErrors:
                                             ({"progress": "yes"}, "'progress' argument")])
     def test_bad_options_raise_one_sentence(self, opts, match):
         with pytest.raises(CjstatsError, match=match):
-            cj.estimate(_case("balanced"), method="reml", **opts)
+            estimate_paper(_case("balanced"), method="reml", **opts)
 
     @pytest.mark.parametrize("how", ["equal_within_scenarios", "exactly_additive"])
     def test_no_residual_variation_raises_one_sentence(self, how):
@@ -733,7 +741,7 @@ class TestErrors:
         df = pd.DataFrame({"model": "m", "scenario": g.scenario, "generation": g.cell,
                            "judge": np.asarray(g.judge_labels)[g.judge], "score": cell_mean + 0.25 * g.judge})
         with pytest.raises(CjstatsError, match=r"^Model 'm' has no residual variation: [^.]*\.$"):
-            cj.estimate(df, method="reml")
+            estimate_paper(df, method="reml")
 
     def test_residual_beyond_double_precision_raises_one_sentence(self):
         """A residual SD 1e-6 of the scenario SD is real variation (not 'no residual variation'), but the
@@ -744,11 +752,11 @@ class TestErrors:
                            "judge": np.asarray(g.judge_labels)[g.judge], "score": g.y})
         with pytest.raises(CjstatsError, match=r"^Model 'm' has scores that vary [0-9.e+]+ times more between "
                                                r"[^.]*resolves, [^.]*\.$"):
-            cj.estimate(df, method="reml")
+            estimate_paper(df, method="reml")
 
     def test_no_residual_degrees_of_freedom_raises(self):
         """Every cell scored by a single judge: the residual cannot be separated from generation."""
         rows = [{"model": "m", "scenario": s, "generation": gen, "judge": f"j{(s + gen) % 2}",
                  "score": float((s * 7 + gen * 3) % 5)} for s in range(6) for gen in range(3)]
         with pytest.raises(CjstatsError, match="no degrees of freedom for the residual"):
-            cj.estimate(pd.DataFrame(rows), method="reml")
+            estimate_paper(pd.DataFrame(rows), method="reml")
