@@ -180,9 +180,9 @@ def _page(summary: pd.DataFrame, run: dict) -> str:
     # the time at the usual 400 and 100 replicates, scaled from this run's (which includes the start-up)
     usual = run["freq_min"] * 400 / reps + run["bayes_min"] * 100 / bayes_reps
     reps_note = ("" if reps >= 400 and bayes_reps >= 100 else
-                 f" **Fewer replicates than this page's usual 400 (anova, REML) and 100 (Bayes)**, to bound the run time "
-                 f"on this shared machine, whose load varies (at this run's pace the usual counts would take about "
-                 f"{usual:.0f} min), so differences smaller than about 3 x {_mcse(reps):.3f} (anova, REML) and "
+                 f" **Fewer replicates than this page's usual 400 (anova, REML) and 100 (Bayes)**, to bound the run "
+                 f"time on this shared machine, whose load varies (at this run's pace the usual counts would take "
+                 f"about {usual:.0f} min), so differences smaller than about 3 x {_mcse(reps):.3f} (anova, REML) and "
                  f"3 x {_mcse(bayes_reps):.3f} (Bayes) on a coverage are within Monte Carlo error here.")
     bayes_note = ("" if run["bayes_sj"] else " This version's Bayes backend has no `scenario_judge` option (it "
                   "fits the paper's model), so it is left out of the scenario x judge designs (\"not run\").")
@@ -310,8 +310,8 @@ used.
 {full}
 """
 
-GUIDANCE = """Read the tables below with their Monte Carlo SEs (about {mcse:.3f} on a coverage at {reps} replicates, {bayes_mcse:.3f} at {bayes_reps}).
-The numbers quoted here are those of the run on this page.
+GUIDANCE = """Read the tables below with their Monte Carlo SEs (about {mcse:.3f} on a coverage at {reps} replicates,
+{bayes_mcse:.3f} at {bayes_reps}). The numbers quoted here are those of the run on this page.
 
 - **A scenario x judge interaction (variance 0.5): keep the default, which fits it.** With the term
   (**[+scenario_judge]**, anova and REML alike) every component covers 92-97% at both sizes: scenario_judge
@@ -341,12 +341,13 @@ The numbers quoted here are those of the run on this page.
 - **Missing judge calls (10% MCAR): use `reml`.** With m > 1, `anova(incomplete="drop")` failed in every
   replicate (dropping incomplete cells leaves scenarios with different numbers of generations, which the
   ANOVA cannot take; with m = 1 it would drop whole scenarios). REML stays nearly unbiased and covers
-  93-98% (with or without the term); its judge_population interval is at the low edge (0.920 ± 0.017 at n = 20, 0.928 ± 0.016 at the
-  paper's design).
+  93-98% (with or without the term); its judge_population interval is at the low edge (0.920 ± 0.017 at
+  n = 20, 0.928 ± 0.016 at the paper's design).
 - **judge_population (judges as a random sample) is weakly determined with K = 5**: 4 degrees of freedom,
   RMSE 0.68-0.87 on a truth of 1.18 (anova, REML; 1.2-2.0 for Bayes's posterior mean) and intervals 5 to 9
-  units wide, whatever the backend. The intervals are honest (0.92-0.98) but say little; REML's profile interval is the narrowest (4.8-6.6 wide against 6.6-9.1
-  for anova's MLS). For statements about the judges you used, use judge_panel, which is estimated well.
+  units wide, whatever the backend. The intervals are honest (0.92-0.98) but say little; REML's profile
+  interval is the narrowest (4.8-6.6 wide against 6.6-9.1 for anova's MLS). For statements about the judges
+  you used, use judge_panel, which is estimated well.
   In an exploratory run with K = 4 (3 degrees of freedom, n = 20, m = 2, 400 replicates, an earlier version)
   REML's judge_population interval under-covered: 0.912 ± 0.014.
 - **Bayes point estimates are posterior means, and for variances they are biased upwards**: judge_population
