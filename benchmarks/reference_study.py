@@ -3,19 +3,27 @@
 The three backends on the paper's Table 3 components (MT-Bench, model Qwen: the largest components), at a
 small design (n = 20, m = 2, K = 5) and the paper's design (n = 80, m = 10, K = 5), each balanced, with 10%
 of judge calls missing completely at random, with scores cut to the 1..10 scale (ordinal), and with a scenario
-x judge interaction of variance 0.5. Judges are drawn from a population in every replicate, so that both
-judge_panel (the replicate's own mean(gamma^2)) and judge_population have a truth.
+x judge interaction of variance 0.5 (the truth's ``scenario_judge``; 0 in the other designs). Judges are drawn
+from a population in every replicate, so that both judge_panel (the replicate's own mean(gamma^2)) and
+judge_population have a truth.
 
-Run:  .venv/bin/python benchmarks/reference_study.py [--reps 400] [--bayes-reps 100] [--jobs 2]
+Run:  .venv/bin/python benchmarks/reference_study.py [--reps 400] [--bayes-reps 100] [--jobs 2] [--save S.parquet]
+      .venv/bin/python benchmarks/reference_study.py --render S.parquet   (rewrite the page from a saved run)
 
-anova and REML run in one study (paired, ``--reps`` replicates); Bayes in a second study of ``--bayes-reps``
-replicates with the same seed, so its first replicates are the same data sets as theirs.
+anova and REML run in one study (paired, ``--reps`` replicates), each twice: with the ``scenario_judge`` term
+(the default, fitted where identifiable) and as the paper's model (``scenario_judge=False``). Bayes runs in a
+second study of ``--bayes-reps`` replicates with the same seed, so its first replicates are the same data sets
+as theirs: the designs are listed with the scenario x judge ones last, and a Bayes backend without the
+``scenario_judge`` option (it fits the paper's model) is left out of those, keeping the design numbers, and so
+the data, of the others.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import inspect
+import json
 import math
 import os
 import platform
@@ -29,21 +37,62 @@ import cjstats as cj
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "study.md"
 FIGURE = OUT.parent / "figures" / "study_coverage.png"
+FIGURE_SJ = OUT.parent / "figures" / "study_coverage_scenario_judge.png"
 MISSPECS = {"balanced": {}, "10% MCAR": {"mcar": 0.1}, "ordinal 1..10": {"ordinal": 10},
             "scenario x judge": {"scenario_judge": 0.5}}
 SIZES = {"small": (20, 2, 5), "paper": (80, 10, 5)}
+SJ = "scenario x judge"
 BAYES = ("bayes", {"draws": 500, "tune": 500, "chains": 2, "cores": 1})
+#: anova and REML, each with the scenario_judge term (the default) and as the paper's model.
+FREQ = [("anova", {"incomplete": "drop"}), ("anova", {"incomplete": "drop", "scenario_judge": False}),
+        "reml", ("reml", {"scenario_judge": False})]
+#: The study's method labels -> the page's, which say which methods fit the scenario_judge term.
+LABELS = {"anova(incomplete=drop)": "anova(drop) [+scenario_judge]",
+          "anova(incomplete=drop, scenario_judge=False)": "anova(drop) [paper model]",
+          "reml": "reml [+scenario_judge]", "reml(scenario_judge=False)": "reml [paper model]"}
+
+
+def _bayes_fits_sj() -> bool:
+    """Whether this version's Bayes backend has the ``scenario_judge`` option (else it fits the paper's model)."""
+    from cjstats.estimators import bayes
+
+    return "scenario_judge" in inspect.signature(bayes.fit).parameters
 
 
 def _designs() -> list[cj.Design]:
+    """The designs, the scenario x judge ones last (so that a study of the others keeps their numbers)."""
     out = []
-    for size, (n, m, k) in SIZES.items():
-        for name, spec in MISSPECS.items():
-            out.append(cj.Design(n=n, m=m, k=k, misspec=spec, label=f"{size} (n={n}, m={m}), {name}"))
+    for last in (False, True):
+        for size, (n, m, k) in SIZES.items():
+            for name, spec in MISSPECS.items():
+                if (name == SJ) == last:
+                    out.append(cj.Design(n=n, m=m, k=k, misspec=spec, label=f"{size} (n={n}, m={m}), {name}"))
     return out
 
 
+def _display_order() -> dict[str, int]:
+    """Design label -> its place on the page: size first, then the misspecifications in the order of MISSPECS."""
+    labels = [f"{size} (n={n}, m={m}), {name}" for size, (n, m, _) in SIZES.items() for name in MISSPECS]
+    return {label: i for i, label in enumerate(labels)}
+
+
+def _mcse(reps: int) -> float:
+    """The Monte Carlo SE of a 95% coverage at ``reps`` replicates."""
+    return math.sqrt(0.95 * 0.05 / reps)
+
+
+def _status(row: pd.Series) -> str | None:
+    """What a cell without a number means: every fit failed, or the method does not fit this row."""
+    if row["failure_rate"] == 1:
+        return "failed"
+    if row["replicates"] == 0:
+        return "not fitted" if not math.isnan(row["truth"]) else "-"
+    return None
+
+
 def _cov(row: pd.Series) -> str:
+    if _status(row):
+        return _status(row)
     if math.isnan(row["coverage"]):
         return "-"
     flag = " **low**" if row["coverage"] < 0.95 - 3 * row["coverage_mcse"] - 1e-12 else ""
@@ -51,6 +100,8 @@ def _cov(row: pd.Series) -> str:
 
 
 def _bias(row: pd.Series) -> str:
+    if _status(row):
+        return _status(row)
     if math.isnan(row["bias"]):
         return "-"
     rel = row["bias"] / row["truth"] if row["truth"] else math.nan
@@ -61,7 +112,7 @@ def _matrix(summary: pd.DataFrame, cell) -> str:
     s = summary.copy()
     s["value"] = s.apply(cell, axis=1)
     t = s.pivot_table(index=["design", "component"], columns="method", values="value", aggfunc="first", sort=False)
-    t = t.reset_index()
+    t = t.reset_index().fillna("not run")
     head = "| " + " | ".join(t.columns) + " |"
     sep = "|" + "|".join("---" for _ in t.columns) + "|"
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in t.itertuples(index=False)]
@@ -74,20 +125,51 @@ def main() -> None:
     ap.add_argument("--bayes-reps", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--save", type=Path, help="also write the summary (Parquet) and the run's facts (.json beside "
+                    "it), so that --render can rewrite the page without rerunning the study")
+    ap.add_argument("--render", type=Path, help="write the page from a summary saved by --save; run nothing")
     args = ap.parse_args()
+    if args.render is not None:
+        summary = pd.read_parquet(args.render)
+        run = json.loads(args.render.with_suffix(".json").read_text(encoding="utf-8"))
+    else:
+        summary, run = _run(args)
+        if args.save is not None:
+            summary.to_parquet(args.save, index=False)
+            args.save.with_suffix(".json").write_text(json.dumps(run, indent=1), encoding="utf-8")
+    OUT.write_text(_page(summary, run), encoding="utf-8")
+    _figure(summary)
+    print(f"wrote {OUT}, {FIGURE} and {FIGURE_SJ} ({run['minutes']:.1f} min of study)")
+
+
+def _run(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
+    """Run the two studies; the page's summary (page labels, page order) and the facts of the run."""
     warnings.simplefilter("ignore")
     truth = cj.Truth.table3(["Qwen"], judges="population")
     designs = _designs()
+    bayes_sj = _bayes_fits_sj()
+    bayes_designs = designs if bayes_sj else [d for d in designs if SJ not in d.label]
+    bayes_label = f"bayes [{'+scenario_judge' if bayes_sj else 'paper model'}]"
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    freq = cj.simulation_study(truth, designs, [("anova", {"incomplete": "drop"}), "reml"], args.reps,
-                               seed=args.seed, jobs=args.jobs)
+    freq = cj.simulation_study(truth, designs, FREQ, args.reps, seed=args.seed, jobs=args.jobs)
     t1 = time.perf_counter()
-    bayes = cj.simulation_study(truth, designs, [BAYES], args.bayes_reps, seed=args.seed, jobs=args.jobs)
+    bayes = cj.simulation_study(truth, bayes_designs, [BAYES], args.bayes_reps, seed=args.seed, jobs=args.jobs)
     t2 = time.perf_counter()
     summary = pd.concat([freq.summary, bayes.summary], ignore_index=True)
-    order = {d.label: i for i, d in enumerate(designs)}
+    summary["method"] = summary["method"].map(lambda m: LABELS.get(m, bayes_label))
+    order = _display_order()
     summary = summary.sort_values("design", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+    run = {"reps": args.reps, "bayes_reps": args.bayes_reps, "jobs": args.jobs, "seed": args.seed,
+           "bayes_sj": bayes_sj, "bayes_label": bayes_label, "load": load, "minutes": (t2 - t0) / 60,
+           "freq_min": (t1 - t0) / 60, "bayes_min": (t2 - t1) / 60, "date": dt.date.today().isoformat(),
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+    return summary, run
+
+
+def _page(summary: pd.DataFrame, run: dict) -> str:
+    """The Markdown page of a run."""
+    reps, bayes_reps = run["reps"], run["bayes_reps"]
     low = summary[summary["coverage"] < 0.95 - 3 * summary["coverage_mcse"] - 1e-12]
     fail = summary[summary["failure_rate"] > 0].drop_duplicates(["design", "method"])
     low_lines = [f"- {r.method}, {r.component}, {r.design}: {r.coverage:.3f} ± {r.coverage_mcse:.3f}"
@@ -95,30 +177,41 @@ def main() -> None:
     fail_lines = [f"- {r.method}, {r.design}: {r.failure_rate:.0%} of fits failed"
                   for r in fail.itertuples()] or ["- none"]
     secs = summary.drop_duplicates(["design", "method"]).assign(component="all")
-    text = PAGE.format(
-        reps=args.reps, bayes_reps=args.bayes_reps, jobs=args.jobs, seed=args.seed,
-        minutes=(t2 - t0) / 60, freq_min=(t1 - t0) / 60, bayes_min=(t2 - t1) / 60, load=load,
-        date=dt.date.today().isoformat(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
+    # the time at the usual 400 and 100 replicates, scaled from this run's (which includes the start-up)
+    usual = run["freq_min"] * 400 / reps + run["bayes_min"] * 100 / bayes_reps
+    reps_note = ("" if reps >= 400 and bayes_reps >= 100 else
+                 f" **Fewer replicates than this page's usual 400 (anova, REML) and 100 (Bayes)**, to bound the run "
+                 f"time on this shared machine, whose load varies (at this run's pace the usual counts would take "
+                 f"about {usual:.0f} min), so differences smaller than about 3 x {_mcse(reps):.3f} (anova, REML) and "
+                 f"3 x {_mcse(bayes_reps):.3f} (Bayes) on a coverage are within Monte Carlo error here.")
+    bayes_note = ("" if run["bayes_sj"] else " This version's Bayes backend has no `scenario_judge` option (it "
+                  "fits the paper's model), so it is left out of the scenario x judge designs (\"not run\").")
+    return PAGE.format(
+        reps=reps, bayes_reps=bayes_reps, jobs=run["jobs"], seed=run["seed"], bayes_note=bayes_note,
+        reps_note=reps_note, bayes_label=run["bayes_label"], mcse=_mcse(reps), bayes_mcse=_mcse(bayes_reps),
+        minutes=run["minutes"], freq_min=run["freq_min"], bayes_min=run["bayes_min"], load=run["load"],
+        date=run["date"], machine=run["machine"],
         bayes_opts=", ".join(f"{k}={v}" for k, v in BAYES[1].items()),
         coverage=_matrix(summary, _cov), bias=_matrix(summary, _bias),
         low="\n".join(low_lines), fail="\n".join(fail_lines),
         seconds=_matrix(secs, lambda r: f"{r['seconds_per_fit']:.3f}"),
         full=_full_markdown(summary),
     )
-    OUT.write_text(text, encoding="utf-8")
-    _figure(summary)
-    print(f"wrote {OUT} and {FIGURE} in {(t2 - t0) / 60:.1f} min")
 
 
 def _figure(summary: pd.DataFrame) -> None:
-    """The coverage of every method, design and component with Monte Carlo bands (cj.plots.coverage_plot)."""
+    """The coverage of every method, design and component with Monte Carlo bands (cj.plots.coverage_plot): the
+    paper's components in one figure, scenario_judge (which coverage_plot does not draw beside them) in a
+    second."""
     import matplotlib
 
     matplotlib.use("Agg")
     cj.plots.set_style()
-    study = cj.StudyResult(summary=summary, replicates=pd.DataFrame(), settings={})
-    fig = cj.plots.coverage_plot(study)
-    fig.savefig(FIGURE, dpi=110, bbox_inches="tight")
+    sj = summary[(summary["component"] == "scenario_judge") & summary["coverage"].notna()]
+    for path, part in ((FIGURE, summary), (FIGURE_SJ, sj)):
+        study = cj.StudyResult(summary=part.reset_index(drop=True), replicates=pd.DataFrame(), settings={})
+        fig = cj.plots.coverage_plot(study)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
 def _full_markdown(summary: pd.DataFrame) -> str:
@@ -135,16 +228,22 @@ truth: judge_panel is the replicate's own mean(gamma^2), judge_population the po
 
 - Designs: *small* (n = 20, m = 2, K = 5) and *paper* (n = 80, m = 10, K = 5), each **balanced**, with
   **10% MCAR** missing judge calls, with scores rounded and cut to **1..10** (ordinal; the latent truth is
-  compared with estimates on the score scale), and with a **scenario x judge** interaction of variance 0.5
-  (a term the model does not have; the truth is the model's components).
-- Methods: `("anova", {{"incomplete": "drop"}})` (method of moments, complete cells only) and `reml`
-  (profile-likelihood intervals) on the same {reps} replicates per design (paired); `bayes` ({bayes_opts})
-  on {bayes_reps} replicates per design with the same seed, i.e. on the first {bayes_reps} of the same data
-  sets. Intervals are 95%.
+  compared with estimates on the score scale), and with a **scenario x judge** interaction (alpha gamma)_il of
+  variance 0.5: judge l's own deviation on scenario i, shared by the scenario's generations. It is a component
+  of the truth: `scenario_judge` = 0.5 in those designs and 0 in the others, and `residual` is the
+  within-cell residual 1.486 in every design (m >= 2, so the term is identifiable everywhere).
+- Methods, on the same {reps} replicates per design (paired): `("anova", {{"incomplete": "drop"}})` (method
+  of moments, complete cells only) and `reml` (profile-likelihood intervals), each twice. **[+scenario_judge]**
+  is the default (`scenario_judge="auto"`: the term is fitted wherever it is identifiable, so in every design
+  here); **[paper model]** is `scenario_judge=False`, the paper's model without the term, whose residual then
+  holds s2_residual + s2_scenario_judge and is still compared with the within-cell truth (its
+  `scenario_judge` row is "not fitted"). `{bayes_label}` ({bayes_opts}) runs on {bayes_reps} replicates per
+  design with the same seed, i.e. on the first {bayes_reps} of the same data sets.{bayes_note} Intervals are
+  95%.
 - Size and time: this run took {minutes:.1f} min ({freq_min:.1f} min anova + REML, {bayes_min:.1f} min
   Bayes) with `jobs={jobs}` on a shared {machine} (load average {load:.1f} at the start), seed {seed},
-  {date}. The Monte Carlo SE of a 95% coverage is about 0.011 at {reps} replicates and 0.022 at {bayes_reps};
-  raise `--reps` for finer answers.
+  {date}. The Monte Carlo SE of a 95% coverage is about {mcse:.3f} at {reps} replicates and {bayes_mcse:.3f}
+  at {bayes_reps}; raise `--reps` for finer answers.{reps_note}
 
 Reproduce: `python benchmarks/reference_study.py --reps {reps} --bayes-reps {bayes_reps} --jobs {jobs}`.
 
@@ -164,6 +263,11 @@ Designs where fits failed (recorded, never fatal; see `StudyResult.replicates["e
 
 ![Coverage of every method, design and component, with +-2 Monte Carlo SE and the nominal band](figures/study_coverage.png)
 
+![Coverage of the scenario_judge intervals of the methods that fit the term](figures/study_coverage_scenario_judge.png)
+
+"not fitted": the method does not have the term (the paper's model); "not run": the method was not run on the
+design; "failed": every fit raised.
+
 {coverage}
 
 ## Bias (relative to the truth)
@@ -177,7 +281,9 @@ Designs where fits failed (recorded, never fatal; see `StudyResult.replicates["e
 ## Speed
 
 Measured with `python benchmarks/bench_study.py` on this 2-core machine while other jobs shared it (the load
-average, printed per line, was 4 to 8, so a study had well under one core to itself):
+average, printed per line, was 4 to 8, so a study had well under one core to itself). These measurements
+predate the `scenario_judge` term (the paper's model); REML with the term, now the default where it is
+identifiable, takes 2 to 10 times as long per fit (see "Seconds per fit" above):
 
 | study | wall time | goal |
 |---|---|---|
@@ -204,39 +310,61 @@ used.
 {full}
 """
 
-GUIDANCE = """Read the tables below with their Monte Carlo SEs (about 0.011 on a coverage at 400 replicates, 0.022 at 100).
+GUIDANCE = """Read the tables below with their Monte Carlo SEs (about {mcse:.3f} on a coverage at {reps} replicates,
+{bayes_mcse:.3f} at {bayes_reps}). The numbers quoted here are those of the run on this page.
 
-- **Balanced data, the paper's model holds: use `anova`.** anova and REML give the same point estimates (equal
-  to 1e-6 on every interior fit, a tested property) and both intervals cover 93-97% for every component at
-  both sizes, at a fraction of REML's cost. Bias is within a few Monte Carlo SEs of 0 for every component.
+- **A scenario x judge interaction (variance 0.5): keep the default, which fits it.** With the term
+  (**[+scenario_judge]**, anova and REML alike) every component covers 92-97% at both sizes: scenario_judge
+  itself 0.952-0.960, the within-cell residual 0.956-0.968, generation 0.940-0.952, judge_panel 0.948-0.956,
+  and no bias exceeds 6%. The paper's model (**[paper model]**, `scenario_judge=False`) puts the interaction
+  into its residual (+0.48 to +0.49, +32-33%), whose interval then covers the within-cell truth 0.30-0.31 of the
+  time at n = 20 and never (0.000) at the paper's design; at m = 10 it also drains generation (-0.10, -38%;
+  coverage 0.14), and its judge_panel interval is too narrow (coverage 0.70; median width 0.156 against 0.280
+  with the term, which counts the scenario x judge noise in the judge means). At n = 20 its scenario is 8-9%
+  high. mu and judge_population are unaffected either way. This version's Bayes backend has no
+  `scenario_judge` option and was not run on these designs: it fits the paper's model, so expect what the
+  [paper model] columns show.
+- **What fitting the term costs when the data have none** (truth 0: the balanced and MCAR designs; ordinal
+  below). scenario_judge is estimated at 0 in 49-58% of the fits and its interval covers 0 in 97-98% of them
+  (conservative on the boundary). At the paper's design nothing else changes (residual interval 0.149-0.159
+  wide against 0.146-0.156, coverage 0.95-0.98 against 0.97). At n = 20, m = 2 the within-cell residual keeps only the
+  n (m - 1)(K - 1) = 80 degrees of freedom of the 156 the paper's model pools, so its interval is wider
+  (anova 0.97 against 0.68, REML 0.75 against 0.67), and REML's residual is 4% low (-0.05 to -0.07, while
+  scenario_judge is +0.07 high: the truncation at 0 moves variance from the residual to the term); coverage
+  stays 0.93-0.96. REML with the term also takes 2 to 10 times as long per fit (0.31 against 0.14 s on the
+  balanced designs here, 1.3 against 0.13 s with 10% MCAR at the paper's design). Not fitting a term that is
+  there breaks three components; fitting one that is not there costs precision at m = 2 and time.
+- **Balanced data: use `anova`.** anova and REML give the same point estimates on interior fits (a tested
+  property) and both intervals cover 93-98% for every component at both sizes, with or without the term, at a
+  fraction of REML's cost. Bias is within a few Monte Carlo SEs of 0 for every component except
+  scenario_judge itself (truncated at its truth 0) and REML's residual at n = 20 with the term (above).
 - **Missing judge calls (10% MCAR): use `reml`.** With m > 1, `anova(incomplete="drop")` failed in every
   replicate (dropping incomplete cells leaves scenarios with different numbers of generations, which the
-  ANOVA cannot take; with m = 1 it would drop whole scenarios). REML stays unbiased and covers 93-96%;
-  its judge_population interval is at the low edge at n = 20 (0.922 ± 0.013).
+  ANOVA cannot take; with m = 1 it would drop whole scenarios). REML stays nearly unbiased and covers
+  93-98% (with or without the term); its judge_population interval is at the low edge (0.920 ± 0.017 at
+  n = 20, 0.928 ± 0.016 at the paper's design).
 - **judge_population (judges as a random sample) is weakly determined with K = 5**: 4 degrees of freedom,
-  RMSE about 0.86 on a truth of 1.18 and intervals 5 to 9 units wide, whatever the backend. The intervals are
-  honest (93-97%) but say little; REML's profile interval is the narrowest (5.5-6.5 wide against 7.8-9.0 for
-  anova's MLS). For statements about the judges you used, use judge_panel, which is estimated well
-  (coverage 94-97%). In an exploratory run with K = 4 (3 degrees of freedom, n = 20, m = 2, 400 replicates)
+  RMSE 0.68-0.87 on a truth of 1.18 (anova, REML; 1.2-2.0 for Bayes's posterior mean) and intervals 5 to 9
+  units wide, whatever the backend. The intervals are honest (0.92-0.98) but say little; REML's profile
+  interval is the narrowest (4.8-6.6 wide against 6.6-9.1 for anova's MLS). For statements about the judges
+  you used, use judge_panel, which is estimated well.
+  In an exploratory run with K = 4 (3 degrees of freedom, n = 20, m = 2, 400 replicates, an earlier version)
   REML's judge_population interval under-covered: 0.912 ± 0.014.
 - **Bayes point estimates are posterior means, and for variances they are biased upwards**: judge_population
-  about doubles its truth (+86% to +112% in every design: the posterior of a variance with 4 degrees of
-  freedom is right-skewed), scenario and generation are 11-47% high at n = 20 and nearly unbiased at n = 80.
-  Its credible intervals covered within Monte Carlo error in the balanced and MCAR designs (100 replicates,
-  2 chains x 500 draws). Use its intervals, or the median of `fit.draws`, rather than the mean for small
-  variances.
+  is +55% to +104% of its truth in every design (the posterior of a variance with 4 degrees of freedom is
+  right-skewed), scenario 9-14% and generation about 46% high at n = 20 (balanced, MCAR), nearly unbiased at
+  n = 80. Its credible intervals covered within Monte Carlo error in the balanced and MCAR designs
+  ({bayes_reps} replicates, 2 chains x 500 draws). Use its intervals, or the median of `fit.draws`, rather
+  than the mean for small variances.
 - **Ordinal scores (1..10): no Gaussian backend is right, and larger designs make it worse.** Rounding and
-  the ceiling at 10 (Qwen's mean is 7.1) shrink every variance by 5-18% and mu by about 0.08. At n = 20 the
-  wide intervals hide it (only judge_panel under-covers, 0.85), but at the paper's design intervals tighten
-  around the biased values: judge_panel covers 0.25-0.28, residual 0.53, generation 0.70, scenario 0.84-0.90,
-  mu 0.91. On bounded scores, read the components as a description of the score scale, not of the latent
-  model, and compare with `("bayes", {{"likelihood": "ordinal"}})` (latent scale; not run in this reference
-  study because of its cost) in a study of your own.
-- **A scenario x judge interaction (variance 0.5) breaks residual and generation.** The model has no such term,
-  so the interaction ends in the residual (+0.49, +33%) and, at m = 10, drains generation (-37%): residual
-  coverage falls to 0.25-0.28 at n = 20 and to 0 at the paper's design, generation to 0.08-0.17, judge_panel
-  to 0.68-0.71. mu, scenario and judge_population stay fine. If judges disagree about which scenarios are
-  hard, do not trust generation and residual from any of the three backends."""
+  the ceiling at 10 (Qwen's mean is 7.1) shrink every variance by 5-17% and mu by 0.06-0.07. At n = 20 the
+  wide intervals hide it (judge_panel under-covers, 0.85-0.86; REML's residual with the term 0.89), but at
+  the paper's design intervals tighten around the biased values: judge_panel covers 0.31-0.32, residual
+  0.53 (paper model) and 0.42-0.43 (with the term, whose scenario_judge reads the rounding as an interaction:
+  it covers its truth 0 only 0.71-0.72 of the time), generation 0.66-0.70, scenario 0.86, mu 0.93. On
+  bounded scores, read the components as a description of the score scale, not of the latent model, and
+  compare with `("bayes", {{"likelihood": "ordinal"}})` (latent scale; not run in this reference study because
+  of its cost) in a study of your own."""
 
 PAGE = PAGE.replace("{guidance}", GUIDANCE)
 

@@ -67,9 +67,13 @@ class TestStudy:
     def test_result_has_one_summary_row_per_design_method_component(self):
         res = cj.simulation_study(cj.Truth.table3(["GPT"]), [SMALL, cj.Design(n=12, m=1, k=4)], ["anova", "reml"],
                                   5, seed=1)
-        assert len(res.summary) == 2 * 2 * 6
-        assert len(res.replicates) == 2 * 5 * 2 * 6
-        assert (res.summary["replicates"].loc[res.summary["component"] != "generation"] == 5).all()
+        assert len(res.summary) == 2 * 2 * 7
+        assert len(res.replicates) == 2 * 5 * 2 * 7
+        # with m = 1 neither generation nor scenario_judge is identifiable: no truth, no estimate, left out
+        s = res.summary
+        unidentified = (s["design"] == "n=12 m=1 K=4") & s["component"].isin(["generation", "scenario_judge"])
+        assert (s.loc[unidentified, "replicates"] == 0).all() and s.loc[unidentified, "truth"].isna().all()
+        assert (s.loc[~unidentified, "replicates"] == 5).all()
         for text in (str(res), res.as_markdown(), res.as_latex()):
             assert "coverage" in text and "judge_panel".replace("_", "") in text.replace("_", "").replace("\\", "")
 
@@ -95,8 +99,8 @@ class TestStudy:
         t = cj.Truth.table3(["GPT"], criteria=["helpful", "safe"])
         res = cj.simulation_study(t, SMALL, ["anova"], 2, seed=8)
         assert list(res.summary.columns[:5]) == ["design", "method", "model", "criterion", "component"]
-        assert set(res.summary["criterion"]) == {"helpful", "safe"} and len(res.summary) == 12
-        assert res.replicates["truth"].notna().sum() == 2 * 2 * 6
+        assert set(res.summary["criterion"]) == {"helpful", "safe"} and len(res.summary) == 14
+        assert res.replicates["truth"].notna().sum() == 2 * 2 * 7
 
     def test_progress_bar_goes_to_stderr_with_the_time_left(self, capsys):
         cj.simulation_study(cj.Truth.table3(["GPT"]), SMALL, ["anova"], 3, seed=9, progress=True)
@@ -160,7 +164,8 @@ class TestReproducible:
 
 
 class TestUnderThePapersModel:
-    """Balanced design, judges drawn from a population (so judge_population has a truth), 400 replicates.
+    """Balanced design, judges drawn from a population (so judge_population has a truth), 400 replicates,
+    fitted with the paper's model (``scenario_judge=False``; the data have no scenario x judge term).
 
     Coverage of every component must lie within nominal +/- 3 Monte Carlo SEs, with the SE computed at the
     nominal level: 3 sqrt(0.95 x 0.05 / 400) = 0.0327. With 12 checks the chance that one fails by Monte
@@ -168,16 +173,20 @@ class TestUnderThePapersModel:
     """
 
     REPS = 400
+    METHODS = {"anova": "anova(scenario_judge=False)", "reml": "reml(scenario_judge=False)"}
 
     @pytest.fixture(scope="class")
     @classmethod
     def result(cls):
         t = cj.Truth.table3(["Qwen"], judges="population")
-        return cj.simulation_study(t, cj.Design(n=20, m=2, k=5), ["anova", "reml"], cls.REPS, seed=12)
+        methods = [(m, {"scenario_judge": False}) for m in cls.METHODS]
+        return cj.simulation_study(t, cj.Design(n=20, m=2, k=5), methods, cls.REPS, seed=12)
 
     @pytest.mark.parametrize("method", ["anova", "reml"])
     def test_coverage_of_every_component_is_nominal_within_monte_carlo_error(self, result, method):
-        s = result.summary[result.summary["method"] == method].set_index("component")
+        s = result.summary[result.summary["method"] == self.METHODS[method]].set_index("component")
+        assert s.loc["scenario_judge", "replicates"] == 0  # not fitted: left out of the measures
+        s = s.drop(index="scenario_judge")
         band = 3 * math.sqrt(0.95 * 0.05 / self.REPS)
         assert (s["replicates"] == self.REPS).all()
         off = s[(s["coverage"] - 0.95).abs() > band]
@@ -185,8 +194,9 @@ class TestUnderThePapersModel:
 
     def test_reml_equals_anova_on_interior_fits(self, result):
         r = result.replicates
-        a = r[r["method"] == "anova"].reset_index(drop=True)
-        b = r[r["method"] == "reml"].reset_index(drop=True)
+        r = r[r["component"] != "scenario_judge"]
+        a = r[r["method"] == self.METHODS["anova"]].reset_index(drop=True)
+        b = r[r["method"] == self.METHODS["reml"]].reset_index(drop=True)
         interior = ~a.groupby("replicate")["at_boundary"].transform("any")
         assert interior.mean() > 0.5
         np.testing.assert_allclose(b["estimate"][interior], a["estimate"][interior], rtol=1e-6, atol=1e-7)

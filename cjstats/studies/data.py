@@ -3,8 +3,13 @@ r"""Known-truth score tables for simulation studies: the truth, the design, and 
 The data follow the paper's model (Eq. 1, ``eq:model``), one analysis group (model, or model x criterion) at a
 time, built on :func:`cjstats.simulate.simulate_array`:
 
-    X_ijl = mu + alpha_i + beta_ij + gamma_l + eps_ijl,
-    alpha_i ~ N(0, s2_scenario), beta_ij ~ N(0, s2_generation), eps_ijl ~ N(0, s2_residual).
+    X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
+    alpha_i ~ N(0, s2_scenario), beta_ij ~ N(0, s2_generation), (alpha gamma)_il ~ N(0, s2_scenario_judge),
+    eps_ijl ~ N(0, s2_residual),
+
+with the scenario x judge interaction (alpha gamma)_il (DESIGN.md, ``scenario_judge``: judge l's own deviation
+on scenario i, shared by the generations of the scenario) a component of the truth like the others, 0 unless a
+group gives it: the paper's model is the case s2_scenario_judge = 0.
 
 Judges are either a fixed panel (``judges="panel"``: the offsets of :func:`cjstats.simulate.panel_offsets`,
 the same in every replicate, with mean(gamma_l^2) = judge_panel) or redrawn per replicate from a population
@@ -14,8 +19,10 @@ estimates are compared with is that replicate's own (see :func:`simulate_scores`
 Misspecifications (:data:`MISSPECIFICATIONS`), each a named option with one stated parameter:
 
 ==========================  =================================================================================
-``scenario_judge``          variance s2 of a scenario x judge interaction (a.g)_il ~ N(0, s2), shared by the
-                            generations of a scenario (the model has no such term)
+``scenario_judge``          variance s2 > 0 of the scenario x judge interaction: sets the truth's
+                            ``scenario_judge`` of every group to s2 (replacing the group's own value). Not a
+                            break of the model the backends fit by default (they fit the term where it is
+                            identifiable), but of the paper's model, ``scenario_judge=False``, which lacks it
 ``judge_model``             variance s2 of a judge x model interaction: model p's offsets are
                             gamma_l + d_lp, d_lp ~ N(0, s2), redrawn per replicate (the truth judge_panel of
                             each model is then its own realised mean of squared centred offsets)
@@ -30,8 +37,17 @@ Misspecifications (:data:`MISSPECIFICATIONS`), each a named option with one stat
                             call's standardised score: low scores are lost more often
 ==========================  =================================================================================
 
-The truth is not changed by a misspecification (except ``judge_model``, see above): the study then shows
-what the estimators make of data that break the model.
+The truth is not changed by a misspecification (except ``judge_model`` and ``scenario_judge``, see above): the
+study then shows what the estimators make of data that break the model.
+
+The truth of the ``scenario_judge`` row is s2_scenario_judge and that of ``residual`` the within-cell residual
+s2_residual, whenever the term is identifiable in the replicate's data (some judge scored two generations of
+one scenario; the backends' ``scenario_judge="auto"`` rule). Where it is not (m = 1, or a schedule that never
+gives a judge two generations of a scenario) the ``scenario_judge`` truth is NaN and ``residual``'s is
+s2_residual + s2_scenario_judge, what the residual of any fit then holds (as ``scenario`` holds
+s2_scenario + s2_generation at m = 1). The truth belongs to the data, not to the method: a fit of the paper's
+model (``scenario_judge=False``) is compared with the same within-cell residual, and its ``scenario_judge`` row
+(not fitted, NaN) is left out of the measures.
 """
 
 from __future__ import annotations
@@ -77,6 +93,8 @@ MISSPECIFICATIONS: dict[str, str] = {
 }
 
 _VARIANCES = ("scenario", "generation", "residual")
+#: Components a group may leave out, and their default.
+_OPTIONAL = {"scenario_judge": 0.0}
 #: Table 3 reports judge_panel at K_tot = 5; the population variance with E[mean(u_c^2)] = judge_panel there.
 _TABLE3_K = 5
 
@@ -89,9 +107,13 @@ def _check_group(name: str, comp: Mapping[str, Any], judges: str) -> dict[str, f
     if missing:
         raise CjstatsError(f"The truth of group '{name}' has no component '{missing[0]}' (judges='{judges}' needs "
                            f"{', '.join(need)}); add it.")
+    unknown = sorted(set(comp) - {*need, *_OPTIONAL, "judge_panel", "judge_population"})
+    if unknown:
+        raise CjstatsError(f"The truth of group '{name}' has an unknown component '{unknown[0]}' (components: "
+                           f"{', '.join((*need, *_OPTIONAL))}); remove it or fix its name.")
     out = {}
-    for c in need:
-        v = comp[c]
+    for c in (*need, *_OPTIONAL):
+        v = comp.get(c, _OPTIONAL.get(c))
         if isinstance(v, bool) or not isinstance(v, Real) or not math.isfinite(float(v)):
             raise CjstatsError(f"The truth of group '{name}' has component '{c}' = {v!r}; give a finite number.")
         if c != "mu" and float(v) < 0:
@@ -109,7 +131,8 @@ class Truth:
     ----------
     groups : Mapping[str, Mapping[str, float]]
         Model name -> ``{mu, scenario, generation, residual, judge_panel}`` (``judge_population`` instead
-        when ``judges="population"``). Variances are per observation, as in the paper's Table 3.
+        when ``judges="population"``), and optionally ``scenario_judge``, the variance of the scenario x judge
+        interaction (default 0, the paper's model). Variances are per observation, as in the paper's Table 3.
     judges : {"panel", "population"}
         A fixed panel of offsets with mean(gamma^2) = judge_panel, the same in every replicate; or offsets
         redrawn per replicate, u_l ~ N(0, judge_population), centred over the panel.
@@ -167,8 +190,9 @@ class Truth:
         """The estimates of a fitted :class:`~cjstats.VarianceComponents` as the truth ("more data like mine").
 
         Each (model, [criterion]) group becomes a group of the truth (named ``"model / criterion"`` when the
-        fit has criteria). A component the fit could not identify (``generation`` with m = 1) is simulated as
-        0, with a warning: the scenario component then already holds sigma2_alpha + sigma2_beta.
+        fit has criteria). A component the fit has no estimate of is simulated as 0, with a warning:
+        ``generation`` with m = 1 (the scenario component then already holds sigma2_alpha + sigma2_beta) and
+        ``scenario_judge`` where it was not identifiable or not fitted (the residual then already holds it).
         """
         from cjstats.components import VarianceComponents
 
@@ -185,7 +209,7 @@ class Truth:
             name = " / ".join(str(k) for k in key)
             est = dict(zip(rows["component"], rows["estimate"].astype(float)))
             comp = {}
-            for c in ("mu", *_VARIANCES, "judge_panel" if judges == "panel" else "judge_population"):
+            for c in ("mu", *_VARIANCES, *_OPTIONAL, "judge_panel" if judges == "panel" else "judge_population"):
                 v = est.get(c, float("nan"))
                 if not math.isfinite(v):
                     unidentified.add(c)
@@ -420,8 +444,9 @@ def _draw_group(comp: Mapping[str, float], gamma: np.ndarray, design: Design, rn
             w = np.exp(np.linspace(-0.5, 0.5, k) * math.log(ms["judge_residual_ratio"]))
             scale = comp["residual"] * w / w.mean()
         y += eps * np.sqrt(scale)
-    if "scenario_judge" in ms:
-        y += (rng.standard_normal((n, 1, k)) * math.sqrt(ms["scenario_judge"]))
+    s2_sj = _scenario_judge(comp, design)
+    if s2_sj > 0:  # drawn only when present, so that data without the term keep their seeds' values
+        y += (rng.standard_normal((n, 1, k)) * math.sqrt(s2_sj))
     if "ordinal" in ms:
         y = np.clip(np.rint(y), 1, ms["ordinal"])
     if "mcar" in ms:
@@ -441,6 +466,19 @@ def _draw_group(comp: Mapping[str, float], gamma: np.ndarray, design: Design, rn
 TruthRecords = list[tuple[tuple[str, str | None, str], float]]
 
 
+def _scenario_judge(comp: Mapping[str, float], design: Design) -> float:
+    """The variance of the scenario x judge interaction of a group: the design's misspecification, if it gives
+    one, else the truth's own."""
+    return float(design.misspec.get("scenario_judge", comp["scenario_judge"]))
+
+
+def _sj_identifiable(m: int, keep: np.ndarray | None) -> bool:
+    """Whether some judge scored two generations of one scenario (the backends' ``scenario_judge="auto"``)."""
+    if m < 2:
+        return False
+    return keep is None or int(keep.sum(axis=1).max(initial=0)) >= 2
+
+
 def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -> tuple[pd.DataFrame, TruthRecords]:
     """One replicate: the long score table and its truth, ``((model, criterion or None, component), value)``.
 
@@ -448,7 +486,10 @@ def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -
     ``judge_population`` is the population variance (judges="population") or, for a fixed panel, the panel's
     own variance sum(gamma_l^2)/(K - 1), what a random-judge estimator targets given that panel. With m = 1 the
     ``scenario`` truth is s2_scenario + s2_generation and ``generation`` has no truth (NaN), as the estimators
-    report them.
+    report them. ``scenario_judge`` is the interaction's variance (the design's misspecification, else the
+    truth's) and ``residual`` the within-cell s2_residual where the interaction is identifiable in the group's
+    calls; elsewhere ``scenario_judge`` is NaN and ``residual`` s2_residual + s2_scenario_judge (module
+    docstring).
     """
     n, m, k = design.n, design.m, design.k
     judges = _judge_names(design)
@@ -477,8 +518,12 @@ def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -
         frames.append(pd.DataFrame(cols))
         panel = float(np.mean(gamma**2))
         pop = comp["judge_population"] if truth.judges == "population" else panel * k / (k - 1)
+        s2_sj = _scenario_judge(comp, design)
+        sj_ok = _sj_identifiable(m, keep)
         t = {"mu": comp["mu"], "scenario": comp["scenario"] + (comp["generation"] if m == 1 else 0.0),
-             "generation": comp["generation"] if m > 1 else float("nan"), "residual": comp["residual"],
+             "generation": comp["generation"] if m > 1 else float("nan"),
+             "scenario_judge": s2_sj if sj_ok else float("nan"),
+             "residual": comp["residual"] + (0.0 if sj_ok else s2_sj),
              "judge_panel": panel, "judge_population": pop}
         truths.extend(((model, crit, c), v) for c, v in t.items())
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)

@@ -15,7 +15,11 @@ methods", Stat. Med. 38:2074, Table 6), over the n_sim replicates with an estima
 
 (sd with divisor n_sim - 1). The truth may differ between replicates (judges redrawn per replicate), hence
 theta_r - t_r rather than theta_r - mean(t). Replicates whose fit failed, or whose component is not
-identifiable (NaN), are left out of these measures; ``failure_rate`` counts the failed fits.
+identifiable or not fitted (NaN estimate: ``generation`` at m = 1, ``scenario_judge`` with m = 1 or with
+``scenario_judge=False``, the paper's model), are left out of these measures; ``failure_rate`` counts the failed
+fits. The truth is the data's (:func:`cjstats.studies.data.simulate_replicate`), the same for every method:
+a fit of the paper's model is compared with the within-cell ``residual`` even when the data have a scenario x
+judge interaction, which its residual then holds.
 """
 
 from __future__ import annotations
@@ -477,8 +481,10 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
     methods : list
         Backend names or ``(name, options)`` pairs with the backend's own option names, e.g.
         ``["anova", ("anova", {"interval": "satterthwaite"}), ("reml", {"interval": "bootstrap", "n_boot": 199}),
-        ("bayes", {"likelihood": "ordinal", "draws": 500, "chains": 2})]``. Every method is fitted to the same
-        data set in each replicate (paired comparisons).
+        ("reml", {"scenario_judge": False}), ("bayes", {"likelihood": "ordinal", "draws": 500, "chains": 2})]``.
+        Every method is fitted to the same data set in each replicate (paired comparisons). A method is labelled
+        by its name and options (``"reml(scenario_judge=False)"``: the paper's model without the scenario x judge
+        term; plain ``"reml"`` fits the term wherever it is identifiable).
     replicates : int
         Replicates per design.
     ci_level : float, optional
@@ -509,8 +515,8 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
     --------
     >>> import cjstats as cj
     >>> res = cj.simulation_study(cj.Truth.table3(["GPT"]), [cj.Design(n=20, m=2, k=4)], ["anova"], 20, seed=1)
-    >>> res.summary.shape[0]
-    6
+    >>> res.summary.shape[0]   # mu, scenario, generation, scenario_judge, residual and the two judge rows
+    7
     """
     if not isinstance(truth, Truth):
         raise CjstatsError(f"The 'truth' argument of {_CALLER} must be a cj.Truth (e.g. cj.Truth.table3()). "
