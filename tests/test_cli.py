@@ -30,8 +30,8 @@ class TestDecompose:
         r = runner.invoke(cli, ["decompose", str(p), "--format", "json"])
         assert r.exit_code == 0, r.output
         rows = json.loads(r.output)
-        assert [row["component"] for row in rows] == ["mu", "scenario", "generation", "residual", "judge_panel",
-                                                      "judge_population"]
+        assert [row["component"] for row in rows] == ["mu", "scenario", "generation", "scenario_judge", "residual",
+                                                      "judge_panel", "judge_population"]
         gen = rows[2]
         assert gen["estimate"] is None and gen["lower"] is None and gen["identifiable"] is False
         assert gen["note"].startswith("not identifiable: one generation per scenario")
@@ -41,7 +41,7 @@ class TestDecompose:
         assert r.exit_code == 0
         out = tmp_path / "out.csv"
         out.write_text(r.output)
-        assert len(pd.read_csv(out)) == 12
+        assert len(pd.read_csv(out)) == 2 * 7        # 2 models x 7 components (COMPONENTS)
 
     def test_offsets(self, runner, score_file):
         r = runner.invoke(cli, ["decompose", str(score_file), "--offsets", "--format", "json"])
@@ -119,7 +119,9 @@ class TestJudges:
         doc = json.loads(r.output)
         assert set(doc) == {"f_test", "per_judge"}
         tests = doc["f_test"]
-        assert len(tests) == 2 and all(x["df1"] == 3 and x["df2"] == 35 * 3 for x in tests)
+        # m = 3 generations scored by the same judges: the scenario x judge interaction is fitted, and the judge
+        # effect is tested against it, on (n - 1)(K - 1) = 11 x 3 df
+        assert len(tests) == 2 and all(x["df1"] == 3 and x["df2"] == 11 * 3 for x in tests)
 
 
 class TestDemo:

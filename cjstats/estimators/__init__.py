@@ -270,7 +270,7 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     >>> import cjstats as cj
     >>> fit = cj.estimate(cj.datasets.load("hanna"), method="anova")
     >>> sorted(fit.components["component"].unique())
-    ['generation', 'judge_panel', 'judge_population', 'mu', 'residual', 'scenario']
+    ['generation', 'judge_panel', 'judge_population', 'mu', 'residual', 'scenario', 'scenario_judge']
     """
     from cjstats.stats import build_stats
 
@@ -280,13 +280,13 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
                            f"Install them with pip install 'cjstats[{backend.extra}]'.")
     ci = resolve_ci_level(ci_level)
-    _check_options(backend, options)
-    engine_opts = dict(engine_options or {})
-    _check_engine_options(engine, engine_opts)
     drop_options = [o for o in ("incomplete", "max_drop") if o in options]
     if drop_options and not backend.capabilities.balanced_only:
         raise CjstatsError(f"The '{drop_options[0]}' argument of estimate applies to a backend that needs complete "
                            f"data, such as method='anova'; method='{backend.name}' keeps every call, so leave it out.")
+    _check_options(backend, options)
+    engine_opts = dict(engine_options or {})
+    _check_engine_options(engine, engine_opts)
     if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
         return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options,
                                engine_options=engine_opts)
