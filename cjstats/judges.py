@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,8 @@ JUDGE_TEST_COLUMNS: tuple[str, ...] = ("model", "F", "df1", "df2", "p_value", "m
 
 
 def judge_f_test(scores: Scores, *, method: Literal["anova", "reml"] = "anova",
-                 incomplete: Literal["error", "drop"] = "error", max_drop: float | None = None) -> pd.DataFrame:
+                 incomplete: Literal["error", "drop"] = "error", max_drop: float | None = None,
+                 scenario_judge: Any = "auto") -> pd.DataFrame:
     """Test of the judge main effect per model (and criterion): are the judges' offsets gamma_l all zero?
 
     ``method="anova"``: the F test of paper App. G (``app:anova``), F = MS_J / MS_W with K - 1 and
@@ -44,6 +45,11 @@ def judge_f_test(scores: Scores, *, method: Literal["anova", "reml"] = "anova",
     degrees of freedom of lmerTest (Satterthwaite df of each eigen-contrast, combined as
     2E/(E - (K - 1)), E = sum nu/(nu - 2)). On a balanced table it equals the ANOVA F and its df.
 
+    Where the scenario x judge interaction is fitted (``scenario_judge``, passed to :func:`cjstats.estimate`;
+    by default wherever a judge scored several generations of a scenario), the judge effect is tested against
+    it: F = MS_J / MS_SJ on (K - 1, (n - 1)(K - 1)) df for the ANOVA, and the REML Wald F then uses the
+    covariance of the offsets under that model. ``scenario_judge=False`` gives the paper's test.
+
     Returns
     -------
     DataFrame
@@ -54,12 +60,12 @@ def judge_f_test(scores: Scores, *, method: Literal["anova", "reml"] = "anova",
     check_choice("method", method, ("anova", "reml"), caller="judge_f_test")
     check_choice("incomplete", incomplete, ("error", "drop"), caller="judge_f_test")
     if method == "anova":
-        fit = estimate(scores, "anova", incomplete=incomplete, max_drop=max_drop)
+        fit = estimate(scores, "anova", incomplete=incomplete, max_drop=max_drop, scenario_judge=scenario_judge)
     else:
         if incomplete == "drop" or max_drop is not None:
             raise CjstatsError("The 'incomplete' and 'max_drop' arguments of judge_f_test apply to method='anova' "
                                "only (REML keeps every call); leave them out.")
-        fit = estimate(scores, "reml")
+        fit = estimate(scores, "reml", scenario_judge=scenario_judge)
     return judge_test(fit)
 
 

@@ -39,8 +39,10 @@ class TestVariance:
         assert r.exit_code == 0, r.output
         rows = {row["model"]: row for row in json.loads(r.output)}
         est = cj.estimate(small_balanced_scores).estimates("Qwen")
+        s2sj = est.get("scenario_judge", 0.0)           # fitted (m = 3 generations scored by the same judges)
         want = variance_contributions(est["scenario"], est["generation"], est["residual"], est["judge_panel"],
-                                      n=40, m=2, k=2, k_total=4)
+                                      n=40, m=2, k=2, k_total=4,
+                                      s2_scenario_judge=0.0 if s2sj != s2sj else s2sj)
         q = rows["Qwen"]
         assert (q["n"], q["m"], q["k"], q["k_total"]) == (40, 2, 2, 4)
         for c, v in want.items():

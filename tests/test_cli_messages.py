@@ -36,6 +36,8 @@ NOT_MESSAGES = {("cjstats.cli._app", "_FLAGS")}
 
 _BUDGET_ONLY = ("report calls optimise with a budget only (no costs, target SE, n_max, designs or ordinal fit), so "
                 "optimise's checks of those arguments cannot fire")
+_VERDICT = ("decompose calls optimise only through scenario_judge_verdict, with the data's budget, n_max, no costs "
+            "and a score-scale fit, so optimise's checks of the other arguments cannot fire")
 _SIMULATION = ("simulation_study records each fit's error in its replicate table and silences the fits' warnings; "
                "none reaches the terminal")
 _SPARSE = ("run_group rewrites the sparse-judge warning of incomplete='drop' (adding --exclude-judges), which this "
@@ -57,6 +59,12 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ("humans", "--n-max"): "PPIMeans.label_budgets fills n_max with the data's units, so label_budget never asks",
     ("judges", "--draws"): "judges offers --method auto, anova or reml: no Bayesian fit runs",
     ("judges", "--tune"): "judges offers --method auto, anova or reml: no Bayesian fit runs",
+    ("decompose", "--costs"): _VERDICT,
+    ("decompose", "--generation-cost"): _VERDICT,
+    ("decompose", "--judges-per-generation"): _VERDICT,
+    ("decompose", "--m-max"): _VERDICT,
+    ("decompose", "--n-max"): _VERDICT,
+    ("decompose", "--target-se"): _VERDICT,
     ("report", "--costs"): _BUDGET_ONLY,
     ("report", "--generation-cost"): _BUDGET_ONLY,
     ("report", "--judges-per-generation"): _BUDGET_ONLY,

@@ -24,7 +24,8 @@ def balanced():
 
 @pytest.fixture(scope="module")
 def anova_fit(balanced):
-    return cj.estimate(balanced, "anova")
+    # the hand formulas below are the paper's model (MS_W as the error of the judge offsets)
+    return cj.estimate(balanced, "anova", scenario_judge=False)
 
 
 class TestAnovaContrastsEqualTheHandFormulas:

@@ -90,8 +90,9 @@ class TestEstimate:
                                                          "pass engine='duckdb'")):
             cj.estimate("scores.csv")
 
-    @pytest.mark.parametrize("method, option, known", [("anova", "intervals", "interval, incomplete, max_drop"),
-                                                       ("reml", "n_bootstrap", "interval, n_boot, path, progress")])
+    @pytest.mark.parametrize("method, option, known", [
+        ("anova", "intervals", "interval, incomplete, max_drop, scenario_judge"),
+        ("reml", "n_bootstrap", "interval, n_boot, path, progress, scenario_judge")])
     def test_an_unknown_option_is_one_sentence_naming_the_known_ones(self, scores, method, option, known):
         with pytest.raises(UnknownOptionError) as info:
             cj.estimate(scores, method, **{option: 1})

@@ -11,7 +11,7 @@ import cjstats as cj
 
 
 def test_f_test_matches_a_direct_two_way_anova(small_balanced_scores):
-    res = cj.judge_f_test(small_balanced_scores)
+    res = cj.judge_f_test(small_balanced_scores, scenario_judge=False)
     f = small_balanced_scores.to_frame()
     q = f[f["model"] == "Qwen"]
     # subjects = (scenario, generation) pairs crossed with judges, as in App. G
@@ -67,8 +67,8 @@ class TestJudgeTestUnderREML:
     """method="reml": the Wald F of the judge offsets, which keeps every call."""
 
     def test_equals_the_anova_f_and_df_on_balanced_data(self, small_balanced_scores):
-        a = cj.judge_f_test(small_balanced_scores)
-        r = cj.judge_f_test(small_balanced_scores, method="reml")
+        a = cj.judge_f_test(small_balanced_scores, scenario_judge=False)
+        r = cj.judge_f_test(small_balanced_scores, method="reml", scenario_judge=False)
         assert list(r["method"]) == ["reml"] * 2 and list(a["method"]) == ["anova"] * 2
         for col in ("F", "df2", "p_value"):
             np.testing.assert_allclose(r[col], a[col], rtol=1e-6)
@@ -77,9 +77,9 @@ class TestJudgeTestUnderREML:
     def test_runs_on_missing_calls_where_the_anova_refuses(self, small_balanced_frame):
         holey = cj.read_scores(small_balanced_frame.drop(index=[0, 5, 40]).reset_index(drop=True))
         with pytest.raises(cj.CjstatsError, match="incomplete"):
-            cj.judge_f_test(holey)
-        r = cj.judge_f_test(holey, method="reml").set_index("model")
-        full = cj.judge_f_test(cj.read_scores(small_balanced_frame)).set_index("model")
+            cj.judge_f_test(holey, scenario_judge=False)
+        r = cj.judge_f_test(holey, method="reml", scenario_judge=False).set_index("model")
+        full = cj.judge_f_test(cj.read_scores(small_balanced_frame), scenario_judge=False).set_index("model")
         # three calls of 288 missing: the test barely moves, and its df shrink by about the calls lost
         assert r.loc["Qwen", "F"] == pytest.approx(full.loc["Qwen", "F"], rel=0.1)
         assert full.loc["Qwen", "df2"] - 6 < r.loc["Qwen", "df2"] < full.loc["Qwen", "df2"]
@@ -87,7 +87,7 @@ class TestJudgeTestUnderREML:
 
     def test_drop_options_belong_to_the_anova(self, small_balanced_scores):
         with pytest.raises(cj.CjstatsError, match="apply to method='anova' only"):
-            cj.judge_f_test(small_balanced_scores, method="reml", incomplete="drop")
+            cj.judge_f_test(small_balanced_scores, method="reml", incomplete="drop", scenario_judge=False)
 
     def test_a_bayes_fit_has_no_judge_test(self, small_balanced_scores):
         from dataclasses import replace

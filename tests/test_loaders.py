@@ -101,7 +101,7 @@ class TestBrokenFiles:
         pytest.importorskip("inspect_ai")
         p = tmp_path / "x.eval"
         p.write_bytes(b"not a zip")
-        with pytest.raises(CjstatsError, match="as an Inspect log"):
+        with pytest.raises(CjstatsError, match="is not an Inspect .eval log"):
             cj.read_inspect_log(p)
 
 

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     from cjstats.reporting.text import demo_report
     scores = cj.datasets.load("hanna", composite=True)
     fit = cj.estimate(scores, "anova")
-    assert len(fit.components) == 11 * 6
+    assert len(fit.components) == 11 * 7
     cj.judge_table(scores); cj.judge_f_test(scores)
     assert "cjstats demo" in demo_report("hanna")
     reml = cj.estimate(scores, "reml")          # the structured REML path needs no statsmodels

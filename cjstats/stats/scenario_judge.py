@@ -1,6 +1,6 @@
 r"""Sufficient statistics for the scenario x judge interaction (estimand ``scenario_judge``).
 
-With the interaction the model of one unit is (DESIGN.md, ``scenario_judge``)
+With the interaction the model of one unit is (docs/scenario-judge.md, ``scenario_judge``)
 
     X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
 

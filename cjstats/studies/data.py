@@ -7,7 +7,7 @@ time, built on :func:`cjstats.simulate.simulate_array`:
     alpha_i ~ N(0, s2_scenario), beta_ij ~ N(0, s2_generation), (alpha gamma)_il ~ N(0, s2_scenario_judge),
     eps_ijl ~ N(0, s2_residual),
 
-with the scenario x judge interaction (alpha gamma)_il (DESIGN.md, ``scenario_judge``: judge l's own deviation
+with the scenario x judge interaction (alpha gamma)_il (docs/scenario-judge.md, ``scenario_judge``: judge l's own deviation
 on scenario i, shared by the generations of the scenario) a component of the truth like the others, 0 unless a
 group gives it: the paper's model is the case s2_scenario_judge = 0.
 

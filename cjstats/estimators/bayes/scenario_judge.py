@@ -3,7 +3,7 @@ r"""The Gaussian model of the Bayesian backend with the scenario x judge interac
 Private helper of :mod:`cjstats.estimators.bayes`; only numpy is needed here (the PyMC version of the same model
 is :func:`cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`).
 
-Model (DESIGN.md, ``scenario_judge``), one unit (model, or model x criterion):
+Model (docs/scenario-judge.md, ``scenario_judge``), one unit (model, or model x criterion):
 
     X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
     alpha_i ~ N(0, s2_alpha), beta_ij ~ N(0, s2_beta), (alpha gamma)_il ~ N(0, s2_sj), eps_ijl ~ N(0, s2_eps),

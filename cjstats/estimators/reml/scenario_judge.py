@@ -1,7 +1,7 @@
 r"""REML with the scenario x judge interaction: the Woodbury core of :class:`~cjstats.estimators.reml.core.Evaluator`
 for H_i = I + Z_i Lambda Z_i' with three relative variances theta = (theta_a, theta_b, theta_sj).
 
-Model (DESIGN.md, ``scenario_judge``), one unit at a time:
+Model (docs/scenario-judge.md, ``scenario_judge``), one unit at a time:
 
     X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
 
