@@ -260,9 +260,11 @@ class TestRealisedVariance:
         plan = cyclic_schedule(12, judges, generations=3, seed=0)
         rv = realised_variance(plan, fit, model="Qwen")
         est = fit.estimates("Qwen")
+        s2sj = est.get("scenario_judge", 0.0)              # fitted: m = 3 generations scored by the same judges
         assert rv.total == pytest.approx(strategy_variance(
             "cyclic", s2_generation=est["generation"], s2_residual=est["residual"], s2_judge_panel=est["judge_panel"],
-            budget=3, n=12, k_total=4, s2_scenario=est["scenario"]), rel=1e-12)
+            budget=3, n=12, k_total=4, s2_scenario=est["scenario"],
+            s2_scenario_judge=0.0 if s2sj != s2sj else s2sj), rel=1e-12)
 
     def test_completed_as_zero_one(self):
         plan = cyclic_schedule(8, JUDGES, generations=2, seed=5)
