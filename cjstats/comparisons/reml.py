@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from cjstats.reporting.format import format_p
 from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
                                        components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
@@ -622,12 +623,13 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
     if not conv:
         advice = "one of the two REML fits did not converge; the test is not reliable"
     elif pval < 0.05:
-        advice = (f"the model x scenario variance differs between models (LR {lr:.3g} on {df} df, p = {pval:.2g}): "
+        advice = (f"the model x scenario variance differs between models (LR {lr:.3g} on {df} df, "
+                  f"p = {format_p(pval)}): "
                   + ("the per-model variances are the right choice" if per_model else
                      "use model_scenario='per_model' so that each pair's standard error reflects its two models"))
     else:
         advice = (f"no evidence that the model x scenario variance differs between models (LR {lr:.3g} on {df} df, "
-                  f"p = {pval:.2g}): the pooled variance is adequate"
+                  f"p = {format_p(pval)}): the pooled variance is adequate"
                   + (" (model_scenario='pooled' gives narrower intervals)" if per_model else ""))
     return {"test": "LR (REML)", "statistic": lr, "df1": df, "p_value": pval, "deviance_pooled": d_pool,
             "deviance_per_model": d_per, "converged": bool(conv), "recommendation": advice}
