@@ -61,7 +61,6 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from cjstats.reporting.format import format_p
 from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
                                        components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
@@ -618,6 +617,8 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
         d_pool, d_per = fit.deviance, other.deviance
         conv = other.converged and fit.converged
     lr = max(d_pool - d_per, 0.0)
+    from cjstats.reporting.format import format_p
+
     df = p - 1
     pval = float(stats.chi2.sf(lr, df)) if df > 0 else _NAN
     if not conv:
