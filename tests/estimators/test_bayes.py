@@ -252,7 +252,11 @@ class TestAgreement:
             b, r = row(fit, comp), row(reml, comp)
             assert abs(b["estimate"] - r["estimate"]) <= 0.5 * b["std_error"], (comp, b["estimate"], r["estimate"])
 
+    @pytest.mark.slow
     def test_marginal_and_joint_parametrisations_give_the_same_posterior(self):
+        # slow: with scenario_judge fitted by default the joint parametrisation samples the numpy joint density
+        # (minutes); CI keeps the exact check that the marginal density is the joint one integrated over (mu,
+        # gamma) (TestDensity here and in test_bayes_scenario_judge.py)
         scores = read_scores(qwen(40, 3, 4, seed=9))
         a = cj.estimate(scores, "bayes", seed=4)
         b = cj.estimate(scores, "bayes", seed=5, parametrisation="joint")
