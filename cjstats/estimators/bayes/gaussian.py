@@ -403,7 +403,30 @@ class _CollapsedOutputs:
         return {}
 
 
-class GaussianDensity(_CollapsedOutputs):
+class _JointCoordinates:
+    """What the joint densities (mu, log scales, z) share: the stored variables of a draw and a starting point.
+
+    A subclass has ``unpack``, ``_outputs``, ``st``, ``ndim``, ``n_sigma``, ``basis`` and ``k``.
+    """
+
+    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored variables of one draw, in score units."""
+        p = self.unpack(np.asarray(theta, dtype=np.float64))
+        return self._outputs(p["mu"], p, p["gamma"])
+
+    def initial_point(self, rng: np.random.Generator) -> np.ndarray:
+        """A jittered starting point near moment-like values (sd/2 for every scale, raw judge offsets)."""
+        st = self.st
+        sd = st.sd if st.sd > 0 else 1.0
+        theta = np.empty(self.ndim)
+        theta[0] = st.ybar + rng.uniform(-0.1, 0.1) * sd
+        theta[1:1 + self.n_sigma] = math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.n_sigma)
+        z0 = self.basis.T @ st.judge_offsets0
+        theta[1 + self.n_sigma:] = z0 + rng.uniform(-0.1, 0.1, self.k - 1) * sd
+        return theta
+
+
+class GaussianDensity(_JointCoordinates, _CollapsedOutputs):
     """The log posterior of the collapsed Gaussian model on PyMC's unconstrained space, with its gradient.
 
     Coordinates, in order: ``mu``; ``log sigma_scenario``; ``log sigma_generation`` (only when some scenario
@@ -490,21 +513,6 @@ class GaussianDensity(_CollapsedOutputs):
             return -np.inf, np.zeros_like(theta)
         return float(lp), out
 
-    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        """The stored variables of one draw, in score units."""
-        p = self.unpack(np.asarray(theta, dtype=np.float64))
-        return self._outputs(p["mu"], p, p["gamma"])
-
-    def initial_point(self, rng: np.random.Generator) -> np.ndarray:
-        """A jittered starting point near moment-like values (sd/2 for every scale, raw judge offsets)."""
-        st = self.st
-        sd = st.sd if st.sd > 0 else 1.0
-        theta = np.empty(self.ndim)
-        theta[0] = st.ybar + rng.uniform(-0.1, 0.1) * sd
-        theta[1:1 + self.n_sigma] = math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.n_sigma)
-        z0 = self.basis.T @ st.judge_offsets0
-        theta[1 + self.n_sigma:] = z0 + rng.uniform(-0.1, 0.1, self.k - 1) * sd
-        return theta
 
 
 # ------------------------------------------------------------------------- mu and gamma integrated out too

@@ -57,6 +57,7 @@ from cjstats.estimators.bayes.gaussian import (
     NU,
     GaussianPriors,
     _CollapsedOutputs,
+    _JointCoordinates,
     _COMPILED,
     half_t_logp,
     zerosum_basis,
@@ -146,7 +147,7 @@ def _scales(priors: GaussianPriors, names: list[str]) -> np.ndarray:
     return np.array([getattr(priors, nm) for nm in names], dtype=np.float64)
 
 
-class SJJointDensity(_SJOutputs):
+class SJJointDensity(_JointCoordinates, _SJOutputs):
     """The log posterior of the model with the term over (mu, log scales, z), gamma = H z, and its gradient.
 
     Coordinates, in order: ``mu``; ``log sigma_scenario``; ``log sigma_generation`` (only when generation is
@@ -203,20 +204,6 @@ class SJJointDensity(_SJOutputs):
             return -math.inf, np.zeros_like(theta)
         return float(lp), out
 
-    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        """The stored variables of one draw, in score units."""
-        p = self.unpack(np.asarray(theta, dtype=np.float64))
-        return self._outputs(p["mu"], p, p["gamma"])
-
-    def initial_point(self, rng: np.random.Generator) -> np.ndarray:
-        """A jittered start: sd/2 for every scale, the raw judge offsets for gamma."""
-        st = self.st
-        sd = st.sd if st.sd > 0 else 1.0
-        theta = np.empty(self.ndim)
-        theta[0] = st.ybar + rng.uniform(-0.1, 0.1) * sd
-        theta[1:1 + self.n_sigma] = math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.n_sigma)
-        theta[1 + self.n_sigma:] = self.basis.T @ st.judge_offsets0 + rng.uniform(-0.1, 0.1, self.k - 1) * sd
-        return theta
 
 
 class SJMarginalDensity(_SJOutputs):
