@@ -18,7 +18,7 @@ import numpy as np
 
 import cjstats as cj
 from cjstats.estimators.anova import mean_squares
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 
 def _time(fn, repeat):

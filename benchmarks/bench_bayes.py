@@ -35,7 +35,7 @@ import json, sys, time, warnings
 t0 = time.perf_counter()
 import numpy as np
 import cjstats as cj
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 n, m, k, missing, seed, sampler = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), \
     int(sys.argv[5]), sys.argv[6]
 c = TABLE3_MTBENCH["Qwen"]
@@ -70,7 +70,7 @@ def _warm(n: int, m: int, k: int, missing: float, repeat: int) -> tuple[float, l
     import warnings
 
     import cjstats as cj
-    from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+    from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
     c = TABLE3_MTBENCH["Qwen"]
     df = simulate_scores(n=n, m=m, k=k, s2_scenario=c["scenario"], s2_generation=c["generation"],

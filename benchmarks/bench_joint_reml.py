@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 import cjstats as cj
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 
 R_SCRIPT = r"""
 suppressMessages({library(lme4); library(emmeans)})

@@ -29,7 +29,7 @@ import warnings
 
 def _data(seed: int):
     import cjstats as cj
-    from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+    from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
     c = TABLE3_MTBENCH["Qwen"]
     df = simulate_scores(n=80, m=10, k=5, s2_scenario=c["scenario"], s2_generation=c["generation"],

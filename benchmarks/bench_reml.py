@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 import cjstats as cj
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 SIZES = (4_000, 25_000, 200_000, 1_000_000)
 M, K = 10, 5

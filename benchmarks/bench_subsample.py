@@ -6,7 +6,7 @@ Uses the real HANNA pool bundled with cjstats (model GPT, criterion Coherence: n
 prompt variants as the m_max = 4 generation pool, K_tot = 5 judges) and the paper's budget grid
 B = 5, 10, ..., 50. Prints the median and range of the wall time over the repeats (the machine is shared, so
 single timings are noisy), the time per strategy, and the largest |z| of empirical variance against the exact
-prediction of cjstats.variance.pool_variance.
+prediction of cjstats.decisions.formulas.pool_variance.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import cjstats as cj
-from cjstats.subsample import pool_array, subsample_strategies
+from cjstats.decisions.subsample import pool_array, subsample_strategies
 
 
 def main() -> None:

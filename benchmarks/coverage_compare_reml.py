@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 
 import cjstats as cj
-from cjstats.comparisons.self_preference import self_preference_contrast
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.estimators.joint.self_preference import self_preference_contrast
+from cjstats.studies.simulate_joint import simulate_joint
 
 TRUE = {"scenario": 0.4, "model_scenario": 0.2, "generation": 0.15, "residual": 0.5}
 

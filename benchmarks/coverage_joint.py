@@ -2,7 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python benchmarks/coverage_joint.py [--replicates 1000] [--jobs 2] [--design NAME ...]
 
-Each replicate draws a table from the joint model (``cjstats.comparisons.simulate.simulate_joint``) with new judge
+Each replicate draws a table from the joint model (``cjstats.studies.simulate_joint.simulate_joint``) with new judge
 offsets gamma_l ~ N(0, s2_judge) and new judge x model effects (gamma p)_pl ~ N(0, s2_judge_model), fits it with
 ``cj.fit_joint(method="reml")`` (``model_scenario="per_model"`` for the per-model designs) and records whether each
 95% interval covers its true value:
@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 import cjstats as cj
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 
 DESIGNS = {
     # the collapse case of the issue: 3 models x 20 scenarios x 4 judges, one generation

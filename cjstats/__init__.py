@@ -20,63 +20,66 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "datasets": "cjstats.datasets",
     "io": "cjstats.io",
-    "Allocation": "cjstats.allocate",
-    "cost_weighted_allocation": "cjstats.allocate",
-    "judge_residual_variances": "cjstats.allocate",
-    "optimise": "cjstats.allocate",
-    "poststratified_mean": "cjstats.allocate",
-    "VarianceComponents": "cjstats.components",
+    "Allocation": "cjstats.decisions.optimise",
+    "cost_weighted_allocation": "cjstats.decisions.optimise",
+    "judge_residual_variances": "cjstats.decisions.optimise",
+    "optimise": "cjstats.decisions.optimise",
+    "poststratified_mean": "cjstats.decisions.optimise",
+    "VarianceComponents": "cjstats.results.components",
     "BACKENDS": "cjstats.estimators",
     "compare": "cjstats.estimators",
     "estimate": "cjstats.estimators",
-    "judge_f_test": "cjstats.judges",
-    "judge_test": "cjstats.judges",
-    "judge_table": "cjstats.judges",
-    "predictive_design_variance": "cjstats.predictive",
-    "all_judges_schedule": "cjstats.plan",
-    "cyclic_schedule": "cjstats.plan",
-    "random_schedule": "cjstats.plan",
-    "realised_variance": "cjstats.plan",
-    "schedule_audit": "cjstats.plan",
-    "GroupDesign": "cjstats.scores",
-    "Scores": "cjstats.scores",
-    "read_scores": "cjstats.scores",
+    "judge_f_test": "cjstats.estimators.judges",
+    "judge_test": "cjstats.estimators.judges",
+    "judge_table": "cjstats.estimators.judges",
+    "predictive_design_variance": "cjstats.decisions.predictive",
+    "all_judges_schedule": "cjstats.decisions.schedules",
+    "cyclic_schedule": "cjstats.decisions.schedules",
+    "random_schedule": "cjstats.decisions.schedules",
+    "realised_variance": "cjstats.decisions.schedules",
+    "schedule_audit": "cjstats.decisions.schedules",
+    "GroupDesign": "cjstats.io.scores",
+    "Scores": "cjstats.io.scores",
+    "read_scores": "cjstats.io.scores",
     "read_mtbench_judgments": "cjstats.io.fastchat",
     "read_inspect_log": "cjstats.io.inspect",
-    "subsample_strategies": "cjstats.subsample",
-    "design_variance": "cjstats.variance",
-    "grand_mean_variance": "cjstats.variance",
-    "minimum_detectable_difference": "cjstats.variance",
-    "pool_variance": "cjstats.variance",
-    "power_to_detect": "cjstats.variance",
-    "scenarios_for_target_se": "cjstats.variance",
-    "strategy_variance": "cjstats.variance",
-    "variance_contributions": "cjstats.variance",
+    "subsample_strategies": "cjstats.decisions.subsample",
+    "design_variance": "cjstats.decisions.formulas",
+    "grand_mean_variance": "cjstats.decisions.formulas",
+    "minimum_detectable_difference": "cjstats.decisions.formulas",
+    "pool_variance": "cjstats.decisions.formulas",
+    "power_to_detect": "cjstats.decisions.formulas",
+    "scenarios_for_target_se": "cjstats.decisions.formulas",
+    "strategy_variance": "cjstats.decisions.formulas",
+    "variance_contributions": "cjstats.decisions.formulas",
     "stats": "cjstats.stats",
     "plots": "cjstats.plots",
-    "tables": "cjstats.tables",
+    "tables": "cjstats.results.tables",
     "report": "cjstats.reporting",
-    "judge_agreement": "cjstats.humans",
-    "Agreement": "cjstats.humans",
-    "ppi_means": "cjstats.humans",
-    "PPIMeans": "cjstats.humans",
-    "label_budget": "cjstats.humans",
+    "judge_agreement": "cjstats.estimators.humans",
+    "Agreement": "cjstats.estimators.humans",
+    "ppi_means": "cjstats.estimators.humans",
+    "PPIMeans": "cjstats.estimators.humans",
+    "label_budget": "cjstats.estimators.humans",
     "simulate_scores": "cjstats.studies",
     "Truth": "cjstats.studies",
     "Design": "cjstats.studies",
     "design_grid": "cjstats.studies",
     "simulation_study": "cjstats.studies",
     "StudyResult": "cjstats.studies",
-    "compare_models": "cjstats.comparisons",
-    "fit_joint": "cjstats.comparisons",
-    "self_preference": "cjstats.comparisons",
-    "ModelComparison": "cjstats.comparisons",
-    "SelfPreference": "cjstats.comparisons",
-    "JointFit": "cjstats.comparisons",
-    "difference_variance": "cjstats.comparisons",
-    "difference_components": "cjstats.comparisons",
-    "optimise_difference": "cjstats.comparisons",
+    "compare_models": "cjstats.estimators.joint",
+    "fit_joint": "cjstats.estimators.joint",
+    "self_preference": "cjstats.estimators.joint",
+    "ModelComparison": "cjstats.estimators.joint",
+    "SelfPreference": "cjstats.estimators.joint",
+    "JointFit": "cjstats.estimators.joint",
+    "difference_variance": "cjstats.estimators.joint",
+    "difference_components": "cjstats.estimators.joint",
+    "optimise_difference": "cjstats.estimators.joint",
 }
+
+#: public names that are modules (``cj.tables`` is :mod:`cjstats.results.tables`).
+_MODULES = frozenset({"datasets", "io", "stats", "plots", "tables"})
 
 __all__ = [
     "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
@@ -100,7 +103,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'cjstats' has no attribute '{name}'")
     mod = import_module(module)
-    value = mod if module == f"cjstats.{name}" else getattr(mod, name)
+    value = mod if name in _MODULES else getattr(mod, name)
     globals()[name] = value  # later look-ups skip __getattr__
     return value
 
@@ -110,29 +113,30 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
-    from cjstats import datasets, io, plots, stats, tables
-    from cjstats.comparisons import (
+    from cjstats import datasets, io, plots, stats
+    from cjstats.results import tables
+    from cjstats.estimators.joint import (
         JointFit, ModelComparison, SelfPreference, compare_models, difference_components, difference_variance,
         fit_joint, optimise_difference, self_preference,
     )
-    from cjstats.humans import Agreement, PPIMeans, judge_agreement, label_budget, ppi_means
+    from cjstats.estimators.humans import Agreement, PPIMeans, judge_agreement, label_budget, ppi_means
     from cjstats.reporting import report
     from cjstats.studies import Design, StudyResult, Truth, design_grid, simulate_scores, simulation_study
-    from cjstats.allocate import (
+    from cjstats.decisions.optimise import (
         Allocation, cost_weighted_allocation, judge_residual_variances, optimise, poststratified_mean,
     )
-    from cjstats.components import VarianceComponents
+    from cjstats.results.components import VarianceComponents
     from cjstats.estimators import BACKENDS, compare, estimate
     from cjstats.io.fastchat import read_mtbench_judgments
     from cjstats.io.inspect import read_inspect_log
-    from cjstats.judges import judge_f_test, judge_table, judge_test
-    from cjstats.plan import (
+    from cjstats.estimators.judges import judge_f_test, judge_table, judge_test
+    from cjstats.decisions.schedules import (
         all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
     )
-    from cjstats.predictive import predictive_design_variance
-    from cjstats.scores import GroupDesign, Scores, read_scores
-    from cjstats.subsample import subsample_strategies
-    from cjstats.variance import (
+    from cjstats.decisions.predictive import predictive_design_variance
+    from cjstats.io.scores import GroupDesign, Scores, read_scores
+    from cjstats.decisions.subsample import subsample_strategies
+    from cjstats.decisions.formulas import (
         design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,
         scenarios_for_target_se, strategy_variance, variance_contributions,
     )

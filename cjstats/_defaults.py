@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CI_LEVEL", "MAX_DROP", "COMPONENTS", "JOINT_COMPONENTS", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
+__all__ = ["CI_LEVEL", "MAX_DROP", "COMPONENTS", "JOINT_COMPONENTS", "JOINT_LABEL", "SCORE_COLUMNS", "OPTIONAL_COLUMNS", "VIEWS"]
 
 #: Default level of every interval the package reports.
 CI_LEVEL: float = 0.95
@@ -12,11 +12,11 @@ CI_LEVEL: float = 0.95
 MAX_DROP: float = 0.5
 
 #: The estimand names the backends report, in report order (docs/estimands.md); the full registry of names
-#: is ``cjstats.components.ESTIMANDS``.
+#: is ``cjstats.results.components.ESTIMANDS``.
 COMPONENTS: tuple[str, ...] = ("mu", "scenario", "generation", "scenario_judge", "residual", "judge_panel",
                                "judge_population")
 
-#: Extra estimand names of the joint multi-model fit (docs/estimands.md, "Several models"), used by :mod:`cjstats.comparisons`.
+#: Extra estimand names of the joint multi-model fit (docs/estimands.md, "Several models"), used by :mod:`cjstats.estimators.joint`.
 JOINT_COMPONENTS: tuple[str, ...] = ("model_scenario", "judge_model")
 
 #: Required columns of a score table, in canonical order.
@@ -28,3 +28,6 @@ OPTIONAL_COLUMNS: tuple[str, ...] = ("criterion",)
 #: The two views of the judges. ``fixed``: the panel in the data is the population of interest (the paper's
 #: sigma2_gamma). ``random``: the judges are a draw from a larger population (lme4's ``(1|judge)``).
 VIEWS: tuple[str, ...] = ("fixed", "random")
+
+#: The ``model`` label of the rows of the joint components table that belong to no single model.
+JOINT_LABEL: str = "(joint)"

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cjstats.scores import read_scores
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.io.scores import read_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 
 def _sim(n: int, m: int, k: int, seed: int, model: str = "Qwen", missing: float = 0.0) -> pd.DataFrame:

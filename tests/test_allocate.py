@@ -1,7 +1,7 @@
 """The optimiser (brute force agreement, costs, uncertainty) and the cost-weighted allocation (simulation).
 
 Monte Carlo tolerances: means and variances from R = 40,000 replicates are compared within 4 standard errors
-(sd/sqrt(R) for a mean; sqrt((m4 - m2^2)/R) for a variance, cjstats.subsample.variance_with_se). Seeds are
+(sd/sqrt(R) for a mean; sqrt((m4 - m2^2)/R) for a variance, cjstats.decisions.subsample.variance_with_se). Seeds are
 fixed. The brute forces below compute variances and costs from the paper's formulas typed in here, not from
 the library's coefficient functions.
 """
@@ -16,16 +16,16 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.allocate import (
+from cjstats.decisions.optimise import (
     _inputs, _interval_draws, allocation_section, cost_weighted_allocation, judge_residual_variances, optimise,
     poststratified_mean,
 )
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import apportion, cyclic_schedule, realised_variance
-from cjstats.scores import read_scores
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
-from cjstats.subsample import variance_with_se
-from cjstats.variance import neyman_shares, poststratified_variance
+from cjstats.decisions.schedules import apportion, cyclic_schedule, realised_variance
+from cjstats.io.scores import read_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.decisions.subsample import variance_with_se
+from cjstats.decisions.formulas import neyman_shares, poststratified_variance
 
 QWEN = TABLE3_MTBENCH["Qwen"]
 COMPS = {c: QWEN[c] for c in ("scenario", "generation", "residual", "judge_panel")}

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 import cjstats as cj
 from cjstats.cli import cli
-from cjstats.plan import cyclic_schedule
-from cjstats.variance import variance_contributions
+from cjstats.decisions.schedules import cyclic_schedule
+from cjstats.decisions.formulas import variance_contributions
 from cli_helpers import run_main
 
 

@@ -11,12 +11,12 @@ import pytest
 from scipy import stats
 
 import cjstats as cj
-from cjstats.components import ESTIMANDS, ComponentRow, register_estimand
+from cjstats.results.components import ESTIMANDS, ComponentRow, register_estimand
 
 
 @pytest.fixture(scope="module")
 def balanced():
-    from cjstats.simulate import panel_offsets, simulate_scores
+    from cjstats.studies.simulate import panel_offsets, simulate_scores
 
     return cj.read_scores(simulate_scores(n=12, m=3, k=4, s2_scenario=1.5, s2_generation=0.3, s2_residual=1.2,
                                           judge_offsets=panel_offsets(4, 0.4), mu=6.0, model="Qwen", seed=1))
@@ -78,7 +78,7 @@ class TestAnovaContrastsEqualTheHandFormulas:
 
 
 def test_reml_contrasts_match_its_own_rows_on_unbalanced_data():
-    from cjstats.simulate import simulate_scores
+    from cjstats.studies.simulate import simulate_scores
 
     frame = cj.read_scores(simulate_scores(n=15, m=2, k=4, s2_scenario=1.0, s2_generation=0.3,
                                                        s2_residual=1.0, judge_offsets=np.array([-.5, 0, .2, .3]),

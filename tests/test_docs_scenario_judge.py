@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import cjstats as cj
-from cjstats.allocate import scenario_judge_verdict
+from cjstats.decisions.optimise import scenario_judge_verdict
 
 PAGE = (Path(__file__).resolve().parent.parent / "docs" / "scenario-judge.md").read_text(encoding="utf-8")
 

@@ -11,7 +11,7 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.humans.agreement import cluster_mean, cluster_ols, interval_alpha_two
+from cjstats.estimators.humans.agreement import cluster_mean, cluster_ols, interval_alpha_two
 
 R = 400          # replicates of each coverage study
 LEVEL = 0.95

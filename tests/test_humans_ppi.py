@@ -11,8 +11,8 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.humans.design import effective_labels, label_budget, ppi_variance
-from cjstats.humans.ppi import ppi_mean_tuned
+from cjstats.decisions.labels import effective_labels, label_budget, ppi_variance
+from cjstats.estimators.humans.ppi import ppi_mean_tuned
 
 ppi_py = pytest.importorskip("ppi_py")
 from ppi_py.baselines import classical_mean_ci  # noqa: E402

@@ -27,7 +27,7 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsWarning
-from cjstats.humans.ppi import MIN_LABELS, MIN_VARIED, label_shortfall, ppi_contrast, ppi_mean_tuned
+from cjstats.estimators.humans.ppi import MIN_LABELS, MIN_VARIED, label_shortfall, ppi_contrast, ppi_mean_tuned
 
 LEVEL = 0.95
 

@@ -149,7 +149,7 @@ class TestAwkwardFiles:
 
 class TestSparseJudgeUnderDrop:
     def test_judge_with_few_cells_warns_with_counts(self):
-        from cjstats.scores import warn_sparse_judges
+        from cjstats.io.scores import warn_sparse_judges
 
         df = _frame(n=16, k=3)
         df = df[~((df["judge"] == "J2") & (df["scenario"] >= 2))]
@@ -184,7 +184,7 @@ class TestSparseJudgeUnderDrop:
                 estimate(read_scores(df), method="anova", incomplete="drop")
 
     def test_complete_judges_do_not_warn(self):
-        from cjstats.scores import warn_sparse_judges
+        from cjstats.io.scores import warn_sparse_judges
 
         df = _frame(n=16, k=3).drop(index=[0])
         with warnings.catch_warnings():
@@ -194,7 +194,7 @@ class TestSparseJudgeUnderDrop:
 
 class TestSubsampleExactZero:
     def test_exact_zero_prediction_with_rounding_noise_is_agreement(self):
-        from cjstats.subsample import subsample_strategies
+        from cjstats.decisions.subsample import subsample_strategies
 
         # one generation per scenario and budgets that are multiples of K: 'all' and 'cyclic' give every judge
         # every scenario, so the benchmark score is the same in every repetition and the predicted variance is
@@ -205,7 +205,7 @@ class TestSubsampleExactZero:
         assert (t["z"] == 0).all()
 
     def test_a_real_discrepancy_with_zero_monte_carlo_error_stays_infinite(self):
-        from cjstats.subsample import _z_score
+        from cjstats.decisions.subsample import _z_score
 
         assert _z_score(0.5, 0.0, 0.0, scale=1.0) == np.inf
         assert _z_score(1e-32, 0.0, 0.0, scale=1.0) == 0.0

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import (
+from cjstats.decisions.schedules import (
     all_judges_schedule, apportion, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
 )
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets
-from cjstats.subsample import variance_with_se
-from cjstats.variance import grand_mean_variance, leftover_judge_variance, strategy_variance
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets
+from cjstats.decisions.subsample import variance_with_se
+from cjstats.decisions.formulas import grand_mean_variance, leftover_judge_variance, strategy_variance
 
 QWEN = TABLE3_MTBENCH["Qwen"]
 COMPS = {c: QWEN[c] for c in ("scenario", "generation", "residual", "judge_panel")}

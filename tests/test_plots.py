@@ -119,7 +119,7 @@ def test_frontier_marks_the_recommendation_and_its_interval(anova_fit):
 
 
 def test_the_paired_frontier_draws_each_schedule_and_the_interval_of_the_difference():
-    from cjstats.comparisons.simulate import simulate_joint
+    from cjstats.studies.simulate_joint import simulate_joint
 
     f = simulate_joint(n=30, m=2, mu=[0, 0.2], gamma=[-0.5, 0, 0.5], s2_scenario=0.3, s2_model_scenario=0.2,
                        s2_generation=0.1, s2_residual=0.4, rng=5)

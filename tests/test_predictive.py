@@ -1,4 +1,4 @@
-"""Posterior-predictive design variances of ordinal fits (cjstats.predictive) and optimise's ordinal dispatch.
+"""Posterior-predictive design variances of ordinal fits (cjstats.decisions.predictive) and optimise's ordinal dispatch.
 
 Monte Carlo tolerances: two estimates of a mean squared error are compared within 4 standard errors of their
 difference, each standard error sd(squared errors)/sqrt(number of simulations). Seeds are fixed.
@@ -16,8 +16,8 @@ from scipy import integrate, stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError
-from cjstats.predictive import predictive_design_variance, simulate_design_variance
-from cjstats.simulate import panel_offsets, simulate_ordinal_scores
+from cjstats.decisions.predictive import predictive_design_variance, simulate_design_variance
+from cjstats.studies.simulate import panel_offsets, simulate_ordinal_scores
 
 Z = 4.0
 

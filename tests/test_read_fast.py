@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cjstats.scores as scores_mod
+import cjstats.io.scores as scores_mod
 from cjstats import CjstatsError, read_scores
 
 HEAD = "model,scenario,generation,judge,score\n"

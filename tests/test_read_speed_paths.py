@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cjstats.scores as scores_mod
+import cjstats.io.scores as scores_mod
 from cjstats import CjstatsError, read_scores
 
 _GROUP_FIELDS = ("y", "scenario", "cell", "judge", "cell_scenario", "scenario_labels", "cell_generation_labels")
@@ -240,7 +240,7 @@ def test_arrow_route_is_taken_for_plain_sources(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------ the Arrow pieces
 @pytest.mark.parametrize("layout", ["shuffled", "two_sorted_runs", "sorted", "reversed_blocks", "duplicates"])
 def test_sort_key_gives_the_stable_order_of_the_key(layout):
-    from cjstats._read_arrow import sort_key
+    from cjstats.io._arrow import sort_key
 
     rng = np.random.default_rng(7)
     sizes = [3, 40, 2, 5]
@@ -270,7 +270,7 @@ def test_sort_key_gives_the_stable_order_of_the_key(layout):
 def test_text_codes_of_a_dictionary_with_unused_labels_and_several_chunks():
     import pyarrow as pa
 
-    from cjstats._read_arrow import text_codes
+    from cjstats.io._arrow import text_codes
 
     chunk1 = pa.DictionaryArray.from_arrays(pa.array([2, 0, 2], pa.int32()), pa.array(["b", "x ", "a"]))
     chunk2 = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["c", "a", "X"]))

@@ -16,7 +16,7 @@ pytest.importorskip("jinja2")
 import cjstats as cj  # noqa: E402
 from cjstats.exceptions import CjstatsError  # noqa: E402
 from cjstats.reporting import _se_text, format_table  # noqa: E402
-from cjstats.variance import design_variance, strategy_variance  # noqa: E402
+from cjstats.decisions.formulas import design_variance, strategy_variance  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
     X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl
 
 The strategy variances are checked against a brute-force, vectorised simulation of this model in which every
-replicate builds its judge assignment exactly as :mod:`cjstats.plan` does (a seeded scenario shuffle and judge
+replicate builds its judge assignment exactly as :mod:`cjstats.decisions.schedules` does (a seeded scenario shuffle and judge
 shuffle for the rotation of C and for the leftover generation of A, a uniformly drawn judge per generation for
 B), at budgets below, at and above K_tot, conditionally (alpha and (alpha gamma) held fixed, target = the full
 panel's mean on the chosen scenarios) and unconditionally (both redrawn, target = mu).
@@ -26,11 +26,11 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.allocate import optimise
-from cjstats.plan import (
+from cjstats.decisions.optimise import optimise
+from cjstats.decisions.schedules import (
     all_judges_schedule, cyclic_schedule, group_components, random_schedule, realised_variance, schedule_audit,
 )
-from cjstats.variance import (
+from cjstats.decisions.formulas import (
     STRATEGIES, ab_threshold, best_generations_per_scenario, budget_for_target_se, design_coefficients,
     design_variance, grand_mean_variance, scenario_generation_variance, scenarios_for_target_se,
     strategy_coefficients, strategy_gaps, strategy_variance, variance_contributions,
@@ -311,7 +311,7 @@ def test_group_components_from_a_fit_with_and_without_the_row():
     non-identifiable one (m = 1), 0."""
     import dataclasses
 
-    from cjstats.simulate import simulate_scores
+    from cjstats.studies.simulate import simulate_scores
 
     fit = cj.estimate(simulate_scores(n=20, m=2, k=4, s2_scenario=1.0, s2_generation=0.3, s2_residual=0.5,
                                       judge_offsets=[-0.5, 0.0, 0.2, 0.3], seed=0))

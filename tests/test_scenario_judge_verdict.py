@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 import cjstats as cj
-from cjstats.allocate import scenario_judge_verdict
+from cjstats.decisions.optimise import scenario_judge_verdict
 
 sys.path.insert(0, str(Path(__file__).parent / "estimators"))
 from test_scenario_judge import simulate  # noqa: E402

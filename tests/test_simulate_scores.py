@@ -17,7 +17,7 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets
 
 
 def _noise_only(residual: float = 1.0, **extra: float) -> cj.Truth:
@@ -75,7 +75,7 @@ class TestBasics:
         assert math.isnan(tr["generation"])
 
     def test_old_keyword_simulator_still_returns_a_frame(self):
-        from cjstats.simulate import simulate_scores
+        from cjstats.studies.simulate import simulate_scores
 
         df = simulate_scores(n=4, m=2, k=3, s2_scenario=1, s2_generation=0.5, s2_residual=1,
                              judge_offsets=panel_offsets(3, 0.5), seed=1)

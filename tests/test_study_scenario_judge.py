@@ -17,7 +17,7 @@ import pytest
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.simulate import TABLE3_MTBENCH
+from cjstats.studies.simulate import TABLE3_MTBENCH
 
 S2 = 0.5
 QWEN = TABLE3_MTBENCH["Qwen"]

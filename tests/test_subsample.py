@@ -15,10 +15,10 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError
-from cjstats.subsample import (
+from cjstats.decisions.subsample import (
     _TupleSums, _uniform, pool_array, subsample_means, subsample_strategies, variance_with_se,
 )
-from cjstats.variance import pool_variance
+from cjstats.decisions.formulas import pool_variance
 
 
 def appendix_f_constants(y: np.ndarray) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The closed forms of cjstats.variance against the paper's numbers, exact enumeration and Monte Carlo.
+"""The closed forms of cjstats.decisions.formulas against the paper's numbers, exact enumeration and Monte Carlo.
 
 Monte Carlo tolerances: a variance estimated from R replicates is compared with the formula within 4 Monte
 Carlo standard errors, SE = sqrt((m4 - m2^2)/R) from the sample's own fourth moment (for normal data this is
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import all_judges_schedule, cyclic_schedule
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
-from cjstats.subsample import variance_with_se
-from cjstats.variance import (
+from cjstats.decisions.schedules import all_judges_schedule, cyclic_schedule
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
+from cjstats.decisions.subsample import variance_with_se
+from cjstats.decisions.formulas import (
     STRATEGIES, ab_threshold, best_generations_per_scenario, budget_for_target_se, design_coefficients,
     design_variance, fpc,
     grand_mean_variance, judge_weight_variance, leftover_judge_variance, minimum_detectable_difference,

@@ -21,8 +21,8 @@ from cjstats.exceptions import CjstatsError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from cjstats.components import VarianceComponents
-    from cjstats.scores import Scores
+    from cjstats.results.components import VarianceComponents
+    from cjstats.io.scores import Scores
 
 __all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
            "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
@@ -412,7 +412,7 @@ def load_scores(path: str | None, data: DataOptions | None = None, *legacy: Any,
     """
     from pathlib import Path
 
-    from cjstats.scores import _read_file, read_scores
+    from cjstats.io.scores import _read_file, read_scores
 
     if data is None or not isinstance(data, DataOptions):  # load_scores(path, columns, duplicates, composite)
         columns, duplicates, composite = (data, *legacy) if legacy else (data, "error", False)
@@ -425,7 +425,7 @@ def load_scores(path: str | None, data: DataOptions | None = None, *legacy: Any,
             parse_list(data.judge_columns, option="--judge-columns")
     source: Any = _source(path, data)
     if data.where:
-        from cjstats.scores import _file_kind, _ids_as_labels
+        from cjstats.io.scores import _file_kind, _ids_as_labels
 
         if isinstance(source, str):
             df, _ = _read_file(Path(source))
@@ -519,7 +519,7 @@ def scenario_judge_value(flag: str) -> Any:
 
 def scenario_judge_text(fit: VarianceComponents) -> str:
     """For each group whose fit has the interaction: does it change the recommended design (one line each)."""
-    from cjstats.allocate import scenario_judge_verdict
+    from cjstats.decisions.optimise import scenario_judge_verdict
 
     t = fit.components
     sel = t[(t["component"] == "scenario_judge") & t["identifiable"]]

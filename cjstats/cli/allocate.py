@@ -42,7 +42,7 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     """
     import pandas as pd
 
-    from cjstats.allocate import optimise
+    from cjstats.decisions.optimise import optimise
     from cjstats.exceptions import CjstatsError
 
     if budget is None and target_se is None:

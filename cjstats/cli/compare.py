@@ -56,7 +56,7 @@ def compare(file: str | None, method: str, population: bool, model_scenario: str
     joint fit is the ANOVA when every model is complete and balanced on the same scenarios and judges, and
     REML otherwise (--method auto, the default; reml keeps every call, bayes samples).
     """
-    from cjstats.comparisons import compare_models, self_preference
+    from cjstats.estimators.joint import compare_models, self_preference
 
     from cjstats.exceptions import CjstatsError
 
@@ -68,7 +68,7 @@ def compare(file: str | None, method: str, population: bool, model_scenario: str
                            f"--method {method}).")
     scores = load_source(file, data, engine, memory_limit)
     fam = _families(families)
-    from cjstats.scores import Scores
+    from cjstats.io.scores import Scores
 
     if isinstance(scores, Scores) and scores.has_criterion:   # one comparison per criterion, stacked
         parts = [(c, _without_criterion(scores, c)) for c in scores.criteria]
@@ -102,7 +102,7 @@ def _families(texts: tuple[str, ...]) -> dict[str, list[str]]:
 
 def _without_criterion(scores, criterion: str):
     """The rows of one criterion as a table without the criterion column (what compare_models compares)."""
-    from cjstats.scores import read_scores
+    from cjstats.io.scores import read_scores
 
     df = scores.subset(criteria=[criterion]).to_frame().drop(columns="criterion")
     return read_scores(df)

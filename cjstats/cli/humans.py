@@ -40,7 +40,7 @@ def humans(file: str, reference: str | None, show: str, by_model: bool, judge: s
     import pandas as pd
 
     from cjstats.exceptions import CjstatsError
-    from cjstats.humans import judge_agreement, ppi_means
+    from cjstats.estimators.humans import judge_agreement, ppi_means
     refuse_drop_options(data, "humans", "it compares every judge call with the human ratings and drops none")
     names = [x.strip() for x in reference.split(",") if x.strip()] if reference else None
     scores = load_scores(file, data, reference=names)

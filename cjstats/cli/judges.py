@@ -24,7 +24,7 @@ def judges(file: str, method: str, ci_level: float | None, data: DataOptions, fm
     offsets from REML, which keeps every call, otherwise (--method auto, the default).
     JSON output is one object with two tables: ``f_test`` and ``per_judge``.
     """
-    from cjstats.judges import judge_f_test, judge_table
+    from cjstats.estimators.judges import judge_f_test, judge_table
     from cjstats.reporting.text import render_judges
 
     scores = load_scores(file, data)

@@ -128,7 +128,7 @@ def plan(scenarios: str | None, judges: str | None, from_allocation: str | None,
          models: str | None, shares: str | None, out: str | None, audit: bool, fmt: str) -> None:
     """Assign judges to (scenario, generation) cells; the rotation never restarts per scenario."""
     from cjstats.exceptions import CjstatsError
-    from cjstats.plan import all_judges_schedule, cyclic_schedule, random_schedule
+    from cjstats.decisions.schedules import all_judges_schedule, cyclic_schedule, random_schedule
 
     given = {name for name in ("k", "unit", "generations", "strategy") if click.get_current_context()
              .get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)}
@@ -196,7 +196,7 @@ def _audit(schedule, panel: list[str], models: list[str] | None):
     """Calls per judge, for every model of the schedule (one audit per model, stacked with a model column)."""
     import pandas as pd
 
-    from cjstats.plan import schedule_audit
+    from cjstats.decisions.schedules import schedule_audit
 
     if not models:
         report = schedule_audit(schedule, judges=panel)

@@ -1,6 +1,6 @@
 """``cjstats variance FILE --n N --m M --k K``: Proposition 1 at a design, term by term.
 
-Mirrors :func:`cjstats.variance.variance_contributions` / :func:`cjstats.variance.grand_mean_variance` applied
+Mirrors :func:`cjstats.decisions.formulas.variance_contributions` / :func:`cjstats.decisions.formulas.grand_mean_variance` applied
 to the components that :func:`cjstats.estimate` finds in FILE.
 """
 
@@ -39,8 +39,8 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     import pandas as pd
 
     from cjstats.exceptions import CjstatsError
-    from cjstats.plan import group_components
-    from cjstats.variance import variance_contributions
+    from cjstats.decisions.schedules import group_components
+    from cjstats.decisions.formulas import variance_contributions
 
     scores = load_scores(file, data)
     scores = select_model(scores, model)

@@ -24,7 +24,7 @@ from typing import Literal
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores, read_scores
+from cjstats.io.scores import Scores, read_scores
 
 __all__ = ["load", "load_frame", "table", "export", "NAMES", "DESCRIPTIONS"]
 
@@ -130,7 +130,7 @@ def export(name: str, path: str | Path, *, eval_prompt: int = 1) -> Path:
 
 def load(name: str = "hanna", *, eval_prompt: int | Literal["as_generation"] = 1,
          composite: bool = False, humans: bool = False) -> Scores:
-    """A bundled dataset as a validated :class:`~cjstats.scores.Scores` table of its LLM judges.
+    """A bundled dataset as a validated :class:`~cjstats.io.scores.Scores` table of its LLM judges.
 
     Parameters
     ----------

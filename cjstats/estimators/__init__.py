@@ -23,9 +23,9 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, resolve_ci_level
-from cjstats.components import VarianceComponents
+from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores, read_scores
+from cjstats.io.scores import Scores, read_scores
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
            "available_backends", "get_backend", "register_backend", "auto_method", "UnknownOptionError",

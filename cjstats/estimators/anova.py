@@ -47,13 +47,13 @@ from scipy import special, stats
 
 from cjstats._drop import account_for_drop, check_max_drop, resolve_max_drop
 from cjstats._validate import check_choice
-from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import (M1_NOTE, GroupFit, as_stats, fit_groups, location_params,
                                      resolve_scenario_judge)
 from cjstats.estimators.intervals import noncentral_chi2_interval, noncentral_f_interval
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import Scores, sparse_judge_message
+from cjstats.io.scores import Scores, sparse_judge_message
 from cjstats.stats import CellStats, ScoreStats
 from cjstats.stats.scenario_judge import ScenarioJudgeStats
 from cjstats.stats.views import MeanSquares

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cjstats.components import (
+from cjstats.results.components import (
     ComponentRow,
     ParameterCovariance,
     VarianceComponents,
@@ -25,7 +25,7 @@ from cjstats.components import (
 )
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import GroupData, Scores
+from cjstats.io.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats, build_stats
 
 __all__ = ["GroupFit", "check_estimable", "make_provenance", "assemble", "group_name",

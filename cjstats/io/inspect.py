@@ -23,7 +23,7 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 from cjstats.io._paths import expand_sources
-from cjstats.scores import Scores, read_scores
+from cjstats.io.scores import Scores, read_scores
 
 __all__ = ["read_inspect_log", "cyclic_judge_scorer", "log_files"]
 
@@ -248,7 +248,7 @@ def cyclic_judge_scorer(graders: Sequence[Any], samples: Sequence[Any] | int, *,
     from inspect_ai.scorer import Score, Target, mean, model_graded_qa, scorer as scorer_decorator
     from inspect_ai.solver import TaskState
 
-    from cjstats.plan import cyclic_schedule
+    from cjstats.decisions.schedules import cyclic_schedule
 
     if not graders:
         raise CjstatsError("The 'graders' argument of cyclic_judge_scorer is empty: give the judge panel.")

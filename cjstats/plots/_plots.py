@@ -1,7 +1,7 @@
 """The figures of cjstats: each function takes the result it draws and returns a matplotlib Figure.
 
 Drawing only: plots and reports draw and render results and never compute a statistic;
-every number on a figure comes from a result object or from a formula function of :mod:`cjstats.variance`.
+every number on a figure comes from a result object or from a formula function of :mod:`cjstats.decisions.formulas`.
 Nothing here calls ``show()``; matplotlib is imported inside the functions.
 """
 
@@ -33,7 +33,7 @@ _SYMBOL = {"mu": "mu", "scenario": "sigma2_alpha", "generation": "sigma2_beta", 
 
 
 def _is_fit(obj: Any) -> bool:
-    from cjstats.components import VarianceComponents
+    from cjstats.results.components import VarianceComponents
 
     return isinstance(obj, VarianceComponents)
 
@@ -48,9 +48,9 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
     """Models x judges heatmap of judge bias: each model's mean under each judge minus the panel mean (paper Fig. 2).
 
     The cell for model p and judge l is gamma[l] = (mean score of p under judge l) - (panel mean of p), the
-    judge offsets (``fit.judge_offsets``). From a :class:`~cjstats.scores.Scores` table the values come from
+    judge offsets (``fit.judge_offsets``). From a :class:`~cjstats.io.scores.Scores` table the values come from
     :func:`cjstats.judge_table` (judge mean minus the ``panel`` pseudo-judge); from a
-    :class:`~cjstats.components.VarianceComponents` they are ``fit.judge_offsets["estimate"]`` (equal on
+    :class:`~cjstats.results.components.VarianceComponents` they are ``fit.judge_offsets["estimate"]`` (equal on
     complete, balanced data). A diverging colour map is centred at 0 and every cell is annotated.
 
     Parameters
@@ -73,10 +73,10 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
     require_packages(caller, "matplotlib")
     from matplotlib.colors import TwoSlopeNorm
 
-    from cjstats.scores import Scores
+    from cjstats.io.scores import Scores
 
     if isinstance(scores_or_fit, Scores):
-        from cjstats.judges import judge_table
+        from cjstats.estimators.judges import judge_table
 
         t = judge_table(scores_or_fit).table
         keys = ["model"] + (["criterion"] if "criterion" in t.columns else [])
@@ -141,7 +141,7 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     the mean on these scenarios; with ``scenarios="sampled"`` σ²_α/n is added, the SE including scenario
     sampling that :func:`cjstats.optimise` and the allocation frontier use. The y axis names which.
     From a :func:`cjstats.subsample_strategies` table, sd = sqrt(``predicted``),
-    the pool's exact :func:`~cjstats.variance.pool_variance`. The subsampling experiment is drawn as points,
+    the pool's exact :func:`~cjstats.decisions.formulas.pool_variance`. The subsampling experiment is drawn as points,
     sqrt(``variance``), with error bars +-2 Monte Carlo SE of the sd (delta method: mc_se / (2 sd)).
 
     Points over a fit compare two different things: the fit's lines predict new generations drawn from the
@@ -180,8 +180,8 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     quantity = "SE of X-bar on these scenarios" if scenarios == "fixed" else \
         "SE of X-bar including scenario sampling"
     if _is_fit(fit_or_subsampling):
-        from cjstats.plan import _fit_group
-        from cjstats.variance import strategy_variance
+        from cjstats.decisions.schedules import _fit_group
+        from cjstats.decisions.formulas import strategy_variance
 
         g = _fit_group(fit_or_subsampling, model, criterion, caller)
         kt, n = int(g.n_judges or 0), int(g.n_scenarios or 0)
@@ -370,7 +370,7 @@ def allocation_frontier(allocation: Any, *, ax: Any = None) -> Any:
     -------
     matplotlib.figure.Figure
     """
-    from cjstats.allocate import Allocation
+    from cjstats.decisions.optimise import Allocation
 
     caller = "allocation_frontier"
     if not isinstance(allocation, Allocation):

@@ -108,8 +108,8 @@ def _heading(text: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ sections
 def _components_table(fit: Any) -> pd.DataFrame:
-    """Components with standard deviations beside variances (:func:`cjstats.tables.long`), notes as markers."""
-    from cjstats.tables import long
+    """Components with standard deviations beside variances (:func:`cjstats.results.tables.long`), notes as markers."""
+    from cjstats.results.tables import long
 
     t = fit.components
     out = long(fit).drop(columns=["method", "ci_level", "identifiable"])
@@ -127,11 +127,11 @@ def _component_notes(fit: Any) -> list[dict[str, Any]]:
 
 def _scenario_judge_items(fit: Any, model: str, criterion: str | None, group: str) -> list[dict[str, Any]]:
     """The scenario x judge interaction where it was fitted: each group's estimate, interval and test, and whether
-    it changes the recommended design of the group the report draws (:func:`cjstats.allocate.scenario_judge_verdict`)."""
+    it changes the recommended design of the group the report draws (:func:`cjstats.decisions.optimise.scenario_judge_verdict`)."""
     lines = fit.scenario_judge_lines()
     if not lines:
         return []
-    from cjstats.allocate import scenario_judge_verdict
+    from cjstats.decisions.optimise import scenario_judge_verdict
 
     items = [_heading("Judges who disagree about scenarios (scenario x judge interaction)"),
              _text("A judge scored several generations of a scenario, so its own deviation on each scenario "
@@ -219,9 +219,9 @@ def _se_text(se: float) -> str:
 
 def _two_ses(alloc: Any) -> tuple[float, float] | None:
     """(SE including scenario sampling, SE on the table's scenarios) of the recommended design, both from
-    :func:`cjstats.variance.design_variance` with the allocation's components (the first is what the optimiser
+    :func:`cjstats.decisions.formulas.design_variance` with the allocation's components (the first is what the optimiser
     ranked; the second leaves out sigma2_alpha/n, as the strategy curves do). None for a weighted design."""
-    from cjstats.variance import design_variance
+    from cjstats.decisions.formulas import design_variance
 
     r, c = alloc.recommendation, alloc.components
     if str(r["strategy"]) not in ("all", "random", "cyclic") or not {"scenario", "generation", "residual",
@@ -307,7 +307,7 @@ def atomic_write(path: Path, fill: Callable[[Path], Any]) -> Path:
 
 def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, list[str]]:
     """compare_models on the table when it has two or more models; the reason in words when it cannot run."""
-    from cjstats.comparisons import compare_models
+    from cjstats.estimators.joint import compare_models
     from cjstats.estimators import auto_method
 
     if len(scores.models) < 2:
@@ -395,10 +395,10 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
 
     from cjstats import __version__, plots
     from cjstats._validate import resolve_ci_level
-    from cjstats.allocate import optimise
+    from cjstats.decisions.optimise import optimise
     from cjstats.estimators import auto_method, estimate
-    from cjstats.judges import judge_f_test, judge_table, judge_test
-    from cjstats.scores import Scores
+    from cjstats.estimators.judges import judge_f_test, judge_table, judge_test
+    from cjstats.io.scores import Scores
 
     if not isinstance(scores, Scores):
         raise CjstatsError(f"report takes a Scores table (cj.read_scores(path) or cj.datasets.load(name)); got "
@@ -483,7 +483,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     grow = d[(d["model"].astype(str) == gmodel) & ((d["criterion"].astype(str) == gcrit) if gcrit else True)]
     gens = grow["generations"].iloc[0] if "generations" in grow.columns and len(grow) else float("nan")
     if complete and isinstance(gens, int | float | np.integer | np.floating) and gens == gens and gens >= 2:
-        from cjstats.subsample import subsample_strategies
+        from cjstats.decisions.subsample import subsample_strategies
 
         sub = subsample_strategies(scores, model=gmodel, criterion=gcrit, reps=subsample_reps, seed=seed)
         items.append(format_table(sub, caption=f"subsampling experiment, {group}, {subsample_reps} repetitions"))
@@ -527,7 +527,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     if isinstance(human_agreement, str) and human_agreement == "auto":
         human_agreement = None
         if scores.has_reference:
-            from cjstats.humans import judge_agreement
+            from cjstats.estimators.humans import judge_agreement
 
             human_agreement = judge_agreement(scores, ci_level=level)
     if comparisons is not None or comparison_intro:

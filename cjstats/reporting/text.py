@@ -8,9 +8,9 @@ from typing import Any
 import pandas as pd
 
 from cjstats._defaults import COMPONENTS
-from cjstats.components import VarianceComponents
+from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
-from cjstats.judges import JudgeTable
+from cjstats.estimators.judges import JudgeTable
 
 __all__ = ["components_wide", "offsets_wide", "render_judges", "demo_report"]
 
@@ -105,7 +105,7 @@ def demo_report(dataset: str = "hanna", *, method: str = "auto", **options: Any)
     from cjstats import datasets
     from cjstats._validate import check_choice
     from cjstats.estimators import BACKENDS, auto_method, estimate
-    from cjstats.judges import judge_f_test, judge_table, judge_test
+    from cjstats.estimators.judges import judge_f_test, judge_table, judge_test
 
     check_choice("dataset", dataset, _DEMO_DATA, caller="demo_report")
     check_choice("method", method, [*BACKENDS, "auto"], caller="demo_report")
@@ -137,7 +137,7 @@ def demo_report(dataset: str = "hanna", *, method: str = "auto", **options: Any)
         render_judges(judge_test(fit) if fit.method in ("anova", "reml") else
                       judge_f_test(scores, method=auto_method(scores)[0]), judge_table(scores)),
     ]
-    from cjstats.allocate import allocation_section
+    from cjstats.decisions.optimise import allocation_section
 
     parts += ["", allocation_section(fit), "", comparison_section(scores)]
     if dataset == "hanna":
@@ -150,7 +150,7 @@ def demo_report(dataset: str = "hanna", *, method: str = "auto", **options: Any)
 
 def comparison_section(scores) -> str:
     """Which model is better: ranks with simultaneous intervals, P(best) and a compact letter display."""
-    from cjstats.comparisons import compare_models
+    from cjstats.estimators.joint import compare_models
     from cjstats.estimators import auto_method
 
     method, _ = auto_method(scores, joint=True)
@@ -169,7 +169,7 @@ def comparison_section(scores) -> str:
 
 def human_section(scores) -> str:
     """The judges against the human raters: bias with a scenario-clustered interval, correlation, the ceiling."""
-    from cjstats.humans import judge_agreement
+    from cjstats.estimators.humans import judge_agreement
 
     a = judge_agreement(scores)
     t = a.table

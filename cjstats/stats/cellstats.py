@@ -9,7 +9,7 @@ the scores centred by a per-judge constant ``shift`` (the judge means when built
   cells, and per judge the counts and sums of y0, sum y0^2 and the within-cell sum of squares SSW_h;
 - per scenario x size class: cell counts, sum_c D_c and sum_c Y_c;
 - per judge: counts and sums of y0; totals: sum y0^2, min and max of y, and the centring constant;
-- labels (scenarios, judges) and the design summary (:class:`~cjstats.scores.GroupDesign`).
+- labels (scenarios, judges) and the design summary (:class:`~cjstats.io.scores.GroupDesign`).
 
 Every entry is a sum over cells, and cells never straddle scenarios, so the statistics of chunks of a unit
 split by scenario add up to those of the whole (:func:`merge_stats`) once they share one centring
@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import GroupDesign
+from cjstats.io.scores import GroupDesign
 from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
 

@@ -19,7 +19,7 @@ Two views give the joint backends their numbers:
   model x judge and the additive model, so the fits and the likelihood-ratio test are unchanged by it.
 - :meth:`JointStats.for_joint_anova` (:class:`JointBalanced`): the per-model means, per-(model, scenario)
   means on the shared scenarios and the pooled generation and residual sums of squares of a complete,
-  balanced joint table, from which the three-factor mean squares follow (``cjstats.comparisons.anova``).
+  balanced joint table, from which the three-factor mean squares follow (``cjstats.estimators.joint.anova``).
 """
 
 from __future__ import annotations

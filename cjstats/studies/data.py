@@ -1,7 +1,7 @@
 r"""Known-truth score tables for simulation studies: the truth, the design, and the data they generate.
 
 The data follow the paper's model (Eq. 1, ``eq:model``), one analysis group (model, or model x criterion) at a
-time, built on :func:`cjstats.simulate.simulate_array`:
+time, built on :func:`cjstats.studies.simulate.simulate_array`:
 
     X_ijl = mu + alpha_i + beta_ij + gamma_l + (alpha gamma)_il + eps_ijl,
     alpha_i ~ N(0, s2_scenario), beta_ij ~ N(0, s2_generation), (alpha gamma)_il ~ N(0, s2_scenario_judge),
@@ -11,7 +11,7 @@ with the scenario x judge interaction (alpha gamma)_il (docs/scenario-judge.md, 
 on scenario i, shared by the generations of the scenario) a component of the truth like the others, 0 unless a
 group gives it: the paper's model is the case s2_scenario_judge = 0.
 
-Judges are either a fixed panel (``judges="panel"``: the offsets of :func:`cjstats.simulate.panel_offsets`,
+Judges are either a fixed panel (``judges="panel"``: the offsets of :func:`cjstats.studies.simulate.panel_offsets`,
 the same in every replicate, with mean(gamma_l^2) = judge_panel) or redrawn per replicate from a population
 (``judges="population"``: u_l ~ N(0, judge_population), centred over the panel). The truth a replicate's
 estimates are compared with is that replicate's own (see :func:`simulate_scores`).
@@ -68,8 +68,8 @@ import pandas as pd
 from cjstats._validate import check_choice, check_positive_int
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import Scores
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
+from cjstats.io.scores import Scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
 
 __all__ = ["MISSPECIFICATIONS", "STRATEGIES", "Truth", "Design", "design_grid", "simulate_scores",
            "simulate_replicate", "fingerprint"]
@@ -194,7 +194,7 @@ class Truth:
         ``generation`` with m = 1 (the scenario component then already holds sigma2_alpha + sigma2_beta) and
         ``scenario_judge`` where it was not identifiable or not fitted (the residual then already holds it).
         """
-        from cjstats.components import VarianceComponents
+        from cjstats.results.components import VarianceComponents
 
         if not isinstance(fit, VarianceComponents):
             raise CjstatsError(f"Truth.from_components takes a VarianceComponents (from cj.estimate). Got "
@@ -398,7 +398,7 @@ def _offsets(truth: Truth, comp: Mapping[str, float], k: int, rng: np.random.Gen
 
 def _schedule_mask(design: Design, rng: np.random.Generator) -> np.ndarray | None:
     """(n, m, K) boolean mask of the judge calls the design makes (None: every call)."""
-    from cjstats.plan import cyclic_schedule, random_schedule
+    from cjstats.decisions.schedules import cyclic_schedule, random_schedule
 
     if design.schedule is None and design.strategy == "all":
         return None

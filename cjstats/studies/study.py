@@ -41,7 +41,7 @@ import pandas as pd
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 from cjstats.studies.data import Design, Truth, fingerprint, simulate_replicate
 
 __all__ = ["StudyResult", "simulation_study", "summarise_replicates", "REPLICATE_COLUMNS", "SUMMARY_COLUMNS"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from cjstats.cli import cli
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 
 
 @pytest.fixture

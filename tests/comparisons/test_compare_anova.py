@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 import cjstats as cj
-from cjstats.comparisons.anova import JointMeanSquares
-from cjstats.comparisons.self_preference import self_preference_contrast
-from cjstats.comparisons.simulate import simulate_joint, simulate_joint_array
+from cjstats.estimators.joint.anova import JointMeanSquares
+from cjstats.estimators.joint.self_preference import self_preference_contrast
+from cjstats.studies.simulate_joint import simulate_joint, simulate_joint_array
 from cjstats.exceptions import CjstatsError
 
 BASE = dict(s2_scenario=0.5, s2_model_scenario=0.2, s2_generation=0.1, s2_residual=0.4)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 
 pytest.importorskip("pymc")
 

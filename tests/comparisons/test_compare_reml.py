@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 
 DATA = Path(__file__).parents[1] / "data" / "lme4_joint"
 REF = json.loads((DATA / "lme4_joint_reference.json").read_text())

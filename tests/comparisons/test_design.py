@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons.design import (
+from cjstats.decisions.differences import (
     difference_coefficients, difference_variance, optimise_difference, simulate_difference,
 )
 from cjstats.exceptions import CjstatsError
@@ -88,8 +88,8 @@ class TestPairedPower:
 
 class TestFromAJointFit:
     def test_difference_components_recover_the_planted_judge_terms(self):
-        from cjstats.comparisons.design import difference_components
-        from cjstats.comparisons.simulate import simulate_joint
+        from cjstats.decisions.differences import difference_components
+        from cjstats.studies.simulate_joint import simulate_joint
 
         f = simulate_joint(n=200, m=2, mu=[0, 0.1], gamma=GAMMA, judge_model=GP, rng=4, **V, s2_scenario=0.3)
         comps = difference_components(cj.fit_joint(f), "m0", "m1")
@@ -103,7 +103,7 @@ class TestFromAJointFit:
 
 class TestOptimiseTargetDifference:
     def test_optimise_dispatches_to_the_paired_design(self):
-        from cjstats.comparisons.simulate import simulate_joint
+        from cjstats.studies.simulate_joint import simulate_joint
 
         f = simulate_joint(n=40, m=2, mu=[0, 0.1, 0.3], gamma=[-1, 0, 0.5, 0.5], rng=2, s2_scenario=0.3, **V)
         fit = cj.fit_joint(f)
@@ -121,7 +121,7 @@ class TestOptimiseTargetDifference:
 
 @pytest.fixture(scope="module")
 def table():
-    from cjstats.comparisons.simulate import simulate_joint
+    from cjstats.studies.simulate_joint import simulate_joint
 
     return simulate_joint(n=40, m=2, mu=[0, 0.1], gamma=GAMMA, judge_model=GP, rng=7, s2_scenario=0.3, **V)
 
@@ -132,7 +132,7 @@ class TestDifferenceIntervals:
 
     @pytest.mark.parametrize("method", ["anova", "reml"])
     def test_the_bounds_bracket_every_design_and_are_the_formula_at_the_bounds(self, table, method):
-        from cjstats.comparisons.design import difference_component_bounds
+        from cjstats.decisions.differences import difference_component_bounds
 
         fit = cj.fit_joint(table, method)
         alloc = cj.optimise(fit, budget=480, target="difference", models=("m0", "m1"))
@@ -148,8 +148,8 @@ class TestDifferenceIntervals:
     def test_the_judge_term_intervals_cover_the_planted_values(self):
         """300 tables (P = 2, K = 4, n = 30, m = 2) with a planted judge x model interaction: each judge term's
         interval covers its true value in 95% +- 3 MC SE (0.038) of the replicates."""
-        from cjstats.comparisons.design import difference_component_bounds
-        from cjstats.comparisons.simulate import simulate_joint
+        from cjstats.decisions.differences import difference_component_bounds
+        from cjstats.studies.simulate_joint import simulate_joint
 
         reps, hits = 300, np.zeros(2)
         for r in range(reps):

@@ -1,4 +1,4 @@
-"""Exact derivatives of the joint REML criterion (cjstats/comparisons/reml.py).
+"""Exact derivatives of the joint REML criterion (cjstats/estimators/joint/reml.py).
 
 Oracles: (a) [X y]'H^{-1}[X y] and log|H| computed densely, H = I + ta Za Za' + tm Zg Zg' + tb Zc Zc' built row
 by row from a numpy design (no Woodbury); (b) Richardson-extrapolated central differences of the values, whose
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons import reml
+from cjstats.estimators.joint import reml
 from cjstats.exceptions import CjstatsWarning
 from cjstats.stats import build_stats
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons import reml
-from cjstats.comparisons._joint import joint_stats
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.estimators.joint import reml
+from cjstats.estimators.joint._joint import joint_stats
+from cjstats.studies.simulate_joint import simulate_joint
 from cjstats.estimators.reml import engine
 from cjstats.exceptions import CjstatsWarning
 

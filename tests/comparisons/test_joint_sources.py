@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 from cjstats.stats import build_stats
 
 COLS = ("estimate", "std_error", "lower", "upper", "raw_estimate")

@@ -19,7 +19,7 @@ import cjstats as cj
 from cjstats.estimators.anova import (
     _group_rows, chi2_interval, mean_squares, mls_interval, noncentral_f_interval, satterthwaite_interval,
 )
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_array
 
 def estimate_paper(*args, **kwargs):
     """``cj.estimate`` of the paper's model (Eq. 1, no scenario x judge term): the lme4 fixtures and hand

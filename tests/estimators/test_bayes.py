@@ -16,12 +16,12 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats._defaults import COMPONENTS
-from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
+from cjstats.results.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import available_backends
 from cjstats.estimators.base import M1_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import read_scores
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_ordinal_scores, simulate_scores
+from cjstats.io.scores import read_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_ordinal_scores, simulate_scores
 
 pytest.importorskip("pymc")
 pytest.importorskip("arviz_stats")

@@ -13,7 +13,7 @@ import pytest
 
 import cjstats as cj
 from cjstats._defaults import COMPONENTS
-from cjstats.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
+from cjstats.results.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, _missing_packages
 from cjstats.estimators.base import M1_NOTE
 from cjstats.stats import ScoreStats, build_stats

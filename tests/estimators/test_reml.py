@@ -28,13 +28,13 @@ import pytest
 from scipy import stats
 
 import cjstats as cj
-from cjstats.components import COMPONENT_COLUMNS
+from cjstats.results.components import COMPONENT_COLUMNS
 from cjstats.estimators.reml import core as rs
 from cjstats.estimators.reml import engine
 from cjstats.estimators import reml
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import GroupData
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.io.scores import GroupData
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 def estimate_paper(*args, **kwargs):
     """``cj.estimate`` of the paper's model (Eq. 1, no scenario x judge term): the lme4 fixtures and hand

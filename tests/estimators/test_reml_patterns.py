@@ -13,7 +13,7 @@ import pytest
 
 import cjstats as cj
 from cjstats.estimators.reml import core
-from cjstats.simulate import simulate_scores
+from cjstats.studies.simulate import simulate_scores
 from cjstats.stats import build_stats
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 #: Relative tolerance of engine-vs-numpy equality: the engines add the same numbers in another order, so the
 #: statistics differ by rounding only (a few 1e-16 relative per sum, well under 1e-12 for these sizes).

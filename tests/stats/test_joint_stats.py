@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.comparisons.anova import JointMeanSquares
-from cjstats.comparisons.reml import _weighted_gram
-from cjstats.comparisons.simulate import simulate_joint, simulate_joint_array
+from cjstats.estimators.joint.anova import JointMeanSquares
+from cjstats.estimators.joint.reml import _weighted_gram
+from cjstats.studies.simulate_joint import simulate_joint, simulate_joint_array
 from cjstats.stats import JointStats, build_stats, merge_stats, stack_models
 
 

@@ -125,7 +125,7 @@ import pandas as pd
 
 from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, check_number, check_positive_int
-from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import (
     M1_NOTE,
     SJ_NOTE,
@@ -140,7 +140,7 @@ from cjstats.estimators.base import (
 )
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import GroupData, Scores
+from cjstats.io.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
 
 __all__ = ["ESS_PER_CHAIN_MIN", "GAUSSIAN_PRIORS", "ONE_CALL_NOTE", "ORDINAL_PRIORS", "RHAT_MAX", "fit"]

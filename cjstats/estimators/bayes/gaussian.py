@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from cjstats.scores import GroupData
+from cjstats.io.scores import GroupData
 from cjstats.stats.views import GaussianStats, pattern_blocks
 
 __all__ = [

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from cjstats.estimators.bayes.gaussian import NU, half_t_logp
-from cjstats.scores import GroupData
+from cjstats.io.scores import GroupData
 
 __all__ = [
     "OrdinalData",

@@ -89,7 +89,7 @@ import pandas as pd
 from scipy import stats
 
 from cjstats._validate import check_choice, check_positive_int
-from cjstats.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.reml import core as _rs
 from cjstats.estimators.reml import scenario_judge as _sj
 from cjstats.estimators.base import (
@@ -106,7 +106,7 @@ from cjstats.estimators.base import (
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import GroupData, Scores
+from cjstats.io.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats
 from cjstats.stats.engines.numpy_engine import unit_stats
 
@@ -149,7 +149,7 @@ def _single_thread_blas() -> contextlib.AbstractContextManager:
 class _GroupModel:
     """Structured statistics and REML fits of one unit, from its :class:`~cjstats.stats.CellStats`.
 
-    ``rows`` (the unit's :class:`~cjstats.scores.GroupData`) is needed only by the paths that declare it
+    ``rows`` (the unit's :class:`~cjstats.io.scores.GroupData`) is needed only by the paths that declare it
     (the parametric bootstrap simulates rows; the statsmodels reference fits them); the fit itself never
     reads it. A GroupData passed as ``unit`` is reduced with the numpy engine and kept as the rows.
     """

@@ -1,6 +1,6 @@
 r"""The one REML engine: a boundary-aware optimiser, a stationarity (KKT) check and a profiler for any REML or ML
 criterion of relative variances theta >= 0, used by the per-model fits (:mod:`cjstats.estimators.reml.core`),
-the joint fits of several models (:mod:`cjstats.comparisons.reml`) and the ML refits behind their tests.
+the joint fits of several models (:mod:`cjstats.estimators.joint.reml`) and the ML refits behind their tests.
 
 A criterion (:class:`Criterion`) is -2 log (restricted) likelihood as a function of theta = (variances)/s2 with
 the residual variance s2 either profiled out or given:

@@ -1,7 +1,7 @@
 """Engines that reduce score rows to :class:`~cjstats.stats.CellStats`.
 
 ``ENGINES`` maps an engine name to the module that implements ``unit_stats(group) -> CellStats`` for one
-analysis unit's rows (a :class:`~cjstats.scores.GroupData`). numpy is the only engine today; out-of-core
+analysis unit's rows (a :class:`~cjstats.io.scores.GroupData`). numpy is the only engine today; out-of-core
 engines (DuckDB, Dask) produce the same statistics chunk by chunk and combine them with
 :func:`cjstats.stats.merge_stats`.
 """

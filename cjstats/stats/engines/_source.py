@@ -118,7 +118,7 @@ def resolve(source: Any) -> Source:
 
 def _separator(path: str, kind: str) -> str:
     """The separator read_scores would use (``,`` ``;`` tab or ``|``, sniffed from the header line)."""
-    from cjstats.scores import _sniff_separator
+    from cjstats.io.scores import _sniff_separator
 
     try:
         return _sniff_separator(Path(path), kind)
@@ -128,7 +128,7 @@ def _separator(path: str, kind: str) -> str:
 
 def _count_lines(path: str) -> list[int]:
     """The line numbers (1-based) of the non-blank lines of a text file, and its number of lines last."""
-    from cjstats.scores import _open_text
+    from cjstats.io.scores import _open_text
 
     numbers, n = [], 0
     with _open_text(Path(path)) as fh:

@@ -43,7 +43,7 @@ def _import_dask() -> Any:
 
 def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...]) -> tuple[Any, ...]:
     """The numpy engine's statistics of one partition (empty tuple for an empty partition); runs on a worker."""
-    from cjstats.scores import read_scores
+    from cjstats.io.scores import read_scores
     from cjstats.stats import build_stats
 
     if len(part) == 0:

@@ -323,7 +323,7 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     return tuple(units), design, has_criterion
 
 
-_INT_TEXT = r"-?(?:0|[1-9][0-9]*)"  # a plain integer, as cjstats.scores reads ids
+_INT_TEXT = r"-?(?:0|[1-9][0-9]*)"  # a plain integer, as cjstats.io.scores reads ids
 
 
 def _text_col(name: str) -> str:
@@ -503,7 +503,7 @@ def _raise_duplicates(con: Any, src: S.Source, pos_rows: str, has_criterion: boo
 def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_words: int,
                 has_criterion: bool) -> Any:
     """One unit's :class:`CellStats` from its judge table, scenario-level and class-level aggregates."""
-    from cjstats.scores import GroupDesign
+    from cjstats.io.scores import GroupDesign
     from cjstats.stats.cellstats import CellStats
 
     k = len(judges)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cjstats.scores import GroupData
+from cjstats.io.scores import GroupData
 from cjstats.stats.cellstats import CellStats
 from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/data/lme4/make_inputs.py && Rscript tests/data/lme4/fit_lme4.R
 
-Simulated tables come from the paper's model (``cjstats.simulate``) with the Table 3 MT-Bench components;
+Simulated tables come from the paper's model (``cjstats.studies.simulate``) with the Table 3 MT-Bench components;
 the real ones are slices of ``../shared/data`` (HANNA, MIT licence; MentalAlign-70k, MIT licence).
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cjstats.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
+from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 HERE = Path(__file__).parent
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cjstats.comparisons.simulate import simulate_joint
+from cjstats.studies.simulate_joint import simulate_joint
 
 HERE = Path(__file__).parent
 

@@ -6,7 +6,7 @@ Small and boundary tables from the joint model (DESIGN.md section 4)
 
     X_pijl = mu_p + alpha_i + (alpha p)_pi + beta_pij + gamma_l + (gamma p)_pl + eps_pijl
 
-with the same draw order as :func:`cjstats.comparisons.simulate.simulate_joint_array`, but written out here (no
+with the same draw order as :func:`cjstats.studies.simulate_joint.simulate_joint_array`, but written out here (no
 cjstats import) so that the suite does not move when cjstats does, and so that ``(alpha p)_pi`` may have a
 variance of its own per model (``s2_model_scenario`` a list). ``missing`` removes that share of judge calls at
 random; ``likert`` rounds the scores to the integers 1..5. Every table has its own fixed seed.

@@ -69,8 +69,8 @@ from scipy import stats
 from cjstats._validate import check_positive_int, resolve_ci_level
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.humans._items import PANEL, paired_items
-from cjstats.scores import Scores
+from cjstats.estimators.humans._items import PANEL, paired_items
+from cjstats.io.scores import Scores
 
 __all__ = ["ppi_means", "PPIMeans", "ppi_contrast", "ppi_mean_tuned", "label_shortfall", "MIN_LABELS",
            "MIN_VARIED"]
@@ -305,10 +305,10 @@ class PPIMeans:
                       differences: bool = False) -> pd.DataFrame:
         """For every mean (or difference): human labels and judged units to buy, from the estimated rho.
 
-        Applies :func:`cjstats.humans.design.label_budget` to each row with sigma2 = ``sigma2_human`` and
+        Applies :func:`cjstats.decisions.labels.label_budget` to each row with sigma2 = ``sigma2_human`` and
         rho = ``rho``; ``n_max`` defaults to the row's units (n_labeled + n_unlabeled).
         """
-        from cjstats.humans.design import label_budget
+        from cjstats.decisions.labels import label_budget
 
         src = self.differences if differences else self.means
         keys = [c for c in ("model", "model_a", "model_b", "criterion", "estimand") if c in src.columns]
@@ -328,8 +328,8 @@ class PPIMeans:
         return pd.DataFrame(rows)
 
     def as_latex(self, digits: int = 3) -> str:
-        """Human-scale means (and differences) as booktabs LaTeX tables (:func:`cjstats.tables.as_latex`)."""
-        from cjstats.tables import as_latex
+        """Human-scale means (and differences) as booktabs LaTeX tables (:func:`cjstats.results.tables.as_latex`)."""
+        from cjstats.results.tables import as_latex
 
         cols = [c for c in ("model", "criterion", "estimate", "lower", "upper", "human_only", "judge_only",
                             "n_labeled", "n_effective") if c in self.means.columns]

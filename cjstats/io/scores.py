@@ -784,7 +784,7 @@ def _read_parquet_arrow(path: Path, mapping: Mapping[str, str]) -> _ArrowRead | 
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from cjstats._read_arrow import is_text_type
+        from cjstats.io._arrow import is_text_type
 
         schema = pq.read_schema(path)
         meta = schema.pandas_metadata or {}
@@ -1360,14 +1360,14 @@ def _frame_columns(df: pd.DataFrame, mapping: Mapping[str, str]) -> tuple[dict[s
 
 def _fast_label(col: Any, name: str, *, from_text: bool) -> tuple[np.ndarray, Any, np.ndarray, Any, bool] | None:
     """One id column coded for the Arrow route: ``(codes, labels, labels as objects, result dtype, all used)``
-    (see :func:`cjstats._read_arrow.text_codes` for labels that no row uses).
+    (see :func:`cjstats.io._arrow.text_codes` for labels that no row uses).
 
     ``labels`` are what the sorted column is built from (an Arrow string array for text, a NumPy array
     otherwise) and the result dtype is the one the pandas route gives the column: ``str`` for text (object for
     a scenario or generation read from a text file), the integer dtype for integers (int64 for text that
     holds only plain integers). ``None`` for anything else (object columns, nulls, integer models or judges).
     """
-    from cjstats._read_arrow import int_codes, text_codes
+    from cjstats.io._arrow import int_codes, text_codes
 
     is_key = name in ("scenario", "generation")
     if isinstance(col, pd.Series):
@@ -1455,7 +1455,7 @@ def _fast_scores(cols: Mapping[str, Any], floats: Mapping[str, np.ndarray], *, f
     ``None`` whenever the pandas route could say something (an error, a warning other than near-duplicate
     labels, duplicate cells, reference raters, decimal commas), so that route reads the table instead.
     """
-    from cjstats._read_arrow import sort_key
+    from cjstats.io._arrow import sort_key
 
     if any(c not in cols for c in _REQUIRED) or "judge_type" in cols or provenance.get("decimal"):
         return None

@@ -11,7 +11,7 @@ and, with ``shared_scenarios`` (both models answer the same n scenarios) the alp
     Var(d) = 2 s2_ms/n  [+ 2 s2_scenario/n if scenarios are not shared]
              + 2 (c_gen s2_generation + c_res s2_residual) + c_judge J
 
-with the per-model coefficients c of :func:`cjstats.variance.strategy_coefficients` (Eqs. 3-5 with the
+with the per-model coefficients c of :func:`cjstats.decisions.formulas.strategy_coefficients` (Eqs. 3-5 with the
 leftover term) and the judge term
 
     J = s2_judge_difference = mean_l (g_al - g_bl)^2      shared schedule (same judge for a and b per call slot)
@@ -40,9 +40,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from cjstats._defaults import JOINT_LABEL
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
-from cjstats.variance import STRATEGIES, strategy_coefficients
+from cjstats.decisions.formulas import STRATEGIES, strategy_coefficients
 
 __all__ = ["difference_variance", "difference_coefficients", "difference_components", "difference_component_bounds",
            "optimise_difference",
@@ -256,7 +257,6 @@ def _component_value(t: pd.DataFrame, name: str, model: str | None, column: str)
     if model is not None:
         sel &= t["model"] == model
     else:
-        from cjstats.comparisons._joint import JOINT_LABEL
 
         sel &= t["model"] == JOINT_LABEL
     row = t[sel]
@@ -344,14 +344,14 @@ def difference_allocation(fit, *, budget: float, models: tuple[str, str] | None 
 
     ``fit`` is a joint fit (:func:`cjstats.fit_joint`; ``models`` names the pair, default the two highest
     means) or a mapping with the inputs of :func:`difference_variance`. ``budget`` counts judge calls for both
-    models together. Returns an :class:`cjstats.allocate.Allocation` whose table also has a ``schedule``
+    models together. Returns an :class:`cjstats.decisions.optimise.Allocation` whose table also has a ``schedule``
     column (shared or independent). With a joint fit, ``variance_lower`` and ``variance_upper`` are the predicted
     variance at the components' interval bounds (:func:`difference_component_bounds`; ``uncertainty = "interval
     bounds"``); with a mapping of point values they are NaN (``uncertainty = "none"``).
     """
     from collections.abc import Mapping
 
-    from cjstats.allocation import Allocation
+    from cjstats.results.allocation import Allocation
 
     caller = "optimise"
     if budget is None:

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from cjstats.comparisons._joint import (
+from cjstats.estimators.joint._joint import (
     JOINT_LABEL, JointFit, JointRow, components_frame, joint_data, joint_stats,
 )
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 
 __all__ = ["fit_joint"]
 

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from cjstats.comparisons._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
+from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
                                        components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.estimators.reml import engine

@@ -104,7 +104,7 @@ def _fmt(v: Any, digits: int) -> str:
 def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
     """A booktabs LaTeX table (``\\toprule``/``\\midrule``/``\\bottomrule``; needs ``\\usepackage{booktabs}``).
 
-    A :class:`~cjstats.components.VarianceComponents` becomes one row per (model, [criterion]) and two columns per
+    A :class:`~cjstats.results.components.VarianceComponents` becomes one row per (model, [criterion]) and two columns per
     component: the variance with its interval ``est [lo, hi]`` and its standard deviation ``sd`` beside it (users
     quote sigma; the paper's tables give variances). Any DataFrame (a judge table, an allocation, F tests...)
     is written as it is, numbers with ``digits`` decimals, except p-values (two significant digits,

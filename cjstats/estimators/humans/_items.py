@@ -14,7 +14,7 @@ import pandas as pd
 
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 
 __all__ = ["PairedItems", "paired_items", "PANEL"]
 

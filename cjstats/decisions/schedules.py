@@ -4,15 +4,15 @@
 scenario's generations in turn), over a seeded shuffle of the judges. Every judge then gets an equal share of
 the calls (+-1 overall; exactly equal within a scenario when the scenario's calls are a multiple of K_tot),
 and the r judges that receive one call more are a uniformly random r-subset of the panel, which is what makes
-the leftover term of :func:`cjstats.variance.leftover_judge_variance` exact.
+the leftover term of :func:`cjstats.decisions.formulas.leftover_judge_variance` exact.
 
 The trap it avoids: restarting the rotation at judge 0 in every scenario. With one generation per scenario
 (m = 1) that gives every call to judge 0, a single-judge benchmark carrying the whole judge bias (Proposition 1
 with K = 1). :func:`schedule_audit` flags it.
 
 With ``shares`` the rotation becomes a weighted round robin (unequal judge frequencies, e.g. the Neyman/Cochran
-frequencies of :func:`cjstats.allocate.optimise` when judges have different prices); analyse such a schedule
-with the post-stratified mean (:func:`cjstats.allocate.poststratified_mean`).
+frequencies of :func:`cjstats.decisions.optimise.optimise` when judges have different prices); analyse such a schedule
+with the post-stratified mean (:func:`cjstats.decisions.optimise.poststratified_mean`).
 
 :func:`realised_variance` gives the variance of the benchmark score for any concrete schedule, including one
 in which some calls failed. Only numpy and pandas are needed here.
@@ -150,7 +150,7 @@ def _largest_remainder(totals: np.ndarray | int, shares: np.ndarray, rank: np.nd
     ``shares`` must be normalised (sum 1). Every count is floor(t s_l) or floor(t s_l) + 1; the t − Σ floor
     extra calls go to the largest remainders, ties (remainders equal to 6 decimals) to the smallest ``rank``
     (default: the judge's index). :func:`apportion`, the weighted round robin of :func:`cyclic_schedule` and
-    the costing of the ``weighted`` strategy in :func:`cjstats.allocate.optimise` all call this function, so the
+    the costing of the ``weighted`` strategy in :func:`cjstats.decisions.optimise.optimise` all call this function, so the
     schedule realises exactly the counts that the optimiser costed.
     """
     t = np.atleast_1d(np.asarray(totals, dtype=np.int64))
@@ -171,7 +171,7 @@ def apportion(total: int, shares: Sequence[float] | np.ndarray, *, order: Sequen
 
     Every count is floor(total s_l) or floor(total s_l) + 1. Ties in the remainders go to the judge that comes
     first in ``order`` (a permutation of the judges; default: their index order, the rule that
-    :func:`cyclic_schedule` and :func:`cjstats.allocate.optimise` use). ``shares`` must be finite, >= 0 and have
+    :func:`cyclic_schedule` and :func:`cjstats.decisions.optimise.optimise` use). ``shares`` must be finite, >= 0 and have
     a positive sum; they are normalised.
 
     Examples
@@ -226,7 +226,7 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
     """The CyclicJudge schedule: one rotation across a seeded shuffle of the scenarios (Strategy C, ``sec:allocation``).
 
     Eq. 5 (``eq:strat_cycle``) gives its variance when the calls are a multiple of K_tot, and
-    :func:`cjstats.variance.strategy_variance` (with the leftover term) for any number of calls; with m = 1 the
+    :func:`cjstats.decisions.formulas.strategy_variance` (with the leftover term) for any number of calls; with m = 1 the
     rotation runs across scenarios, as the paper advises after Eq. 5, over a shuffled scenario order.
 
     Parameters
@@ -256,7 +256,7 @@ def cyclic_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[str],
     shares : mapping or sequence, optional
         Judge frequencies for a weighted round robin (e.g. Neyman/Cochran frequencies under unequal prices):
         the calls are apportioned to the judges by largest remainders (:func:`apportion`, ties to the judge
-        listed first, whatever the seed: the counts that :func:`cjstats.allocate.optimise` costs) and spread
+        listed first, whatever the seed: the counts that :func:`cjstats.decisions.optimise.optimise` costs) and spread
         evenly along the rotation. Analyse the scores with the post-stratified mean. Equal shares and a number
         of slots that K_tot divides give the plain rotation. Requires ``judges_per_generation=1``.
 
@@ -332,7 +332,7 @@ def all_judges_schedule(scenarios: int | Sequence[Any], judges: int | Sequence[s
     Give ``generations`` (m, default 1; m K_tot calls per scenario) or a per-scenario ``budget`` B of calls.
     When K_tot does not divide B, each scenario gets B // K_tot full generations plus one generation scored by
     r = B mod K_tot judges taken from one rotation across a seeded shuffle of scenarios and judges (the design
-    behind :func:`cjstats.variance.strategy_variance` with ``strategy="all"``).
+    behind :func:`cjstats.decisions.formulas.strategy_variance` with ``strategy="all"``).
     """
     caller = "all_judges_schedule"
     scen = _scenario_labels(scenarios, caller)
@@ -384,7 +384,7 @@ class ScheduleAudit:
     scenario_judge_coefficient : float
         c with c σ²_αγ the variance that the scenario x judge interaction adds to the plain mean of the
         schedule, given its scenarios (and their interaction effects): Σ_il w_il² − 1/(n K_tot), w_il the
-        share of the calls made by judge l on scenario i (:mod:`cjstats.variance`, module docstring).
+        share of the calls made by judge l on scenario i (:mod:`cjstats.decisions.formulas`, module docstring).
     scenario_judge_coefficient_unrotated : float
         The same coefficient if every generation of a scenario went to the same judges (the same calls per
         scenario and per generation, no rotation across generations): Σ_i (C_i/T)²/k_i − 1/(n K_tot), C_i the
@@ -645,7 +645,7 @@ def group_components(components: Any, model: str | None = None, criterion: str |
     and may give ``scenario_judge`` (σ²_αγ, default 0). From a fit, ``scenario_judge`` is its ``components`` row
     of that name when the term was fitted and is identifiable, else 0.
     """
-    from cjstats.components import VarianceComponents
+    from cjstats.results.components import VarianceComponents
 
     if isinstance(components, Mapping):
         absent = [c for c in COMPONENTS if c not in components]
@@ -745,7 +745,7 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
         Var = σ²_α Σ_i w_i² + σ²_β Σ_ij w_ij² + Σ_c σ²_ε,l(c) w_c² + J,
 
     with w_i and w_ij the total weights of scenario i and generation (i, j), and the judge term
-    J = σ²_γ K_tot/(K_tot − 1) Σ_l (W_l − W̄)² (:func:`cjstats.variance.judge_weight_variance`, exchangeable
+    J = σ²_γ K_tot/(K_tot − 1) Σ_l (W_l − W̄)² (:func:`cjstats.decisions.formulas.judge_weight_variance`, exchangeable
     judges) or J = (Σ_l W_l γ_l)² (fixed offsets: a squared bias about the panel mean). For a balanced schedule
     this reproduces Proposition 1 (same K judges everywhere) and Eqs. 3-5 with the leftover term.
 
@@ -755,7 +755,7 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     pairs. With ``scenario_term=False`` the variance is conditional on the scenarios and on their interaction
     effects for every panel judge (the target is the full panel's mean on the n scenarios of the schedule,
     which holds (1/(nK_tot)) Σ_il (αγ)_il), and the term is σ²_αγ (Σ_il w_il² − 1/(nK_tot)) (Σ w = 1;
-    :mod:`cjstats.variance`, module docstring). It is the mean over the interaction effects, whichever
+    :mod:`cjstats.decisions.formulas`, module docstring). It is the mean over the interaction effects, whichever
     ``judge_view``.
 
     Parameters
@@ -776,9 +776,9 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
         Include σ²_α Σ_i w_i² (scenarios resampled); False gives the paper's variance conditional on scenarios.
     residual_by_judge : mapping, optional
         σ²_ε,l per judge: absolute residual variances (e.g. from
-        :func:`cjstats.allocate.judge_residual_variances`), which replace the common residual for those judges
-        (the same meaning as in :func:`cjstats.allocate.optimise` and
-        :func:`cjstats.allocate.cost_weighted_allocation`).
+        :func:`cjstats.decisions.optimise.judge_residual_variances`), which replace the common residual for those judges
+        (the same meaning as in :func:`cjstats.decisions.optimise.optimise` and
+        :func:`cjstats.decisions.optimise.cost_weighted_allocation`).
     judge_offsets : mapping, optional
         γ_l per judge for ``judge_view="fixed"`` (default: the fit's offsets).
     """
@@ -853,7 +853,7 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     gen_part = s2b * float(np.sum(w_ij ** 2))
     res_part = float(np.sum(s2e_l[jidx] * w ** 2))
     if judge_view == "exchangeable":
-        from cjstats.variance import judge_weight_variance
+        from cjstats.decisions.formulas import judge_weight_variance
 
         judge_part, bias = judge_weight_variance(s2g, w_l), float("nan")
     else:

@@ -4,16 +4,16 @@
 (CyclicJudge ``cyclic``, random judges ``random``, all judges ``all``, and with unequal prices or noise the
 cost-weighted ``weighted``), number of scenarios n (up to the dataset size), generations per scenario m and
 judges per generation k. It ranks them by predicted variance (or by cost to reach ``target_se``) with the
-closed forms of :mod:`cjstats.variance`, and carries the uncertainty of the components through: an interval on
+closed forms of :mod:`cjstats.decisions.formulas`, and carries the uncertainty of the components through: an interval on
 each design's predicted variance and the probability that each strategy is best.
 
 Beyond the paper (its stated limitation is equal-cost calls): with per-judge prices c_l, a price per generation
 c_gen and per-judge residual variances σ²_ε,l, the post-stratified mean (1/K_tot) Σ_l mean(scores of judge l)
 (:func:`poststratified_mean`) recovers the panel mean exactly for ANY judge frequencies, and its variance
 (1/K_tot²) Σ_l (σ²_β + σ²_ε,l)/b_l at a fixed cost Σ_l b_l (c_l + c_gen) is smallest for the Neyman/Cochran
-frequencies b_l ∝ s_l / sqrt(c_l + c_gen), s_l² = σ²_β + σ²_ε,l (:func:`cjstats.variance.neyman_shares`).
+frequencies b_l ∝ s_l / sqrt(c_l + c_gen), s_l² = σ²_β + σ²_ε,l (:func:`cjstats.decisions.formulas.neyman_shares`).
 Equal prices and noise give equal frequencies: CyclicJudge. :func:`cost_weighted_allocation` gives the counts
-and the saving against equal cycling; :func:`cjstats.plan.cyclic_schedule` with ``shares=`` realises them.
+and the saving against equal cycling; :func:`cjstats.decisions.schedules.cyclic_schedule` with ``shares=`` realises them.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ import pandas as pd
 from scipy import optimize, stats
 
 from cjstats._validate import check_choice, check_number, check_positive_int
-from cjstats.allocation import Allocation
-from cjstats.allocation import p_best as _p_best
+from cjstats.results.allocation import Allocation
+from cjstats.results.allocation import p_best as _p_best
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import DECISION_COMPONENTS as _COMP
-from cjstats.plan import _largest_remainder, _rng, group_components
-from cjstats.variance import (
+from cjstats.decisions.schedules import DECISION_COMPONENTS as _COMP
+from cjstats.decisions.schedules import _largest_remainder, _rng, group_components
+from cjstats.decisions.formulas import (
     _bisect_first,
     _first_true,
     _last_true,
@@ -81,7 +81,7 @@ class _Inputs:
 
 
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
-    """The optimiser's view of one group (built on :func:`cjstats.plan.group_components`, the one extractor)."""
+    """The optimiser's view of one group (built on :func:`cjstats.decisions.schedules.group_components`, the one extractor)."""
     g = group_components(fit, model, criterion, caller)
     gen_ok = g.generation_identifiable
     point = np.array([g.estimates[c] for c in _COMP])
@@ -240,7 +240,7 @@ def _design_costs(strategy: str, k: int, n: np.ndarray, m: np.ndarray, prices: n
 def _uniform_designs(strategy: str, k: int, n: np.ndarray, inp: _Inputs, kt: int, prices: np.ndarray, cg: float,
                      budget: float | None, target_v: float | None, m_cap: int) -> pd.DataFrame | None:
     """The best m for every n of one (strategy, k): the most generations affordable in the worst case, or the
-    fewest that reach the target (found exactly: see :func:`cjstats.variance.scenarios_for_target_se`)."""
+    fewest that reach the target (found exactly: see :func:`cjstats.decisions.formulas.scenarios_for_target_se`)."""
     assignment = "random" if strategy == "random" else "cyclic"
     point = inp.point
     n_int = n.astype(np.int64)
@@ -297,7 +297,7 @@ def _weighted_designs(n: np.ndarray, shares: np.ndarray, price: np.ndarray, rho:
                       budget: float | None, target_v: float | None, m_cap: int) -> pd.DataFrame | None:
     """Designs of the cost-weighted strategy: n scenarios x m generations, one judge per generation.
 
-    Judge l gets b_l = :func:`cjstats.plan._largest_remainder` (n m, shares)_l calls, exactly the counts that
+    Judge l gets b_l = :func:`cjstats.decisions.schedules._largest_remainder` (n m, shares)_l calls, exactly the counts that
     ``cyclic_schedule(..., shares=)`` realises, so the cost Σ_l b_l (c_l + c_gen) (``price``) is exact. Budget:
     the largest affordable m (since T s·price − Σ price < cost < T s·price + Σ price, only a short window of m
     is checked). Target: the first m that reaches it; floor(T s_l) <= b_l <= floor(T s_l) + 1 bound the variance
@@ -406,7 +406,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
         Most generations per scenario you can produce (1 is forced when the fit had m = 1).
     residual_by_judge : mapping, optional
         σ²_ε,l per judge as ABSOLUTE residual variances (e.g. :func:`judge_residual_variances`; the same meaning
-        as in :func:`cost_weighted_allocation` and :func:`cjstats.plan.realised_variance`). They replace the
+        as in :func:`cost_weighted_allocation` and :func:`cjstats.decisions.schedules.realised_variance`). They replace the
         fit's residual: the ``weighted`` strategy uses each σ²_ε,l, the others their mean (what an equal share
         of calls per judge averages to), and the residual's interval is scaled by mean/estimate. Unequal values
         add ``weighted``.
@@ -415,7 +415,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     target : {"mean", "difference"}
         ``"difference"``: minimise the variance of the difference of two models' panel means instead, from a
         joint fit (:func:`cjstats.fit_joint`; ``models=(a, b)``, default the two best), over strategies A/B/C
-        and shared or independent judge schedules (:func:`cjstats.comparisons.design.difference_allocation`).
+        and shared or independent judge schedules (:func:`cjstats.decisions.differences.difference_allocation`).
     n_draws, seed
         Draws used for intervals and probabilities (posterior draws are used as given when the fit has them;
         otherwise approximate draws matched to the component intervals).
@@ -426,8 +426,8 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
 
     Notes
     -----
-    Variances are the closed forms of :mod:`cjstats.variance` (Proposition 1 and Eqs. 3-5 with the leftover
-    judge term; :func:`~cjstats.variance.poststratified_variance` for ``weighted``), including the scenario
+    Variances are the closed forms of :mod:`cjstats.decisions.formulas` (Proposition 1 and Eqs. 3-5 with the leftover
+    judge term; :func:`~cjstats.decisions.formulas.poststratified_variance` for ``weighted``), including the scenario
     term σ²_α/n because n is a design choice. For each (strategy, judges per generation k) and each n the
     search is exact: with a budget, the largest m whose maximum cost fits; with a target, the smallest m that
     reaches it (the leftover and rounding terms are not monotone in m, so the window in which the answer must
@@ -436,7 +436,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     ``cost`` is the expected cost and ``max_cost`` the most a design can cost: ``cyclic`` gives every judge
     q = calls // K_tot calls and the r = calls mod K_tot extra calls to a random r-subset of the judges, so at
     most q Σ c_l plus the r largest prices; ``random`` at most every call on the dearest judges; ``all`` and
-    ``weighted`` (whose counts :func:`cjstats.plan.cyclic_schedule` realises exactly) cost exactly ``cost``.
+    ``weighted`` (whose counts :func:`cjstats.decisions.schedules.cyclic_schedule` realises exactly) cost exactly ``cost``.
 
     Examples
     --------
@@ -446,15 +446,15 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     'cyclic'
     """
     caller = "optimise"
-    # --- target="difference": the variance of a paired difference of two models (cjstats.comparisons) --------
+    # --- target="difference": the variance of a paired difference of two models (cjstats.estimators.joint) --------
     if target == "difference":
-        from cjstats.comparisons.design import difference_allocation
+        from cjstats.decisions.differences import difference_allocation
 
         return difference_allocation(fit, budget=budget, models=models, k_total=k_total, n_max=n_max)
     check_choice("target", target, ("mean", "difference"), caller=caller)
-    # --- ordinal fits: posterior-predictive simulation on the score scale (cjstats.predictive) -------------
+    # --- ordinal fits: posterior-predictive simulation on the score scale (cjstats.decisions.predictive) -------------
     if getattr(fit, "scale", "score") == "latent":
-        from cjstats.predictive import optimise_ordinal
+        from cjstats.decisions.predictive import optimise_ordinal
 
         return optimise_ordinal(fit, budget=budget, k_total=k_total, n_max=n_max, judge_costs=judge_costs,
                                 generation_cost=generation_cost, target_se=target_se, model=model,
@@ -697,7 +697,7 @@ def _closing_notes(uncertainty: str, pb: _Problem) -> list[str]:
                      "judges); a design is within budget only when its max_cost is.")
     if "weighted" in pb.strategies:
         notes.append("weighted: one judge per generation at Neyman/Cochran frequencies, analysed with the "
-                     "post-stratified mean (cjstats.allocate.poststratified_mean); realise it with "
+                     "post-stratified mean (cjstats.decisions.optimise.poststratified_mean); realise it with "
                      "cyclic_schedule(..., shares=allocation.frequencies). Its scenario term sigma2_alpha/n assumes "
                      "each judge's calls spread over the scenarios in proportion (the weighted round robin does, "
                      "+-1 call); realised_variance gives the exact value of a concrete schedule.")
@@ -738,14 +738,14 @@ def cost_weighted_allocation(s2_generation: float, s2_residual: float, *, judge_
                              s2_scenario: float = 0.0, n: int | None = None) -> WeightedAllocation:
     """Judge call counts for a money budget under unequal prices (Neyman/Cochran) and the saving over cycling.
 
-    b_l ∝ s_l / sqrt(c_l + c_gen) with s_l² = σ²_β + σ²_ε,l (:func:`cjstats.variance.neyman_shares`), rounded by
-    largest remainders (:func:`cjstats.plan.apportion`, the counts ``cyclic_schedule(..., shares=)`` realises)
+    b_l ∝ s_l / sqrt(c_l + c_gen) with s_l² = σ²_β + σ²_ε,l (:func:`cjstats.decisions.formulas.neyman_shares`), rounded by
+    largest remainders (:func:`cjstats.decisions.schedules.apportion`, the counts ``cyclic_schedule(..., shares=)`` realises)
     for the most calls T whose exact cost Σ_l b_l (c_l + c_gen) fits the budget; variance from
-    :func:`cjstats.variance.poststratified_variance`.
+    :func:`cjstats.decisions.formulas.poststratified_variance`.
 
     ``residual_by_judge`` gives σ²_ε,l per judge as ABSOLUTE residual variances (e.g.
     :func:`judge_residual_variances`), the same meaning as in :func:`optimise` and
-    :func:`cjstats.plan.realised_variance`: when given they replace the common ``s2_residual`` for every judge;
+    :func:`cjstats.decisions.schedules.realised_variance`: when given they replace the common ``s2_residual`` for every judge;
     otherwise every judge has ``s2_residual``. A judge whose call and generation are both free is refused (the
     rule would give it every call).
     """
@@ -791,12 +791,12 @@ def cost_weighted_allocation(s2_generation: float, s2_residual: float, *, judge_
 def poststratified_mean(scores: Any, *, judges: Sequence[str] | None = None) -> float | pd.DataFrame:
     """The post-stratified panel mean (1/K_tot) Σ_l mean(scores of judge l): unbiased for any judge frequencies.
 
-    ``scores`` is a DataFrame with columns ``judge, score`` (or a :class:`~cjstats.scores.Scores`). With
+    ``scores`` is a DataFrame with columns ``judge, score`` (or a :class:`~cjstats.io.scores.Scores`). With
     ``model`` (and ``criterion``) columns the result is a DataFrame with one ``poststratified_mean`` per
     group; otherwise a float. ``judges`` is the panel: every panel judge must have at least one score, since
     the panel mean cannot be recovered without it.
     """
-    from cjstats.scores import Scores
+    from cjstats.io.scores import Scores
 
     caller = "poststratified_mean"
     df = scores.to_frame() if isinstance(scores, Scores) else scores
@@ -835,7 +835,7 @@ def judge_residual_variances(scores: Any, *, model: str | None = None,
     σ̄² = K/(K − 1) mean_l S_l/(nm − 1) (= MS_W) and σ²_l = (S_l/(nm − 1) − σ̄²/K)/(1 − 2/K), unbiased for
     K >= 3 (negative values are set to 0). With K = 2 the two cannot be told apart and both get MS_W.
     """
-    from cjstats.subsample import pool_array
+    from cjstats.decisions.subsample import pool_array
 
     y = pool_array(scores, model=model, criterion=criterion)
     n, m, k = y.shape
@@ -846,7 +846,7 @@ def judge_residual_variances(scores: Any, *, model: str | None = None,
     s = (r ** 2).sum(axis=(0, 1)) / (c - 1)
     mean_s2 = k / (k - 1) * s.mean()
     per = np.full(k, mean_s2) if k == 2 else np.maximum((s - mean_s2 / k) / (1 - 2 / k), 0.0)
-    from cjstats.scores import Scores
+    from cjstats.io.scores import Scores
 
     if isinstance(scores, Scores):
         g = scores.group(model if model is not None else scores.models[0], criterion)
@@ -863,11 +863,11 @@ def allocation_section(fit: Any) -> str:
     At the price of one judge call per scenario (n calls), the standard error of the benchmark score with one
     fixed judge (Proposition 1 at K = 1, Eq. 2 ``eq:variance``), a random judge per scenario (Eq. 4
     ``eq:strat_rand``) and CyclicJudge (Eq. 5 ``eq:strat_cycle`` with the leftover term of
-    :func:`cjstats.variance.leftover_judge_variance`), against all K_tot judges at K_tot times the calls (Eq. 3
+    :func:`cjstats.decisions.formulas.leftover_judge_variance`), against all K_tot judges at K_tot times the calls (Eq. 3
     ``eq:strat_all``), each with the scenario term σ²_α/n. With m = 1 in the data the scenario component holds
     σ²_α + σ²_β.
     """
-    from cjstats.variance import design_variance
+    from cjstats.decisions.formulas import design_variance
 
     t = fit.components
     keys = ["model", "criterion"] if "criterion" in t.columns else ["model"]

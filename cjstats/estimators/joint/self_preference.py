@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from cjstats._validate import resolve_ci_level
-from cjstats.comparisons._joint import JointFit
-from cjstats.comparisons.models import _t_ppf, _t_sf2, fit_joint, holm
+from cjstats.estimators.joint._joint import JointFit
+from cjstats.estimators.joint.models import _t_ppf, _t_sf2, fit_joint, holm
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 
 __all__ = ["SelfPreference", "self_preference", "self_preference_contrast", "parse_families",
            "SELF_PREFERENCE_COLUMNS"]
@@ -123,8 +123,8 @@ class SelfPreference:
         return self.fit.dropped
 
     def as_latex(self, *, digits: int = 3) -> str:
-        """The self-preference contrasts as a booktabs LaTeX table (:func:`cjstats.tables.as_latex`)."""
-        from cjstats.tables import as_latex
+        """The self-preference contrasts as a booktabs LaTeX table (:func:`cjstats.results.tables.as_latex`)."""
+        from cjstats.results.tables import as_latex
 
         return as_latex(self.contrasts, caption="Judge self-preference contrasts", digits=digits)
 
@@ -188,8 +188,8 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
     if fit is None:
         from types import SimpleNamespace
 
-        from cjstats.comparisons._joint import JointSource, joint_stats
-        from cjstats.comparisons.models import joint_source
+        from cjstats.estimators.joint._joint import JointSource, joint_stats
+        from cjstats.estimators.joint.models import joint_source
 
         source = joint_source(scores, engine, engine_options)
         js, rows = joint_stats(source, "self_preference")

@@ -52,13 +52,13 @@ from scipy import special
 
 from cjstats._drop import account_for_drop, resolve_max_drop
 from cjstats._validate import check_choice
-from cjstats.comparisons._joint import (
+from cjstats.estimators.joint._joint import (
     JOINT_LABEL, JointFit, JointRow, check_residual, components_frame, joint_stats, mls_row,
 )
 from cjstats.estimators.anova import chi2_interval
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 from cjstats.stats import JointBalanced, build_stats
 
 __all__ = ["JointMeanSquares", "fit_joint"]

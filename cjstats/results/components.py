@@ -171,7 +171,7 @@ class ComponentRow:
     def __post_init__(self) -> None:
         if self.component not in ESTIMANDS:
             raise CjstatsError(f"Unknown component '{self.component}' (registered: {', '.join(ESTIMANDS)}); "
-                               f"register it with cjstats.components.register_estimand.")
+                               f"register it with cjstats.results.components.register_estimand.")
 
     @classmethod
     def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> ComponentRow:
@@ -288,7 +288,7 @@ class Summary:
 
     def as_latex(self, *, caption: str | None = None, label: str | None = None, digits: int = 3) -> str:
         """Booktabs LaTeX: one row per group, each component's estimate [interval] and its sd beside it."""
-        from cjstats.tables import components_latex
+        from cjstats.results.tables import components_latex
 
         return components_latex(self.table, caption=caption, label=label, digits=digits)
 
@@ -543,7 +543,7 @@ class VarianceComponents:
     def scenario_judge_lines(self) -> list[str]:
         """One line per group where ``scenario_judge`` was fitted: estimate and interval (decimals set by its standard
         error), the test of it being 0 and the rule for designs (judges per scenario reduce it, generations scored by
-        the same judge do not; :func:`cjstats.allocate.scenario_judge_verdict` and ``cjstats decompose`` say whether
+        the same judge do not; :func:`cjstats.decisions.optimise.scenario_judge_verdict` and ``cjstats decompose`` say whether
         it changes the recommended design)."""
         from cjstats.reporting.format import fixed, format_df, format_interval, format_p, format_scalar, se_decimals
 

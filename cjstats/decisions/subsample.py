@@ -11,7 +11,7 @@ replacement from the pool, independently for every draw:
   go to the next r judges of one rotation across a random scenario order and judge order.
 
 The variance of the score across repetitions is predicted exactly by
-:func:`cjstats.variance.pool_variance` (C/(nB) of Eqs. 36-38 when K_tot divides B), whatever the pool's
+:func:`cjstats.decisions.formulas.pool_variance` (C/(nB) of Eqs. 36-38 when K_tot divides B), whatever the pool's
 meaning: with HANNA's 4 judge-prompt variants as the "generations" (``cjstats.datasets.load("hanna",
 eval_prompt="as_generation")``) the experiment is a real-data check of App. F.
 
@@ -34,8 +34,8 @@ import pandas as pd
 
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.exceptions import CjstatsError
-from cjstats.plan import _rng
-from cjstats.variance import STRATEGIES, pool_variance
+from cjstats.decisions.schedules import _rng
+from cjstats.decisions.formulas import STRATEGIES, pool_variance
 
 __all__ = ["subsample_strategies", "subsample_means", "pool_array", "variance_with_se"]
 
@@ -121,11 +121,11 @@ def _rotation_extras(rng: np.random.Generator, reps: int, n: int, k: int, r: int
 
 # -------------------------------------------------------------------------------------------------- core
 def pool_array(data: Any, *, model: str | None = None, criterion: str | None = None) -> np.ndarray:
-    """The complete (n, m_max, K_tot) score array of one group of a :class:`~cjstats.scores.Scores` table.
+    """The complete (n, m_max, K_tot) score array of one group of a :class:`~cjstats.io.scores.Scores` table.
 
     Arrays pass through (checked). The group must be balanced: every judge scores every generation.
     """
-    from cjstats.scores import Scores
+    from cjstats.io.scores import Scores
 
     caller = "pool_array"
     if isinstance(data, Scores):
@@ -154,7 +154,7 @@ def subsample_means(y: np.ndarray, *, strategy: str, budget: int, reps: int = 50
     """The benchmark score of ``reps`` subsampling repetitions of one strategy at one per-scenario budget.
 
     ``y`` is the complete pool (n, m_max, K_tot). Returns an array of ``reps`` scores (grand means); their
-    variance is predicted by :func:`cjstats.variance.pool_variance`.
+    variance is predicted by :func:`cjstats.decisions.formulas.pool_variance`.
     """
     caller = "subsample_means"
     strategy = check_choice("strategy", strategy, STRATEGIES, caller=caller)
@@ -253,7 +253,7 @@ def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, rep
     DataFrame
         ``strategy, budget, reps, variance, mc_se, predicted, z`` where ``variance`` is the empirical variance of
         the benchmark score over the repetitions, ``mc_se`` its Monte Carlo standard error
-        (:func:`variance_with_se`), ``predicted`` the exact :func:`cjstats.variance.pool_variance` and
+        (:func:`variance_with_se`), ``predicted`` the exact :func:`cjstats.decisions.formulas.pool_variance` and
         ``z = (variance - predicted) / mc_se``.
 
     Examples

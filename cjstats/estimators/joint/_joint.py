@@ -23,11 +23,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
-from cjstats.components import COMPONENT_COLUMNS
+from cjstats._defaults import JOINT_LABEL, COMPONENTS, JOINT_COMPONENTS
+from cjstats.results.components import COMPONENT_COLUMNS
 from cjstats.estimators.anova import mls_interval
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores, read_scores
+from cjstats.io.scores import Scores, read_scores
 from cjstats.stats import ScoreStats, build_stats
 from cjstats.stats.joint import JointStats, stack_models
 
@@ -36,13 +36,11 @@ __all__ = ["JointFit", "JointData", "JointRow", "JointSource", "joint_data", "jo
 
 View = Literal["panel", "population"]
 
-#: The ``model`` label of the rows of the joint components table that belong to no single model.
-JOINT_LABEL = "(joint)"
 
 
 @dataclass(frozen=True, slots=True)
 class JointRow:
-    """One estimand of the joint fit (the fields of ``cjstats.components.ComponentRow``; the joint names too)."""
+    """One estimand of the joint fit (the fields of ``cjstats.results.components.ComponentRow``; the joint names too)."""
 
     component: str
     estimate: float
@@ -363,7 +361,7 @@ class JointFit:
         return cov, float(min(dfs))
 
     def summary_text(self) -> str:
-        from cjstats.components import Summary
+        from cjstats.results.components import Summary
 
         notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n)
         return Summary(title=f"Joint variance components ({self.method})",

@@ -1,5 +1,5 @@
-"""The result of :func:`cjstats.optimise`, shared by the closed-form optimiser (:mod:`cjstats.allocate`) and the
-posterior-predictive one (:mod:`cjstats.predictive`), so neither imports the other's module for it.
+"""The result of :func:`cjstats.optimise`, shared by the closed-form optimiser (:mod:`cjstats.decisions.optimise`) and the
+posterior-predictive one (:mod:`cjstats.decisions.predictive`), so neither imports the other's module for it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 
 __all__ = ["Allocation", "p_best"]
 
-_TOL = 1e-12          # relative slack when comparing a cost with the budget (as in cjstats.allocate)
+_TOL = 1e-12          # relative slack when comparing a cost with the budget (as in cjstats.decisions.optimise)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ import pandas as pd
 from scipy import stats
 
 from cjstats._validate import resolve_ci_level
-from cjstats.humans._items import PANEL, PairedItems, paired_items
-from cjstats.scores import Scores
+from cjstats.estimators.humans._items import PANEL, PairedItems, paired_items
+from cjstats.io.scores import Scores
 
 __all__ = ["judge_agreement", "Agreement", "cluster_ols", "cluster_mean", "interval_alpha_two"]
 
@@ -170,8 +170,8 @@ class Agreement:
         return pd.DataFrame(rows)
 
     def as_latex(self, digits: int = 3) -> str:
-        """Bias, calibration and agreement per judge as a booktabs LaTeX table (:func:`cjstats.tables.as_latex`)."""
-        from cjstats.tables import as_latex
+        """Bias, calibration and agreement per judge as a booktabs LaTeX table (:func:`cjstats.results.tables.as_latex`)."""
+        from cjstats.results.tables import as_latex
 
         cols = [c for c in ("model", "criterion", "judge", "n_items", "bias", "bias_lower", "bias_upper", "slope",
                             "intercept", "pearson", "r_single", "alpha") if c in self.table.columns]

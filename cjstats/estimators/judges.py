@@ -19,10 +19,10 @@ from scipy import stats
 
 from cjstats._validate import check_choice, resolve_ci_level
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 
 if TYPE_CHECKING:
-    from cjstats.components import ParameterCovariance, VarianceComponents
+    from cjstats.results.components import ParameterCovariance, VarianceComponents
 
 __all__ = ["judge_f_test", "judge_test", "judge_table", "JudgeTable", "JUDGE_TEST_COLUMNS"]
 

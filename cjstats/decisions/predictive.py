@@ -21,7 +21,7 @@ n scenarios, m generations, k judges per generation), repeated ``n_sims`` times:
    judges drawn uniformly per generation (k = 1 is strategy B); ``cyclic`` one rotation of the calls
    t = 0..nmk-1 (ordered by scenario, generation, slot, the scenarios in shuffled order) through a shuffled
    judge order, call t going to judge perm[t mod K] (k = 1 is strategy C, as
-   :func:`cjstats.plan.cyclic_schedule` lays it out; the shuffle makes the leftover of an incomplete rotation
+   :func:`cjstats.decisions.schedules.cyclic_schedule` lays it out; the shuffle makes the leftover of an incomplete rotation
    fall on a random subset of judges);
 3. every call gets eta = alpha_i + beta_ij + gamma_l, the latent score eta + e with e standard logistic (the
    model's link), and the observed score v_q with q = #{cutpoints below eta + e};
@@ -100,11 +100,11 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
     ``s2_scenario_judge`` (D,) holds the scenario x judge interaction variance on the latent scale when the
     posterior has a ``scenario_judge`` variable (zeros otherwise).
     """
-    from cjstats.components import VarianceComponents
+    from cjstats.results.components import VarianceComponents
 
     if not isinstance(fit, VarianceComponents) or not _is_ordinal(fit):
         raise CjstatsError(f"{caller} needs a fit from cjstats.estimate(..., method='bayes', "
-                           f"likelihood='ordinal'); use cjstats.optimise or cjstats.variance for score-scale "
+                           f"likelihood='ordinal'); use cjstats.optimise or cjstats.decisions.formulas for score-scale "
                            f"(Gaussian) components.")
     key, model, criterion = _group_key(fit, model, criterion, caller)
     post = fit.posterior[key].posterior
@@ -358,8 +358,8 @@ def optimise_ordinal(fit: Any, *, budget: float | None = None, k_total: int | No
     is the share of draws in which a row has the smallest simulated variance.
     """
     from cjstats._validate import check_choice, check_number, check_positive_int
-    from cjstats.allocation import Allocation
-    from cjstats.allocation import p_best as _p_best
+    from cjstats.results.allocation import Allocation
+    from cjstats.results.allocation import p_best as _p_best
 
     caller = "optimise"
     if judge_costs is not None:

@@ -15,7 +15,7 @@ them, are authoritative when numbers shift between versions.
 
 Leftover judge term (budgets that are not multiples of K_tot)
 -------------------------------------------------------------
-The paper's Eqs. 3 and 5 assume B is a multiple of K_tot. With the CyclicJudge schedule (:mod:`cjstats.plan`)
+The paper's Eqs. 3 and 5 assume B is a multiple of K_tot. With the CyclicJudge schedule (:mod:`cjstats.decisions.schedules`)
 one rotation runs across all T = nB calls of the benchmark, over a seeded shuffle of the judges. Then every
 judge gets q = T // K_tot or q + 1 calls; the r = T mod K_tot judges with the extra call form a uniformly random
 r-subset S of the panel. The judge part of the grand mean is (1/T) sum_l b_l gamma_l = (1/T) sum_{l in S}
@@ -665,7 +665,7 @@ def pool_variance(y: np.ndarray, *, strategy: Strategy, budget: int) -> float:
 
     ``y`` is the complete pool, shape (n, m_max, K_tot). Each scenario gets ``budget`` = B calls; generations
     are drawn uniformly with replacement from the pool, independently for every draw, as in
-    :func:`cjstats.subsample.subsample_strategies`:
+    :func:`cjstats.decisions.subsample.subsample_strategies`:
 
     * ``"random"``: each call is a cell (g, l) drawn uniformly: V = C_B/(nB);
     * ``"cyclic"``: each judge gets B // K_tot draws from its column and the r = B mod K_tot extra calls of a
@@ -750,7 +750,7 @@ def poststratified_variance(s2_generation: float, s2_residual: float | Sequence[
     exactly for any frequencies (the judge offsets enter with weight 1/K_tot each and sum to zero), so there is
     no judge term. ``s2_residual`` may be one value or one per judge. The scenario term σ²_α/n holds when each
     judge's calls are spread over the n scenarios in proportion to its frequency (the weighted round robin of
-    :func:`cjstats.plan.cyclic_schedule`); :func:`cjstats.plan.realised_variance` gives it for any schedule.
+    :func:`cjstats.decisions.schedules.cyclic_schedule`); :func:`cjstats.decisions.schedules.realised_variance` gives it for any schedule.
     With equal counts and residuals this is Eq. 5 (``eq:strat_cycle``): (σ²_β + σ²_ε)/(nB).
     """
     caller = "poststratified_variance"
@@ -1040,7 +1040,7 @@ def minimum_detectable_difference(var_a: float | None = None, var_b: float | Non
     conservative then. The z-test ignores the (small) error in estimating the variances. (Beyond the paper.)
 
     ``var_difference`` gives Var(a − b) directly instead, e.g. the paired variance of two models that share
-    scenarios and a judge schedule (:func:`cjstats.comparisons.design.difference_variance`).
+    scenarios and a judge schedule (:func:`cjstats.decisions.differences.difference_variance`).
     """
     caller = "minimum_detectable_difference"
     za, zb = _z(alpha, power, alternative, caller)

@@ -1,6 +1,6 @@
 r"""Which model is better, and how sure: paired differences, simultaneous rank intervals and ``p_best``.
 
-All numbers come from one joint fit of every model (:mod:`cjstats.comparisons._joint`), so differences are
+All numbers come from one joint fit of every model (:mod:`cjstats.estimators.joint._joint`), so differences are
 paired: the scenario effects alpha_i are shared by the models and cancel. ``difference[a,b]`` (docs/estimands.md, "Several models")
 is the panel mean of model a minus that of model b, the contrast c = (e_a - e_b)/K of the judge x model table.
 
@@ -36,9 +36,9 @@ import pandas as pd
 from scipy import special
 
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
-from cjstats.comparisons._joint import JointFit
+from cjstats.estimators.joint._joint import JointFit
 from cjstats.exceptions import CjstatsError
-from cjstats.scores import Scores
+from cjstats.io.scores import Scores
 
 __all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
 
@@ -50,8 +50,8 @@ DIFFERENCE_COLUMNS = ("model_a", "model_b", "difference", "std_error", "df", "lo
                       "p_adjusted", "ci_level", "method", "view")
 RANK_COLUMNS = ("model", "mean", "rank", "rank_lower", "rank_upper", "p_best")
 
-_JOINT_BACKENDS = {"anova": "cjstats.comparisons.anova", "reml": "cjstats.comparisons.reml",
-                   "bayes": "cjstats.comparisons.bayes"}
+_JOINT_BACKENDS = {"anova": "cjstats.estimators.joint.anova", "reml": "cjstats.estimators.joint.reml",
+                   "bayes": "cjstats.estimators.joint.bayes"}
 
 
 def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
@@ -288,8 +288,8 @@ class ModelComparison:
         return out
 
     def as_latex(self, *, digits: int = 3) -> str:
-        """The ranks and the paired differences as two booktabs LaTeX tables (:func:`cjstats.tables.as_latex`)."""
-        from cjstats.tables import as_latex
+        """The ranks and the paired differences as two booktabs LaTeX tables (:func:`cjstats.results.tables.as_latex`)."""
+        from cjstats.results.tables import as_latex
 
         r = self.ranks.assign(letters=self.letters().reindex(self.ranks["model"]).to_numpy())
         return "\n\n".join([
