@@ -60,7 +60,7 @@ _LAZY: dict[str, str] = {
     "Agreement": "cjstats.estimators.humans",
     "ppi_means": "cjstats.estimators.humans",
     "PPIMeans": "cjstats.estimators.humans",
-    "label_budget": "cjstats.estimators.humans",
+    "label_budget": "cjstats.decisions.labels",
     "simulate_scores": "cjstats.studies",
     "Truth": "cjstats.studies",
     "Design": "cjstats.studies",
@@ -73,9 +73,9 @@ _LAZY: dict[str, str] = {
     "ModelComparison": "cjstats.estimators.joint",
     "SelfPreference": "cjstats.estimators.joint",
     "JointFit": "cjstats.estimators.joint",
-    "difference_variance": "cjstats.estimators.joint",
-    "difference_components": "cjstats.estimators.joint",
-    "optimise_difference": "cjstats.estimators.joint",
+    "difference_variance": "cjstats.decisions.differences",
+    "difference_components": "cjstats.decisions.differences",
+    "optimise_difference": "cjstats.decisions.differences",
 }
 
 #: public names that are modules (``cj.tables`` is :mod:`cjstats.results.tables`).
@@ -115,11 +115,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from cjstats import datasets, io, plots, stats
     from cjstats.results import tables
+    from cjstats.decisions.differences import difference_components, difference_variance, optimise_difference
     from cjstats.estimators.joint import (
-        JointFit, ModelComparison, SelfPreference, compare_models, difference_components, difference_variance,
-        fit_joint, optimise_difference, self_preference,
+        JointFit, ModelComparison, SelfPreference, compare_models, fit_joint, self_preference,
     )
-    from cjstats.estimators.humans import Agreement, PPIMeans, judge_agreement, label_budget, ppi_means
+    from cjstats.decisions.labels import label_budget
+    from cjstats.estimators.humans import Agreement, PPIMeans, judge_agreement, ppi_means
     from cjstats.reporting import report
     from cjstats.studies import Design, StudyResult, Truth, design_grid, simulate_scores, simulation_study
     from cjstats.decisions.optimise import (

@@ -56,7 +56,7 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ("plan", "--exclude-judges"): _SPARSE,
     ("study", "--exclude-judges"): _SPARSE,
     ("datasets", "--exclude-judges"): _SPARSE,
-    ("humans", "--n-max"): "PPIMeans.label_budgets fills n_max with the data's units, so label_budget never asks",
+    ("humans", "--n-max"): "label_budgets fills n_max with the data's units, so label_budget never asks",
     ("judges", "--draws"): "judges offers --method auto, anova or reml: no Bayesian fit runs",
     ("judges", "--tune"): "judges offers --method auto, anova or reml: no Bayesian fit runs",
     ("decompose", "--costs"): _VERDICT,

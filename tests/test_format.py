@@ -1,4 +1,4 @@
-"""One number-formatting policy (cjstats.reporting.format), used by text summaries, the HTML report, LaTeX, the CLI."""
+"""One number-formatting policy (cjstats.results.format), used by text summaries, the HTML report, LaTeX, the CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.reporting.format import (
+from cjstats.results.format import (
     column_decimals, fixed, format_df, format_frame, format_interval, format_p, format_pm, se_decimals,
     value_decimals,
 )

@@ -11,7 +11,7 @@ from scipy import stats
 
 import cjstats as cj
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.decisions.labels import effective_labels, label_budget, ppi_variance
+from cjstats.decisions.labels import effective_labels, label_budget, label_budgets, ppi_variance
 from cjstats.estimators.humans.ppi import ppi_mean_tuned
 
 ppi_py = pytest.importorskip("ppi_py")
@@ -276,7 +276,7 @@ class TestRealData:
         res = cj.ppi_means(s, n_labels=100, seed=0)
         assert len(res.means) == 2 and len(res.differences) == 1
         assert (res.means["n_labeled"] <= 100).all() and (res.means["n_unlabeled"] >= 880).all()
-        plan = res.label_budgets(label_cost=1.0, judge_cost=0.001, target_se=0.05)
+        plan = label_budgets(res, label_cost=1.0, judge_cost=0.001, target_se=0.05)
         assert len(plan) == 2
 
 

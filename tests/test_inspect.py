@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("inspect_ai")
 
 from cjstats import CjstatsError, read_scores  # noqa: E402
-from cjstats.io.inspect import cyclic_judge_scorer, read_inspect_log  # noqa: E402
+from cjstats.decisions.inspect_scorer import cyclic_judge_scorer  # noqa: E402
+from cjstats.io.inspect import read_inspect_log  # noqa: E402
 from cjstats.decisions.schedules import cyclic_schedule  # noqa: E402
 
 N_SAMPLES, EPOCHS = 4, 3

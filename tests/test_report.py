@@ -99,7 +99,7 @@ class TestHannaReport:
 
     def test_numbers_formatted_to_their_precision(self, hanna_report):
         fit = cj.estimate(cj.datasets.load("hanna", composite=True))
-        from cjstats.reporting.format import column_decimals
+        from cjstats.results.format import column_decimals
 
         row = fit.components.query("model == 'GPT' and component == 'residual'").iloc[0]
         # one decimals setting per column: two significant digits of the column's smallest standard error (so

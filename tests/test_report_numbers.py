@@ -115,7 +115,7 @@ def test_table_columns_have_one_decimals_setting(html, fit):
         decs = {len(v.split(".")[1]) for v in (r[j] for r in rows) if "." in v}
         assert len(decs) == 1, (col, decs)
     # the column's decimals: two significant digits of its smallest standard error
-    from cjstats.reporting.format import column_decimals
+    from cjstats.results.format import column_decimals
 
     assert decs == {column_decimals(fit.components["std_error"])}
 
@@ -173,9 +173,9 @@ def test_cli_refuses_an_unknown_extension_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".html", ".HTM", ".pdf"])
 def test_known_extensions_pass_the_check(tmp_path, suffix):
-    from cjstats.reporting import _check_output
+    from cjstats.reporting import check_output
 
-    assert _check_output(tmp_path / f"r{suffix}", force=False).suffix == suffix
+    assert check_output(tmp_path / f"r{suffix}", force=False).suffix == suffix
 
 
 # ------------------------------------------------------------------------------------------- figures

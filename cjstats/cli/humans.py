@@ -1,7 +1,7 @@
 """``cjstats humans FILE --reference NAME``: judges against human raters, human-scale means and label budgets.
 
 Mirrors :func:`cjstats.judge_agreement`, :func:`cjstats.ppi_means` and, with ``--label-cost``,
-:meth:`cjstats.PPIMeans.label_budgets` (how many human labels and judge calls to buy).
+:func:`cjstats.decisions.labels.label_budgets` (how many human labels and judge calls to buy).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def humans(file: str, reference: str | None, show: str, by_model: bool, judge: s
     import pandas as pd
 
     from cjstats.exceptions import CjstatsError
+    from cjstats.decisions.labels import label_budgets
     from cjstats.estimators.humans import judge_agreement, ppi_means
     refuse_drop_options(data, "humans", "it compares every judge call with the human ratings and drops none")
     names = [x.strip() for x in reference.split(",") if x.strip()] if reference else None
@@ -66,7 +67,7 @@ def humans(file: str, reference: str | None, show: str, by_model: bool, judge: s
                 texts.append("Paired differences on the human scale (PPI++)\n"
                              + res.differences[cols].round(3).to_string(index=False))
         if label_cost is not None:
-            plan = res.label_budgets(label_cost=label_cost, judge_cost=judge_cost, target_se=target_se,
+            plan = label_budgets(res, label_cost=label_cost, judge_cost=judge_cost, target_se=target_se,
                                      budget=budget, differences=show == "differences")
             frames.append(plan.assign(table="label_budget"))
             cols = [c for c in ("model", "model_a", "model_b", "criterion", "rho", "n_labels", "n_judged", "cost",

@@ -33,12 +33,12 @@ def report(file: str, output: str, methods: tuple[str, ...], budget: float | Non
            criterion: str | None, ci_level: float | None, seed: int, title: str | None, force: bool,
            draws: int | None, chains: int | None, tune: int | None, data: DataOptions) -> None:
     """Design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
-    from cjstats.reporting import _check_output, report as make_report
+    from cjstats.reporting import check_output, report as make_report
 
     refuse_drop_options(data, "report", "its backends keep every call with --method reml (or drop incomplete rows "
                         "yourself with --where)")
     sampling = bayes_kwargs("bayes" in methods, draws=draws, chains=chains, tune=tune)
-    _check_output(output, force)          # before reading and fitting: nothing is written on a bad path
+    check_output(output, force)          # before reading and fitting: nothing is written on a bad path
     scores = load_scores(file, data)
     if "auto" in methods:
         click.echo(resolve_method(scores, "auto", None)[1], err=True)

@@ -148,7 +148,7 @@ def study(truth_text: str, models: str | None, judges: str, n_text: str, m_text:
     Prints the summary (bias, RMSE, coverage with Monte Carlo SEs, widths, boundary and failure rates) per
     design, method and component.
     """
-    from cjstats.studies.data import MISSPECIFICATIONS, Design, _check_misspec
+    from cjstats.studies.data import MISSPECIFICATIONS, Design, check_misspec
     from cjstats.studies.study import simulation_study
 
     ns = _int_list(n_text, "--n", 2)
@@ -181,7 +181,7 @@ def study(truth_text: str, models: str | None, judges: str, n_text: str, m_text:
                     for spec in misspecs:
                         for name, value in spec.items():
                             try:
-                                _check_misspec({name: value}, m, "study")
+                                check_misspec({name: value}, m, "study")
                             except CjstatsError:
                                 raise CjstatsError(f"The option --misspec gives '{name}' the value {value:g}; it "
                                                    f"takes the {MISSPECIFICATIONS[name]}.") from None

@@ -76,7 +76,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     if interaction:
         note += ("\nscenario_judge = sigma2_scenario_judge/(nK): the scenario x judge interaction, shared by the "
                  "m generations a judge scores on a scenario (0 where the fit has no such term).")
-    from cjstats.reporting.format import format_frame
+    from cjstats.results.format import format_frame
 
     head = "Proposition 1: Var(X̄) and its terms (the same K judges score every cell)\n"
     text = ((method_note + "\n" if method_note else "") + head

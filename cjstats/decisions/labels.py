@@ -29,10 +29,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from cjstats._validate import check_number
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["ppi_variance", "effective_labels", "label_budget"]
+__all__ = ["ppi_variance", "effective_labels", "label_budget", "label_budgets"]
 
 
 def ppi_variance(sigma2: float, rho: float, *, n: float, n_total: float) -> float:
@@ -143,3 +146,30 @@ def label_budget(*, sigma2: float, rho: float, label_cost: float, judge_cost: fl
     n_i = max(2, math.floor(n + 1e-9))
     t_i = max(n_i, math.floor(t + 1e-9)) if math.isfinite(t) else n_i
     return {**_design(n_i, t_i, sigma2, rho, c_h, c_f), **human, "saving": math.nan, "note": note}
+
+
+def label_budgets(ppi: Any, *, label_cost: float, judge_cost: float, target_se: float | None = None,
+                  budget: float | None = None, n_max: int | None = None,
+                  differences: bool = False) -> pd.DataFrame:
+    """For every mean (or difference) of a :func:`cjstats.ppi_means` result: human labels and judged units to buy.
+
+    Applies :func:`label_budget` to each row with sigma2 = ``sigma2_human`` and
+    rho = ``rho``; ``n_max`` defaults to the row's units (n_labeled + n_unlabeled).
+    """
+    src = ppi.differences if differences else ppi.means
+    keys = [c for c in ("model", "model_a", "model_b", "criterion", "estimand") if c in src.columns]
+    rows = []
+    for r in src.itertuples(index=False):
+        r = r._asdict()
+        base = {k: r[k] for k in keys}
+        if not (np.isfinite(r["sigma2_human"]) and np.isfinite(r["rho"])):
+            rows.append({**base, "note": "no estimate of Var(Y) and rho: fewer than 2 labelled units or "
+                                         "labels (or judge predictions) that never vary"})
+            continue
+        cap = n_max if n_max is not None else int(r["n_labeled"] + r["n_unlabeled"])
+        res = label_budget(sigma2=r["sigma2_human"], rho=r["rho"], label_cost=label_cost, judge_cost=judge_cost,
+                           target_se=target_se, budget=budget, n_max=cap, judges_per_unit=ppi.judges_per_unit,
+                           labels_per_unit=2 if differences else 1)
+        rows.append({**base, "rho": r["rho"], "sigma2_human": r["sigma2_human"], **res})
+    return pd.DataFrame(rows)
+

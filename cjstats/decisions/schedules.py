@@ -708,9 +708,6 @@ def group_components(components: Any, model: str | None = None, criterion: str |
                      n_judges=n_judges, model=model, criterion=criterion)
 
 
-#: Former private names, kept for callers written against them.
-_FitGroup = GroupComponents
-_fit_group = group_components
 
 
 def _completed_mask(values: Any, caller: str) -> np.ndarray:

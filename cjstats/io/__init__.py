@@ -1,7 +1,8 @@
 """Loaders that turn the outputs of evaluation harnesses into a :class:`cjstats.Scores` table.
 
 - :func:`read_mtbench_judgments` (``cjstats.io.fastchat``): FastChat MT-Bench ``*_single.jsonl`` judgments.
-- :func:`read_inspect_log` (``cjstats.io.inspect``): Inspect AI ``.eval``/``.json`` logs (``cjstats[inspect]``).
+- :func:`read_inspect_log` (``cjstats.io.inspect``): Inspect AI ``.eval``/``.json`` logs (``cjstats[inspect]``); the
+  scorer that runs a CyclicJudge schedule in Inspect is :func:`cjstats.decisions.inspect_scorer.cyclic_judge_scorer`.
 
 Wide tables (one column per judge) are read by :func:`cjstats.read_scores` with ``judge_columns=``.
 Each loader is imported only when used, so ``import cjstats`` does not import Inspect.
@@ -12,10 +13,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["read_mtbench_judgments", "read_inspect_log", "cyclic_judge_scorer"]
+__all__ = ["read_mtbench_judgments", "read_inspect_log"]
 
-_WHERE = {"read_mtbench_judgments": "cjstats.io.fastchat", "read_inspect_log": "cjstats.io.inspect",
-          "cyclic_judge_scorer": "cjstats.io.inspect"}
+_WHERE = {"read_mtbench_judgments": "cjstats.io.fastchat", "read_inspect_log": "cjstats.io.inspect"}
 
 
 def __getattr__(name: str) -> Any:

@@ -25,13 +25,13 @@ from cjstats.exceptions import CjstatsError
 from cjstats.io._paths import expand_sources
 from cjstats.io.scores import Scores, read_scores
 
-__all__ = ["read_inspect_log", "cyclic_judge_scorer", "log_files"]
+__all__ = ["read_inspect_log", "log_files", "need_inspect", "CYCLIC_SCORER"]
 
-#: The scorer name :func:`cyclic_judge_scorer` registers; its dict values are {judge: value}.
+#: The scorer name :func:`cjstats.decisions.inspect_scorer.cyclic_judge_scorer` registers; its dict values are {judge: value}.
 CYCLIC_SCORER = "cyclic_judge"
 
 
-def _need_inspect() -> None:
+def need_inspect() -> None:
     from importlib.util import find_spec
 
     if find_spec("inspect_ai") is None:
@@ -160,14 +160,14 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
         ``model`` = the evaluated model, ``scenario`` = sample id, ``generation`` = epoch, ``judge`` = each
         scorer's grader model (its name if it has none), ``score`` = its value. Samples a scorer did not score
         (errors, unparsed grades) are missing calls, counted in ``provenance['unscored']``. With
-        :func:`cyclic_judge_scorer`, each sample holds only the judges its schedule assigned.
+        :func:`cjstats.decisions.inspect_scorer.cyclic_judge_scorer`, each sample holds only the judges its schedule assigned.
 
     Examples
     --------
     >>> import cjstats as cj
     >>> scores = cj.read_inspect_log("logs/")  # doctest: +SKIP
     """
-    _need_inspect()
+    need_inspect()
     from inspect_ai.analysis import evals_df, samples_df
 
     if values is not None and not isinstance(values, Mapping):
@@ -213,79 +213,3 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
     prov = {"source": [str(f) for f in files], "format": "inspect-ai", "unscored": unscored}
     return Scores(scores.to_frame(), provenance={**prov, **{k: v for k, v in scores.provenance.items()
                                                             if k != "source"}})
-
-
-def cyclic_judge_scorer(graders: Sequence[Any], samples: Sequence[Any] | int, *, epochs: int = 1, k: int = 1,
-                        seed: int | None = None, scorer: Callable[..., Any] | None = None,
-                        **scorer_args: Any) -> Any:
-    """An Inspect scorer that grades each sample with the judges the CyclicJudge schedule assigns it.
-
-    The schedule is :func:`cjstats.cyclic_schedule` over the samples and epochs (one rotation that never
-    restarts per sample, ``k`` judges per (sample, epoch)), so an Inspect run spends k calls per generation
-    instead of K_tot and its judge term shrinks as in the paper's Eq. 5. Each assigned judge grades through
-    ``scorer(model=grader, **scorer_args)`` (``model_graded_qa`` by default). The score value is
-    ``{judge: value}`` with NaN for the judges not assigned (Inspect's epoch reducer needs the same keys
-    in every epoch); :func:`read_inspect_log` reads it back with the
-    schedule's design.
-
-    Parameters
-    ----------
-    graders : sequence of str or inspect_ai Model
-        The judge panel (K_tot grader models).
-    samples : sequence or int
-        The dataset's sample ids (or the dataset itself), in order; an int n means ids 1..n (Inspect's
-        default ids).
-    epochs : int
-        The task's epochs (generations per sample).
-    k : int
-        Judges per (sample, epoch).
-    seed : int, optional
-        Shuffles the sample and judge order of the schedule (:func:`cjstats.cyclic_schedule`).
-    scorer : callable, optional
-        The grading scorer factory, called once per judge with ``model=``; default ``model_graded_qa``.
-    """
-    _need_inspect()
-    from inspect_ai.scorer import Score, Target, mean, model_graded_qa, scorer as scorer_decorator
-    from inspect_ai.solver import TaskState
-
-    from cjstats.decisions.schedules import cyclic_schedule
-
-    if not graders:
-        raise CjstatsError("The 'graders' argument of cyclic_judge_scorer is empty: give the judge panel.")
-    labels = [g if isinstance(g, str) else str(g) for g in graders]
-    if len(set(labels)) != len(labels):
-        raise CjstatsError(f"The 'graders' argument of cyclic_judge_scorer names a judge twice ({labels}).")
-    if isinstance(samples, int):
-        ids = list(range(1, samples + 1))
-    else:
-        ids = [getattr(s, "id", s) for s in samples]
-        if any(i is None for i in ids):
-            ids = [i if i is not None else n + 1 for n, i in enumerate(ids)]
-    plan = cyclic_schedule([str(i) for i in ids], labels, generations=epochs, judges_per_generation=k, seed=seed)
-    gens = sorted(plan["generation"].unique())
-    assigned: dict[tuple[str, int], list[str]] = {}
-    for sid, gen, judge in plan[["scenario", "generation", "judge"]].itertuples(index=False):
-        assigned.setdefault((str(sid), gens.index(gen) + 1), []).append(judge)
-    factory = scorer or model_graded_qa
-    graders_by_label = dict(zip(labels, (factory(model=g, **scorer_args) for g in graders)))
-
-    @scorer_decorator(metrics=[mean()], name=CYCLIC_SCORER)
-    def cyclic_judge() -> Any:
-        async def score(state: TaskState, target: Target) -> Score:
-            key = (str(state.sample_id), int(state.epoch))
-            if key not in assigned:
-                raise CjstatsError(f"cyclic_judge_scorer has no schedule for sample {key[0]!r}, epoch {key[1]}: "
-                                   f"pass the task's dataset as samples= and its epochs as epochs=.")
-            # every judge key in every epoch (Inspect's epoch reducer needs the same keys): NaN = not scheduled
-            grades: dict[str, Any] = dict.fromkeys(labels, math.nan)
-            explanations = []
-            for judge in assigned[key]:
-                s = await graders_by_label[judge](state, target)
-                grades[judge] = s.value if s is not None else None
-                explanations.append(f"{judge}: {s.explanation if s is not None else 'no score'}")
-            return Score(value=grades, explanation="\n".join(explanations),
-                         metadata={"cyclicjudge_judges": assigned[key]})
-
-        return score
-
-    return cyclic_judge()

@@ -180,10 +180,10 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     quantity = "SE of X-bar on these scenarios" if scenarios == "fixed" else \
         "SE of X-bar including scenario sampling"
     if _is_fit(fit_or_subsampling):
-        from cjstats.decisions.schedules import _fit_group
+        from cjstats.decisions.schedules import group_components
         from cjstats.decisions.formulas import strategy_variance
 
-        g = _fit_group(fit_or_subsampling, model, criterion, caller)
+        g = group_components(fit_or_subsampling, model, criterion, caller)
         kt, n = int(g.n_judges or 0), int(g.n_scenarios or 0)
         if kt < 2:
             raise CjstatsError(f"{caller} compares judge-assignment strategies, which needs at least 2 judges; this "
@@ -497,7 +497,7 @@ def rank_plot(comparison: Any, *, ax: Any = None) -> Any:
     y = np.arange(len(r))
     ax.hlines(y, r["rank_lower"], r["rank_upper"], color=PALETTE[0], lw=2.5, alpha=0.7, gid="rank_interval")
     ax.plot(r["rank"], y, "o", color=PALETTE[3], gid="rank")
-    from cjstats.reporting.format import fixed, value_decimals
+    from cjstats.results.format import fixed, value_decimals
 
     dec = value_decimals(r["mean"])               # one decimals setting for every label, as in the ranks table
     for yi, (p, m) in enumerate(zip(r["p_best"], r["mean"])):

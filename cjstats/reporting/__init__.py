@@ -46,13 +46,13 @@ def format_table(frame: pd.DataFrame, *, caption: str = "", se_column: str | Non
                  value_columns: Sequence[str] = (), note: str = "") -> dict[str, Any]:
     """A DataFrame as template data: column names, one formatted string per cell, which columns are text.
 
-    The cells follow the package's one formatting policy (:func:`cjstats.reporting.format.format_frame`):
+    The cells follow the package's one formatting policy (:func:`cjstats.results.format.format_frame`):
     integers as integers, booleans as yes/no, NaN as a dash, p-values with two significant digits (``< 1e-300``
     below the float floor), degrees of freedom as integers, the ``value_columns`` to the decimals the
     ``se_column`` supports (two significant digits of the smallest standard error of the column, so a column
     never mixes decimals), other float columns with one fixed number of decimals each.
     """
-    from cjstats.reporting.format import format_frame
+    from cjstats.results.format import format_frame
 
     cols = [str(c) for c in frame.columns]
     cells = format_frame(frame, se_column=se_column, value_columns=value_columns)
@@ -212,7 +212,7 @@ def _which_group(fit: Any, group: str, model: str | None, criterion: str | None)
 
 def _se_text(se: float) -> str:
     """A standard error in a sentence: three significant digits, fixed notation."""
-    from cjstats.reporting.format import fixed, value_decimals
+    from cjstats.results.format import fixed, value_decimals
 
     return fixed(se, value_decimals([se], sig=3))
 
@@ -255,7 +255,7 @@ def _resolve_methods(method: str | Sequence[str], scores: Any) -> tuple[list[str
 OUTPUT_SUFFIXES = (".html", ".htm", ".pdf")
 
 
-def _check_output(output: str | os.PathLike[str], force: bool) -> Path:
+def check_output(output: str | os.PathLike[str], force: bool) -> Path:
     path = Path(output)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
         got = f"the extension '{path.suffix}'" if path.suffix else "no extension"
@@ -285,7 +285,7 @@ def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False
     Nothing is half-written: a missing folder or an existing file (without ``force``) is refused before
     anything is written, and a failure while writing leaves no file behind.
     """
-    path = _check_output(output, force)
+    path = check_output(output, force)
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
@@ -406,7 +406,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     methods, auto_why = _resolve_methods(method, scores)
     level = resolve_ci_level(ci_level)
     if output is not None:
-        _check_output(output, force)                 # refuse before the (slow) fitting starts
+        check_output(output, force)                 # refuse before the (slow) fitting starts
         if _is_pdf(output):
             from cjstats.reporting.pdf import require_browser
 
@@ -557,7 +557,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     if output is not None and _is_pdf(output):
         from cjstats.reporting.pdf import write_pdf
 
-        write_pdf(html, _check_output(output, force), browser=browser)
+        write_pdf(html, check_output(output, force), browser=browser)
     elif output is not None:
         write_html(html, output, force=force)
     return html

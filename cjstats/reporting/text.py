@@ -53,7 +53,7 @@ _TEST_TITLES = {
 
 def render_judges(tests: pd.DataFrame, table: JudgeTable) -> str:
     """The F-tests and the per-judge table as text."""
-    from cjstats.reporting.format import DF_COLUMNS, fixed, format_df, format_p
+    from cjstats.results.format import DF_COLUMNS, fixed, format_df, format_p
 
     t = tests.copy()
     t["F"] = t["F"].map(lambda v: fixed(v, 1, na="n/a"))

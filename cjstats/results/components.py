@@ -222,8 +222,8 @@ def build_offsets_frame(records: list[dict[str, Any]], *, method: str, ci_level:
 # ------------------------------------------------------------------------------------------------ summary
 def _column_decimals(frame: pd.DataFrame) -> int:
     """Decimals of a table's estimate and interval columns: those its standard errors support
-    (:func:`cjstats.reporting.format.column_decimals`), or fixed decimals of the estimates without them."""
-    from cjstats.reporting.format import column_decimals, value_decimals
+    (:func:`cjstats.results.format.column_decimals`), or fixed decimals of the estimates without them."""
+    from cjstats.results.format import column_decimals, value_decimals
 
     d = column_decimals(frame["std_error"]) if "std_error" in frame.columns else None
     return d if d is not None else max(value_decimals(frame["estimate"]), 3)
@@ -240,7 +240,7 @@ class Summary:
     footnotes: tuple[str, ...]
 
     def _display_table(self) -> pd.DataFrame:
-        from cjstats.reporting.format import fixed, format_interval
+        from cjstats.results.format import fixed, format_interval
 
         t = self.table.copy()
         lvl = t["ci_level"].dropna()
@@ -260,7 +260,7 @@ class Summary:
         lines += [f"{k}: {v}" for k, v in self.header]
         lines += ["", self._display_table().to_string(index=False)]
         if not self.offsets.empty:
-            from cjstats.reporting.format import fixed, format_interval
+            from cjstats.results.format import fixed, format_interval
 
             off = self.offsets.copy()
             d = _column_decimals(off)
@@ -545,7 +545,7 @@ class VarianceComponents:
         error), the test of it being 0 and the rule for designs (judges per scenario reduce it, generations scored by
         the same judge do not; :func:`cjstats.decisions.optimise.scenario_judge_verdict` and ``cjstats decompose`` say whether
         it changes the recommended design)."""
-        from cjstats.reporting.format import fixed, format_df, format_interval, format_p, format_scalar, se_decimals
+        from cjstats.results.format import fixed, format_df, format_interval, format_p, format_scalar, se_decimals
 
         t = self.components
         sel = t[(t["component"] == "scenario_judge") & t["identifiable"]]

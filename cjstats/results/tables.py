@@ -94,7 +94,7 @@ def wide(fit: Any, *, stats: Sequence[str] = ("estimate", "sd")) -> pd.DataFrame
 
 
 def _fmt(v: Any, digits: int) -> str:
-    from cjstats.reporting.format import fixed
+    from cjstats.results.format import fixed
 
     if isinstance(v, float | np.floating):
         return fixed(v, digits, na="--")
@@ -109,7 +109,7 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
     quote sigma; the paper's tables give variances). Any DataFrame (a judge table, an allocation, F tests...)
     is written as it is, numbers with ``digits`` decimals, except p-values (two significant digits,
     :math:`<10^{-300}` below the float floor), degrees of freedom (integers when whole) and integer columns: the
-    package's one formatting policy (:mod:`cjstats.reporting.format`).
+    package's one formatting policy (:mod:`cjstats.results.format`).
 
     Parameters
     ----------
@@ -125,7 +125,7 @@ def as_latex(obj: Any, *, caption: str | None = None, label: str | None = None, 
     if _is_fit(obj):
         return components_latex(obj.components, caption=caption, label=label, digits=digits)
     elif isinstance(obj, pd.DataFrame):
-        from cjstats.reporting.format import DF_COLUMNS, P_COLUMNS, format_df, format_p
+        from cjstats.results.format import DF_COLUMNS, P_COLUMNS, format_df, format_p
 
         styler = obj.style.format(precision=digits, escape="latex", na_rep="--").hide(axis="index")
         num = [c for c in obj.columns if pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c])]

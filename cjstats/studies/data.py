@@ -240,7 +240,7 @@ class Truth:
 
 
 # -------------------------------------------------------------------------------------------------- design
-def _check_misspec(misspec: Mapping[str, Any] | None, m: int, caller: str) -> dict[str, float]:
+def check_misspec(misspec: Mapping[str, Any] | None, m: int, caller: str) -> dict[str, float]:
     if misspec is None:
         return {}
     if not isinstance(misspec, Mapping):
@@ -328,7 +328,7 @@ class Design:
                 raise CjstatsError(f"The 'strategy' argument of Design is 'all' (every judge scores every "
                                    f"generation), so k_per_item must equal k={k}. Got {kpi}; use strategy='cyclic' "
                                    f"or 'random'.")
-        miss = _check_misspec(self.misspec, m, caller)
+        miss = check_misspec(self.misspec, m, caller)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "m", m)
         object.__setattr__(self, "k", k)

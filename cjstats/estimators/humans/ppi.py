@@ -300,33 +300,6 @@ class PPIMeans:
         """Means and differences in one long table (``estimand`` tells them apart)."""
         return pd.concat([self.means, self.differences], ignore_index=True)
 
-    def label_budgets(self, *, label_cost: float, judge_cost: float, target_se: float | None = None,
-                      budget: float | None = None, n_max: int | None = None,
-                      differences: bool = False) -> pd.DataFrame:
-        """For every mean (or difference): human labels and judged units to buy, from the estimated rho.
-
-        Applies :func:`cjstats.decisions.labels.label_budget` to each row with sigma2 = ``sigma2_human`` and
-        rho = ``rho``; ``n_max`` defaults to the row's units (n_labeled + n_unlabeled).
-        """
-        from cjstats.decisions.labels import label_budget
-
-        src = self.differences if differences else self.means
-        keys = [c for c in ("model", "model_a", "model_b", "criterion", "estimand") if c in src.columns]
-        rows = []
-        for r in src.itertuples(index=False):
-            r = r._asdict()
-            base = {k: r[k] for k in keys}
-            if not (np.isfinite(r["sigma2_human"]) and np.isfinite(r["rho"])):
-                rows.append({**base, "note": "no estimate of Var(Y) and rho: fewer than 2 labelled units or "
-                                             "labels (or judge predictions) that never vary"})
-                continue
-            cap = n_max if n_max is not None else int(r["n_labeled"] + r["n_unlabeled"])
-            res = label_budget(sigma2=r["sigma2_human"], rho=r["rho"], label_cost=label_cost, judge_cost=judge_cost,
-                               target_se=target_se, budget=budget, n_max=cap, judges_per_unit=self.judges_per_unit,
-                               labels_per_unit=2 if differences else 1)
-            rows.append({**base, "rho": r["rho"], "sigma2_human": r["sigma2_human"], **res})
-        return pd.DataFrame(rows)
-
     def as_latex(self, digits: int = 3) -> str:
         """Human-scale means (and differences) as booktabs LaTeX tables (:func:`cjstats.results.tables.as_latex`)."""
         from cjstats.results.tables import as_latex

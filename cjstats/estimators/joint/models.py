@@ -243,7 +243,7 @@ class ModelComparison:
         return pd.Series(letters, name="letters")
 
     def as_text(self) -> str:
-        from cjstats.reporting.format import column_decimals, fixed, format_frame, format_interval
+        from cjstats.results.format import column_decimals, fixed, format_frame, format_interval
 
         pct = f"{100 * self.ci_level:g}%"
         r = self.ranks.copy()

@@ -617,7 +617,7 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
         d_pool, d_per = fit.deviance, other.deviance
         conv = other.converged and fit.converged
     lr = max(d_pool - d_per, 0.0)
-    from cjstats.reporting.format import format_p
+    from cjstats.results.format import format_p
 
     df = p - 1
     pval = float(stats.chi2.sf(lr, df)) if df > 0 else _NAN

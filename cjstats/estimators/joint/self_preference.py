@@ -129,7 +129,7 @@ class SelfPreference:
         return as_latex(self.contrasts, caption="Judge self-preference contrasts", digits=digits)
 
     def as_text(self) -> str:
-        from cjstats.reporting.format import fixed, format_df, format_frame, format_p, value_decimals
+        from cjstats.results.format import fixed, format_df, format_frame, format_p, value_decimals
 
         t = self.test
         if t:      # the package's formatting policy: integer df, p below the float floor as "< 1e-300"
