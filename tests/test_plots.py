@@ -47,6 +47,11 @@ class TestJudgeBiasHeatmap:
         assert len(ax.texts) == cells.size
         assert ax.images[0].norm.vcenter == 0.0
 
+    def test_the_judge_table_result_draws_the_same_cells_as_its_table(self, hanna):
+        from_table = np.asarray(cp.judge_bias_heatmap(hanna).axes[0].images[0].get_array())
+        from_result = np.asarray(cp.judge_bias_heatmap(cj.judge_table(hanna)).axes[0].images[0].get_array())
+        np.testing.assert_array_equal(from_result, from_table)
+
     def test_fit_cells_equal_judge_offsets(self, anova_fit):
         fig = cp.judge_bias_heatmap(anova_fit)
         ax = fig.axes[0]

@@ -55,7 +55,9 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
 
     Parameters
     ----------
-    scores_or_fit : Scores or VarianceComponents
+    scores_or_fit : JudgeTable, VarianceComponents or Scores
+        A result (:func:`cjstats.judge_table` or :func:`cjstats.estimate`); a Scores table is first turned into
+        its :func:`cjstats.judge_table` result.
     criterion : str, optional
         Which criterion to draw when the table has several (default: refuse, naming them).
     ax : matplotlib Axes, optional
@@ -75,10 +77,11 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
 
     from cjstats.io.scores import Scores
 
-    if isinstance(scores_or_fit, Scores):
-        from cjstats.estimators.judges import judge_table
+    from cjstats.estimators.judges import JudgeTable, judge_table
 
-        t = judge_table(scores_or_fit).table
+    if isinstance(scores_or_fit, (Scores, JudgeTable)):
+        # a table is turned into its result by the builder (judge_table); the plot only draws the result
+        t = (judge_table(scores_or_fit) if isinstance(scores_or_fit, Scores) else scores_or_fit).table
         keys = ["model"] + (["criterion"] if "criterion" in t.columns else [])
         panel = t[t["judge"] == "panel"].set_index(keys)["mean"]
         t = t[t["judge"] != "panel"].copy()
@@ -89,7 +92,7 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
         t = scores_or_fit.judge_offsets
         source = f"gamma[l], {scores_or_fit.method} judge_offsets"
     else:
-        raise CjstatsError(f"{caller} draws judge offsets of a Scores table or a VarianceComponents fit; got "
+        raise CjstatsError(f"{caller} draws judge offsets of a JudgeTable (cj.judge_table), a VarianceComponents fit or a Scores table; got "
                            f"{type(scores_or_fit).__name__}.")
     if t.empty:
         raise CjstatsError(f"{caller} has no judge offsets to draw: this result has none (one judge per model?).")
