@@ -40,7 +40,7 @@ _LAZY: dict[str, str] = {
     "schedule_audit": "cjstats.decisions.schedules",
     "GroupDesign": "cjstats.io.scores",
     "Scores": "cjstats.io.scores",
-    "read_scores": "cjstats.io.scores",
+    "read_scores": "cjstats.io.read",
     "read_mtbench_judgments": "cjstats.io.fastchat",
     "read_inspect_log": "cjstats.io.inspect",
     "subsample_strategies": "cjstats.decisions.subsample",
@@ -135,7 +135,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
     )
     from cjstats.decisions.predictive import predictive_design_variance
-    from cjstats.io.scores import GroupDesign, Scores, read_scores
+    from cjstats.io.read import read_scores
+    from cjstats.io.scores import GroupDesign, Scores
     from cjstats.decisions.subsample import subsample_strategies
     from cjstats.decisions.formulas import (
         design_variance, grand_mean_variance, minimum_detectable_difference, pool_variance, power_to_detect,

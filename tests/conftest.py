@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cjstats.io.scores import read_scores
+from cjstats.io.read import read_scores
 from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 
 

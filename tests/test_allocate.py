@@ -22,7 +22,7 @@ from cjstats.decisions.optimise import (
 )
 from cjstats.exceptions import CjstatsError
 from cjstats.decisions.schedules import apportion, cyclic_schedule, realised_variance
-from cjstats.io.scores import read_scores
+from cjstats.io.read import read_scores
 from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 from cjstats.decisions.subsample import variance_with_se
 from cjstats.decisions.formulas import neyman_shares, poststratified_variance

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import cjstats.io.read as read_mod
 import cjstats.io.scores as scores_mod
 from cjstats import CjstatsError, read_scores
 
@@ -77,8 +78,8 @@ def test_csv_fast_path_reads_what_pandas_reads(name, duplicates, tmp_path, monke
     path = tmp_path / ("s.tsv" if name == "tabs" else "s.csv")
     path.write_bytes(CASES[name].encode("utf-8"))
     fast = _read(path, duplicates=duplicates)
-    monkeypatch.setattr(scores_mod, "_read_csv_arrow", lambda *a, **k: None)
-    monkeypatch.setattr(scores_mod, "_text_scores", lambda *a, **k: None)
+    monkeypatch.setattr(read_mod, "_read_csv_arrow", lambda *a, **k: None)
+    monkeypatch.setattr(read_mod, "_text_scores", lambda *a, **k: None)
     _same(fast, _read(path, duplicates=duplicates))
 
 
@@ -86,12 +87,12 @@ def test_csv_fast_path_is_taken_for_a_plain_file(tmp_path):
     """The equality test above would pass trivially if the fast path never ran: show it runs."""
     path = tmp_path / "s.csv"
     path.write_text(CASES["plain"])
-    df = scores_mod._read_csv_arrow(path, ",")
+    df = read_mod._read_csv_arrow(path, ",")
     assert df is not None and list(df.columns) == ["model", "scenario", "generation", "judge", "score"]
     assert df["scenario"].tolist() == ["s1", "s1", "s2", "s2"]
     for bad in ("spaces_after_commas", "missing_label", "empty_field", "escaped_quote", "bom", "ragged_short"):
         path.write_bytes(CASES[bad].encode("utf-8"))
-        assert scores_mod._read_csv_arrow(path, ",") is None, bad
+        assert read_mod._read_csv_arrow(path, ",") is None, bad
 
 
 def test_group_index_of_unsorted_frame_matches_sorted_frame():

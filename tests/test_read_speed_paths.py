@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cjstats.io.scores as scores_mod
+import cjstats.io.read as read_mod
 from cjstats import CjstatsError, read_scores
 
 _GROUP_FIELDS = ("y", "scenario", "cell", "judge", "cell_scenario", "scenario_labels", "cell_generation_labels")
@@ -37,18 +37,18 @@ def _read(source, **kw):
 def _both(source, monkeypatch, **kw):
     """The Arrow-route and pandas-route readings of ``source``, and whether the Arrow route answered."""
     answered = []
-    real = scores_mod._fast_scores
+    real = read_mod._fast_scores
 
     def spy(*a, **k):
         got = real(*a, **k)
         answered.append(got is not None)
         return got
 
-    monkeypatch.setattr(scores_mod, "_fast_scores", spy)
+    monkeypatch.setattr(read_mod, "_fast_scores", spy)
     fast = _read(source, **kw)
-    monkeypatch.setattr(scores_mod, "_fast_scores", lambda *a, **k: None)
+    monkeypatch.setattr(read_mod, "_fast_scores", lambda *a, **k: None)
     slow = _read(source, **kw)
-    monkeypatch.setattr(scores_mod, "_fast_scores", real)
+    monkeypatch.setattr(read_mod, "_fast_scores", real)
     return fast, slow, any(answered)
 
 
@@ -289,7 +289,7 @@ def test_unused_dictionary_labels_raise_no_near_duplicate_warning():
                                                              pa.array(["j1", "j2", "x ", "X"]))])
     cols = {"model": pa.chunked_array([pa.array(["m"] * 4)]), "scenario": pa.chunked_array([pa.array([0, 0, 1, 1])]),
             "judge": judge, "score": pa.chunked_array([pa.array([1.0, 2.0, 3.0, 4.0])])}
-    got = scores_mod._fast_scores(cols, {}, from_text=False, provenance={})
+    got = read_mod._fast_scores(cols, {}, from_text=False, provenance={})
     assert got is not None
     scores, distinct = got
     assert list(distinct["judge"]) == ["j1", "j2"] and scores.judges == ["j1", "j2"]
@@ -341,8 +341,8 @@ def test_declined_csv_reads_what_the_pandas_route_reads(case, tmp_path, monkeypa
     path = tmp_path / "s.csv"
     df.to_csv(path, index=False)
     fast = _read(path, **kw)
-    monkeypatch.setattr(scores_mod, "_read_csv_arrow", lambda *a, **k: None)
-    monkeypatch.setattr(scores_mod, "_text_scores", lambda *a, **k: None)
+    monkeypatch.setattr(read_mod, "_read_csv_arrow", lambda *a, **k: None)
+    monkeypatch.setattr(read_mod, "_text_scores", lambda *a, **k: None)
     _same(fast, _read(path, **kw))
     if case == "duplicates_error":
         assert "lines" in fast[1]

@@ -293,3 +293,73 @@ class TestBundledData:
 
         text = (resources.files("cjstats.datasets") / "data" / "LICENSE-hanna.txt").read_text()
         assert "MIT License" in text and "dig-team" in text
+
+
+class TestPickleAndCopy:
+    """A Scores table (and its GroupDesign / GroupData) survives pickle and deepcopy with equal frames, whether
+    the Arrow route built it (its long frame made lazily) or the pandas route did (duplicates, reference raters)."""
+
+    @staticmethod
+    def _sources(tmp_path):
+        df = pd.concat([_frame(n=4, model="A"), _frame(n=3, model="B")], ignore_index=True)
+        crit = pd.concat([df.assign(criterion="c1"), df.assign(criterion="c2", score=df["score"] + 1)],
+                         ignore_index=True)
+        dup = pd.concat([df, df.iloc[:2]], ignore_index=True)
+        human = pd.concat([df, df[df["judge"] == "J0"].assign(judge="H1")], ignore_index=True)
+        path = tmp_path / "scores.csv"
+        df.to_csv(path, index=False)
+        return {
+            "arrow_frame": lambda: read_scores(df),
+            "criteria": lambda: read_scores(crit),
+            "duplicates_mean": lambda: read_scores(dup, duplicates="mean"),
+            "reference": lambda: read_scores(human, reference="H1"),
+            "csv_file": lambda: read_scores(path),
+            "subset": lambda: read_scores(crit).subset(models=["B"]),
+            "composite": lambda: read_scores(crit).composite(),
+        }
+
+    @staticmethod
+    def _assert_same(a, b):
+        assert type(a) is type(b) and repr(a) == repr(b)
+        pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+        pd.testing.assert_frame_equal(a.design, b.design)
+        assert dict(a.provenance) == dict(b.provenance)
+        assert a.has_reference == b.has_reference and a.reference_judges == b.reference_judges
+        pd.testing.assert_frame_equal(a.reference_frame(), b.reference_frame())
+        for ga, gb in zip(a.groups(), b.groups(), strict=True):
+            assert ga.design == gb.design and ga.key == gb.key and ga.judge_labels == gb.judge_labels
+            for name in ("y", "scenario", "cell", "judge", "cell_scenario", "scenario_labels",
+                         "cell_generation_labels"):
+                x, y = getattr(ga, name), getattr(gb, name)
+                np.testing.assert_array_equal(x, y)
+                assert x.dtype == y.dtype
+                assert not y.flags.writeable, f"{name} of a copied group is writable"
+
+    @pytest.mark.parametrize("case", ["arrow_frame", "criteria", "duplicates_mean", "reference", "csv_file",
+                                      "subset", "composite"])
+    @pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+    def test_round_trip(self, tmp_path, case, how):
+        import copy
+        import pickle
+
+        original = self._sources(tmp_path)[case]()
+        fresh = self._sources(tmp_path)[case]()  # never asked for its frame before the copy
+        copied = pickle.loads(pickle.dumps(fresh)) if how == "pickle" else copy.deepcopy(fresh)
+        self._assert_same(original, copied)
+        with pytest.raises(TypeError):  # the copy's provenance is read-only, like the original's
+            copied.provenance["source"] = "x"
+        # the copy analyses to the same numbers
+        a = cj.estimate(original, "anova", scenario_judge=False).components
+        b = cj.estimate(copied, "anova", scenario_judge=False).components
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+    def test_group_types_round_trip(self):
+        import copy
+        import pickle
+
+        g = next(read_scores(_frame()).groups())
+        for back in (pickle.loads(pickle.dumps(g)), copy.deepcopy(g)):
+            assert back.design == g.design and pickle.loads(pickle.dumps(g.design)) == g.design
+            np.testing.assert_array_equal(back.y, g.y)
+            assert not back.y.flags.writeable and not back.cell.flags.writeable
+            np.testing.assert_array_equal(back.dense(), g.dense())

@@ -412,7 +412,7 @@ def load_scores(path: str | None, data: DataOptions | None = None, *legacy: Any,
     """
     from pathlib import Path
 
-    from cjstats.io.scores import _read_file, read_scores
+    from cjstats.io.read import read_file, read_scores
 
     if data is None or not isinstance(data, DataOptions):  # load_scores(path, columns, duplicates, composite)
         columns, duplicates, composite = (data, *legacy) if legacy else (data, "error", False)
@@ -425,17 +425,18 @@ def load_scores(path: str | None, data: DataOptions | None = None, *legacy: Any,
             parse_list(data.judge_columns, option="--judge-columns")
     source: Any = _source(path, data)
     if data.where:
-        from cjstats.io.scores import _file_kind, _ids_as_labels
+        from cjstats.io.read import ids_as_labels
+        from cjstats.io.rules import file_kind
 
         if isinstance(source, str):
-            df, _ = _read_file(Path(source))
+            df, _ = read_file(Path(source))
         else:
             df = source
         renamed = df.rename(columns=mapping) if mapping else df
         df = _where(df, data.where, _reference_rows(renamed, reference))
-        if isinstance(source, str) and _file_kind(Path(source)) != "parquet":
+        if isinstance(source, str) and file_kind(Path(source)) != "parquet":
             # text ids that are all plain integers stay integers, as in read_scores
-            df = df.apply(lambda col: _ids_as_labels(col, str(col.name), from_text=True))
+            df = df.apply(lambda col: ids_as_labels(col, str(col.name), from_text=True))
         source = df
     try:
         scores = read_scores(source, columns=mapping, duplicates=data.duplicates, judge_columns=judge_cols,

@@ -102,7 +102,7 @@ def _families(texts: tuple[str, ...]) -> dict[str, list[str]]:
 
 def _without_criterion(scores, criterion: str):
     """The rows of one criterion as a table without the criterion column (what compare_models compares)."""
-    from cjstats.io.scores import read_scores
+    from cjstats.io.read import read_scores
 
     df = scores.subset(criteria=[criterion]).to_frame().drop(columns="criterion")
     return read_scores(df)

@@ -107,7 +107,7 @@ def _truth(text: str, judges: str, models: str | None):
                                f"{{\"model\": {{\"mu\": 7, \"scenario\": 1, ...}}}}.")
         return Truth.from_dict(data if "groups" in data else {"groups": data, "judges": judges})
     from cjstats.estimators import estimate
-    from cjstats.io.scores import read_scores
+    from cjstats.io.read import read_scores
 
     return Truth.from_components(estimate(read_scores(path), "reml"), judges=judges)
 

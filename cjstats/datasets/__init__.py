@@ -24,7 +24,8 @@ from typing import Literal
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
-from cjstats.io.scores import Scores, read_scores
+from cjstats.io.read import read_scores
+from cjstats.io.scores import Scores
 
 __all__ = ["load", "load_frame", "table", "export", "NAMES", "DESCRIPTIONS"]
 

@@ -25,7 +25,8 @@ from cjstats._defaults import COMPONENTS
 from cjstats._validate import check_choice, resolve_ci_level
 from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
-from cjstats.io.scores import Scores, read_scores
+from cjstats.io.read import read_scores
+from cjstats.io.scores import Scores
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
            "available_backends", "get_backend", "register_backend", "auto_method", "UnknownOptionError",

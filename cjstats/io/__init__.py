@@ -1,4 +1,11 @@
-"""Loaders that turn the outputs of evaluation harnesses into a :class:`cjstats.Scores` table.
+"""Reading score tables: everything that turns a file or a harness's output into a :class:`cjstats.Scores` table.
+
+- ``cjstats.io.rules``: the input rules (canonical columns, synonyms, file kinds, missing-value strings) and
+  the sentences that refuse a table; one copy, used by ``read_scores`` and by the DuckDB/Dask engines.
+- ``cjstats.io.read``: :func:`cjstats.read_scores` and every file reader (CSV, TSV, Parquet, JSONL, wide tables).
+- ``cjstats.io.scores``: the :class:`~cjstats.io.scores.Scores`, ``GroupDesign`` and ``GroupData`` types.
+
+Loaders of evaluation harnesses:
 
 - :func:`read_mtbench_judgments` (``cjstats.io.fastchat``): FastChat MT-Bench ``*_single.jsonl`` judgments.
 - :func:`read_inspect_log` (``cjstats.io.inspect``): Inspect AI ``.eval``/``.json`` logs (``cjstats[inspect]``); the

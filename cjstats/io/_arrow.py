@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-# a plain integer label (``12``, ``-3``; not ``007``, ``+5`` or ``1.0``), as read_scores defines it
-INT_TEXT = r"-?(?:0|[1-9][0-9]*)"
+from cjstats.io.rules import INT_TEXT  # a plain integer label (``12``, not ``007``), the rule of read_scores
 
 
 def is_text_type(t: Any) -> bool:

@@ -23,7 +23,8 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 from cjstats.io._paths import expand_sources
-from cjstats.io.scores import Scores, read_scores
+from cjstats.io.read import read_scores
+from cjstats.io.scores import Scores
 
 __all__ = ["read_inspect_log", "log_files", "need_inspect", "CYCLIC_SCORER"]
 

@@ -31,7 +31,8 @@ import pandas as pd
 
 from cjstats._validate import check_choice
 from cjstats.exceptions import CjstatsError
-from cjstats.io.scores import Scores, read_scores
+from cjstats.io.read import read_scores
+from cjstats.io.scores import Scores
 from cjstats.stats.cellstats import CellStats, merge_stats
 from cjstats.stats.engines import ENGINES
 from cjstats.stats.joint import JointBalanced, JointStats, NestedStats, stack_models

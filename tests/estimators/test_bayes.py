@@ -20,7 +20,7 @@ from cjstats.results.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, Varian
 from cjstats.estimators import available_backends
 from cjstats.estimators.base import M1_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.io.scores import read_scores
+from cjstats.io.read import read_scores
 from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_ordinal_scores, simulate_scores
 
 pytest.importorskip("pymc")

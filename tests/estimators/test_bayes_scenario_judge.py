@@ -18,7 +18,7 @@ import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.estimators.base import SJ_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
-from cjstats.io.scores import read_scores
+from cjstats.io.read import read_scores
 from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
 from cjstats.stats import build_stats
 

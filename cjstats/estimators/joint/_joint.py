@@ -27,7 +27,8 @@ from cjstats._defaults import JOINT_LABEL, COMPONENTS, JOINT_COMPONENTS
 from cjstats.results.components import COMPONENT_COLUMNS
 from cjstats.estimators.anova import mls_interval
 from cjstats.exceptions import CjstatsError
-from cjstats.io.scores import Scores, read_scores
+from cjstats.io.read import read_scores
+from cjstats.io.scores import Scores
 from cjstats.stats import ScoreStats, build_stats
 from cjstats.stats.joint import JointStats, stack_models
 

@@ -25,11 +25,10 @@ from typing import Any
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.io import rules as R
 from cjstats.stats.engines import _source as S
 
 __all__ = ["build"]
-
-_REQUIRED = ("model", "scenario", "judge", "score")
 
 
 def _import_dask() -> Any:
@@ -43,7 +42,7 @@ def _import_dask() -> Any:
 
 def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...]) -> tuple[Any, ...]:
     """The numpy engine's statistics of one partition (empty tuple for an empty partition); runs on a worker."""
-    from cjstats.io.scores import read_scores
+    from cjstats.io.read import read_scores
     from cjstats.stats import build_stats
 
     if len(part) == 0:
@@ -95,17 +94,13 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     dask, dd = _import_dask()
     ddf = _as_dask(source, dd, npartitions)
     if columns:
-        if not isinstance(columns, Mapping):
-            raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as {'rater': 'judge'}.")
-        absent = [c for c in columns if c not in ddf.columns]
-        if absent:
-            raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
-                               f"(found: {', '.join(map(str, ddf.columns))}).")
+        R.check_mapping(columns, list(ddf.columns))
         ddf = ddf.rename(columns=dict(columns))
     found = [str(c) for c in ddf.columns]
-    missing = [c for c in _REQUIRED if c not in found]
-    if missing:
-        raise CjstatsError(S.msg_missing_column(missing, found))
+    missing = R.missing_columns(found)
+    if missing:  # a wide table (one score column per judge) is told to use judge_columns= (told by the dtypes)
+        raise CjstatsError(R.msg_missing_column(missing, found, lambda: {
+            str(c): pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for c, t in ddf.dtypes.items()}))
     has_criterion = "criterion" in found
     if tuple(unit) == ("model",) and has_criterion:
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
@@ -128,7 +123,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         for cs in chunk:
             by_unit.setdefault((cs.model, cs.criterion), []).append(cs)
     if not by_unit:
-        raise CjstatsError(S.msg_empty())
+        raise CjstatsError(R.msg_empty())
     order = sorted(by_unit, key=lambda k: k[0] + ("" if k[1] is None else "\x1f" + k[1]))
     units = tuple(merge_stats(*by_unit[k]) for k in order)
     design = pd.DataFrame([u.design.as_dict() for u in units])

@@ -35,11 +35,11 @@ import numpy as np
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.io import rules as R
 from cjstats.stats.engines import _source as S
 
 __all__ = ["build", "connect"]
 
-_REQUIRED = ("model", "scenario", "judge", "score")
 _WORD = 62  # judges per BIGINT mask word
 
 
@@ -84,10 +84,10 @@ def _reader(src: S.Source, *, positions: bool = False) -> str:
             return (f"(SELECT * EXCLUDE (filename, file_row_number), filename AS cj_file, file_row_number AS cj_row "
                     f"FROM read_parquet({files}, union_by_name = true, filename = true, file_row_number = true))")
         return f"read_parquet({files}, union_by_name = true)"
-    if src.kind in S.TEXT_KINDS:  # every column as text, as read_scores reads CSV/TSV (see _text_col)
+    if src.kind in R.TEXT_KINDS:  # every column as text, as read_scores reads CSV/TSV (see _text_col)
         sep = src.sep or ("," if src.kind == "csv" else "\t")
         sep_sql = "'\\t'" if sep == "\t" else _lit(sep)
-        nulls = "[" + ", ".join(_lit(x) for x in S.NA_STRINGS) + "]"
+        nulls = "[" + ", ".join(_lit(x) for x in R.NA_STRINGS) + "]"
         expr = (f"read_csv({files}, union_by_name = true, header = true, delim = {sep_sql}, all_varchar = true, "
                 f"nullstr = {nulls}")
     else:
@@ -136,6 +136,28 @@ def _schemas(con: Any, src: S.Source) -> dict[str, dict[str, str]]:
         out[f] = {r[0]: r[1] for r in rows}
         if src.kind == "jsonl" and out[f] == {"json": "JSON"} and len(S._count_lines(f)) == 1:
             raise CjstatsError(f"The score file `{f}` is empty: it has no header and no rows.")  # blank lines only
+    return out
+
+
+def _numeric_columns(con: Any, src: S.Source, schema: Mapping[str, str], rename: Mapping[str, str]) -> dict[str, bool]:
+    """Whether each column's first 50 non-missing values are numbers (our names), as read_scores decides it for
+    :func:`cjstats.io.rules.wide_pattern`: numeric and boolean columns are, text columns when every value casts."""
+    out = {}
+    with _in_file_order(con):
+        for col, sql_type in schema.items():
+            family = S.type_family(sql_type)
+            if family in ("numeric", "boolean"):
+                out[str(rename.get(col, col))] = True
+                continue
+            if family != "string":
+                out[str(rename.get(col, col))] = False
+                continue
+            v = f"({_q(col)} ->> '$')" if str(sql_type).upper() == "JSON" else _q(col)
+            if src.kind in R.TEXT_KINDS:
+                v = _text_col(col)
+            got = con.execute(f"SELECT count(*), count(TRY_CAST(trim(v) AS DOUBLE)) FROM "
+                              f"(SELECT {v} AS v FROM {_reader(src)} WHERE {v} IS NOT NULL LIMIT 50)").fetchall()[0]
+            out[str(rename.get(col, col))] = bool(got[0] > 0 and got[0] == got[1])
     return out
 
 
@@ -208,28 +230,23 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     first = next(iter(schemas.values()))
     rename = {}
     if columns:
-        if not isinstance(columns, Mapping):
-            raise CjstatsError("The 'columns' argument of read_scores must be a mapping such as {'rater': 'judge'}.")
-        absent = [c for c in columns if c not in first]
-        if absent:
-            raise CjstatsError(f"columns maps '{absent[0]}', but scores has no column '{absent[0]}' "
-                               f"(found: {', '.join(map(str, first))}).")
+        R.check_mapping(columns, list(first))
         rename = dict(columns)
     canon = {rename.get(c, c): c for c in first}  # our name -> the source's name
     found = [str(rename.get(c, c)) for c in first]
-    missing = [c for c in _REQUIRED if c not in canon]
-    if missing:
-        raise CjstatsError(S.msg_missing_column(missing, found))
+    missing = R.missing_columns(list(canon))
+    if missing:  # a wide table (one score column per judge) is told to use judge_columns=
+        raise CjstatsError(R.msg_missing_column(missing, found, lambda: _numeric_columns(con, src, first, rename)))
     has_gen = "generation" in canon
     has_criterion = "criterion" in canon
     if unit == ("model",) and has_criterion:
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
                            "column; pass unit=('model', 'criterion') or drop the column.")
-    used_src = [canon[c] for c in (*_REQUIRED, "generation", "criterion") if c in canon]
+    used_src = [canon[c] for c in (*R.REQUIRED, "generation", "criterion") if c in canon]
     if src.several:
         _check_files_agree(schemas, used_src)
     score_type = S.type_family(first[canon["score"]])
-    text = src.kind in S.TEXT_KINDS
+    text = src.kind in R.TEXT_KINDS
     ids = ["model", "scenario", "generation", "judge"] + (["criterion"] if has_criterion else [])
     label_ids = [c for c in ("scenario", "generation") if c in canon]  # text ids that may become integers
     json_cols = frozenset(c for c, t in first.items() if str(t).upper() == "JSON")  # JSONL columns of mixed types
@@ -243,7 +260,7 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     nan = ("(score_raw IS NULL) OR isnan(y)" if score_type in ("numeric", "string") else "false")
     agg = [f"count(*) FILTER (WHERE {c} IS NULL) AS null_{c}" for c in ids]
     if text:  # read_scores makes a text id column integers when every value is a plain integer (12, not 007)
-        agg += [f"count(*) FILTER (WHERE NOT regexp_full_match({c}, {_lit(_INT_TEXT)})) AS text_{c}"
+        agg += [f"count(*) FILTER (WHERE NOT regexp_full_match({c}, {_lit(R.INT_TEXT)})) AS text_{c}"
                 for c in label_ids]
     pass1 = con.execute(
         f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
@@ -252,7 +269,7 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
         f"FROM {rows_sql} GROUP BY ALL"
     ).df()
     if int(pass1["n"].sum()) == 0:
-        raise CjstatsError(S.msg_empty())
+        raise CjstatsError(R.msg_empty())
 
     def first_row(cond: str, extra: str = "") -> tuple[Any, ...]:
         return _first_offending(con, src, pos_rows, cond, extra)
@@ -261,20 +278,20 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
         cnt = int(pass1[f"null_{c}"].sum())
         if cnt:
             f, r = first_row(f"{c} IS NULL")[:2]
-            raise CjstatsError(S.msg_missing_ids(c, cnt, _where(con, src, f, r)))
+            raise CjstatsError(R.msg_missing_ids(c, cnt, _where(con, src, f, r)))
     if score_type == "boolean":
-        raise CjstatsError(S.msg_bool_score())
+        raise CjstatsError(R.msg_bool_score())
     if score_type not in ("numeric", "string"):
         raise CjstatsError(f"Column 'score' has type {first[canon['score']]}, not numbers; recode it as numbers "
                            f"before read_scores().")
-    for col, msg in (("nonnum", None), ("nan", S.msg_nan), ("inf", S.msg_inf)):
+    for col, msg in (("nonnum", None), ("nan", R.msg_nan), ("inf", R.msg_inf)):
         cnt = int(pass1[col].sum())
         if not cnt:
             continue
         cond = {"nonnum": nonnum, "nan": nan, "inf": "isinf(y)"}[col]
         f, r, raw_value = first_row(cond, ", score_raw")
         where = _where(con, src, f, r)
-        raise CjstatsError(S.msg_nonnumeric(cnt, raw_value, where) if msg is None else msg(cnt, where))
+        raise CjstatsError(R.msg_nonnumeric(cnt, raw_value, where) if msg is None else msg(cnt, where))
     if text:
         int_ids = tuple(c for c in label_ids if int(pass1[f"text_{c}"].sum()) == 0)
         if int_ids:
@@ -323,9 +340,6 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     return tuple(units), design, has_criterion
 
 
-_INT_TEXT = r"-?(?:0|[1-9][0-9]*)"  # a plain integer, as cjstats.io.scores reads ids
-
-
 def _text_col(name: str) -> str:
     """A column of a text file as read_scores reads it: leading spaces skipped, pandas' NA strings missing.
 
@@ -334,7 +348,7 @@ def _text_col(name: str) -> str:
     """
     q = _q(name)
     v = f"ltrim({q}, ' ')"
-    na = " OR ".join(f"{v} = {_lit(x)}" for x in S.NA_STRINGS)  # an OR chain: DuckDB's IN list is 3x slower here
+    na = " OR ".join(f"{v} = {_lit(x)}" for x in R.NA_STRINGS)  # an OR chain: DuckDB's IN list is 3x slower here
     return f"CASE WHEN NOT prefix({q}, ' ') THEN {q} WHEN {na} THEN NULL ELSE {v} END"
 
 
@@ -497,7 +511,7 @@ def _raise_duplicates(con: Any, src: S.Source, pos_rows: str, has_criterion: boo
         where = f"{u0}s {r0} and {r1} of `{files[0]}`"
     else:
         where = f"{u0}s {r0} and {r1}"
-    raise CjstatsError(S.msg_duplicates(int(n_cells), key, where))
+    raise CjstatsError(R.msg_duplicates(int(n_cells), key, where))
 
 
 def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_words: int,
