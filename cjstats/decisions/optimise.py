@@ -32,8 +32,9 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.results.allocation import Allocation
 from cjstats.results.allocation import p_best as _p_best
 from cjstats.exceptions import CjstatsError
-from cjstats.decisions.schedules import DECISION_COMPONENTS as _COMP
-from cjstats.decisions.schedules import _largest_remainder, _rng, group_components
+from cjstats.decisions.inputs import DECISION_COMPONENTS as _COMP
+from cjstats.decisions.inputs import group_components
+from cjstats.decisions.schedules import _largest_remainder, _rng
 from cjstats.decisions.formulas import (
     _bisect_first,
     _first_true,
@@ -81,7 +82,7 @@ class _Inputs:
 
 
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
-    """The optimiser's view of one group (built on :func:`cjstats.decisions.schedules.group_components`, the one extractor)."""
+    """The optimiser's view of one group (built on :func:`cjstats.decisions.inputs.group_components`, the one extractor)."""
     g = group_components(fit, model, criterion, caller)
     gen_ok = g.generation_identifiable
     point = np.array([g.estimates[c] for c in _COMP])
