@@ -5,7 +5,9 @@
 cost-weighted ``weighted``), number of scenarios n (up to the dataset size), generations per scenario m and
 judges per generation k. It ranks them by predicted variance (or by cost to reach ``target_se``) with the
 closed forms of :mod:`cjstats.decisions.formulas`, and carries the uncertainty of the components through: an interval on
-each design's predicted variance and the probability that each strategy is best.
+each design's predicted variance and the probability that each strategy is best. It is the one optimiser: for
+an ordinal (latent-scale) fit the same steps run with the variance of each candidate simulated from the
+posterior instead (:class:`cjstats.decisions.predictive.PosteriorPredictive`).
 
 Beyond the paper (its stated limitation is equal-cost calls): with per-judge prices c_l, a price per generation
 c_gen and per-judge residual variances σ²_ε,l, the post-stratified mean (1/K_tot) Σ_l mean(scores of judge l)
@@ -389,7 +391,8 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     ----------
     fit : VarianceComponents or mapping
         Components from :func:`cjstats.estimate` (one model/criterion is used: ``model=``, ``criterion=``), or
-        a mapping ``{scenario, generation, residual, judge_panel}`` of point values (no uncertainty then).
+        a mapping ``{scenario, generation, residual, judge_panel}`` of point values (no uncertainty then). An
+        ordinal fit (``method="bayes", likelihood="ordinal"``) is planned by simulation (see Notes).
     budget : float, optional
         Total budget: judge calls when no prices are given, else money (calls x price + generations x
         ``generation_cost``). A design is within budget when its MAXIMUM cost is (see Notes).
@@ -428,6 +431,14 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
 
     Notes
     -----
+    One optimiser, in steps: validate the targets; the problem (components, panel and prices, limits on n and
+    m, strategies); enumerate the candidate designs; evaluate each candidate's variance; rank; intervals and
+    P(best); notes; one :class:`Allocation`. Only the variance evaluation depends on the fit: the closed forms
+    below for score-scale components, or, for a latent-scale fit (``likelihood="ordinal"``), posterior-predictive
+    simulation on the score scale (:class:`cjstats.decisions.predictive.PosteriorPredictive`: equal-cost calls
+    only, so ``judge_costs``, ``generation_cost``, ``residual_by_judge``, ``target_se`` and ``weighted`` are
+    refused; candidates spend the budget on as many scenarios as possible; the table gains ``mc_se``).
+
     Variances are the closed forms of :mod:`cjstats.decisions.formulas` (Proposition 1 and Eqs. 3-5 with the leftover
     judge term; :func:`~cjstats.decisions.formulas.poststratified_variance` for ``weighted``), including the scenario
     term σ²_α/n because n is a design choice. For each (strategy, judges per generation k) and each n the
@@ -439,6 +450,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     q = calls // K_tot calls and the r = calls mod K_tot extra calls to a random r-subset of the judges, so at
     most q Σ c_l plus the r largest prices; ``random`` at most every call on the dearest judges; ``all`` and
     ``weighted`` (whose counts :func:`cjstats.decisions.schedules.cyclic_schedule` realises exactly) cost exactly ``cost``.
+    An ordinal fit's calls all cost 1, so ``cost`` = ``max_cost`` = calls.
 
     Examples
     --------

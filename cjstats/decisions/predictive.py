@@ -176,6 +176,8 @@ def _designs_frame(designs: Any, k_total: int, gen_ok: bool, caller: str) -> pd.
 
 # ------------------------------------------------------------------------------------------ simulation
 def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
+    """mu_d, the panel-mean score of each draw: the ordinal model's public :func:`expected_score` (the one
+    formula, shared with the backend's ``mu``) without the location shift."""
     from cjstats.estimators.bayes.ordinal import expected_score
 
     s2 = np.asarray(params["s2_scenario"], dtype=np.float64) + np.asarray(params["s2_generation"], dtype=np.float64)

@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 
 from cjstats._validate import check_choice, check_number, check_positive_int
-from cjstats.decisions.inputs import group_components
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["cyclic_schedule", "random_schedule", "all_judges_schedule", "apportion", "schedule_audit",
@@ -656,6 +655,8 @@ def realised_variance(schedule: pd.DataFrame, components: Any, *, model: str | N
     judge_offsets : mapping, optional
         γ_l per judge for ``judge_view="fixed"`` (default: the fit's offsets).
     """
+    from cjstats.decisions.inputs import group_components
+
     caller = "realised_variance"
     estimator = check_choice("estimator", estimator, ("mean", "poststratified"), caller=caller)
     judge_view = check_choice("judge_view", judge_view, ("exchangeable", "fixed"), caller=caller)
