@@ -460,3 +460,19 @@ class TestSectionAndErrors:
         text = str(optimise(qwen_fit, budget=450))
         assert text.startswith("Allocation for model 'Qwen': budget 450 calls; K_tot = 5 judges; up to 30 scenarios")
         assert "Recommended: cyclic" in text
+
+
+def test_the_decision_layer_reads_fits_through_decisions_inputs():
+    """GroupComponents lives in decisions/inputs.py, with no alias left in the schedules module; the optimiser's
+    components are the five DECISION_COMPONENTS in order, read through group_components."""
+    import cjstats.decisions.schedules as schedules
+    from cjstats.decisions.inputs import DECISION_COMPONENTS, GroupComponents, group_components
+
+    for name in ("GroupComponents", "group_components", "DECISION_COMPONENTS"):
+        assert not hasattr(schedules, name) and name not in schedules.__all__
+    comps = {"scenario": 1.0, "generation": 0.3, "residual": 0.6, "judge_panel": 0.5}
+    g = group_components(comps)
+    assert isinstance(g, GroupComponents) and tuple(g.estimates) == DECISION_COMPONENTS
+    alloc = cj.optimise(comps, budget=200, k_total=4, n_max=30)
+    assert tuple(alloc.components) == DECISION_COMPONENTS
+    assert alloc.components == g.estimates

@@ -15,6 +15,7 @@ import pytest
 from scipy import integrate, stats
 
 import cjstats as cj
+from cjstats.decisions.predictive import PosteriorPredictive
 from cjstats.exceptions import CjstatsError
 from cjstats.decisions.predictive import predictive_design_variance, simulate_design_variance
 from cjstats.studies.simulate import panel_offsets, simulate_ordinal_scores
@@ -163,11 +164,104 @@ def test_predictive_design_variance_on_a_fit(ordinal_fit):
     assert out.loc[0, "variance"] == pytest.approx(out.loc[0, "se"] ** 2)
 
 
-def test_optimise_ordinal_refuses_prices(ordinal_fit):
+def test_optimise_refuses_prices_for_an_ordinal_fit(ordinal_fit):
     with pytest.raises(CjstatsError, match="equal-cost judge calls only"):
         cj.optimise(ordinal_fit, budget=60, judge_costs={"j0": 1.0, "j1": 2.0, "j2": 1.0})
     with pytest.raises(CjstatsError, match="target_se"):
         cj.optimise(ordinal_fit, target_se=0.1)
+
+
+# ------------------------------------------------ (d') the one optimiser on a fixed posterior, numbers pinned
+def synthetic_ordinal_fit(generation=True):
+    """A latent-scale fit whose posterior is made by hand (2 chains x 30 draws): no sampler, so the numbers are
+    exact on any machine. The components table is an ANOVA fit's; the simulation reads only the posterior."""
+    import dataclasses
+
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    df = simulate_ordinal_scores(12, 2 if generation else 1, 3, s2a=1.0, s2b=0.3, gamma=panel_offsets(3, 0.8),
+                                 cuts=np.array([-2.0, -0.7, 0.5, 1.8]), seed=7)
+    fit = cj.estimate(df)
+    c, d = 2, 30
+    cuts = np.sort(np.array([-2.0, -0.7, 0.5, 1.8]) + 0.2 * rng.standard_normal((c, d, 4)), axis=-1)
+    gam = np.array([-0.6, 0.1, 0.5]) + 0.1 * rng.standard_normal((c, d, 3))
+    gam -= gam.mean(axis=-1, keepdims=True)
+    data = {"cutpoints": (("chain", "draw", "cutpoint"), cuts), "gamma": (("chain", "draw", "judge"), gam),
+            "scenario": (("chain", "draw"), 1.0 * rng.chisquare(8, (c, d)) / 8)}
+    if generation:
+        data["generation"] = (("chain", "draw"), 0.3 * rng.chisquare(8, (c, d)) / 8)
+    ds = xr.Dataset(data, coords={"chain": np.arange(c), "draw": np.arange(d),
+                                  "cutpoint": ["1|2", "2|3", "3|4", "4|5"], "judge": ["j0", "j1", "j2"]})
+    return dataclasses.replace(fit, scale="latent", posterior={"x": xr.DataTree.from_dict({"posterior": ds})})
+
+
+#: What the former second optimiser (predictive.optimise_ordinal, before cj.optimise took it in) returned on
+#: synthetic_ordinal_fit(): per table row variance, variance_lower, variance_upper, p_best, mc_se.
+OLD_ORDINAL = {
+    "budget=60": (
+        [("cyclic", 1, 12, 5), ("random", 1, 12, 5), ("cyclic", 2, 10, 3), ("random", 2, 10, 3), ("all", 3, 10, 2)],
+        [0.05297637815748293, 0.054874649064445315, 0.06010477296078717, 0.06047389787297402, 0.06307968599289909],
+        [0.033624248267827124, 0.03650376025686114, 0.0373643664113413, 0.038213464848265905, 0.03927605329717739],
+        [0.07527700873316398, 0.07840090223424764, 0.0917640908947789, 0.08898480704187113, 0.09837714370259724],
+        [0.4666666666666667, 0.3, 0.11666666666666667, 0.08333333333333333, 0.03333333333333333],
+        [0.000674506595483732, 0.0007167578934111815, 0.0007912300469245215, 0.000788374718720188,
+         0.0008224702443137004],
+        [0.5166666666666667, 0.4, 0.08333333333333333]),
+    "budget=137, cyclic and all, seed=4": (
+        [("cyclic", 1, 12, 11), ("cyclic", 2, 12, 5), ("all", 3, 11, 4)],
+        [0.03963753016141764, 0.04214153129182028, 0.04317425677003978],
+        [0.021013945490815762, 0.022594834530538788, 0.023022302392996637],
+        [0.06698404253467295, 0.06185705084129698, 0.06660988666778087],
+        [0.6833333333333333, 0.13333333333333333, 0.18333333333333332],
+        [0.0005300642319829383, 0.0005428625856489393, 0.0005655383702812281],
+        [0.7833333333333333, 0.21666666666666667]),
+}
+
+
+@pytest.mark.parametrize("case", list(OLD_ORDINAL))
+def test_optimise_on_an_ordinal_fit_gives_the_former_ordinal_optimiser_numbers(case):
+    kw = {"budget=60": dict(budget=60),
+          "budget=137, cyclic and all, seed=4": dict(budget=137, strategies=["cyclic", "all"], seed=4)}[case]
+    alloc = cj.optimise(synthetic_ordinal_fit(), **kw)
+    rows, var, lower, upper, p_best, mc_se, strat_p = OLD_ORDINAL[case]
+    t = alloc.table
+    assert list(zip(t["strategy"], t["judges_per_generation"], t["n"], t["m"])) == rows
+    for col, want in (("variance", var), ("variance_lower", lower), ("variance_upper", upper), ("p_best", p_best),
+                      ("mc_se", mc_se)):
+        np.testing.assert_allclose(t[col].to_numpy(), want, rtol=0, atol=1e-12, err_msg=col)
+    np.testing.assert_allclose(alloc.strategies["p_best"].to_numpy(), strat_p, rtol=0, atol=1e-12)
+    assert (t["cost"] == t["calls"]).all() and (t["max_cost"] == t["calls"]).all()
+    assert alloc.uncertainty == PosteriorPredictive.label and alloc.budget_unit == "calls"
+    assert alloc.recommendation["variance"] == pytest.approx(var[0], abs=1e-12)
+    assert alloc.notes[0].startswith("ordinal fit: variances are on the score scale")
+
+
+def test_optimise_on_an_ordinal_fit_without_generations():
+    """m = 1 in the data: m is capped at 1 and the note says why (the former optimiser's numbers)."""
+    alloc = cj.optimise(synthetic_ordinal_fit(generation=False), budget=50)
+    t = alloc.table
+    assert list(zip(t["strategy"], t["judges_per_generation"], t["n"], t["m"])) == [("all", 3, 12, 1)]
+    assert t["variance"].iloc[0] == pytest.approx(0.06721510908680085, abs=1e-12)
+    assert t["variance_lower"].iloc[0] == pytest.approx(0.044772256009151884, abs=1e-12)
+    assert t["variance_upper"].iloc[0] == pytest.approx(0.08997244295177687, abs=1e-12)
+    assert t["mc_se"].iloc[0] == pytest.approx(0.0008708640470878527, abs=1e-12)
+    assert any("generation is not identifiable" in n for n in alloc.notes)
+
+
+def test_optimise_refuses_what_an_ordinal_fit_cannot_plan():
+    fit = synthetic_ordinal_fit()
+    cases = [(dict(budget=60, generation_cost=1.0), "generation_cost must be 0"),
+             (dict(budget=60, residual_by_judge={"j0": 1.0, "j1": 1.0, "j2": 1.0}), "residual_by_judge"),
+             (dict(target_se=0.1), "budget instead of target_se"),
+             (dict(), "needs a budget"),
+             (dict(budget=0.5), "at least one judge call"),
+             (dict(budget=60, strategies=["weighted"]), "weighted strategy"),
+             (dict(budget=60, strategies=[]), "is empty"),
+             (dict(budget=60, k_total=4), "must equal the fit's 3 judges")]
+    for kw, match in cases:
+        with pytest.raises(CjstatsError, match=match):
+            cj.optimise(fit, **kw)
 
 
 # ---------------------------------------------------------------------------------------- (e) errors

@@ -27,8 +27,9 @@ import pytest
 
 import cjstats as cj
 from cjstats.decisions.optimise import optimise
+from cjstats.decisions.inputs import group_components
 from cjstats.decisions.schedules import (
-    all_judges_schedule, cyclic_schedule, group_components, random_schedule, realised_variance, schedule_audit,
+    all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,
 )
 from cjstats.decisions.formulas import (
     STRATEGIES, ab_threshold, best_generations_per_scenario, budget_for_target_se, design_coefficients,

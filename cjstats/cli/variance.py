@@ -39,7 +39,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     import pandas as pd
 
     from cjstats.exceptions import CjstatsError
-    from cjstats.decisions.schedules import group_components
+    from cjstats.decisions.inputs import group_components
     from cjstats.decisions.formulas import variance_contributions
 
     scores = load_scores(file, data)

@@ -5,7 +5,9 @@
 cost-weighted ``weighted``), number of scenarios n (up to the dataset size), generations per scenario m and
 judges per generation k. It ranks them by predicted variance (or by cost to reach ``target_se``) with the
 closed forms of :mod:`cjstats.decisions.formulas`, and carries the uncertainty of the components through: an interval on
-each design's predicted variance and the probability that each strategy is best.
+each design's predicted variance and the probability that each strategy is best. It is the one optimiser: for
+an ordinal (latent-scale) fit the same steps run with the variance of each candidate simulated from the
+posterior instead (:class:`cjstats.decisions.predictive.PosteriorPredictive`).
 
 Beyond the paper (its stated limitation is equal-cost calls): with per-judge prices c_l, a price per generation
 c_gen and per-judge residual variances σ²_ε,l, the post-stratified mean (1/K_tot) Σ_l mean(scores of judge l)
@@ -32,8 +34,10 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.results.allocation import Allocation
 from cjstats.results.allocation import p_best as _p_best
 from cjstats.exceptions import CjstatsError
-from cjstats.decisions.schedules import DECISION_COMPONENTS as _COMP
-from cjstats.decisions.schedules import _largest_remainder, _rng, group_components
+from cjstats.decisions.inputs import DECISION_COMPONENTS as _COMP
+from cjstats.decisions.inputs import group_components
+from cjstats.decisions.predictive import OPTIMISE_DRAWS, OPTIMISE_SIMS, PosteriorPredictive, ordinal_draws
+from cjstats.decisions.schedules import _largest_remainder, _rng
 from cjstats.decisions.formulas import (
     _bisect_first,
     _first_true,
@@ -81,7 +85,7 @@ class _Inputs:
 
 
 def _inputs(fit: Any, model: str | None, criterion: str | None, caller: str) -> _Inputs:
-    """The optimiser's view of one group (built on :func:`cjstats.decisions.schedules.group_components`, the one extractor)."""
+    """The optimiser's view of one group (built on :func:`cjstats.decisions.inputs.group_components`, the one extractor)."""
     g = group_components(fit, model, criterion, caller)
     gen_ok = g.generation_identifiable
     point = np.array([g.estimates[c] for c in _COMP])
@@ -387,7 +391,8 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     ----------
     fit : VarianceComponents or mapping
         Components from :func:`cjstats.estimate` (one model/criterion is used: ``model=``, ``criterion=``), or
-        a mapping ``{scenario, generation, residual, judge_panel}`` of point values (no uncertainty then).
+        a mapping ``{scenario, generation, residual, judge_panel}`` of point values (no uncertainty then). An
+        ordinal fit (``method="bayes", likelihood="ordinal"``) is planned by simulation (see Notes).
     budget : float, optional
         Total budget: judge calls when no prices are given, else money (calls x price + generations x
         ``generation_cost``). A design is within budget when its MAXIMUM cost is (see Notes).
@@ -426,6 +431,14 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
 
     Notes
     -----
+    One optimiser, in steps: validate the targets; the problem (components, panel and prices, limits on n and
+    m, strategies); enumerate the candidate designs; evaluate each candidate's variance; rank; intervals and
+    P(best); notes; one :class:`Allocation`. Only the variance evaluation depends on the fit: the closed forms
+    below for score-scale components, or, for a latent-scale fit (``likelihood="ordinal"``), posterior-predictive
+    simulation on the score scale (:class:`cjstats.decisions.predictive.PosteriorPredictive`: equal-cost calls
+    only, so ``judge_costs``, ``generation_cost``, ``residual_by_judge``, ``target_se`` and ``weighted`` are
+    refused; candidates spend the budget on as many scenarios as possible; the table gains ``mc_se``).
+
     Variances are the closed forms of :mod:`cjstats.decisions.formulas` (Proposition 1 and Eqs. 3-5 with the leftover
     judge term; :func:`~cjstats.decisions.formulas.poststratified_variance` for ``weighted``), including the scenario
     term σ²_α/n because n is a design choice. For each (strategy, judges per generation k) and each n the
@@ -437,6 +450,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     q = calls // K_tot calls and the r = calls mod K_tot extra calls to a random r-subset of the judges, so at
     most q Σ c_l plus the r largest prices; ``random`` at most every call on the dearest judges; ``all`` and
     ``weighted`` (whose counts :func:`cjstats.decisions.schedules.cyclic_schedule` realises exactly) cost exactly ``cost``.
+    An ordinal fit's calls all cost 1, so ``cost`` = ``max_cost`` = calls.
 
     Examples
     --------
@@ -452,34 +466,33 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
 
         return difference_allocation(fit, budget=budget, models=models, k_total=k_total, n_max=n_max)
     check_choice("target", target, ("mean", "difference"), caller=caller)
-    # --- ordinal fits: posterior-predictive simulation on the score scale (cjstats.decisions.predictive) -------------
-    if getattr(fit, "scale", "score") == "latent":
-        from cjstats.decisions.predictive import optimise_ordinal
-
-        return optimise_ordinal(fit, budget=budget, k_total=k_total, n_max=n_max, judge_costs=judge_costs,
-                                generation_cost=generation_cost, target_se=target_se, model=model,
-                                criterion=criterion, m_max=m_max, residual_by_judge=residual_by_judge,
-                                strategies=strategies, seed=seed)
-    # --- end of the ordinal dispatch ------------------------------------------------------------------------
-    budget, target_se, cg, n_draws = _check_targets(budget, target_se, generation_cost, n_draws, caller)
-    rng = _rng(seed, caller)
-    pb = _problem(fit, model=model, criterion=criterion, budget=budget, target_se=target_se, cg=cg,
-                  judge_costs=judge_costs, k_total=k_total, n_max=n_max, m_max=m_max,
-                  residual_by_judge=residual_by_judge, strategies=strategies, caller=caller)
+    latent = getattr(fit, "scale", "score") == "latent"        # ordinal fit: posterior-predictive simulation
+    if latent:
+        budget, target_se, cg = _check_ordinal_targets(budget, target_se, generation_cost, judge_costs,
+                                                       residual_by_judge, caller)
+        rng = None
+        pb = _ordinal_problem(fit, model=model, criterion=criterion, budget=budget, k_total=k_total, n_max=n_max,
+                              m_max=m_max, strategies=strategies, seed=seed, caller=caller)
+    else:
+        budget, target_se, cg, n_draws = _check_targets(budget, target_se, generation_cost, n_draws, caller)
+        rng = _rng(seed, caller)
+        pb = _problem(fit, model=model, criterion=criterion, budget=budget, target_se=target_se, cg=cg,
+                      judge_costs=judge_costs, k_total=k_total, n_max=n_max, m_max=m_max,
+                      residual_by_judge=residual_by_judge, strategies=strategies, caller=caller, n_draws=n_draws,
+                      rng=rng)
     designs = _enumerate_designs(pb, caller)
     designs, table = _rank_designs(designs, pb.target_v)
-    table, strat, uncertainty = _with_uncertainty(table, pb, n_draws, rng)
+    table, strat, uncertainty = _with_uncertainty(table, pb)
     designs = designs[["strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
                        "max_cost", "variance", "se"]]
     rec = {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
     notes = pb.notes + _closing_notes(uncertainty, pb)
-    inp = pb.inp
     return Allocation(table=table, strategies=strat, designs=designs, recommendation=rec, budget=budget,
                       budget_unit=pb.unit, target_se=target_se, k_total=pb.kt, n_max=pb.nmax,
-                      components=dict(zip(_COMP, map(float, inp.point))),
-                      judge_costs=dict(zip(pb.names, map(float, pb.prices))), generation_cost=cg,
+                      components=pb.components, judge_costs=dict(zip(pb.names, map(float, pb.prices))),
+                      generation_cost=cg,
                       frequencies=None if pb.shares is None else dict(zip(pb.names, map(float, pb.shares))),
-                      uncertainty=uncertainty, ci_level=inp.ci_level, model=inp.model, criterion=inp.criterion,
+                      uncertainty=uncertainty, ci_level=pb.ci_level, model=pb.model, criterion=pb.criterion,
                       notes=tuple(notes))
 
 
@@ -502,11 +515,94 @@ def _check_targets(budget: float | None, target_se: float | None, generation_cos
     return budget, target_se, cg, n_draws
 
 
+def _check_ordinal_targets(budget: float | None, target_se: float | None, generation_cost: float,
+                           judge_costs: Mapping[str, float] | None, residual_by_judge: Mapping[str, float] | None,
+                           caller: str) -> tuple[float, None, float]:
+    """Step 1 for a latent-scale (ordinal) fit: a budget in equal-cost judge calls, nothing else.
+
+    The simulation prices every call alike and its residual is the fixed logistic unit of the latent scale, so
+    prices, a generation cost, per-judge residuals and a target SE are refused, each in one sentence.
+    """
+    if judge_costs is not None:
+        raise CjstatsError(f"{caller} plans ordinal fits for equal-cost judge calls only, so judge_costs cannot be "
+                           f"given with a likelihood='ordinal' fit; leave judge_costs out to count calls.")
+    if generation_cost:
+        raise CjstatsError(f"{caller} plans ordinal fits in judge calls only, so generation_cost must be 0 with a "
+                           f"likelihood='ordinal' fit.")
+    if residual_by_judge is not None:
+        raise CjstatsError(f"{caller} cannot take residual_by_judge with a likelihood='ordinal' fit, whose "
+                           f"residual is the fixed logistic unit of the latent scale.")
+    if target_se is not None:
+        raise CjstatsError(f"{caller} ranks ordinal fits by a call budget only; give budget instead of target_se "
+                           f"for a likelihood='ordinal' fit.")
+    if budget is None:
+        raise CjstatsError(f"{caller} needs a budget (judge calls) for a likelihood='ordinal' fit.")
+    budget = check_number("budget", budget, caller=caller, minimum=0.0)
+    if budget < 1:
+        raise CjstatsError(f"The 'budget' argument of {caller} must be at least one judge call. Got {budget!r} "
+                           f"instead.")
+    return float(budget), None, 0.0
+
+
+class _ClosedForms:
+    """The variance evaluation of a score-scale fit: the closed forms of :mod:`cjstats.decisions.formulas`.
+
+    Every candidate carries its coefficients ``c_<component>`` (Proposition 1 and Eqs. 3-5 with the leftover
+    judge term from :func:`~cjstats.decisions.formulas.design_coefficients`; the post-stratified mean's for
+    ``weighted``), and its variance is V = Σ_c coef_c σ²_c over :attr:`_Inputs.names`. Uncertainty: V at each
+    posterior draw of the components when the fit has draws, else at approximate draws matched to the
+    components' intervals (:func:`_interval_draws`; the interval on V is then V at the interval bounds, since V
+    increases in every component), else none. The candidates are searched exactly per n (:func:`_candidates`).
+    """
+
+    extra_columns: tuple[str, ...] = ()
+
+    def __init__(self, inp: _Inputs, n_draws: int, rng: np.random.Generator | None) -> None:
+        self.inp, self.n_draws, self.rng = inp, n_draws, rng
+        self.kind = "none"
+        self._draws = inp.point[None, :]
+
+    def candidates(self, pb: _Problem) -> pd.DataFrame:
+        return _candidates(pb)
+
+    def _coef(self, frame: pd.DataFrame) -> np.ndarray:
+        return frame[[f"c_{c}" for c in self.inp.names]].to_numpy()
+
+    def evaluate(self, designs: pd.DataFrame) -> pd.DataFrame:
+        designs = designs.copy()
+        designs["variance"] = self._coef(designs) @ self.inp.point[:len(self.inp.names)]
+        return designs
+
+    def uncertainty(self) -> str:
+        inp = self.inp
+        if inp.draws is not None:
+            self._draws, self.kind = inp.draws, "posterior draws"
+        elif inp.lower is not None:
+            self._draws, self.kind = _interval_draws(inp, self.n_draws, self.rng), "interval bounds"
+        else:
+            self._draws, self.kind = inp.point[None, :], "none"
+        return self.kind
+
+    def row_draws(self, frame: pd.DataFrame) -> np.ndarray:
+        return self._coef(frame) @ self._draws[:, :len(self.inp.names)].T          # (rows, S)
+
+    def bounds(self, frame: pd.DataFrame, vd: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray]:
+        if self.kind == "posterior draws":
+            return np.quantile(vd, a, axis=1), np.quantile(vd, 1 - a, axis=1)
+        if self.kind == "interval bounds":
+            k = len(self.inp.names)
+            return self._coef(frame) @ self.inp.lower[:k], self._coef(frame) @ self.inp.upper[:k]
+        nan = np.full(len(frame), np.nan)
+        return nan, nan.copy()
+
+
 @dataclass(frozen=True)
 class _Problem:
-    """What the optimiser searches over: the components, the panel and its prices, the limits and strategies."""
+    """What the optimiser searches over: the panel and its prices, the limits and strategies, the targets, and
+    the variance evaluation (``variance``: :class:`_ClosedForms` or
+    :class:`cjstats.decisions.predictive.PosteriorPredictive`) with the components it reports."""
 
-    inp: _Inputs
+    inp: _Inputs | None               # the closed forms' components (None for a latent-scale fit)
     names: list[str]
     prices: np.ndarray
     kt: int
@@ -521,12 +617,18 @@ class _Problem:
     target_v: float | None
     cg: float
     notes: list[str]
+    variance: Any
+    components: dict[str, float]
+    ci_level: float
+    model: str | None
+    criterion: str | None
+    generation_identifiable: bool
 
 
 def _problem(fit: Any, *, model: str | None, criterion: str | None, budget: float | None, target_se: float | None,
              cg: float, judge_costs: Mapping[str, float] | None, k_total: int | None, n_max: int | None,
              m_max: int | None, residual_by_judge: Mapping[str, float] | None, strategies: Sequence[str] | None,
-             caller: str) -> _Problem:
+             caller: str, n_draws: int = 4000, rng: np.random.Generator | None = None) -> _Problem:
     """Step 2: the components of the fit, the panel and prices, limits on n and m, and the strategies to compare."""
     inp = _inputs(fit, model, criterion, caller)
     names, prices = _costs(judge_costs, inp.judges, k_total, caller)
@@ -542,8 +644,7 @@ def _problem(fit: Any, *, model: str | None, criterion: str | None, budget: floa
     m_cap = 10**7 if m_max is None else check_positive_int("m_max", m_max, caller=caller)
     if not inp.generation_identifiable:
         m_cap = 1
-        notes.append("generation is not identifiable (m = 1 in the data): designs use one generation per "
-                     "scenario, and the scenario component holds scenario + generation.")
+        notes.append(_GENERATION_NOTE)
     s2e_l = _residual_by_judge(residual_by_judge, names, caller)
     if s2e_l is None:
         rho = np.ones(kt)
@@ -587,14 +688,60 @@ def _problem(fit: Any, *, model: str | None, criterion: str | None, budget: floa
         if "weighted" in strategies else None
     return _Problem(inp=inp, names=names, prices=prices, kt=kt, nmax=nmax, m_cap=m_cap, rho=rho, unit=unit,
                     strategies=strategies, shares=shares, budget=budget, target_se=target_se,
-                    target_v=None if target_se is None else target_se ** 2, cg=cg, notes=notes)
+                    target_v=None if target_se is None else target_se ** 2, cg=cg, notes=notes,
+                    variance=_ClosedForms(inp, n_draws, rng), components=dict(zip(_COMP, map(float, inp.point))),
+                    ci_level=inp.ci_level, model=inp.model, criterion=inp.criterion,
+                    generation_identifiable=inp.generation_identifiable)
 
 
-def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
-    """Step 3: every feasible design of every strategy with its predicted variance (within budget / target)."""
-    inp, budget, target_v, target_se, unit, nmax = pb.inp, pb.budget, pb.target_v, pb.target_se, pb.unit, pb.nmax
-    s2a = inp.point[0]
-    n = np.arange(1, nmax + 1, dtype=float)
+_GENERATION_NOTE = ("generation is not identifiable (m = 1 in the data): designs use one generation per scenario, "
+                    "and the scenario component holds scenario + generation.")
+
+
+def _ordinal_problem(fit: Any, *, model: str | None, criterion: str | None, budget: float, k_total: int | None,
+                     n_max: int | None, m_max: int | None, strategies: Sequence[str] | None, seed: int | None,
+                     caller: str) -> _Problem:
+    """Step 2 for a latent-scale (ordinal) fit: the posterior draws the simulation needs
+    (:func:`cjstats.decisions.predictive.ordinal_draws`), the fit's panel at one price per call, and the
+    strategies ``cyclic``, ``random`` and ``all`` (``weighted`` needs unequal prices or residuals: refused)."""
+    params = ordinal_draws(fit, model=model, criterion=criterion, n_draws=OPTIMISE_DRAWS, caller=caller)
+    kt = len(params["judges"])
+    if k_total is not None and check_positive_int("k_total", k_total, caller=caller) != kt:
+        raise CjstatsError(f"The 'k_total' argument of {caller} must equal the fit's {kt} judges for a "
+                           f"likelihood='ordinal' fit (the simulation uses their posterior offsets).")
+    nmax = check_positive_int("n_max", n_max if n_max is not None else params["n_scenarios"], caller=caller)
+    m_cap = 10**7 if m_max is None else check_positive_int("m_max", m_max, caller=caller)
+    notes = [("ordinal fit: variances are on the score scale, from posterior-predictive simulation of the "
+              f"cumulative-logit model ({OPTIMISE_DRAWS} posterior draws x {OPTIMISE_SIMS} simulated studies per "
+              "design); intervals and P(best) include Monte Carlo noise; 'components' are the fit's latent-scale "
+              "estimates.")]
+    if not params["generation_identifiable"]:
+        m_cap = 1
+        notes.append(_GENERATION_NOTE)
+    if strategies is None:
+        strategies = [s for s in OPTIMISE_STRATEGIES if s != "weighted"]
+    strategies = [check_choice("strategies", s, OPTIMISE_STRATEGIES, caller=caller) for s in strategies]
+    if "weighted" in strategies:
+        raise CjstatsError(f"The weighted strategy of {caller} needs unequal prices or residuals, which a "
+                           f"likelihood='ordinal' fit does not support; choose among cyclic, random and all.")
+    if not strategies:
+        raise CjstatsError(f"The 'strategies' argument of {caller} is empty: give at least one strategy.")
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % 2**32)
+    comps = fit.estimates(model=params["model"], criterion=params["criterion"])
+    comp_map = {c: float(comps[c]) for c in _COMP[:4] if c in comps and comps[c] is not None}
+    judges = list(params["judges"])
+    return _Problem(inp=None, names=judges, prices=np.ones(kt), kt=kt, nmax=nmax, m_cap=m_cap, rho=np.ones(kt),
+                    unit="calls", strategies=strategies, shares=None, budget=budget, target_se=None,
+                    target_v=None, cg=0.0, notes=notes, variance=PosteriorPredictive(params, int(seed), caller),
+                    components=comp_map, ci_level=float(fit.ci_level), model=params["model"],
+                    criterion=params["criterion"], generation_identifiable=bool(params["generation_identifiable"]))
+
+
+def _candidates(pb: _Problem) -> pd.DataFrame:
+    """The closed forms' candidates: for every strategy x k and every n, the best m (exact search)."""
+    inp, budget, target_v = pb.inp, pb.budget, pb.target_v
+    n = np.arange(1, pb.nmax + 1, dtype=float)
     frames = []
     for s in pb.strategies:
         if s == "weighted":
@@ -604,10 +751,16 @@ def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
         for k in ({"all": [pb.kt]}.get(s) or range(1, max(pb.kt, 2))):
             frames.append(_uniform_designs(s, k, n, inp, pb.kt, pb.prices, pb.cg, budget, target_v, pb.m_cap))
     frames = [f for f in frames if f is not None and not f.empty]
-    designs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
+    """Steps 3 and 4: the candidate designs of every strategy (``pb.variance.candidates``), each with its
+    predicted variance (``pb.variance.evaluate``), kept when within budget and reaching the target."""
+    budget, target_v, target_se, unit, nmax = pb.budget, pb.target_v, pb.target_se, pb.unit, pb.nmax
+    designs = pb.variance.candidates(pb)
     if not designs.empty:
-        names = inp.names
-        designs["variance"] = designs[[f"c_{c}" for c in names]].to_numpy() @ inp.point[:len(names)]
+        designs = pb.variance.evaluate(designs)
         if target_v is not None:                                      # re-check every row against the target
             designs = designs[designs["variance"] <= target_v * (1 + _TOL)]
     if target_v is not None and budget is not None and not designs.empty:
@@ -622,12 +775,13 @@ def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
         designs = within
     if designs.empty:
         if target_v is not None:
+            s2a = pb.inp.point[0]
             if s2a / nmax >= target_v:
                 raise CjstatsError(f"No design reaches target_se={target_se:g} with at most {nmax} scenarios: the "
                                    f"scenario term alone gives SE {math.sqrt(s2a / nmax):.4g} at n = {nmax}.")
             raise CjstatsError(f"No design reaches target_se={target_se:g} with at most {nmax} scenarios and "
                                f"{pb.m_cap} generation(s) each" + (" (generation is not identifiable)"
-                                                                   if not inp.generation_identifiable else "")
+                                                                   if not pb.generation_identifiable else "")
                                + "; allow more generations per scenario (m_max) or aim for a larger SE.")
         raise CjstatsError(f"The budget {budget:g} {unit} of {caller} does not pay for one generation of one "
                            f"scenario with the chosen strategies; raise it.")
@@ -635,7 +789,7 @@ def _enumerate_designs(pb: _Problem, caller: str) -> pd.DataFrame:
 
 
 def _rank_designs(designs: pd.DataFrame, target_v: float | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Step 4: designs ranked (lowest variance, or cheapest reaching the target); the best of each strategy x k."""
+    """Step 5: designs ranked (lowest variance, or cheapest reaching the target); the best of each strategy x k."""
     designs = designs.copy()
     designs["se"] = np.sqrt(designs["variance"])
     designs["budget_per_scenario"] = designs["m"] * designs["judges_per_generation"]
@@ -649,43 +803,27 @@ def _rank_designs(designs: pd.DataFrame, target_v: float | None) -> tuple[pd.Dat
     return designs, table
 
 
-def _with_uncertainty(table: pd.DataFrame, pb: _Problem, n_draws: int, rng: np.random.Generator
-                      ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Step 5: intervals on each row's variance and P(best), from draws, interval bounds or nothing."""
-    inp, target_v = pb.inp, pb.target_v
-    if inp.draws is not None:
-        draws, uncertainty = inp.draws, "posterior draws"
-    elif inp.lower is not None:
-        draws, uncertainty = _interval_draws(inp, n_draws, rng), "interval bounds"
-    else:
-        draws, uncertainty = inp.point[None, :], "none"
-    names = inp.names
-    draws = draws[:, :len(names)]
-    tcoef = table[[f"c_{c}" for c in names]].to_numpy()
-    vd = tcoef @ draws.T                                         # (rows, S)
-    a = (1 - inp.ci_level) / 2
-    if uncertainty == "posterior draws":
-        table["variance_lower"], table["variance_upper"] = np.quantile(vd, a, axis=1), np.quantile(vd, 1 - a, axis=1)
-    elif uncertainty == "interval bounds":
-        table["variance_lower"] = tcoef @ inp.lower[:len(names)]
-        table["variance_upper"] = tcoef @ inp.upper[:len(names)]
-    else:
-        table["variance_lower"] = table["variance_upper"] = np.nan
+def _with_uncertainty(table: pd.DataFrame, pb: _Problem) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Step 6: intervals on each row's variance and P(best), from the evaluation's draws of the variance
+    (``pb.variance.row_draws``: (rows, S)); P(best) among the rows (:func:`cjstats.results.allocation.p_best`)."""
+    target_v, ev = pb.target_v, pb.variance
+    uncertainty = ev.uncertainty()
+    vd = ev.row_draws(table)
+    table["variance_lower"], table["variance_upper"] = ev.bounds(table, vd, (1 - pb.ci_level) / 2)
     table["p_best"] = _p_best(vd, table["cost"].to_numpy(), target_v)
     if target_v is not None:
         table["p_reaches_target"] = (vd <= target_v).mean(axis=1)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     strat = table.drop_duplicates("strategy", keep="first").reset_index(drop=True)
-    svd = strat[[f"c_{c}" for c in names]].to_numpy() @ draws.T
-    strat["p_best"] = _p_best(svd, strat["cost"].to_numpy(), target_v)
+    strat["p_best"] = _p_best(ev.row_draws(strat), strat["cost"].to_numpy(), target_v)
     keep = ["rank", "strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
             "max_cost", "variance", "se", "variance_lower", "variance_upper", "p_best"] + \
-        (["p_reaches_target"] if target_v is not None else [])
+        (["p_reaches_target"] if target_v is not None else []) + list(ev.extra_columns)
     return table[keep], strat[keep], uncertainty
 
 
 def _closing_notes(uncertainty: str, pb: _Problem) -> list[str]:
-    """Step 6: what the reader of the table needs to know about intervals, costs and the weighted strategy."""
+    """Step 7: what the reader of the table needs to know about intervals, costs and the weighted strategy."""
     notes = []
     if uncertainty == "interval bounds":
         notes.append("Intervals: the predicted variance at the components' interval bounds (it increases in "

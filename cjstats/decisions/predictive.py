@@ -51,7 +51,7 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["PREDICTIVE_STRATEGIES", "optimise_ordinal", "ordinal_draws", "predictive_design_variance",
+__all__ = ["PREDICTIVE_STRATEGIES", "PosteriorPredictive", "ordinal_draws", "predictive_design_variance",
            "simulate_design_variance"]
 
 #: Strategies simulated: ``all`` (A, ``eq:strat_all``), ``random`` (B, ``eq:strat_rand``), ``cyclic``
@@ -176,6 +176,8 @@ def _designs_frame(designs: Any, k_total: int, gen_ok: bool, caller: str) -> pd.
 
 # ------------------------------------------------------------------------------------------ simulation
 def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
+    """mu_d, the panel-mean score of each draw: the ordinal model's public :func:`expected_score` (the one
+    formula, shared with the backend's ``mu``) without the location shift."""
     from cjstats.estimators.bayes.ordinal import expected_score
 
     s2 = np.asarray(params["s2_scenario"], dtype=np.float64) + np.asarray(params["s2_generation"], dtype=np.float64)
@@ -334,121 +336,72 @@ def _summarise(d: pd.DataFrame, var: np.ndarray, mcse: np.ndarray, ci_level: flo
     return out
 
 
-# ------------------------------------------------------------------------------------------- optimiser
-#: Posterior draws and simulations per draw used by :func:`optimise_ordinal`.
+# ------------------------------------------------------------------------------- the optimiser's evaluation
+#: Posterior draws and simulations per draw that :func:`cjstats.optimise` uses for an ordinal fit.
 OPTIMISE_DRAWS = 100
 OPTIMISE_SIMS = 200
 
 
-def optimise_ordinal(fit: Any, *, budget: float | None = None, k_total: int | None = None,
-                     n_max: int | None = None, judge_costs: Mapping[str, float] | None = None,
-                     generation_cost: float = 0.0, target_se: float | None = None, model: str | None = None,
-                     criterion: str | None = None, m_max: int | None = None,
-                     residual_by_judge: Mapping[str, float] | None = None, strategies: Sequence[str] | None = None,
-                     seed: int | None = 0) -> Any:
-    """:func:`cjstats.optimise` for an ordinal fit: designs ranked by posterior-predictive variance.
+class PosteriorPredictive:
+    """The variance evaluation :func:`cjstats.optimise` plugs in for a latent-scale (ordinal) fit.
 
-    Equal-cost calls only: ``budget`` counts judge calls; ``judge_costs``, ``generation_cost``,
-    ``residual_by_judge``, ``target_se`` and the ``weighted`` strategy are refused. For each strategy (``all``,
-    ``random``, ``cyclic``) and judges per generation k, the candidates spend the budget on as many scenarios
-    as possible (the paper's Appendix: variance falls with n at a fixed budget): m0 = max(1, budget // (n_max
-    k)) and m in m0..m0 + 2 (at most ``m_max``; 1 when generation is not identifiable), with
-    n = min(n_max, budget // (m k)). Each candidate's variance is simulated (:func:`simulate_design_variance`,
-    :data:`OPTIMISE_DRAWS` draws x :data:`OPTIMISE_SIMS` simulations, common random numbers), and P(best)
-    is the share of draws in which a row has the smallest simulated variance.
+    The closed forms of Proposition 1 do not hold on the score scale of a cumulative-logit model, so each
+    candidate's variance is simulated (:func:`simulate_design_variance`, ``params`` from :func:`ordinal_draws`
+    with :data:`OPTIMISE_DRAWS` draws, :data:`OPTIMISE_SIMS` simulated studies per draw, common random numbers
+    from ``seed``). The optimiser's other steps (targets, problem, ranking, P(best), notes, the Allocation) are
+    the ones of the closed forms; this object supplies only:
+
+    - :meth:`candidates`: equal-cost calls, so for each strategy and k judges per generation the budget B is
+      spent on as many scenarios as possible (the paper's Appendix: variance falls with n at a fixed budget):
+      m0 = max(1, B // (n_max k)), m in m0..min(m0 + 2, m_max) and n = min(n_max, B // (m k));
+    - :meth:`evaluate`: ``variance`` = the posterior mean over draws d of V_d (the Monte Carlo mean of
+      (X_bar - mu_d)^2) and ``mc_se`` = sqrt(sum_d mcse_d^2)/D, its Monte Carlo standard error;
+    - :meth:`row_draws` and :meth:`bounds`: the (rows, D) per-draw variances V_d, and their equal-tailed
+      quantiles as the interval (it includes the Monte Carlo noise of each V_d).
     """
-    from cjstats._validate import check_choice, check_number, check_positive_int
-    from cjstats.results.allocation import Allocation
-    from cjstats.results.allocation import p_best as _p_best
 
-    caller = "optimise"
-    if judge_costs is not None:
-        raise CjstatsError(f"{caller} plans ordinal fits for equal-cost judge calls only, so judge_costs cannot be "
-                           f"given with a likelihood='ordinal' fit; leave judge_costs out to count calls.")
-    if generation_cost:
-        raise CjstatsError(f"{caller} plans ordinal fits in judge calls only, so generation_cost must be 0 with a "
-                           f"likelihood='ordinal' fit.")
-    if residual_by_judge is not None:
-        raise CjstatsError(f"{caller} cannot take residual_by_judge with a likelihood='ordinal' fit, whose "
-                           f"residual is the fixed logistic unit of the latent scale.")
-    if target_se is not None:
-        raise CjstatsError(f"{caller} ranks ordinal fits by a call budget only; give budget instead of target_se "
-                           f"for a likelihood='ordinal' fit.")
-    if budget is None:
-        raise CjstatsError(f"{caller} needs a budget (judge calls) for a likelihood='ordinal' fit.")
-    budget = check_number("budget", budget, caller=caller, minimum=0.0)
-    if budget < 1:
-        raise CjstatsError(f"The 'budget' argument of {caller} must be at least one judge call. Got {budget!r} "
-                           f"instead.")
-    params = ordinal_draws(fit, model=model, criterion=criterion, n_draws=OPTIMISE_DRAWS, caller=caller)
-    kt = len(params["judges"])
-    if k_total is not None and check_positive_int("k_total", k_total, caller=caller) != kt:
-        raise CjstatsError(f"The 'k_total' argument of {caller} must equal the fit's {kt} judges for a "
-                           f"likelihood='ordinal' fit (the simulation uses their posterior offsets).")
-    nmax = check_positive_int("n_max", n_max if n_max is not None else params["n_scenarios"], caller=caller)
-    m_cap = 10**7 if m_max is None else check_positive_int("m_max", m_max, caller=caller)
-    notes = [("ordinal fit: variances are on the score scale, from posterior-predictive simulation of the "
-              f"cumulative-logit model ({OPTIMISE_DRAWS} posterior draws x {OPTIMISE_SIMS} simulated studies per "
-              "design); intervals and P(best) include Monte Carlo noise; 'components' are the fit's latent-scale "
-              "estimates.")]
-    if not params["generation_identifiable"]:
-        m_cap = 1
-        notes.append("generation is not identifiable (m = 1 in the data): designs use one generation per "
-                     "scenario, and the scenario component holds scenario + generation.")
-    if strategies is None:
-        strategies = ["cyclic", "random", "all"]
-    strategies = [check_choice("strategies", s, ("cyclic", "random", "all", "weighted"), caller=caller)
-                  for s in strategies]
-    if "weighted" in strategies:
-        raise CjstatsError(f"The weighted strategy of {caller} needs unequal prices or residuals, which a "
-                           f"likelihood='ordinal' fit does not support; choose among cyclic, random and all.")
-    if not strategies:
-        raise CjstatsError(f"The 'strategies' argument of {caller} is empty: give at least one strategy.")
-    b = math.floor(budget + 1e-9)
-    rows = []
-    for s in strategies:
-        for k in ([kt] if s == "all" else range(1, max(kt, 2))):
-            m0 = max(1, b // (nmax * k))
-            for m in range(m0, min(m0 + 2, m_cap) + 1):
-                n = min(nmax, b // (m * k))
-                if n >= 1:
-                    rows.append({"strategy": s, "judges_per_generation": k, "n": n, "m": m})
-    if not rows:
-        raise CjstatsError(f"The budget {budget:g} calls of {caller} does not pay for one generation of one "
-                           f"scenario with the chosen strategies; raise it.")
-    cand = pd.DataFrame(rows).drop_duplicates().reset_index(drop=True)
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy % 2**32)
-    d, var, mcse = simulate_design_variance(params, cand, n_sims=OPTIMISE_SIMS, seed=int(seed), caller=caller)
-    a = (1 - float(fit.ci_level)) / 2
-    d["budget_per_scenario"] = d["m"] * d["judges_per_generation"]
-    d["cost"] = d["max_cost"] = d["calls"].astype(float)
-    d["variance"] = var.mean(axis=1)
-    d["se"] = np.sqrt(d["variance"])
-    d["variance_lower"] = np.quantile(var, a, axis=1)
-    d["variance_upper"] = np.quantile(var, 1 - a, axis=1)
-    d["mc_se"] = np.sqrt((mcse**2).sum(axis=1)) / var.shape[1]
-    order = d.sort_values(["variance", "cost", "n"], ascending=[True, True, False], kind="stable").index
-    d, var = d.loc[order].reset_index(drop=True), var[order]
-    first = ~d.duplicated(["strategy", "judges_per_generation"]).to_numpy()
-    table, tv = d[first].reset_index(drop=True), var[first]
-    table["p_best"] = _p_best(tv, table["cost"].to_numpy(), None)
-    table.insert(0, "rank", np.arange(1, len(table) + 1))
-    sfirst = ~table.duplicated("strategy").to_numpy()
-    strat = table[sfirst].reset_index(drop=True)
-    strat["p_best"] = _p_best(tv[sfirst], strat["cost"].to_numpy(), None)
-    keep = ["rank", "strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
-            "max_cost", "variance", "se", "variance_lower", "variance_upper", "p_best", "mc_se"]
-    table, strat = table[keep], strat[keep]
-    designs = d[["strategy", "judges_per_generation", "n", "m", "budget_per_scenario", "calls", "cost",
-                 "max_cost", "variance", "se"]]
-    rec = {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
-    comps = fit.estimates(model=params["model"], criterion=params["criterion"])
-    comp_map = {c: float(comps[c]) for c in ("scenario", "generation", "residual", "judge_panel")
-                if c in comps and comps[c] is not None}
-    return Allocation(table=table, strategies=strat, designs=designs, recommendation=rec, budget=float(budget),
-                      budget_unit="calls", target_se=None, k_total=kt, n_max=nmax, components=comp_map,
-                      judge_costs={j: 1.0 for j in params["judges"]}, generation_cost=0.0, frequencies=None,
-                      uncertainty="posterior-predictive simulation (ordinal fit, score scale)",
-                      ci_level=float(fit.ci_level), model=params["model"], criterion=params["criterion"],
-                      notes=tuple(notes))
+    label = "posterior-predictive simulation (ordinal fit, score scale)"
+    extra_columns: tuple[str, ...] = ("mc_se",)
+
+    def __init__(self, params: Mapping[str, Any], seed: int, caller: str = "optimise") -> None:
+        self.params = params
+        self.seed = int(seed)
+        self.caller = caller
+        self._var: np.ndarray | None = None
+
+    def candidates(self, pb: Any) -> pd.DataFrame:
+        """Candidate designs (strategy, judges_per_generation, n, m, calls, cost, max_cost) for ``pb.budget`` calls."""
+        b = math.floor(pb.budget + 1e-9)
+        rows = []
+        for s in pb.strategies:
+            for k in ([pb.kt] if s == "all" else range(1, max(pb.kt, 2))):
+                m0 = max(1, b // (pb.nmax * k))
+                for m in range(m0, min(m0 + 2, pb.m_cap) + 1):
+                    n = min(pb.nmax, b // (m * k))
+                    if n >= 1:
+                        rows.append({"strategy": s, "judges_per_generation": k, "n": n, "m": m})
+        cand = pd.DataFrame(rows, columns=["strategy", "judges_per_generation", "n", "m"]).drop_duplicates()
+        cand = cand.reset_index(drop=True)
+        cand["calls"] = cand["n"] * cand["m"] * cand["judges_per_generation"]
+        cand["cost"] = cand["max_cost"] = cand["calls"].astype(float)           # equal-cost calls
+        return cand
+
+    def evaluate(self, designs: pd.DataFrame) -> pd.DataFrame:
+        """``designs`` with ``variance`` and ``mc_se`` from the simulation (and ``_row``, the row of V_d)."""
+        d, var, mcse = simulate_design_variance(self.params, designs[["strategy", "judges_per_generation", "n", "m"]],
+                                                n_sims=OPTIMISE_SIMS, seed=self.seed, caller=self.caller)
+        out = designs.copy()
+        out["variance"] = var.mean(axis=1)
+        out["mc_se"] = np.sqrt((mcse**2).sum(axis=1)) / var.shape[1]
+        out["_row"] = np.arange(len(out))
+        self._var = var
+        return out
+
+    def uncertainty(self) -> str:
+        return self.label
+
+    def row_draws(self, frame: pd.DataFrame) -> np.ndarray:
+        return self._var[frame["_row"].to_numpy()]
+
+    def bounds(self, frame: pd.DataFrame, vd: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray]:
+        return np.quantile(vd, a, axis=1), np.quantile(vd, 1 - a, axis=1)

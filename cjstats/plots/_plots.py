@@ -183,7 +183,7 @@ def strategy_curves(fit_or_subsampling: Any, *, subsampling: pd.DataFrame | None
     quantity = "SE of X-bar on these scenarios" if scenarios == "fixed" else \
         "SE of X-bar including scenario sampling"
     if _is_fit(fit_or_subsampling):
-        from cjstats.decisions.schedules import group_components
+        from cjstats.decisions.inputs import group_components
         from cjstats.decisions.formulas import strategy_variance
 
         g = group_components(fit_or_subsampling, model, criterion, caller)

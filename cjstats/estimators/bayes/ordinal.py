@@ -1,6 +1,9 @@
 r"""The cumulative-logit (ordinal) model of the Bayesian backend.
 
-Private helper of :mod:`cjstats.estimators.bayes`. Only numpy is needed here; PyMC is imported inside
+A helper of :mod:`cjstats.estimators.bayes`, with one public function: :func:`expected_score`, the model's
+score-scale panel mean for given latent parameters, which the backend reports as ``mu`` and the decision
+layer's posterior-predictive simulation (:mod:`cjstats.decisions.predictive`) uses as its estimand; the rest is
+the backend's own. Only numpy is needed here; PyMC is imported inside
 :func:`cjstats.estimators.bayes.pymc_model.build_pymc_ordinal`.
 
 Judge scores are bounded ordered categories (the limitation the paper states for its linear model, Eq. 1,
