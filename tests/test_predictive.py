@@ -238,10 +238,13 @@ def test_optimise_on_an_ordinal_fit_gives_the_former_ordinal_optimiser_numbers(c
 
 
 def test_optimise_on_an_ordinal_fit_without_generations():
-    """m = 1 in the data: m is capped at 1 and the note says why (the former optimiser's numbers)."""
+    """m = 1 in the data: m is capped at 1 and the note says why. The "all" row keeps the former optimiser's
+    numbers; cyclic and random are offered too (the former candidate rule started m at budget // (n_max k) = 4
+    above the cap of 1 and so dropped them without a word)."""
     alloc = cj.optimise(synthetic_ordinal_fit(generation=False), budget=50)
     t = alloc.table
-    assert list(zip(t["strategy"], t["judges_per_generation"], t["n"], t["m"])) == [("all", 3, 12, 1)]
+    assert list(zip(t["strategy"], t["judges_per_generation"], t["n"], t["m"])) == [
+        ("all", 3, 12, 1), ("random", 2, 12, 1), ("cyclic", 2, 12, 1), ("cyclic", 1, 12, 1), ("random", 1, 12, 1)]
     assert t["variance"].iloc[0] == pytest.approx(0.06721510908680085, abs=1e-12)
     assert t["variance_lower"].iloc[0] == pytest.approx(0.044772256009151884, abs=1e-12)
     assert t["variance_upper"].iloc[0] == pytest.approx(0.08997244295177687, abs=1e-12)

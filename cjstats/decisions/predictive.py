@@ -353,7 +353,7 @@ class PosteriorPredictive:
 
     - :meth:`candidates`: equal-cost calls, so for each strategy and k judges per generation the budget B is
       spent on as many scenarios as possible (the paper's Appendix: variance falls with n at a fixed budget):
-      m0 = max(1, B // (n_max k)), m in m0..min(m0 + 2, m_max) and n = min(n_max, B // (m k));
+      m0 = min(max(1, B // (n_max k)), m_max), m in m0..min(m0 + 2, m_max) and n = min(n_max, B // (m k));
     - :meth:`evaluate`: ``variance`` = the posterior mean over draws d of V_d (the Monte Carlo mean of
       (X_bar - mu_d)^2) and ``mc_se`` = sqrt(sum_d mcse_d^2)/D, its Monte Carlo standard error;
     - :meth:`row_draws` and :meth:`bounds`: the (rows, D) per-draw variances V_d, and their equal-tailed
@@ -375,7 +375,7 @@ class PosteriorPredictive:
         rows = []
         for s in pb.strategies:
             for k in ([pb.kt] if s == "all" else range(1, max(pb.kt, 2))):
-                m0 = max(1, b // (pb.nmax * k))
+                m0 = min(max(1, b // (pb.nmax * k)), pb.m_cap)    # m = 1 data caps m at 1
                 for m in range(m0, min(m0 + 2, pb.m_cap) + 1):
                     n = min(pb.nmax, b // (m * k))
                     if n >= 1:
