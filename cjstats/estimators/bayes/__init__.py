@@ -288,12 +288,12 @@ def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws
         GaussianPriors,
         MarginalDensity,
     )
-    from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian
+    from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian, gaussian_prior_scales
 
     st = g.for_gaussian()
-    sd = st.sd if st.sd > 0 else 1.0
-    scale = {k: priors.get(k, v * sd) for k, v in GAUSSIAN_PRIORS.items()}
-    pr = GaussianPriors(**scale)
+    # the spec's one set of priors (the joint fit uses the same function), with the user's scales over them
+    pr = GaussianPriors(**gaussian_prior_scales(st.sd, ["scenario", "generation", "residual", "judge",
+                                                        "scenario_judge"], priors))
     t0 = time.perf_counter()
     if scenario_judge:
         from cjstats.estimators.bayes.scenario_judge import SJJointDensity, SJMarginalDensity, sj_data

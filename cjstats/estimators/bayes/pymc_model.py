@@ -1,48 +1,217 @@
-"""The Bayesian models of record, written in PyMC: the Gaussian model (without and with the scenario x judge
-interaction) and the ordinal (cumulative-logit) model.
+"""The Bayesian models of record, written in PyMC: one Gaussian model spec (terms with or without a model axis,
+one set of priors) used by the per-model model (without and with the scenario x judge interaction) and by the
+joint fit of several models (:mod:`cjstats.estimators.joint.bayes`), and the ordinal (cumulative-logit) model.
 
 These are the reference definitions; the hand-written densities in :mod:`cjstats.estimators.bayes.gaussian`,
 :mod:`cjstats.estimators.bayes.scenario_judge` and :mod:`cjstats.estimators.bayes.ordinal` are accelerators,
 tested equal to these models' log density and gradient (``tests/estimators/test_bayes.py``,
 ``tests/estimators/test_bayes_scenario_judge.py``). PyMC and PyTensor are imported inside the builders.
+
+The Gaussian spec (:class:`GaussianSpec`, :func:`build_pymc_model`)
+-------------------------------------------------------------------
+A model is a list of variance terms, each ``t`` with a standard deviation ``sigma_t``, and optionally a model
+axis (P models). One set of priors, scaled to the observed scores (ybar, sd_y = their mean and standard
+deviation; the scales are :data:`cjstats.estimators.bayes.GAUSSIAN_PRIORS` times sd_y, see
+:func:`gaussian_prior_scales`)::
+
+    mu ~ Normal(ybar, (2.5 sd_y)^2)                    (one per model with a model axis)
+    sigma_t ~ HalfStudentT(nu = 3, sd_y)               for every term t
+    gamma ~ ZeroSumNormal(sigma_judge)                 over the panel of K judges       (term "judge")
+    gp ~ ZeroSumNormal(sigma_judge_model), zero-sum over models and over judges        (term "judge_model")
+    e_t = sigma_t z_t,  z_t ~ Normal(0, 1)             for a term whose effects are sampled (non-centred);
+                                                        with ``per_model`` sigma_t has one value per model
+
+A term whose effects are not sampled is integrated out by the likelihood the caller adds (the per-model
+models' collapsed likelihood) or is the residual. Free variables are created in one order: mu, then the
+sigmas in :data:`TERMS` order, gamma, gp, then the sampled effects ``z_t`` in :data:`TERMS` order. Every
+estimand is a Deterministic: ``t = sigma_t^2`` for each term but the judge ones, ``judge_panel = mean(gamma^2)``,
+``judge_population = sigma_judge^2``, ``judge_model_panel = mean(gp^2)``, ``judge_model_population =
+sigma_judge_model^2``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cjstats.estimators.bayes.gaussian import NU, GaussianPriors
 from cjstats.estimators.bayes.ordinal import OrdinalData
+from cjstats.exceptions import CjstatsError
 from cjstats.stats.views import GaussianStats
 
 if TYPE_CHECKING:
     from cjstats.estimators.bayes.scenario_judge import SJData
 
-__all__ = ["build_pymc_gaussian", "build_pymc_gaussian_sj", "build_pymc_ordinal"]
+__all__ = ["GaussianSpec", "TERMS", "Term", "build_pymc_gaussian", "build_pymc_gaussian_sj", "build_pymc_model",
+           "build_pymc_ordinal", "gaussian_prior_scales"]
+
+#: Every variance term of the Gaussian models, in the order their standard deviations are declared.
+TERMS: tuple[str, ...] = ("scenario", "model_scenario", "generation", "scenario_judge", "residual", "judge",
+                          "judge_model")
+#: Terms that need a model axis.
+MODEL_TERMS = frozenset({"model_scenario", "judge_model"})
+#: The per-model prior whose multiple of sd_y a term with a model axis takes: a model x scenario effect is
+#: a scenario effect, a judge x model effect a judge effect.
+_PRIOR_OF = {"sigma_model_scenario": "sigma_scenario", "sigma_judge_model": "sigma_judge"}
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One variance term of a :class:`GaussianSpec`.
+
+    ``levels``: the number of effects to sample as free variables, e_t = sigma_t z_t with z_t ~ N(0, 1)
+    (non-centred), or None when the likelihood integrates them out (or for the residual and the judge terms,
+    whose offsets are zero-sum variables). ``level_model``: for a term with one sigma per model, the model
+    index of each level (sigma_t then has shape (P,) and e_t[i] = sigma_t[level_model[i]] z_t[i]).
+    """
+
+    name: str
+    levels: int | None = None
+    level_model: np.ndarray | None = field(default=None, compare=False)
+
+    @property
+    def per_model(self) -> bool:
+        return self.level_model is not None
+
+
+@dataclass(frozen=True, slots=True)
+class GaussianSpec:
+    """A Gaussian model: its terms, the panel, the optional model axis, and the prior scales in score units.
+
+    ``priors`` maps ``"mu"`` (sd of the normal prior of mu around ``ybar``) and ``"sigma_<term>"`` (scale of
+    the half-Student-t(3) prior of each term's sd) to positive numbers; :func:`gaussian_prior_scales` gives
+    the defaults every Gaussian model uses.
+    """
+
+    terms: tuple[Term, ...]
+    judges: tuple[str, ...]
+    ybar: float
+    priors: Mapping[str, float]
+    models: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.terms]
+        unknown = [n for n in names if n not in TERMS]
+        if unknown:
+            raise CjstatsError(f"GaussianSpec has an unknown term '{unknown[0]}'; the terms are {', '.join(TERMS)}.")
+        if len(set(names)) != len(names):
+            raise CjstatsError(f"GaussianSpec lists a term twice ({names}); list each term once.")
+        for req in ("residual", "judge"):
+            if req not in names:
+                raise CjstatsError(f"GaussianSpec needs the '{req}' term (got {names}); add Term('{req}').")
+        if self.models is None:
+            bad = [t.name for t in self.terms if t.name in MODEL_TERMS or t.per_model]
+            if bad:
+                raise CjstatsError(f"GaussianSpec term '{bad[0]}' needs a model axis; pass models=(...).")
+        missing = [k for k in ["mu", *(f"sigma_{n}" for n in names)] if k not in self.priors]
+        if missing:
+            raise CjstatsError(f"GaussianSpec priors lack '{missing[0]}'; use gaussian_prior_scales(sd, terms).")
+
+    def term(self, name: str) -> Term | None:
+        return next((t for t in self.terms if t.name == name), None)
+
+
+def gaussian_prior_scales(sd: float, terms: Sequence[str], overrides: Mapping[str, float] | None = None
+                          ) -> dict[str, float]:
+    """The one set of prior scales of the Gaussian models, in score units: ``mu`` = 2.5 sd and every
+    ``sigma_<term>`` = 1.0 sd (the multiples in :data:`cjstats.estimators.bayes.GAUSSIAN_PRIORS`; a term with
+    a model axis takes its per-model counterpart's, see ``_PRIOR_OF``), with ``overrides`` (score units)
+    replacing any of them. ``sd`` <= 0 (constant scores) is taken as 1.
+    """
+    from cjstats.estimators.bayes import GAUSSIAN_PRIORS
+
+    sd = sd if sd > 0 else 1.0
+    out = {"mu": GAUSSIAN_PRIORS["mu"] * sd}
+    for t in terms:
+        key = f"sigma_{t}"
+        out[key] = GAUSSIAN_PRIORS[_PRIOR_OF.get(key, key)] * sd
+    out.update(overrides or {})
+    return out
+
+
+def build_pymc_model(spec: GaussianSpec, likelihood: Callable[[dict[str, Any]], None]) -> Any:
+    """The PyMC model of ``spec`` (module docstring): priors, effects and Deterministics, plus what
+    ``likelihood(v)`` adds (a ``Potential`` or an observed variable) given ``v``, the dict of variables
+    (``mu``, ``sigma_<term>``, ``gamma``, ``gp``, ``effect_<term>`` for sampled terms).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    coords: dict[str, Any] = {"judge": list(spec.judges)}
+    if spec.models is not None:
+        coords["model"] = list(spec.models)
+    names = {t.name for t in spec.terms}
+    pri = spec.priors
+    v: dict[str, Any] = {}
+    with pm.Model(coords=coords) as model:
+        if spec.models is None:
+            v["mu"] = pm.Normal("mu", mu=spec.ybar, sigma=pri["mu"])
+        else:
+            v["mu"] = pm.Normal("mu", mu=spec.ybar, sigma=pri["mu"], dims="model")
+        for name in TERMS:
+            t = spec.term(name)
+            if t is None:
+                continue
+            dims = "model" if t.per_model else None
+            v[f"sigma_{name}"] = pm.HalfStudentT(f"sigma_{name}", nu=NU, sigma=pri[f"sigma_{name}"], dims=dims)
+        v["gamma"] = pm.ZeroSumNormal("gamma", sigma=v["sigma_judge"], dims="judge")
+        if "judge_model" in names:
+            v["gp"] = pm.ZeroSumNormal("gp", sigma=v["sigma_judge_model"], dims=("model", "judge"),
+                                       n_zerosum_axes=2)
+        for name in TERMS:
+            t = spec.term(name)
+            if t is None or t.levels is None:
+                continue
+            z = pm.Normal(f"{name}_z", 0.0, 1.0, shape=t.levels)
+            s = v[f"sigma_{name}"]
+            v[f"effect_{name}"] = z * (s[np.asarray(t.level_model)] if t.per_model else s)
+        likelihood(v)
+        for name in TERMS:
+            if name in names and name not in ("judge", "judge_model"):
+                dims = "model" if spec.term(name).per_model else None
+                pm.Deterministic(name, v[f"sigma_{name}"] ** 2, dims=dims)
+        pm.Deterministic("judge_panel", pt.mean(v["gamma"] ** 2))
+        pm.Deterministic("judge_population", v["sigma_judge"] ** 2)
+        if "judge_model" in names:
+            pm.Deterministic("judge_model_panel", pt.mean(v["gp"] ** 2))
+            pm.Deterministic("judge_model_population", v["sigma_judge_model"] ** 2)
+    return model
+
+
+def _spec_priors(priors: GaussianPriors) -> dict[str, float]:
+    return {"mu": priors.mu, "sigma_scenario": priors.sigma_scenario, "sigma_generation": priors.sigma_generation,
+            "sigma_scenario_judge": priors.sigma_scenario_judge, "sigma_residual": priors.sigma_residual,
+            "sigma_judge": priors.sigma_judge}
+
+
+def _per_model_terms(has_generation: bool, scenario_judge: bool) -> tuple[Term, ...]:
+    names = ["scenario", *(["generation"] if has_generation else []), *(["scenario_judge"] if scenario_judge else []),
+             "residual", "judge"]
+    return tuple(Term(n) for n in names)
 
 
 def build_pymc_gaussian(st: GaussianStats, priors: GaussianPriors, judge_labels: tuple[str, ...]) -> Any:
-    """The same model written in PyMC: free variables, the collapsed likelihood as a ``Potential``, and
-    Deterministics for every estimand (score units).
+    """The per-model model written in PyMC: the spec's terms scenario, generation (when identifiable), residual
+    and judge without a model axis (:func:`build_pymc_model`), and the likelihood with alpha and beta integrated
+    out as a ``Potential`` (:func:`cjstats.estimators.bayes.gaussian.collapsed_loglik`).
 
     Variables: ``mu ~ Normal(ybar, priors.mu)``; ``sigma_* ~ HalfStudentT(nu=3, scale)``;
     ``gamma ~ ZeroSumNormal(sigma_judge)`` over the panel; Deterministics ``scenario = sigma_scenario^2``,
     ``generation``, ``residual``, ``judge_panel = mean(gamma^2)``, ``judge_population = sigma_judge^2``.
     """
-    import pymc as pm
     import pytensor.tensor as pt
 
-    with pm.Model(coords={"judge": list(judge_labels)}) as model:
-        mu = pm.Normal("mu", mu=st.ybar, sigma=priors.mu)
-        s_a = pm.HalfStudentT("sigma_scenario", nu=NU, sigma=priors.sigma_scenario)
-        s_b = pm.HalfStudentT("sigma_generation", nu=NU, sigma=priors.sigma_generation) if st.has_generation else None
-        s_e = pm.HalfStudentT("sigma_residual", nu=NU, sigma=priors.sigma_residual)
-        s_g = pm.HalfStudentT("sigma_judge", nu=NU, sigma=priors.sigma_judge)
-        gamma = pm.ZeroSumNormal("gamma", sigma=s_g, dims="judge")
-        s2a, s2e = s_a**2, s_e**2
-        s2b = s_b**2 if s_b is not None else pt.constant(0.0)
+    spec = GaussianSpec(_per_model_terms(st.has_generation, False), tuple(judge_labels), st.ybar, _spec_priors(priors))
+
+    def likelihood(v: dict[str, Any]) -> None:
+        import pymc as pm
+
+        mu, gamma = v["mu"], v["gamma"]
+        s2a, s2e = v["sigma_scenario"] ** 2, v["sigma_residual"] ** 2
+        s2b = v["sigma_generation"] ** 2 if st.has_generation else pt.constant(0.0)
         beta = pt.concatenate([pt.ones(1), -(mu - st.ybar)[None], -gamma])
         dh = s2b + s2e / st.sizes
         eh = 1.0 / dh
@@ -54,20 +223,16 @@ def build_pymc_gaussian(st: GaussianStats, priors: GaussianPriors, judge_labels:
         big_l = ((st.n_obs - st.n_cells) * pt.log(s2e) + ssw / s2e + pt.dot(st.cells_per_size, pt.log(dh))
                  + pt.dot(qh, eh) + pt.sum(pt.log(u)) - s2a * pt.sum(q * q / u))
         pm.Potential("collapsed_loglik", -0.5 * big_l)
-        pm.Deterministic("scenario", s2a)
-        if st.has_generation:
-            pm.Deterministic("generation", s2b)
-        pm.Deterministic("residual", s2e)
-        pm.Deterministic("judge_panel", pt.mean(gamma**2))
-        pm.Deterministic("judge_population", s_g**2)
-    return model
+
+    return build_pymc_model(spec, likelihood)
 
 
 def build_pymc_gaussian_sj(data: SJData, priors: GaussianPriors, judge_labels: tuple[str, ...]) -> Any:
     r"""The model with the scenario x judge interaction written in PyMC (:mod:`cjstats.estimators.bayes.scenario_judge`).
 
     Variables as in :func:`build_pymc_gaussian`, plus ``sigma_scenario_judge ~ HalfStudentT(nu=3, scale)``
-    (created after ``sigma_generation``) and the Deterministic ``scenario_judge = sigma_scenario_judge^2``. The
+    (created after ``sigma_generation``, the spec's :data:`TERMS` order) and the Deterministic
+    ``scenario_judge = sigma_scenario_judge^2``. The
     likelihood, with alpha, beta and (alpha gamma) integrated out, is a ``Potential`` written with the per-pattern
     algebra of :mod:`cjstats.estimators.reml.scenario_judge` in PyTensor: for every pattern p (W_p = Z'Z,
     G_p = Z'J, n_p, S_p = sum z_i, Sc_p = sum z_i z_i'), with S = Lambda^{1/2} and K_p = I + S W_p S (symmetric
@@ -80,7 +245,6 @@ def build_pymc_gaussian_sj(data: SJData, priors: GaussianPriors, judge_labels: t
     shift), 1). The symmetric form is the same algebra as the evaluator's C = I + Lambda W, and stays defined
     at Lambda = 0 (no generation effect when it is not identifiable).
     """
-    import pymc as pm
     import pytensor.tensor as pt
 
     ev = data.ev
@@ -96,17 +260,15 @@ def build_pymc_gaussian_sj(data: SJData, priors: GaussianPriors, judge_labels: t
     sel[1, 1:1 + m] = 1.0
     sel[2, 1 + m:] = 1.0
     st = data.st
-    with pm.Model(coords={"judge": list(judge_labels)}) as model:
-        mu = pm.Normal("mu", mu=st.ybar, sigma=priors.mu)
-        s_a = pm.HalfStudentT("sigma_scenario", nu=NU, sigma=priors.sigma_scenario)
-        s_b = (pm.HalfStudentT("sigma_generation", nu=NU, sigma=priors.sigma_generation)
-               if data.has_generation else None)
-        s_sj = pm.HalfStudentT("sigma_scenario_judge", nu=NU, sigma=priors.sigma_scenario_judge)
-        s_e = pm.HalfStudentT("sigma_residual", nu=NU, sigma=priors.sigma_residual)
-        s_g = pm.HalfStudentT("sigma_judge", nu=NU, sigma=priors.sigma_judge)
-        gamma = pm.ZeroSumNormal("gamma", sigma=s_g, dims="judge")
-        s2a, s2sj, s2e = s_a**2, s_sj**2, s_e**2
-        s2b = s_b**2 if s_b is not None else pt.constant(0.0)
+    spec = GaussianSpec(_per_model_terms(data.has_generation, True), tuple(judge_labels), st.ybar,
+                        _spec_priors(priors))
+
+    def likelihood(v: dict[str, Any]) -> None:
+        import pymc as pm
+
+        mu, gamma = v["mu"], v["gamma"]
+        s2a, s2sj, s2e = v["sigma_scenario"] ** 2, v["sigma_scenario_judge"] ** 2, v["sigma_residual"] ** 2
+        s2b = v["sigma_generation"] ** 2 if data.has_generation else pt.constant(0.0)
         theta = pt.stack([s2a, s2b, s2sj]) / s2e
         sq = pt.sqrt(pt.dot(theta, sel))                                     # Lambda^{1/2} (q,)
         kmat = pt.eye(q)[None] + sq[None, :, None] * w * sq[None, None, :]   # (P, q, q)
@@ -125,14 +287,8 @@ def build_pymc_gaussian_sj(data: SJData, priors: GaussianPriors, judge_labels: t
         quad = pt.dot(z, pt.dot(amat, z))
         ld = pt.dot(sj.count, logdet)
         pm.Potential("collapsed_loglik", -0.5 * (data.n_obs * (np.log(2.0 * np.pi) + pt.log(s2e)) + ld + quad / s2e))
-        pm.Deterministic("scenario", s2a)
-        if s_b is not None:
-            pm.Deterministic("generation", s2b)
-        pm.Deterministic("scenario_judge", s2sj)
-        pm.Deterministic("residual", s2e)
-        pm.Deterministic("judge_panel", pt.mean(gamma**2))
-        pm.Deterministic("judge_population", s_g**2)
-    return model
+
+    return build_pymc_model(spec, likelihood)
 
 
 def build_pymc_ordinal(od: OrdinalData, priors: dict[str, float], judge_labels: tuple[str, ...]) -> Any:
