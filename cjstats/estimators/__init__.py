@@ -383,7 +383,7 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
                                engine_options=engine_opts)
     table = _as_scores(scores)
     rows = table if backend.capabilities.needs_rows(options) else None
-    return backend.fit(build_stats(table), ci_level=ci, seed=seed, rows=rows, **options)
+    return backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
 
 
 def _stats_only(scores: Any, engine: str | None) -> bool:

@@ -3,9 +3,9 @@
 The suite is parametrised over the registry, so a joint backend registered with ``register_joint_backend`` is
 checked from its first commit. Each check is a function named for the rule it enforces and reads the backend's
 declared :class:`~cjstats.estimators.JointCapabilities` rather than its name. Known failures go in
-KNOWN_FAILURES as {(method, check_name): reason} and become strict xfails; checks that would cost a sampling
-backend a second MCMC compile are declared in SLOW (marked ``slow``, run with ``-m slow``); nothing is skipped
-silently. A backend whose packages are missing is skipped with the extra that installs them. Pickling is
+KNOWN_FAILURES as {(method, check_name): reason} and become strict xfails; the checks that fit a table are
+marked ``slow`` (run with ``-m slow``) for a backend that declares ``samples`` (each fit an MCMC run), and
+further slow cases are declared in SLOW; nothing is skipped silently. A backend whose packages are missing is skipped with the extra that installs them. Pickling is
 checked elsewhere (the results' round-trip tests).
 
 ``TestPlantedBrokenBackends`` registers broken backends for the length of one test and calls the checks on them
@@ -37,11 +37,16 @@ from cjstats.studies.simulate_joint import simulate_joint
 # Small but honest settings so that a sampling backend stays fast; the contract is about shape, not convergence.
 FAST_OPTIONS: dict[str, dict[str, Any]] = {"bayes": {"draws": 200, "tune": 200, "chains": 2}}
 KNOWN_FAILURES: dict[tuple[str, str], str] = {}
-SLOW: dict[tuple[str, str], str] = {
-    ("bayes", "check_one_generation_marks_generation_not_identifiable"): "a second MCMC compile and run (~30 s)",
-    ("bayes", "check_incomplete_tables_follow_balanced_only"): "a second MCMC compile and run (~30 s)",
-    ("bayes", "check_same_seed_same_numbers"): "a second MCMC compile and run (~30 s)",
-}
+SLOW: dict[tuple[str, str], str] = {}
+#: Checks that fit a table. For a backend that declares ``samples`` each fit is an MCMC compile and run (20-100 s
+#: on a busy machine), so these run with ``-m slow``; its checks that refuse before sampling run by default, and
+#: tests/comparisons/test_compare_bayes.py fits the joint Bayesian model in the default run.
+FITTING_CHECKS = {"check_returns_a_joint_fit", "check_declared_estimands_and_views",
+                  "check_finite_estimates_where_identifiable", "check_model_means_and_a_contrast",
+                  "check_compare_models_on_the_fit", "check_model_scenario_forms",
+                  "check_one_generation_marks_generation_not_identifiable",
+                  "check_incomplete_tables_follow_balanced_only", "check_same_seed_same_numbers"}
+SAMPLING_FIT = "fits by MCMC (one compile and run each, 20-100 s): run with -m slow"
 PROTOCOL_OPTIONS = ("ci_level", "seed", "rows", "model_scenario")
 LEVEL = 0.9
 
@@ -199,6 +204,8 @@ def check_compare_models_on_the_fit(method: str) -> None:
         assert ((res.ranks["rank_lower"] <= res.ranks["rank"]) & (res.ranks["rank"] <= res.ranks["rank_upper"])).all()
         word = {"studentized_range": "Tukey", "max_t": "max-t", "posterior": "posterior"}[caps.rank_intervals]
         assert word in res.rank_method, f"{method}: declares {caps.rank_intervals}, ranks by {res.rank_method!r}"
+    with pytest.raises(cj.CjstatsError, match="'view' argument of compare_models"):
+        cj.compare_models(None, fit=f, view="everyone")
 
 
 def check_statistics_alone_or_a_sentence(method: str) -> None:
@@ -242,8 +249,6 @@ def check_model_scenario_forms(method: str) -> None:
 def check_rejects_unknown_option(method: str) -> None:
     with pytest.raises(TypeError, match="not_an_option"):
         cj.fit_joint(table("balanced"), method, not_an_option=True)
-    with pytest.raises(cj.CjstatsError, match="'view' argument of compare_models"):
-        cj.compare_models(None, fit=fit(method), view="everyone")
 
 
 def check_one_generation_marks_generation_not_identifiable(method: str) -> None:
@@ -286,7 +291,9 @@ CHECKS = [
 def _cases():
     for method in sorted(JOINT_BACKENDS):
         for check in CHECKS:
-            slow = SLOW.get((method, check.__name__))
+            slow = SLOW.get((method, check.__name__)) or (
+                SAMPLING_FIT if JOINT_BACKENDS[method].capabilities.samples and check.__name__ in FITTING_CHECKS
+                else None)
             yield pytest.param(method, check, id=f"{method}-{check.__name__}",
                                marks=[pytest.mark.slow(reason=slow)] if slow else [])
 
