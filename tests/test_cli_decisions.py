@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import cjstats as cj
 from cjstats.cli import cli

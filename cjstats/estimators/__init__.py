@@ -21,16 +21,18 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
+from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
 from cjstats._validate import check_choice, resolve_ci_level
 from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
 from cjstats.io.scores import Scores
+from cjstats.stats.engines import ENGINES
 
-__all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "Backend", "Capabilities", "ModuleBackend", "estimate", "compare",
-           "available_backends", "get_backend", "register_backend", "auto_method", "UnknownOptionError",
-           "ENGINE_OPTIONS"]
+__all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "JOINT_BACKENDS", "JOINT_ESTIMANDS", "RANK_INTERVALS", "Backend",
+           "Capabilities", "JointCapabilities", "ModuleBackend", "estimate", "compare", "available_backends",
+           "get_backend", "get_joint_backend", "missing_packages", "register_backend", "register_joint_backend",
+           "auto_method", "UnknownOptionError", "ENGINE_OPTIONS", "check_engine_options"]
 
 Method = Literal["anova", "reml", "bayes"]
 Scale = Literal["score", "latent"]
@@ -56,6 +58,9 @@ class Capabilities:
         The result carries draws (posterior or bootstrap) by default.
     option_defaults : Mapping[str, Any]
         Defaults of the options named above (so an option left out is read correctly).
+    rows_always : bool
+        Every fit reads score rows, whatever its options (the joint Bayesian model: an effect per scenario and
+        cell).
     """
 
     rows_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
@@ -64,22 +69,64 @@ class Capabilities:
     estimands: tuple[str, ...] = COMPONENTS
     samples: bool = False
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
+    rows_always: bool = False
 
     def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
         return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
 
     def needs_rows(self, options: Mapping[str, Any]) -> bool:
-        """Whether a fit with these options reads score rows."""
-        return self._matches(self.rows_options, options)
+        """Whether a fit with these options reads score rows (always, when ``rows_always``)."""
+        return self.rows_always or self._matches(self.rows_options, options)
 
     def scale(self, options: Mapping[str, Any]) -> Scale:
         """``"latent"`` when these options put the components on a latent scale, else ``"score"``."""
         return "latent" if self._matches(self.latent_options, options) else "score"
 
 
+#: The estimands of a joint fit of several models (its ``component`` rows; ``judge_model`` in both views).
+JOINT_ESTIMANDS: tuple[str, ...] = tuple(c for c in COMPONENTS if c != "scenario_judge") + JOINT_COMPONENTS
+
+#: How :func:`cjstats.compare_models` makes simultaneous rank intervals from a joint fit.
+RANK_INTERVALS: tuple[str, ...] = ("studentized_range", "max_t", "posterior")
+
+
+@dataclass(frozen=True, slots=True)
+class JointCapabilities(Capabilities):
+    """What a joint backend (a fit of several models at once, :func:`cjstats.fit_joint`) declares besides
+    :class:`Capabilities`; :func:`cjstats.fit_joint`, :func:`cjstats.compare_models` and the joint conformance
+    suite (``tests/conformance/test_joint_conformance.py``) read these instead of the backend's name.
+
+    Attributes
+    ----------
+    options : tuple of str
+        The keyword options its ``fit`` takes besides ``ci_level``, ``seed``, ``rows`` and ``model_scenario``;
+        any other option is refused with one sentence naming these.
+    model_scenario : tuple of str
+        The forms of the model x scenario variance it fits: ``"pooled"`` (one variance, the paper's joint model)
+        and, if declared, ``"per_model"`` (one per model).
+    views : tuple of str
+        The views its contrasts take: ``"panel"`` (the judges in the data) and ``"population"`` (judges a sample).
+    rank_intervals : {"studentized_range", "max_t", "posterior"}
+        How simultaneous rank intervals are made: Tukey's studentized range q_{P, df}/sqrt 2 (exact for a
+        balanced design), the max-t quantile by Monte Carlo from the covariance of the model means, or
+        posterior rank intervals from draws of the cell means (also ``p_best`` as the share of draws).
+    """
+
+    options: tuple[str, ...] = ()
+    model_scenario: tuple[str, ...] = ("pooled",)
+    views: tuple[str, ...] = ("panel", "population")
+    rank_intervals: str = "max_t"
+
+
 @runtime_checkable
 class Backend(Protocol):
-    """One estimator backend (see :class:`ModuleBackend` for the registry's implementation)."""
+    """One estimator backend (see :class:`ModuleBackend` for the registry's implementation).
+
+    Per-model backends (:data:`REGISTRY`) take the statistics of every unit (``ScoreStats``) and return
+    :class:`VarianceComponents`; joint backends (:data:`JOINT_BACKENDS`) take the joint statistics of several
+    models (a ``JointStats``), also ``model_scenario=``, and return a ``JointFit``. Both receive the score rows
+    only when their capabilities say the options need them (``Capabilities.needs_rows``), else ``rows=None``.
+    """
 
     name: str
     requires: tuple[str, ...]
@@ -113,13 +160,19 @@ class ModuleBackend:
 
 #: The registry: method name -> backend.
 REGISTRY: dict[str, Backend] = {}
+#: The registry of joint fits of several models (:func:`cjstats.fit_joint`): method name -> backend.
+JOINT_BACKENDS: dict[str, Backend] = {}
+
+
+def _check_backend(backend: Any, caller: str) -> None:
+    if not isinstance(backend, Backend):
+        raise CjstatsError(f"{caller} takes a Backend (name, requires, extra, capabilities, fit). "
+                           f"Got {type(backend).__name__} instead.")
 
 
 def register_backend(backend: Backend) -> Backend:
     """Add a backend to the registry (a new backend is one module and one call to this)."""
-    if not isinstance(backend, Backend):
-        raise CjstatsError(f"register_backend takes a Backend (name, requires, extra, capabilities, fit). "
-                           f"Got {type(backend).__name__} instead.")
+    _check_backend(backend, "register_backend")
     REGISTRY[backend.name] = backend
     BACKENDS[backend.name] = getattr(backend, "module", backend.name)
     REQUIRES[backend.name] = (tuple(backend.requires), backend.extra)
@@ -145,6 +198,34 @@ register_backend(ModuleBackend(
                               samples=True, option_defaults={"likelihood": "gaussian"})))
 
 
+def register_joint_backend(backend: Backend) -> Backend:
+    """Add a joint backend to :data:`JOINT_BACKENDS` (a new joint fit is one module, whose ``fit(stats, *,
+    ci_level, seed, rows=None, model_scenario="pooled", **options) -> JointFit`` fits a ``JointStats``, and one
+    call to this with its :class:`JointCapabilities`); the joint conformance suite then tests it."""
+    _check_backend(backend, "register_joint_backend")
+    if not isinstance(backend.capabilities, JointCapabilities):
+        raise CjstatsError(f"register_joint_backend takes a backend whose capabilities are JointCapabilities. Got "
+                           f"{type(backend.capabilities).__name__} for '{backend.name}' instead.")
+    JOINT_BACKENDS[backend.name] = backend
+    return backend
+
+
+register_joint_backend(ModuleBackend(
+    "anova", "cjstats.estimators.joint.anova",   # incomplete="drop" needs the rows to drop scenarios from
+    capabilities=JointCapabilities(balanced_only=True, rows_options={"incomplete": ("drop",)},
+                                   option_defaults={"incomplete": "error"}, estimands=JOINT_ESTIMANDS,
+                                   options=("incomplete", "max_drop"), rank_intervals="studentized_range")))
+register_joint_backend(ModuleBackend(
+    "reml", "cjstats.estimators.joint.reml",
+    capabilities=JointCapabilities(estimands=JOINT_ESTIMANDS, model_scenario=("pooled", "per_model"),
+                                   rank_intervals="max_t")))
+register_joint_backend(ModuleBackend(
+    "bayes", "cjstats.estimators.joint.bayes", requires=("pymc", "arviz"), extra="bayes",
+    capabilities=JointCapabilities(rows_always=True, samples=True, estimands=JOINT_ESTIMANDS,
+                                   options=("draws", "tune", "chains", "target_accept", "nuts_sampler"),
+                                   rank_intervals="posterior")))
+
+
 def _installed(package: str) -> bool:
     try:
         return find_spec(package) is not None
@@ -156,6 +237,11 @@ def _missing_packages(method: str) -> list[str]:
     return [p for p in REQUIRES[method][0] if not _installed(p)]
 
 
+def missing_packages(backend: Backend) -> list[str]:
+    """The packages ``backend`` needs that are not installed (empty when it can run)."""
+    return [p for p in backend.requires if not _installed(p)]
+
+
 def available_backends() -> list[str]:
     """The backends whose module exists and whose optional packages are installed."""
     return [m for m, mod in BACKENDS.items() if find_spec(mod) is not None and not _missing_packages(m)]
@@ -164,6 +250,11 @@ def available_backends() -> list[str]:
 def get_backend(method: str) -> Backend:
     """The registered backend called ``method``."""
     return REGISTRY[check_choice("method", method, REGISTRY, caller="estimate")]
+
+
+def get_joint_backend(method: str, *, caller: str = "fit_joint") -> Backend:
+    """The registered joint backend called ``method``."""
+    return JOINT_BACKENDS[check_choice("method", method, JOINT_BACKENDS, caller=caller)]
 
 
 def _as_scores(scores: Scores | pd.DataFrame | Any) -> Scores:
@@ -184,21 +275,21 @@ class UnknownOptionError(CjstatsError, TypeError):
     it as such) that is also the ``TypeError`` Python raises for an unexpected keyword argument."""
 
 
-#: Options of each out-of-core engine's ``build`` (``cjstats.stats.build_stats``), passed with ``engine_options=``.
-ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
-    "duckdb": ("columns", "connection", "memory_limit", "temp_directory", "threads"),
-    "dask": ("columns", "shuffle", "npartitions", "client"),
-}
+#: Options of each engine's ``build`` (``cjstats.stats.build_stats``), passed with ``engine_options=``: read from
+#: the engine registry's declared capabilities (``cjstats.stats.engines.ENGINES``).
+ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {name: e.capabilities.options for name, e in ENGINES.items()}
 
 
-def _check_engine_options(engine: str | None, options: Mapping[str, Any]) -> None:
-    """One sentence for ``engine_options`` the engine does not take (or any, for the numpy engine)."""
+def check_engine_options(engine: str | None, options: Mapping[str, Any]) -> None:
+    """One sentence for ``engine_options`` the engine does not take (or any, for an engine that takes none)."""
     if not options:
         return
-    if engine in (None, "numpy"):
-        raise CjstatsError(f"engine_options ({', '.join(sorted(options))}) belong to engine='duckdb' or 'dask'; "
-                           f"the numpy engine takes none.")
-    known = ENGINE_OPTIONS.get(engine)
+    name = engine or "numpy"
+    known = ENGINES[name].capabilities.options if name in ENGINES else None
+    if known == ():
+        takers = " or ".join(f"'{n}'" for n, e in ENGINES.items() if e.capabilities.options)
+        raise CjstatsError(f"engine_options ({', '.join(sorted(options))}) belong to engine={takers}; "
+                           f"the {name} engine takes none.")
     unknown = [o for o in options if known is not None and o not in known]
     if unknown:
         raise UnknownOptionError(f"engine_options names '{unknown[0]}', which engine='{engine}' does not take (its "
@@ -287,19 +378,20 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
                            f"data, such as method='anova'; method='{backend.name}' keeps every call, so leave it out.")
     _check_options(backend, options)
     engine_opts = dict(engine_options or {})
-    _check_engine_options(engine, engine_opts)
+    check_engine_options(engine, engine_opts)
     if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
         return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options,
                                engine_options=engine_opts)
     table = _as_scores(scores)
     rows = table if backend.capabilities.needs_rows(options) else None
-    return backend.fit(build_stats(table), ci_level=ci, seed=seed, rows=rows, **options)
+    return backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
 
 
 def _stats_only(scores: Any, engine: str | None) -> bool:
     from cjstats.stats import ScoreStats
 
-    return isinstance(scores, ScoreStats) or engine not in (None, "numpy")
+    eng = ENGINES.get(engine or "numpy")   # an unknown name is refused by build_stats, with the engines' names
+    return isinstance(scores, ScoreStats) or eng is None or not eng.capabilities.in_memory
 
 
 def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: float, seed: int | None,

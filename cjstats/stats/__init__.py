@@ -4,7 +4,7 @@ r"""The statistics layer: score rows reduced once to per-unit sufficient statist
 
     read_scores -> Scores --build_stats--> ScoreStats (one CellStats per unit) --Backend.fit--> result
 
-:func:`build_stats` runs an engine (``stats/engines/``; numpy today) over each analysis unit (one model, or
+:func:`build_stats` runs an engine (``stats/engines/``: numpy, duckdb, dask) over each analysis unit (one model, or
 model x criterion) and returns a :class:`ScoreStats`. Each :class:`CellStats` is additive over chunks split by
 scenario (:func:`merge_stats`) and gives each backend its view: ``for_anova`` (mean squares),
 ``for_reml`` (the structured REML's design and score statistics) and ``for_gaussian`` (the collapsed
@@ -24,17 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any
 
 import pandas as pd
 
-from cjstats._validate import check_choice
 from cjstats.exceptions import CjstatsError
-from cjstats.io.read import read_scores
 from cjstats.io.scores import Scores
 from cjstats.stats.cellstats import CellStats, merge_stats
-from cjstats.stats.engines import ENGINES
+from cjstats.stats.engines import ENGINES, get_engine
 from cjstats.stats.joint import JointBalanced, JointStats, NestedStats, stack_models
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats
 
@@ -96,15 +93,6 @@ class ScoreStats:
                            f" with criterion '{criterion}'") + ".")
 
 
-def _as_scores(source: Any) -> Scores:
-    if isinstance(source, Scores):
-        return source
-    if isinstance(source, pd.DataFrame):
-        return read_scores(source)
-    raise CjstatsError(f"build_stats takes a Scores table (from read_scores) or a DataFrame. "
-                       f"Got {type(source).__name__} instead.")
-
-
 def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
                 engine: str = "numpy", **engine_options: Any) -> ScoreStats:
     """Reduce a score table to the sufficient statistics of each analysis unit.
@@ -120,7 +108,8 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         model on a shared scenario axis (:class:`JointStats`, what ``cj.fit_joint`` and ``cj.compare_models``
         fit from), stacked from the per-model statistics of any engine.
     engine : {"numpy", "duckdb", "dask"}
-        The engine that reads the rows (``cjstats.stats.engines.ENGINES``). ``"duckdb"`` and ``"dask"`` also take
+        The engine that reads the rows (a registered :class:`~cjstats.stats.engines.Engine`,
+        ``cjstats.stats.engines.ENGINES``; build_stats dispatches on its declared capabilities). ``"duckdb"`` and ``"dask"`` also take
         a file, folder, glob (``"scores/*.parquet"``) or list of paths (``"dask"`` a dask DataFrame) and keep the
         rows out of Python (``docs/scale.md``).
     **engine_options
@@ -132,7 +121,7 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
     ScoreStats
         One :class:`CellStats` per unit (a :class:`JointStats` per criterion for ``unit=("criterion",)``).
     """
-    check_choice("engine", engine, ENGINES, caller="build_stats")
+    eng = get_engine(engine, caller="build_stats")
     unit = tuple(unit)
     if unit not in UNITS:
         raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion'), ('model',) or "
@@ -143,17 +132,12 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         joint = tuple(stack_models([u for u in per.units if u.criterion == c]) for c in crits)
         return ScoreStats(units=joint, has_criterion=per.has_criterion, design=per.design, unit=unit,
                           engine=per.engine)
-    mod = import_module(ENGINES[engine])
-    if hasattr(mod, "build"):  # out-of-core engines (duckdb, dask) read the source themselves
-        return mod.build(source.to_frame() if isinstance(source, Scores) else source, unit=unit, **engine_options)
-    if engine_options:
-        raise CjstatsError(f"build_stats(engine='{engine}') takes no engine options; got "
-                           f"{', '.join(sorted(engine_options))}. They belong to engine='duckdb' or 'dask'.")
-    scores = _as_scores(source)
-    if unit == ("model",) and scores.has_criterion:
-        raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
-                           "column; pass unit=('model', 'criterion') or drop the column.")
-    mod = import_module(ENGINES[engine])
-    units = tuple(mod.unit_stats(g) for g in scores.groups())
-    return ScoreStats(units=units, has_criterion=scores.has_criterion, design=scores.design, unit=unit,
-                      engine=engine)
+    unknown = [o for o in engine_options if o not in eng.capabilities.options]
+    if unknown:
+        if not eng.capabilities.options:
+            takers = " or ".join(f"'{n}'" for n, e in ENGINES.items() if e.capabilities.options)
+            raise CjstatsError(f"build_stats(engine='{engine}') takes no engine options; got "
+                               f"{', '.join(sorted(engine_options))}. They belong to engine={takers}.")
+        raise CjstatsError(f"build_stats(engine='{engine}') takes no option '{unknown[0]}' (its options: "
+                           f"{', '.join(eng.capabilities.options)}).")
+    return eng.build(source, unit=unit, **engine_options)

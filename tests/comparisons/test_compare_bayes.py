@@ -21,7 +21,7 @@ from cjstats.estimators.bayes.pymc_model import (  # noqa: E402
 )
 from cjstats.estimators.joint._joint import joint_data  # noqa: E402
 from cjstats.estimators.joint.bayes import build_joint_model  # noqa: E402
-from cjstats.io.scores import read_scores  # noqa: E402
+from cjstats.io.read import read_scores  # noqa: E402
 
 GP = np.zeros((3, 3))
 GP[1, 0] = 0.6

@@ -32,6 +32,7 @@ from cjstats.results.components import COMPONENT_COLUMNS
 from cjstats.estimators.reml import core as rs
 from cjstats.estimators.reml import engine
 from cjstats.estimators import reml
+from cjstats.estimators.reml import statsmodels_path
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import GroupData
 from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
@@ -195,14 +196,14 @@ class TestStatsmodelsReference:
 
         g = next(_case("balanced").groups())
         gm = reml._GroupModel(g)
-        model = reml._statsmodels_model(gm)
+        model = statsmodels_path._statsmodels_model(gm)
         assert (model.k_re, model.k_vc) == (1, 1)
         df = pd.read_csv(LME4 / "balanced.csv")
         trap = smf.mixedlm("score ~ C(judge, Sum)", df, groups="scenario",
                            vc_formula={"generation": "0 + C(generation)"})
         assert trap.k_re == 0
         with pytest.raises(CjstatsError, match="re_formula='1'"):
-            reml._check_statsmodels_structure(trap, has_generation=True)
+            statsmodels_path._check_statsmodels_structure(trap, has_generation=True)
 
     @pytest.mark.parametrize("scale", [1.0, 1e-8])
     def test_guards_catch_statsmodels_issue_10239(self, scale):
@@ -213,7 +214,7 @@ class TestStatsmodelsReference:
         g = next(_case("balanced").groups())
         g = dataclasses.replace(g, y=g.y * scale)
         gm = reml._GroupModel(g)
-        model = reml._statsmodels_model(gm)
+        model = statsmodels_path._statsmodels_model(gm)
         fe_bug, _ = model.get_fe_params(np.zeros((1, 1)), np.array([0.2]))
         assert fe_bug[0] == 0.0                  # the statsmodels behaviour the guard exists for
         optimum = rs.fit_model(gm.ev, "fixed")

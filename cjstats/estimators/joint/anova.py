@@ -278,3 +278,16 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
                     components=components_frame(rows, method="anova", ci_level=ci_level),
                     tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t),
                     dropped=dropped)
+
+
+def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None, model_scenario: str = "pooled",
+        incomplete: Literal["error", "drop"] = "error", max_drop: float | None = None) -> JointFit:
+    """The joint backend protocol (:class:`cjstats.estimators.Backend`, registered in
+    :data:`cjstats.estimators.JOINT_BACKENDS`): :func:`fit_joint` of the joint statistics ``stats`` (checked by
+    :func:`cjstats.estimators.joint._joint.joint_stats`), with the score rows when ``incomplete="drop"`` needs
+    them. The ANOVA is deterministic (``seed`` is unused) and pools the model x scenario variance."""
+    if model_scenario != "pooled":   # fit_joint refuses it first, from the capabilities
+        raise CjstatsError(f"model_scenario={model_scenario!r} is not fitted by method='anova'; use 'pooled'.")
+    from cjstats.estimators.joint._joint import JointSource
+
+    return fit_joint(JointSource(stats, rows), ci_level=ci_level, incomplete=incomplete, max_drop=max_drop)

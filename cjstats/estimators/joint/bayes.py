@@ -159,3 +159,16 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     return JointFit(method="bayes", models=d.models, judges=d.judges, cell_means=eta_d.mean(axis=0),
                     components=components_frame(rows, method="bayes", ci_level=ci_level), tests={},
                     ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn, draws=eta_d)
+
+
+def fit(stats: object, *, ci_level: float, seed: int | None = 0, rows: object = None, model_scenario: str = "pooled",
+        **options: object) -> JointFit:
+    """The joint backend protocol (:class:`cjstats.estimators.Backend`, registered in
+    :data:`cjstats.estimators.JOINT_BACKENDS`): :func:`fit_joint` of the score rows ``rows`` (the model has an
+    effect per scenario and cell, so statistics alone are refused); ``options`` are :func:`fit_joint`'s
+    (``draws``, ``tune``, ``chains``, ``target_accept``, ``nuts_sampler``)."""
+    if model_scenario != "pooled":   # fit_joint refuses it first, from the capabilities
+        raise CjstatsError(f"model_scenario={model_scenario!r} is not fitted by method='bayes'; use 'pooled'.")
+    from cjstats.estimators.joint._joint import JointSource
+
+    return fit_joint(JointSource(stats, rows), ci_level=ci_level, seed=seed, **options)

@@ -50,8 +50,29 @@ DIFFERENCE_COLUMNS = ("model_a", "model_b", "difference", "std_error", "df", "lo
                       "p_adjusted", "ci_level", "method", "view")
 RANK_COLUMNS = ("model", "mean", "rank", "rank_lower", "rank_upper", "p_best")
 
-_JOINT_BACKENDS = {"anova": "cjstats.estimators.joint.anova", "reml": "cjstats.estimators.joint.reml",
-                   "bayes": "cjstats.estimators.joint.bayes"}
+
+def _methods(names: list[str]) -> str:
+    """``method='a'`` or ``method='a' or 'b'``: the registered backends that declare something, in words."""
+    return "method=" + " or ".join(f"'{n}'" for n in names) if names else "no registered method"
+
+
+def _check_joint_options(backend: Any, options: Mapping[str, Any]) -> None:
+    """One sentence for an option the joint backend does not declare (``JointCapabilities.options``): the
+    methods that take it, or the options it takes."""
+    from cjstats.estimators import JOINT_BACKENDS, UnknownOptionError
+
+    caps = backend.capabilities
+    unknown = [o for o in options if o not in caps.options]
+    if not unknown:
+        return
+    name = unknown[0]
+    owners = [n for n, b in JOINT_BACKENDS.items() if name in b.capabilities.options]
+    if owners:
+        why = "keeps every call" if name in ("incomplete", "max_drop") else "does not take it"
+        raise UnknownOptionError(f"The '{name}' argument of fit_joint applies to {_methods(owners)} only "
+                                 f"(method='{backend.name}' {why}); leave it out.")
+    raise UnknownOptionError(f"fit_joint has no option '{name}' for method='{backend.name}' (its options: "
+                             f"{', '.join(caps.options) or 'none'}; engine options go in engine_options=).")
 
 
 def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
@@ -100,36 +121,39 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
     >>> sorted(set(fit.components["component"]))[:3]
     ['generation', 'judge_model', 'judge_panel']
     """
-    from importlib import import_module
+    from cjstats.estimators import JOINT_BACKENDS, get_joint_backend, missing_packages
+    from cjstats.estimators.joint._joint import joint_stats
 
-    method = check_choice("method", method, _JOINT_BACKENDS, caller="fit_joint")
+    backend = get_joint_backend(method, caller="fit_joint")
+    caps = backend.capabilities
     model_scenario = check_choice("model_scenario", model_scenario, ("pooled", "per_model"), caller="fit_joint")
-    if model_scenario == "per_model" and method != "reml":
-        raise CjstatsError(f"model_scenario='per_model' is fitted by method='reml' only (got method='{method}'); "
-                           "use method='reml', or model_scenario='pooled'.")
+    if model_scenario not in caps.model_scenario:
+        by = _methods([n for n, b in JOINT_BACKENDS.items() if model_scenario in b.capabilities.model_scenario])
+        raise CjstatsError(f"model_scenario='{model_scenario}' is fitted by {by} only (got method='{backend.name}'); "
+                           f"use {by}, or model_scenario='pooled'.")
     level = resolve_ci_level(ci_level)
-    drop_options = [o for o in ("incomplete", "max_drop") if o in options]
-    if drop_options and method != "anova":
-        raise CjstatsError(f"The '{drop_options[0]}' argument of fit_joint applies to method='anova' only (REML and "
-                           f"Bayes keep every call); leave it out.")
-    source = joint_source(scores, engine, engine_options)   # the Bayes backend refuses statistics without rows
-    mod = import_module(_JOINT_BACKENDS[method])
-    if method == "bayes":
-        return mod.fit_joint(source, ci_level=level, seed=seed, **options)
-    if method == "reml":
-        return mod.fit_joint(source, ci_level=level, model_scenario=model_scenario, **options)
-    return mod.fit_joint(source, ci_level=level, **options)
+    _check_joint_options(backend, options)
+    missing = missing_packages(backend)
+    if missing:
+        raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. Install them with "
+                           f"pip install 'cjstats[{backend.extra}]'.")
+    source = joint_source(scores, engine, engine_options)
+    stats, rows = joint_stats(source, "compare_models")   # checked once, for every backend
+    # rows only to option sets that declare they need them; a backend given none where it needs them says so
+    rows = rows if caps.needs_rows(options) else None
+    return backend.fit(stats, ci_level=level, seed=seed, rows=rows, model_scenario=model_scenario, **options)
 
 
 def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, Any] | None) -> Any:
     """What the joint backends read: the table itself (numpy), or the joint statistics an engine computed."""
-    if engine is not None:
-        check_choice("engine", engine, ("numpy", "duckdb", "dask"), caller="fit_joint")
-    if engine in (None, "numpy"):
-        if engine_options:
-            raise CjstatsError(f"engine_options ({', '.join(sorted(engine_options))}) belong to engine='duckdb' or "
-                               f"'dask'; the numpy engine takes none.")
-        return scores
+    from cjstats.estimators import check_engine_options
+    from cjstats.stats.engines import get_engine
+
+    eng = get_engine(engine or "numpy", caller="fit_joint")
+    if eng.capabilities.in_memory:   # the backends build the joint statistics from the table (and keep its rows)
+        check_engine_options(eng.name, engine_options or {})
+        if not engine_options:
+            return scores
     from cjstats.stats import build_stats
 
     src = scores.to_frame() if isinstance(scores, Scores) else scores
@@ -365,6 +389,17 @@ def _rank_bounds(order_models: list[int], sig_above: np.ndarray) -> tuple[np.nda
     return lower, upper
 
 
+def _rank_intervals(fit: JointFit) -> str:
+    """How simultaneous rank intervals are made from ``fit``: its backend's declared
+    ``JointCapabilities.rank_intervals`` (posterior ranks only when the fit carries draws); the max-t from the
+    covariance of the model means for a fit whose method is not registered."""
+    from cjstats.estimators import JOINT_BACKENDS
+
+    backend = JOINT_BACKENDS.get(fit.method)
+    kind = backend.capabilities.rank_intervals if backend is not None else "max_t"
+    return "max_t" if kind == "posterior" and fit.draws is None else kind
+
+
 def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
                    adjust: Adjust = "holm", view: View = "panel", seed: int | None = 0,
                    n_draws: int = 20_000, fit: JointFit | None = None, engine: str | None = None,
@@ -418,6 +453,13 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
         fit = fit_joint(scores, method, ci_level=level, seed=seed, engine=engine, engine_options=engine_options,
                         **options)
     method = fit.method
+    ranks_by = _rank_intervals(fit)
+    from cjstats.estimators import JOINT_BACKENDS
+
+    backend = JOINT_BACKENDS.get(method)
+    if backend is not None and view not in backend.capabilities.views:
+        raise CjstatsError(f"method='{method}' does not take view='{view}' (its views: "
+                           f"{', '.join(backend.capabilities.views)}).")
     rng = np.random.default_rng(seed)
     p, k = fit.cell_means.shape
     means = fit.model_means()
@@ -445,7 +487,7 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
         "p_adjusted": padj, "ci_level": level, "method": method, "view": view,
     })
     # simultaneous rank intervals and p_best
-    if fit.draws is not None and method == "bayes":
+    if ranks_by == "posterior":
         draws_means = fit.draws.mean(axis=2)  # (S, P)
         r_lower, r_upper = _simultaneous_posterior_ranks(draws_means, level)
         p_best = np.bincount(np.argmax(draws_means, axis=1), minlength=p) / draws_means.shape[0]
@@ -453,7 +495,7 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
                        f"{100 * level:g}% of the draws")
     else:
         cov, df_min = fit.model_mean_covariance(view)
-        if method == "anova":
+        if ranks_by == "studentized_range":
             from scipy import stats
 
             q = float(stats.studentized_range.ppf(level, p, df_min)) / np.sqrt(2) if p > 2 else float(tq.max())

@@ -789,3 +789,13 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests=tests, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)
+
+
+def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None,
+        model_scenario: str = "pooled") -> JointFit:
+    """The joint backend protocol (:class:`cjstats.estimators.Backend`, registered in
+    :data:`cjstats.estimators.JOINT_BACKENDS`): :func:`fit_joint` of the joint statistics ``stats``. REML reads no
+    rows (``rows`` is unused) and is deterministic (``seed`` is unused)."""
+    from cjstats.estimators.joint._joint import JointSource
+
+    return fit_joint(JointSource(stats, rows), ci_level=ci_level, model_scenario=model_scenario)

@@ -393,11 +393,7 @@ def _percentile(x: np.ndarray, level: float) -> tuple[float, float]:
 
 # ------------------------------------------------------------------------------------ statsmodels path
 # The reference path lives in its own module (statsmodels is imported only inside its functions).
-from cjstats.estimators.reml.statsmodels_path import (  # noqa: E402
-    _check_statsmodels_structure,
-    _fit_statsmodels,
-    _statsmodels_model,
-)
+from cjstats.estimators.reml.statsmodels_path import _fit_statsmodels  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------- groups

@@ -100,3 +100,36 @@ def unit_stats(g: GroupData) -> CellStats:
         first_cell=(g.scenario_labels[cell_scen[0]], g.cell_generation_labels[0]),
         first_missing=first_missing, sj=sj,
     )
+
+
+# ------------------------------------------------------------------ the engine protocol (cjstats.stats.engines)
+__all__ += ["build"]
+
+
+def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion")) -> object:
+    """The engine protocol's ``build``: :func:`unit_stats` of every analysis unit of a table in memory.
+
+    ``source`` is a :class:`~cjstats.io.scores.Scores` or a DataFrame (validated by
+    :func:`cjstats.read_scores`); ``unit`` is ``("model", "criterion")`` (the criterion ignored when the table has
+    none) or ``("model",)`` (refused for a table with a criterion column: pooling criteria would mix scales).
+    Returns the :class:`~cjstats.stats.ScoreStats` of the units, in the table's order.
+    """
+    import pandas as pd
+
+    from cjstats.exceptions import CjstatsError
+    from cjstats.io.read import read_scores
+    from cjstats.io.scores import Scores
+    from cjstats.stats import ScoreStats
+
+    if isinstance(source, pd.DataFrame):
+        source = read_scores(source)
+    if not isinstance(source, Scores):
+        raise CjstatsError(f"build_stats takes a Scores table (from read_scores) or a DataFrame. "
+                           f"Got {type(source).__name__} instead.")
+    unit = tuple(unit)
+    if unit == ("model",) and source.has_criterion:
+        raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
+                           "column; pass unit=('model', 'criterion') or drop the column.")
+    units = tuple(unit_stats(g) for g in source.groups())
+    return ScoreStats(units=units, has_criterion=source.has_criterion, design=source.design, unit=unit,
+                      engine="numpy")
