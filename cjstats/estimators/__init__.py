@@ -233,10 +233,6 @@ def _installed(package: str) -> bool:
         return False
 
 
-def _missing_packages(method: str) -> list[str]:
-    return [p for p in REQUIRES[method][0] if not _installed(p)]
-
-
 def missing_packages(backend: Backend) -> list[str]:
     """The packages ``backend`` needs that are not installed (empty when it can run)."""
     return [p for p in backend.requires if not _installed(p)]
@@ -244,7 +240,7 @@ def missing_packages(backend: Backend) -> list[str]:
 
 def available_backends() -> list[str]:
     """The backends whose module exists and whose optional packages are installed."""
-    return [m for m, mod in BACKENDS.items() if find_spec(mod) is not None and not _missing_packages(m)]
+    return [m for m, mod in BACKENDS.items() if find_spec(mod) is not None and not missing_packages(REGISTRY[m])]
 
 
 def get_backend(method: str) -> Backend:
@@ -367,7 +363,7 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     from cjstats.stats import build_stats
 
     backend = get_backend(method)
-    missing = _missing_packages(backend.name)
+    missing = missing_packages(backend)
     if missing:
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. "
                            f"Install them with pip install 'cjstats[{backend.extra}]'.")

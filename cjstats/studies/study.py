@@ -69,7 +69,7 @@ class _Method:
 
 
 def _resolve_methods(methods: Any) -> list[_Method]:
-    from cjstats.estimators import BACKENDS, REQUIRES, _missing_packages
+    from cjstats.estimators import BACKENDS, REQUIRES, get_backend, missing_packages
 
     if isinstance(methods, str) or (isinstance(methods, tuple) and len(methods) == 2
                                     and isinstance(methods[1], Mapping)):
@@ -88,7 +88,7 @@ def _resolve_methods(methods: Any) -> list[_Method]:
             raise CjstatsError(f"Each entry of the 'methods' argument of {_CALLER} must be a name or a (name, "
                                f"options) pair such as ('reml', {{'interval': 'bootstrap'}}). Got {spec!r} instead.")
         check_choice("methods", name, BACKENDS, caller=_CALLER)
-        missing = _missing_packages(name)
+        missing = missing_packages(get_backend(name))
         if missing:
             raise CjstatsError(f"The method '{name}' in the 'methods' argument of {_CALLER} requires package(s) "
                                f"{', '.join(missing)}; install them with pip install 'cjstats[{REQUIRES[name][1]}]'.")

@@ -14,7 +14,7 @@ import pytest
 import cjstats as cj
 from cjstats._defaults import COMPONENTS
 from cjstats.results.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
-from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, _missing_packages
+from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, missing_packages
 from cjstats.estimators.base import M1_NOTE
 from cjstats.stats import ScoreStats, build_stats
 
@@ -171,7 +171,7 @@ CHECKS = [
 @pytest.mark.parametrize("method", sorted(REGISTRY))
 def test_backend_contract(method, check, request, small_balanced_scores, small_balanced_frame,
                           one_generation_scores, criterion_scores):
-    missing = _missing_packages(method)
+    missing = missing_packages(REGISTRY[method])
     if missing:
         pytest.skip(f"{method} needs {', '.join(missing)}: pip install 'cjstats[{REQUIRES[method][1]}]'")
     reason = KNOWN_FAILURES.get((method, check.__name__))
