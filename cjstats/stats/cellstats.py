@@ -31,7 +31,42 @@ from cjstats.io.scores import GroupDesign
 from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
 
-__all__ = ["CellStats", "merge_stats"]
+__all__ = ["CellStats", "merge_stats", "sumprod", "size_class_products"]
+
+
+def sumprod(a: np.ndarray, b: np.ndarray) -> float:
+    """sum_i a_i b_i of two 1-d float64 arrays, in one thread and in a fixed order (``np.einsum``).
+
+    The engines and the REML reduction take their long dot products (over rows or cells) here rather than from
+    BLAS (``a @ b``): a BLAS level-1 call over a long vector starts threads, whose wake-up dominates its time on a
+    busy machine (10-20 ms for 10^6 rows instead of 0.5 ms) and whose partial sums depend on the thread count.
+    """
+    return float(np.einsum("i,i->", a, b))
+
+
+def size_class_products(ysum: np.ndarray, d_cell: np.ndarray | None, cell_size_idx: np.ndarray | None,
+                        n_s: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """DY_h = sum_c D_c Y_c and YY_h = sum_c Y_c^2 over the cells c of each size class h (:func:`sumprod`).
+
+    ``ysum`` (C,) are the cell sums Y_c, ``d_cell`` (C, K) the judge calls D_c (``None``: every cell has one
+    call of every judge, D_c = 1) and ``cell_size_idx`` (C,) the class of each cell (``None`` when ``n_s == 1``).
+    Each judge column is made contiguous before its product, so a unit with D_c = 1 gives the same numbers
+    whether ``d_cell`` is ``None`` or a matrix of ones.
+    """
+    dy = np.empty((n_s, k))
+    yyc = np.empty(n_s)
+    for s in range(n_s):
+        if n_s == 1:
+            ys_s, d_s = ysum, d_cell
+        else:
+            sel = cell_size_idx == s
+            ys_s, d_s = ysum[sel], (None if d_cell is None else d_cell[sel])
+        yyc[s] = sumprod(ys_s, ys_s)
+        if d_s is None:
+            dy[s] = sumprod(ys_s, np.ones(ys_s.shape[0]))
+        else:
+            dy[s] = [sumprod(ys_s, np.ascontiguousarray(d_s[:, j], dtype=np.float64)) for j in range(k)]
+    return dy, yyc
 
 
 @dataclass(frozen=True, slots=True, eq=False)
