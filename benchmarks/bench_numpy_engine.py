@@ -22,6 +22,7 @@ import statistics
 import time
 
 import numpy as np
+from scipy import sparse
 
 import cjstats as cj
 from cjstats.stats import build_stats
@@ -38,27 +39,33 @@ def _time(fn, repeat: int) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------------------------- the reference
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.einsum("i,i->", a, b))    # not a @ b: BLAS level-1 threads stall on a busy machine
+
+
 def _reference_balanced(y: np.ndarray, n: int, m: int, k: int) -> dict[str, np.ndarray]:
     """Every statistic of a balanced unit from the (n, m, K) cube (one size class: K calls per cell)."""
     cube = y.reshape(n, m, k)
     shift = cube.sum(axis=(0, 1)) / (n * m)
     y0 = cube - shift
-    flat0 = y0.reshape(-1)
-    ysum = y0.reshape(-1, k) @ np.ones(k)                 # (n m,) cell sums
-    yw = (y0.reshape(-1, k) - (ysum / k)[:, None]).reshape(-1)
+    ysum = y0.sum(axis=2)                                  # (n, m) cell sums
+    flat, flat0 = ysum.reshape(-1), y0.reshape(-1)
+    yw = (y0 - ysum[:, :, None] / k).reshape(-1)
     sjs = y0.sum(axis=1)                                   # (n, K) scenario x judge sums
-    ys = ysum.reshape(n, m).sum(axis=1)
-    z = np.concatenate([ys[:, None], ysum.reshape(n, m), sjs], axis=1)
-    ones = np.ones((n * m, k))
-    return {"shift": shift, "dd": ones.T @ ones, "dy": ysum @ ones, "yyc": ysum @ ysum,
-            "judge_sum": sjs.sum(axis=0), "yy": flat0 @ flat0, "ssw": yw @ yw, "ys": ys,
+    ys = ysum.sum(axis=1)
+    z = np.concatenate([ys[:, None], ysum, sjs], axis=1)
+    return {"shift": shift, "dd": np.full((k, k), n * m), "dy": np.full(k, flat.sum()), "yyc": _dot(flat, flat),
+            "judge_sum": sjs.sum(axis=0), "yy": _dot(flat0, flat0), "ssw": _dot(yw, yw), "ys": ys,
             "y_min": cube.min(), "y_max": cube.max(), "zsum": z.sum(axis=0), "zscat": z.T @ z}
 
 
-def _row_ids(a: np.ndarray) -> np.ndarray:
-    """Ids of the distinct rows of an integer matrix (one sort of the rows viewed as bytes)."""
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    return np.unique(a.view(np.dtype((np.void, 8 * a.shape[1]))).reshape(-1), return_inverse=True)[1].reshape(-1)
+def _codes(a: np.ndarray) -> np.ndarray:
+    """Ids of the distinct rows of a small non-negative integer matrix (each row read as one integer)."""
+    base = int(a.max()) + 1
+    code = a[:, 0].astype(np.int64)
+    for j in range(1, a.shape[1]):
+        code = code * base + a[:, j]
+    return np.unique(code, return_inverse=True)[1].reshape(-1)
 
 
 def _reference_general(y: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_scen: np.ndarray,
@@ -70,15 +77,17 @@ def _reference_general(y: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_
     cell_n = np.bincount(cell, minlength=n_cells)
     sizes, sidx = np.unique(cell_n, return_inverse=True)
     n_s = sizes.shape[0]
-    d = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k).astype(np.float64)
+    d_int = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k)
+    d = d_int.astype(np.float64)
     judge_n = np.bincount(judge, minlength=k)
     shift = np.bincount(judge, weights=y, minlength=k) / judge_n
     y0 = y - shift[judge]
     ysum = np.bincount(cell, weights=y0, minlength=n_cells)
     yw = y0 - (ysum / cell_n)[cell]
     row_s = sidx[cell]
-    dd = np.stack([d[sidx == s].T @ d[sidx == s] for s in range(n_s)])
-    dy = np.stack([ysum[sidx == s] @ d[sidx == s] for s in range(n_s)])
+    onehot = sparse.csr_matrix((np.ones(n_cells), (sidx, np.arange(n_cells))), shape=(n_s, n_cells))
+    dd = onehot @ (d[:, :, None] * d[:, None, :]).reshape(n_cells, k * k)
+    dy = onehot @ (ysum[:, None] * d)
     key = cell_scen * n_s + sidx
     s_isk = np.stack([np.bincount(key, weights=d[:, j], minlength=n * n_s) for j in range(k)], axis=1)
     rk = row_s * k + judge
@@ -89,24 +98,22 @@ def _reference_general(y: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_
            "cnt": np.bincount(key, minlength=n * n_s), "ys": np.bincount(key, weights=ysum, minlength=n * n_s),
            "y_min": y.min(), "y_max": y.max()}
     # scenario x judge: z_i with the cells of each scenario in a canonical order (by their judge calls), patterns
-    # = distinct per-scenario sequences of judge calls
-    cid = _row_ids(d)
+    # = distinct per-scenario sequences of judge calls; per-pattern sums by a sparse pattern x scenario matrix
+    cid = _codes(d_int)
     order = np.lexsort((-cid, cell_scen))
     per = np.bincount(cell_scen, minlength=n)
     m = int(per.max())
     pos = np.arange(n_cells) - np.repeat(np.cumsum(per) - per, per)
-    pat_key = np.full((n, m), -1)
-    pat_key[cell_scen[order], pos] = cid[order]
-    pat = _row_ids(pat_key)
+    pat_key = np.zeros((n, m), dtype=np.int64)
+    pat_key[cell_scen[order], pos] = cid[order] + 1
+    pat = _codes(pat_key)
     z = np.zeros((n, 1 + m + k))
     z[:, 0] = np.bincount(cell_scen, weights=ysum, minlength=n)
     z[cell_scen[order], 1 + pos] = ysum[order]
     z[:, 1 + m:] = np.bincount(cell_scen[cell] * k + judge, weights=y0, minlength=n * k).reshape(n, k)
-    srt = np.argsort(pat, kind="stable")
-    starts = np.flatnonzero(np.r_[True, pat[srt][1:] != pat[srt][:-1]])
-    zs = z[srt]
-    out["zsum"] = np.add.reduceat(zs, starts, axis=0)
-    out["zscat"] = np.add.reduceat(zs[:, :, None] * zs[:, None, :], starts, axis=0)
+    by_pat = sparse.csr_matrix((np.ones(n), (pat, np.arange(n))), shape=(int(pat.max()) + 1, n))
+    out["zsum"] = by_pat @ z
+    out["zscat"] = by_pat @ (z[:, :, None] * z[:, None, :]).reshape(n, -1)
     return out
 
 

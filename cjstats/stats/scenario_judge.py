@@ -133,9 +133,12 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | 
     in_order = bool(np.all(cell_scen[1:] >= cell_scen[:-1]))   # cells grouped by scenario (GroupData's layout)
     if bool((per == m).all()) and (d_cell is None or bool((d_cell == d_cell[0]).all())):
         # one pattern (every balanced table): cells are already grouped by scenario, in any order
-        order = np.arange(n_cells) if in_order else np.argsort(cell_scen, kind="stable")
-        scen_sorted = cell_scen[order]
-        pos = np.tile(np.arange(m), n_scen)
+        if in_order:   # (the cells' positions are only needed to place the cell sums when out of order)
+            order = scen_sorted = pos = None
+        else:
+            order = np.argsort(cell_scen, kind="stable")
+            scen_sorted = cell_scen[order]
+            pos = np.tile(np.arange(m), n_scen)
         pat = np.zeros(n_scen, dtype=np.int64)
         first = np.array([0])
     else:
@@ -157,6 +160,8 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | 
     incidence = np.zeros((n_pat, m, k))
     if d_cell is None:                                     # one pattern, every cell with every judge
         incidence[:] = 1.0
+    elif n_pat == 1 and in_order:                          # one pattern: the judge calls of the first scenario
+        incidence[0] = d_cell[:m]
     else:
         rep_of = np.full(n_scen, -1, dtype=np.int64)
         rep_of[first] = np.arange(n_pat)
@@ -187,7 +192,12 @@ _BIG_PATTERN = 16
 
 
 def _pattern_moments(z: np.ndarray, pat: np.ndarray, n_pat: int) -> tuple[np.ndarray, np.ndarray]:
-    """sum_i z_i and sum_i z_i z_i' over the scenarios i of each pattern (``pat[i]`` in 0..n_pat-1)."""
+    """sum_i z_i and sum_i z_i z_i' over the scenarios i of each pattern (``pat[i]`` in 0..n_pat-1).
+
+    A large pattern takes one matrix product; the scenarios of the small ones are added in rounds, round r
+    adding the r-th scenario of every small pattern (so at most ``_BIG_PATTERN`` vectorised rounds, and a
+    pattern's scenarios are added in their order).
+    """
     q = z.shape[1]
     if n_pat == 1:
         return z.sum(axis=0)[None, :], (z.T @ z)[None, :, :]
@@ -197,16 +207,26 @@ def _pattern_moments(z: np.ndarray, pat: np.ndarray, n_pat: int) -> tuple[np.nda
     counts = np.bincount(pat, minlength=n_pat)
     bounds = np.concatenate(([0], np.cumsum(counts)))
     zs = z[srt]
-    zsum[:] = np.add.reduceat(zs, bounds[:-1], axis=0)
     big = counts >= _BIG_PATTERN
     for p in np.flatnonzero(big):                          # few: at most n_scen / _BIG_PATTERN
         blk = zs[bounds[p]:bounds[p + 1]]
+        zsum[p] = blk.sum(axis=0)
         zscat[p] = blk.T @ blk
-    small = np.flatnonzero(~big)
-    if small.shape[0]:
-        rows = zs[~np.repeat(big, counts)]                 # the scenarios of the small patterns, still by pattern
-        starts = np.concatenate(([0], np.cumsum(counts[small])[:-1]))
-        zscat[small] = np.add.reduceat(rows[:, :, None] * rows[:, None, :], starts, axis=0)
+    pat_s = pat[srt]
+    rank = np.arange(pat_s.shape[0]) - bounds[pat_s]       # position of each scenario in its pattern
+    small = ~big[pat_s]
+    for r in range(int(counts[~big].max()) if (~big).any() else 0):
+        sel = np.flatnonzero(small & (rank == r))
+        p, rows = pat_s[sel], zs[sel]
+        if r == 0 and p.shape[0] == n_pat:                 # every pattern small: round 0 writes them in order
+            zsum[:] = rows
+            np.multiply(rows[:, :, None], rows[:, None, :], out=zscat)
+        elif r == 0:
+            zsum[p] = rows
+            zscat[p] = rows[:, :, None] * rows[:, None, :]
+        else:
+            zsum[p] += rows
+            zscat[p] += rows[:, :, None] * rows[:, None, :]
     return zsum, zscat
 
 
@@ -230,8 +250,16 @@ def _row_ids(a: np.ndarray, *, first: bool = False):
     code = a[:, 0] - lo
     for j in range(1, w):
         code = code * span + (a[:, j] - lo)
-    _, idx, inv = np.unique(code, return_index=True, return_inverse=True)   # stable: idx are first rows
-    inv = np.asarray(inv).reshape(-1)
+    n_codes = span ** w
+    if n_codes <= 4 * n + 1024:                            # few possible codes (0/1 judge calls): count, no sort
+        seen = np.bincount(code, minlength=n_codes) > 0
+        lookup = np.cumsum(seen) - 1
+        inv = lookup[code]
+        idx = np.full(int(seen.sum()), n, dtype=np.int64)
+        np.minimum.at(idx, inv, np.arange(n, dtype=np.int64))   # first row of each distinct code
+    else:
+        _, idx, inv = np.unique(code, return_index=True, return_inverse=True)   # stable: idx are first rows
+        inv = np.asarray(inv).reshape(-1)
     reps = np.ascontiguousarray(a[idx])
     rank = np.asarray(np.unique(reps.view(np.dtype((np.void, 8 * w))).reshape(-1), return_inverse=True)[1])
     rank = rank.reshape(-1)

@@ -128,7 +128,7 @@ def y_stats(d: Design, y: np.ndarray, shift: np.ndarray | None = None) -> YStats
     y0 = y - shift[d.row_judge]
     ysum = np.bincount(d.row_cell, weights=y0, minlength=d.n_cells)
     n_s = d.sizes.shape[0]
-    dy, yyc = size_class_products(ysum, d.d_cell, d.cell_size_idx, n_s, d.k)
+    dy, yyc = size_class_products(ysum, d.d_cell.T, d.cell_size_idx, n_s, d.k)
     ys = np.bincount(d.cell_scen * n_s + d.cell_size_idx, weights=ysum, minlength=d.n_scen * n_s)
     return YStats(shift=np.asarray(shift, dtype=np.float64), dy=dy, yyc=yyc, ys=ys.reshape(d.n_scen, n_s),
                   judge_sum=np.bincount(d.row_judge, weights=y0, minlength=d.k), yy=sumprod(y0, y0), cell_sum=ysum)

@@ -16,16 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from cjstats.io.scores import GroupData
-from cjstats.stats.cellstats import CellStats, size_class_products, sumprod
+from cjstats.stats.cellstats import CellStats, class_order, size_class_products, sumprod
 from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 
 __all__ = ["unit_stats"]
-
-
-def _add_rows(out: np.ndarray, key: np.ndarray, vals: np.ndarray) -> None:
-    """out[key[i]] += vals[i] for every row i (one bincount per column: faster than np.add.at)."""
-    for j in range(vals.shape[1]):
-        out[:, j] += np.bincount(key, weights=vals[:, j], minlength=out.shape[0])
 
 
 def unit_stats(g: GroupData) -> CellStats:
@@ -65,10 +59,7 @@ def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -
     if n_cells > n_scen:             # a scenario with two generations: every judge scored both (scenario_judge_pairs)
         m = n_cells // n_scen
         if n_cells == n_scen * m and bool((per == m).all()):   # balanced: sum the (n, m, K) cube over generations
-            y0s = y0c.reshape(n_scen, m, k)
-            scen_judge = y0s[:, 0, :].copy()
-            for j in range(1, m):
-                scen_judge += y0s[:, j, :]
+            scen_judge = np.einsum("imk->ik", y0c.reshape(n_scen, m, k))
         else:
             scen_judge = np.stack([np.bincount(cell_scen, weights=y0c[:, j], minlength=n_scen) for j in range(k)],
                                   axis=1)
@@ -94,8 +85,8 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) ->
     judge = np.asarray(g.judge, dtype=np.int64)
     n_cells = int(cell_scen.shape[0])
     n_scen = int(cell_scen.max()) + 1
-    d_int = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k)
-    cell_n = d_int.sum(axis=1)                          # calls per cell (exact integers)
+    d_int = np.bincount(judge * n_cells + cell, minlength=n_cells * k).reshape(k, n_cells)   # D' (K x cells)
+    cell_n = d_int.sum(axis=0)                          # calls per cell (exact integers)
     present = np.bincount(cell_n)                       # O(cells), no sort: sizes are small integers
     sizes = np.flatnonzero(present)
     n_s = sizes.shape[0]
@@ -105,22 +96,25 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) ->
         lookup = np.zeros(present.shape[0], dtype=np.int64)
         lookup[sizes] = np.arange(n_s)
         cell_size_idx = lookup[cell_n]
-    d_cell = d_int.astype(np.float64)
+    d_t = d_int.astype(np.float64)
+    by_class = class_order(cell_size_idx, n_s)
+    order, bounds = by_class
+    d_sorted = d_t if order is None else d_t[:, order]  # one block of cells per size class
     dd = np.empty((n_s, k, k))
     judge_n_s = np.empty((n_s, k))
     for s in range(n_s):
-        sel = d_cell if n_s == 1 else d_cell[cell_size_idx == s]
-        dd[s] = sel.T @ sel
-        judge_n_s[s] = sel.sum(axis=0)
+        blk = d_sorted[:, bounds[s]:bounds[s + 1]]
+        dd[s] = blk @ blk.T
+        judge_n_s[s] = blk.sum(axis=1)
     key = cell_scen * n_s + cell_size_idx
-    s_isk = np.zeros((n_scen * n_s, k))
-    _add_rows(s_isk, key, d_cell)
+    s_isk = np.stack([np.bincount(key, weights=d_t[j], minlength=n_scen * n_s) for j in range(k)], axis=1)
     cnt = np.bincount(key, minlength=n_scen * n_s).astype(np.float64)
-    judge_n = d_int.sum(axis=0).astype(np.float64)
+    judge_n = judge_n_s.sum(axis=0)
     shift = np.bincount(judge, weights=y, minlength=k) / judge_n
     y0 = y - shift[judge]
     ysum = np.bincount(cell, weights=y0, minlength=n_cells)
-    dy, yyc = size_class_products(ysum, d_cell, cell_size_idx, n_s, k)
+    dy, yyc = size_class_products(ysum if order is None else ysum[order], d_sorted, None, n_s, k,
+                                  by_class=(None, bounds))   # the cells already sorted by class
     ys = np.bincount(key, weights=ysum, minlength=n_scen * n_s)
     judge_sum = np.bincount(judge, weights=y0, minlength=k)
     yy = sumprod(y0, y0)
@@ -135,14 +129,13 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) ->
         ssw_s = np.bincount(row_size, weights=yw * yw, minlength=n_s)
     first_missing = None
     if not g.design.complete:
-        absent = d_int == 0
-        c = int(np.argmax(absent.any(axis=1)))
+        c = int(np.argmax((d_int == 0).any(axis=0)))
         first_missing = (g.scenario_labels[cell_scen[c]], g.cell_generation_labels[c],
-                         tuple(g.judge_labels[j] for j in np.flatnonzero(absent[c])))
+                         tuple(g.judge_labels[j] for j in np.flatnonzero(d_int[:, c] == 0)))
     s_isk = s_isk.reshape(n_scen, n_s, k)
     sj = None
     if scenario_judge_pairs(s_isk) >= 2:   # some judge scored two generations of a scenario
-        sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_cell, ysum=ysum)
+        sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_t.T, ysum=ysum)
     return CellStats(
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
         judge_labels=tuple(g.judge_labels), design=g.design, shift=shift, n_obs=int(y.shape[0]), n_cells=n_cells,
