@@ -137,15 +137,18 @@ def _tables(rows: int) -> dict[str, cj.Scores]:
     kw = dict(n=n, m=m, k=k, s2_scenario=c["scenario"], s2_generation=c["generation"], s2_residual=c["residual"],
               judge_offsets=panel_offsets(k, c["judge_panel"]))
     balanced = simulate_scores(**kw, seed=0)
-    ragged = simulate_scores(**kw, missing=0.1, seed=1)
-    keep_m = np.random.default_rng(2).integers(5, m + 1, size=n)        # 5..10 generations per scenario
+    # about as many rows: 10% of the calls lost at random and 5..10 generations per scenario (mean 7.5)
+    n_u = max(int(rows / (k * 0.9 * 7.5)), 2)
+    ragged = simulate_scores(**{**kw, "n": n_u}, missing=0.1, seed=1)
+    keep_m = np.random.default_rng(2).integers(5, m + 1, size=n_u)
     ragged = ragged[ragged["generation"].to_numpy() < keep_m[ragged["scenario"].to_numpy()]]
     return {"balanced": cj.read_scores(balanced), "unbalanced": cj.read_scores(ragged.reset_index(drop=True))}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the balanced table (default 1,000,000)")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of each table (default 1,000,000; the "
+                    "unbalanced one has about as many)")
     ap.add_argument("--repeat", type=int, default=7, help="timed repeats of each step (min and median shown)")
     args = ap.parse_args()
     tables = _tables(args.rows)
