@@ -65,8 +65,12 @@ def size_class_products(ysum: np.ndarray, d_t: np.ndarray | None, cell_size_idx:
     cells and of one judge's row of D'), so a unit with D_c = 1 gives the same numbers whether ``d_t`` is
     ``None`` or ones.
     """
-    order, bounds = by_class if by_class is not None else class_order(
-        np.zeros(ysum.shape[0], dtype=np.int64) if cell_size_idx is None else cell_size_idx, n_s)
+    if by_class is not None:
+        order, bounds = by_class
+    elif n_s == 1:
+        order, bounds = None, np.array([0, ysum.shape[0]])
+    else:
+        order, bounds = class_order(cell_size_idx, n_s)
     ys_p = ysum if order is None else ysum[order]
     d_p = None if d_t is None else np.ascontiguousarray(d_t if order is None else d_t[:, order], dtype=np.float64)
     dy = np.empty((n_s, k))
