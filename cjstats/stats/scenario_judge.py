@@ -110,30 +110,45 @@ def scenario_judge_pairs(s_isk: np.ndarray) -> int:
     return int(np.rint(s_isk.sum(axis=1)).max())
 
 
-def build_sj_stats(y0: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_scen: np.ndarray, k: int,
-                   shift: np.ndarray, *, d_cell: np.ndarray | None = None,
-                   ysum: np.ndarray | None = None) -> ScenarioJudgeStats:
+def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | None, cell_scen: np.ndarray,
+                   k: int, shift: np.ndarray, *, d_cell: np.ndarray | None = None, ysum: np.ndarray | None = None,
+                   scen_judge: np.ndarray | None = None, complete: bool = False) -> ScenarioJudgeStats:
     """Reduce one unit's rows (judge-centred scores ``y0``, 0-based cell, judge and cell -> scenario codes).
 
-    ``d_cell`` (cells x K judge calls) and ``ysum`` (cell sums of y0) are taken from the caller when it has them.
+    ``d_cell`` (cells x K judge calls), ``ysum`` (cell sums of y0) and ``scen_judge`` (scenarios x K sums of y0)
+    are taken from the caller when it has them; ``complete=True`` says every cell has one call of every judge
+    (D_c = 1: ``d_cell`` is not needed, nor ``cell``/``judge`` when ``ysum`` and ``scen_judge`` are given). One
+    pass over the rows at most (the scenario x judge sums); everything else is per cell or per scenario. With
+    z_i the vector of scenario i (module docstring) and p(i) its pattern, zsum_p = sum_{p(i)=p} z_i and
+    zscat_p = sum_{p(i)=p} z_i z_i'.
     """
     n_cells = int(cell_scen.shape[0])
     n_scen = int(cell_scen.max()) + 1
-    if d_cell is None:
+    if complete:
+        d_cell = None
+    elif d_cell is None:
         d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k)
     per = np.bincount(cell_scen, minlength=n_scen)
     m = int(per.max())
-    if bool((per == m).all()) and bool((d_cell == d_cell[0]).all()):
+    in_order = bool(np.all(cell_scen[1:] >= cell_scen[:-1]))   # cells grouped by scenario (GroupData's layout)
+    if bool((per == m).all()) and (d_cell is None or bool((d_cell == d_cell[0]).all())):
         # one pattern (every balanced table): cells are already grouped by scenario, in any order
-        order = np.argsort(cell_scen, kind="stable")
-        scen_sorted = cell_scen[order]
-        pos = np.arange(n_cells) - np.repeat(np.arange(n_scen) * m, m)
+        if in_order:   # (the cells' positions are only needed to place the cell sums when out of order)
+            order = scen_sorted = pos = None
+        else:
+            order = np.argsort(cell_scen, kind="stable")
+            scen_sorted = cell_scen[order]
+            pos = np.tile(np.arange(m), n_scen)
         pat = np.zeros(n_scen, dtype=np.int64)
         first = np.array([0])
     else:
+        if d_cell is None:
+            d_cell = np.ones((n_cells, k))
         cid = _row_ids(d_cell)
-        # canonical cell order in each scenario: by the cell's judge calls (descending id of the distinct rows)
-        order = np.lexsort((-cid, cell_scen))
+        # canonical cell order in each scenario: by the cell's judge calls (descending id of the distinct rows);
+        # one stable sort of the key (scenario, U-1-id) is np.lexsort((-cid, cell_scen))
+        n_id = int(cid.max()) + 1
+        order = np.argsort(cell_scen * n_id + (n_id - 1 - cid), kind="stable")
         start = np.concatenate(([0], np.cumsum(per)[:-1]))
         scen_sorted = cell_scen[order]
         pos = np.arange(n_cells) - start[scen_sorted]
@@ -143,43 +158,117 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray, judge: np.ndarray, cell_sce
     n_pat = first.shape[0]
     # per-pattern judge calls, from the first scenario of each pattern
     incidence = np.zeros((n_pat, m, k))
-    rep_of = np.full(n_scen, -1, dtype=np.int64)
-    rep_of[first] = np.arange(n_pat)
-    sel = rep_of[scen_sorted] >= 0
-    incidence[rep_of[scen_sorted[sel]], pos[sel]] = d_cell[order[sel]]
+    if d_cell is None:                                     # one pattern, every cell with every judge
+        incidence[:] = 1.0
+    elif n_pat == 1 and in_order:                          # one pattern: the judge calls of the first scenario
+        incidence[0] = d_cell[:m]
+    else:
+        rep_of = np.full(n_scen, -1, dtype=np.int64)
+        rep_of[first] = np.arange(n_pat)
+        sel = rep_of[scen_sorted] >= 0
+        incidence[rep_of[scen_sorted[sel]], pos[sel]] = d_cell[order[sel]]
     # z_i = (scenario sum, cell sums in canonical order, scenario x judge sums)
     q = 1 + m + k
     if ysum is None:
         ysum = np.bincount(cell, weights=y0, minlength=n_cells)
     z = np.zeros((n_scen, q))
     z[:, 0] = np.bincount(cell_scen, weights=ysum, minlength=n_scen)
-    z[scen_sorted, 1 + pos] = ysum[order]
-    row_scen = cell_scen[cell]
-    z[:, 1 + m:] = np.bincount(row_scen * k + judge, weights=y0, minlength=n_scen * k).reshape(n_scen, k)
-    zsum = np.zeros((n_pat, q))
-    zscat = np.zeros((n_pat, q, q))
-    if n_pat == 1:
-        zsum[0] = z.sum(axis=0)
-        zscat[0] = z.T @ z
+    if n_pat == 1 and in_order:
+        z[:, 1:1 + m] = ysum.reshape(n_scen, m)
     else:
-        srt = np.argsort(pat, kind="stable")
-        bounds = np.searchsorted(pat[srt], np.arange(n_pat + 1))
-        zs = z[srt]
-        for p in range(n_pat):
-            blk = zs[bounds[p]:bounds[p + 1]]
-            zsum[p] = blk.sum(axis=0)
-            zscat[p] = blk.T @ blk
+        z[scen_sorted, 1 + pos] = ysum[order]
+    if scen_judge is None:
+        row_scen = cell_scen[cell]
+        scen_judge = np.bincount(row_scen * k + judge, weights=y0, minlength=n_scen * k).reshape(n_scen, k)
+    z[:, 1 + m:] = scen_judge
+    zsum, zscat = _pattern_moments(z, pat, n_pat)
     return ScenarioJudgeStats(incidence=incidence, count=np.bincount(pat, minlength=n_pat).astype(np.float64),
                               zsum=zsum, zscat=zscat, shift=np.asarray(shift, dtype=np.float64))
 
 
+#: patterns with at least this many scenarios get their scatter from one matrix product each; the scenarios of
+#: smaller patterns (typically one scenario each, when calls are missing at random) from summed outer products
+_BIG_PATTERN = 16
+
+
+def _pattern_moments(z: np.ndarray, pat: np.ndarray, n_pat: int) -> tuple[np.ndarray, np.ndarray]:
+    """sum_i z_i and sum_i z_i z_i' over the scenarios i of each pattern (``pat[i]`` in 0..n_pat-1).
+
+    A large pattern takes one matrix product; the scenarios of the small ones are added in rounds, round r
+    adding the r-th scenario of every small pattern (so at most ``_BIG_PATTERN`` vectorised rounds, and a
+    pattern's scenarios are added in their order).
+    """
+    q = z.shape[1]
+    if n_pat == 1:
+        return z.sum(axis=0)[None, :], (z.T @ z)[None, :, :]
+    zsum = np.zeros((n_pat, q))
+    zscat = np.zeros((n_pat, q, q))
+    srt = np.argsort(pat, kind="stable")
+    counts = np.bincount(pat, minlength=n_pat)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    zs = z[srt]
+    big = counts >= _BIG_PATTERN
+    for p in np.flatnonzero(big):                          # few: at most n_scen / _BIG_PATTERN
+        blk = zs[bounds[p]:bounds[p + 1]]
+        zsum[p] = blk.sum(axis=0)
+        zscat[p] = blk.T @ blk
+    pat_s = pat[srt]
+    rank = np.arange(pat_s.shape[0]) - bounds[pat_s]       # position of each scenario in its pattern
+    small = ~big[pat_s]
+    for r in range(int(counts[~big].max()) if (~big).any() else 0):
+        sel = np.flatnonzero(small & (rank == r))
+        p, rows = pat_s[sel], zs[sel]
+        if r == 0 and p.shape[0] == n_pat:                 # every pattern small: round 0 writes them in order
+            zsum[:] = rows
+            np.multiply(rows[:, :, None], rows[:, None, :], out=zscat)
+        elif r == 0:
+            zsum[p] = rows
+            zscat[p] = rows[:, :, None] * rows[:, None, :]
+        else:
+            zsum[p] += rows
+            zscat[p] += rows[:, :, None] * rows[:, None, :]
+    return zsum, zscat
+
+
 def _row_ids(a: np.ndarray, *, first: bool = False):
-    """Ids 0..U-1 of the distinct rows of an integer matrix (and the index of each id's first row)."""
+    """Ids 0..U-1 of the distinct rows of an integer matrix (and the index of each id's first row).
+
+    Ids number the distinct rows in the byte order of the rows (the order ``np.unique`` gives the rows viewed
+    as raw bytes); that order fixes the order of the patterns in :class:`ScenarioJudgeStats`. When the rows
+    fit one int64 code (span ** width < 2 ** 62), the rows are told apart by sorting the codes and only the U
+    distinct rows are sorted as bytes; otherwise all rows are.
+    """
     a = np.ascontiguousarray(a, dtype=np.int64)
-    void = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).reshape(-1)
-    _, idx, inv = np.unique(void, return_index=True, return_inverse=True)
-    inv = np.asarray(inv).reshape(-1)
-    return (inv, idx) if first else inv
+    n, w = a.shape
+    lo = int(a.min()) if n else 0
+    span = (int(a.max()) - lo + 1) if n else 1
+    if n == 0 or w == 0 or span ** w >= 2 ** 62:
+        void = a.view(np.dtype((np.void, a.dtype.itemsize * max(w, 1)))).reshape(-1) if w else np.zeros(n, "V1")
+        _, idx, inv = np.unique(void, return_index=True, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+        return (inv, idx) if first else inv
+    code = a[:, 0] - lo
+    for j in range(1, w):
+        code = code * span + (a[:, j] - lo)
+    n_codes = span ** w
+    if n_codes <= 4 * n + 1024:                            # few possible codes (0/1 judge calls): count, no sort
+        seen = np.bincount(code, minlength=n_codes) > 0
+        lookup = np.cumsum(seen) - 1
+        inv = lookup[code]
+        idx = np.full(int(seen.sum()), n, dtype=np.int64)
+        np.minimum.at(idx, inv, np.arange(n, dtype=np.int64))   # first row of each distinct code
+    else:
+        _, idx, inv = np.unique(code, return_index=True, return_inverse=True)   # stable: idx are first rows
+        inv = np.asarray(inv).reshape(-1)
+    reps = np.ascontiguousarray(a[idx])
+    rank = np.asarray(np.unique(reps.view(np.dtype((np.void, 8 * w))).reshape(-1), return_inverse=True)[1])
+    rank = rank.reshape(-1)
+    ids = rank[inv]
+    if not first:
+        return ids
+    first_idx = np.empty_like(idx)
+    first_idx[rank] = idx
+    return ids, first_idx
 
 
 def merge_sj_stats(parts: list[ScenarioJudgeStats], shift: np.ndarray) -> ScenarioJudgeStats:

@@ -223,3 +223,187 @@ def test_bayesian_log_density_from_the_view_equals_the_row_reduction(name):
             (la, ga), (lb, gb) = da.logp(th), db.logp(th)
             assert la == pytest.approx(lb, rel=1e-11)
             np.testing.assert_allclose(ga, gb, rtol=1e-9, atol=1e-11 * np.max(np.abs(gb)))
+
+
+# ---------------------------------------------------------------- the numpy engine against a plain reference
+# ``_plain_unit_stats`` reduces one unit's rows the obvious way (loops over cells and scenarios, dictionaries,
+# one ``np.unique`` over the rows' bytes for the design patterns), so that a faster engine that changes a value
+# fails here. Counts, labels and design must be equal; sums agree to 1e-12 of the data's scale.
+def _byte_ids(a: np.ndarray, *, first: bool = False):
+    """Ids of the distinct rows of an integer matrix in the byte order of the rows (the patterns' order)."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    _, idx, inv = np.unique(a.view(np.dtype((np.void, 8 * a.shape[1]))).reshape(-1), return_index=True,
+                            return_inverse=True)
+    return (inv.reshape(-1), idx) if first else inv.reshape(-1)
+
+
+def _plain_unit_stats(g) -> dict:
+    y, cell, judge, cs = (np.asarray(g.y), np.asarray(g.cell), np.asarray(g.judge), np.asarray(g.cell_scenario))
+    k, n_cells, n = g.design.n_judges, len(cs), int(cs.max()) + 1
+    judge_n = np.array([float(np.sum(judge == j)) for j in range(k)])
+    shift = np.array([y[judge == j].sum() for j in range(k)]) / judge_n
+    y0 = y - shift[judge]
+    d = np.zeros((n_cells, k), dtype=np.int64)
+    ysum = np.zeros(n_cells)
+    for c, j, v in zip(cell, judge, y0):
+        d[c, j] += 1
+        ysum[c] += v
+    h = d.sum(axis=1)
+    sizes = sorted(set(h.tolist()))
+    s_of = {s: i for i, s in enumerate(sizes)}
+    n_s = len(sizes)
+    out = {"shift": shift, "judge_n": judge_n, "sizes": np.array(sizes, dtype=float),
+           "size_cells": np.zeros(n_s), "dd": np.zeros((n_s, k, k)), "dy": np.zeros((n_s, k)),
+           "yyc": np.zeros(n_s), "judge_n_s": np.zeros((n_s, k)), "judge_sum_s": np.zeros((n_s, k)),
+           "yy_s": np.zeros(n_s), "ssw_s": np.zeros(n_s), "s_isk": np.zeros((n, n_s, k)),
+           "cnt_is": np.zeros((n, n_s)), "ys": np.zeros((n, n_s)), "judge_sum": np.zeros(k),
+           "yy": float(np.sum(y0 * y0)), "y_min": float(y.min()), "y_max": float(y.max())}
+    for c in range(n_cells):
+        s = s_of[int(h[c])]
+        out["size_cells"][s] += 1
+        out["dd"][s] += np.outer(d[c], d[c])
+        out["dy"][s] += d[c] * ysum[c]
+        out["yyc"][s] += ysum[c] ** 2
+        out["s_isk"][cs[c], s] += d[c]
+        out["cnt_is"][cs[c], s] += 1
+        out["ys"][cs[c], s] += ysum[c]
+    for c, j, v in zip(cell, judge, y0):
+        s = s_of[int(h[c])]
+        out["judge_n_s"][s, j] += 1
+        out["judge_sum_s"][s, j] += v
+        out["judge_sum"][j] += v
+        out["yy_s"][s] += v * v
+        out["ssw_s"][s] += (v - ysum[c] / h[c]) ** 2
+    gaps = [c for c in range(n_cells) if (d[c] == 0).any()]
+    out["first_missing"] = None if not gaps else (
+        g.scenario_labels[cs[gaps[0]]], g.cell_generation_labels[gaps[0]],
+        tuple(g.judge_labels[j] for j in np.flatnonzero(d[gaps[0]] == 0)))
+    out["first_cell"] = (g.scenario_labels[cs[0]], g.cell_generation_labels[0])
+    out["sj"] = None
+    if out["s_isk"].sum(axis=1).max() >= 2:   # some judge scored two generations of a scenario
+        cid = _byte_ids(d)
+        cells = [sorted(np.flatnonzero(cs == i), key=lambda c: -cid[c]) for i in range(n)]  # stable sort
+        m = max(len(x) for x in cells)
+        key = np.full((n, m), -1)
+        for i, x in enumerate(cells):
+            key[i, :len(x)] = cid[x]
+        pat, first = _byte_ids(key, first=True)
+        q = 1 + m + k
+        inc = np.zeros((len(first), m, k))
+        zsum, zscat, count = np.zeros((len(first), q)), np.zeros((len(first), q, q)), np.zeros(len(first))
+        for i, x in enumerate(cells):
+            z = np.zeros(q)
+            z[0] = ysum[x].sum()
+            z[1:1 + len(x)] = ysum[x]
+            for c, j, v in zip(cell, judge, y0):
+                if cs[c] == i:
+                    z[1 + m + j] += v
+            p = pat[i]
+            count[p] += 1
+            zsum[p] += z
+            zscat[p] += np.outer(z, z)
+            if first[p] == i:
+                inc[p, :len(x)] = d[x]
+        out["sj"] = {"incidence": inc, "count": count, "zsum": zsum, "zscat": zscat}
+    return out
+
+
+COUNTS = ("sizes", "size_cells", "dd", "judge_n", "judge_n_s", "s_isk", "cnt_is")
+LINEAR = ("shift", "dy", "judge_sum_s", "ys", "judge_sum", "y_min", "y_max")
+QUADRATIC = ("yyc", "yy_s", "ssw_s", "yy")
+
+
+def _assert_engine_equals_plain(u, g) -> None:
+    ref = _plain_unit_stats(g)
+    y0 = np.asarray(g.y) - ref["shift"][np.asarray(g.judge)]
+    # scales that bound the terms of every sum: L for sums of scores, Q = sum_i A_i^2 (A_i the sum of |y0| over
+    # scenario i) for sums of products of partial sums (Y_c^2, y0^2, z_i z_i')
+    lin = float(np.sum(np.abs(y0)) + np.max(np.abs(g.y)))
+    quad = float(np.sum(np.bincount(np.asarray(g.cell_scenario)[np.asarray(g.cell)], weights=np.abs(y0)) ** 2))
+    for f in COUNTS:
+        a, b = np.asarray(getattr(u, f)), np.asarray(ref[f])
+        assert a.shape == b.shape and a.dtype == np.float64 and np.array_equal(a, b), f
+    for fields, scale in ((LINEAR, lin), (QUADRATIC, quad)):
+        for f in fields:
+            a, b = np.asarray(getattr(u, f), dtype=float), np.asarray(ref[f], dtype=float)
+            assert a.shape == b.shape and np.all(np.abs(a - b) <= 1e-12 * scale), (f, np.max(np.abs(a - b)))
+    assert u.first_missing == ref["first_missing"] and u.first_cell == ref["first_cell"]
+    assert (u.n_obs, u.n_cells) == (len(g.y), len(g.cell_scenario)) and u.design == g.design
+    assert (u.sj is None) == (ref["sj"] is None)
+    if u.sj is not None:
+        assert np.array_equal(u.sj.incidence, ref["sj"]["incidence"])
+        assert np.array_equal(u.sj.count, ref["sj"]["count"])
+        np.testing.assert_array_equal(u.sj.shift, u.shift)
+        for f, scale in (("zsum", lin), ("zscat", quad)):
+            a, b = getattr(u.sj, f), ref["sj"][f]
+            assert a.shape == b.shape and np.all(np.abs(a - b) <= 1e-12 * scale), f
+
+
+def _wide_frame(seed: int, *, n: int, m_range: tuple[int, int], k: int, p_missing: float,
+                models=("A",), criteria=None) -> pd.DataFrame:
+    """Several models (and criteria), ragged generations, missing calls at random (every cell keeps a call)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for crit in (criteria or [None]):
+        for mdl in models:
+            for i in range(n):
+                a = rng.normal(0, 1.5)
+                for j in range(int(rng.integers(m_range[0], m_range[1] + 1))):
+                    b = rng.normal(0, 0.7)
+                    keep = rng.random(k) >= p_missing
+                    keep[rng.integers(k)] = True
+                    for lab in np.flatnonzero(keep):
+                        rows.append((mdl, crit, f"s{i:03d}", f"g{j}", f"j{lab}", 5 + a + b + lab + rng.normal()))
+    out = pd.DataFrame(rows, columns=["model", "criterion", "scenario", "generation", "judge", "score"])
+    return out.drop(columns="criterion") if criteria is None else out
+
+
+WIDE = {
+    "balanced-m4-k5": dict(n=30, m_range=(4, 4), k=5, p_missing=0.0),
+    "balanced-m1-k3": dict(n=25, m_range=(1, 1), k=3, p_missing=0.0),                  # no scenario_judge stats
+    "balanced-m3-k1": dict(n=12, m_range=(3, 3), k=1, p_missing=0.0),                  # one judge
+    "complete-ragged": dict(n=40, m_range=(1, 5), k=4, p_missing=0.0),                 # complete, several patterns
+    "missing-calls": dict(n=60, m_range=(3, 3), k=5, p_missing=0.15),
+    "missing-ragged": dict(n=80, m_range=(1, 6), k=6, p_missing=0.2),
+    "big-and-small-patterns": dict(n=200, m_range=(2, 2), k=3, p_missing=0.05),        # patterns of >= 16 and < 16
+    "many-judges": dict(n=20, m_range=(2, 4), k=11, p_missing=0.3),                    # ids past one byte
+    "long-scenarios": dict(n=15, m_range=(20, 40), k=4, p_missing=0.3),                # pattern keys past int64
+    "models-criteria": dict(n=10, m_range=(1, 4), k=4, p_missing=0.2, models=("A", "B", "C"),
+                            criteria=["x", "y"]),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", sorted(WIDE))
+def test_numpy_engine_equals_a_plain_reduction(name, seed):
+    scores = cj.read_scores(_wide_frame(seed, **WIDE[name]))
+    st = build_stats(scores)
+    groups = list(scores.groups())
+    assert len(st.units) == len(groups)
+    for u, g in zip(st.units, groups):
+        _assert_engine_equals_plain(u, g)
+    if name.startswith("balanced-m4"):
+        assert all(u.sj is not None and u.sj.count.shape == (1,) for u in st.units)
+    if name == "big-and-small-patterns":
+        counts = st.units[0].sj.count
+        assert counts.max() >= 16 and counts.min() < 16
+
+
+@pytest.mark.parametrize("name", sorted(DESIGNS))
+def test_numpy_engine_equals_a_plain_reduction_on_the_small_designs(name):
+    g, u = _unit(DESIGNS[name])
+    _assert_engine_equals_plain(u, g)
+
+
+def test_row_ids_follow_the_rows_byte_order():
+    """The fast ids (integer codes, counting or sorting) number the rows as the byte-order unique does."""
+    from cjstats.stats.scenario_judge import _row_ids
+
+    rng = np.random.default_rng(0)
+    for shape, lo, hi in (((500, 5), 0, 2), ((300, 8), -1, 40), ((200, 12), -1, 300), ((50, 30), -1, 5000),
+                          ((1, 3), 0, 1), ((40, 1), -3, 3)):
+        a = rng.integers(lo, hi, size=shape)
+        ids, first = _row_ids(a, first=True)
+        ref_ids, ref_first = _byte_ids(a, first=True)
+        np.testing.assert_array_equal(ids, ref_ids)
+        np.testing.assert_array_equal(first, ref_first)

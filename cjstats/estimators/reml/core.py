@@ -60,6 +60,7 @@ from scipy.sparse import csgraph
 
 from cjstats.estimators.reml import engine
 from cjstats.estimators.reml.engine import FitResult, wald_covariance
+from cjstats.stats.cellstats import size_class_products, sumprod
 from cjstats.stats.views import Design, YStats
 
 __all__ = ["Design", "Evaluator", "ScenarioPatterns", "scenario_patterns", "fixed_effects", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
@@ -127,15 +128,10 @@ def y_stats(d: Design, y: np.ndarray, shift: np.ndarray | None = None) -> YStats
     y0 = y - shift[d.row_judge]
     ysum = np.bincount(d.row_cell, weights=y0, minlength=d.n_cells)
     n_s = d.sizes.shape[0]
-    dy = np.empty((n_s, d.k))
-    yyc = np.empty(n_s)
-    for s in range(n_s):
-        sel = d.cell_size_idx == s
-        dy[s] = ysum[sel] @ d.d_cell[sel]
-        yyc[s] = ysum[sel] @ ysum[sel]
+    dy, yyc = size_class_products(ysum, d.d_cell.T, d.cell_size_idx, n_s, d.k)
     ys = np.bincount(d.cell_scen * n_s + d.cell_size_idx, weights=ysum, minlength=d.n_scen * n_s)
     return YStats(shift=np.asarray(shift, dtype=np.float64), dy=dy, yyc=yyc, ys=ys.reshape(d.n_scen, n_s),
-                  judge_sum=np.bincount(d.row_judge, weights=y0, minlength=d.k), yy=float(y0 @ y0), cell_sum=ysum)
+                  judge_sum=np.bincount(d.row_judge, weights=y0, minlength=d.k), yy=sumprod(y0, y0), cell_sum=ysum)
 
 
 def within_cell_rss(d: Design, y: np.ndarray) -> tuple[float, float]:

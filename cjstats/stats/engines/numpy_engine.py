@@ -3,6 +3,12 @@
 The arithmetic follows the structured REML's reduction step for step (judge means as the centring, cell sums
 by ``bincount``, per-class products by matrix products), so the REML view of these statistics is the same
 numbers, bit for bit, as reducing the rows inside the backend.
+
+A complete unit (every cell scored once by every judge: ``design.complete``) is read as the (cells x K) matrix
+of its scores, since its rows are sorted by cell and then judge. Its counts are known without counting
+(D_c = 1 for every cell, one size class h = K), and its sums are taken over the matrix's axes in the order
+``bincount`` adds the rows (row by row for the per-judge sums, judge by judge for the cell sums), so the
+statistics are the same floating-point numbers as the general route's, without gathering per-row codes.
 """
 
 from __future__ import annotations
@@ -10,28 +16,77 @@ from __future__ import annotations
 import numpy as np
 
 from cjstats.io.scores import GroupData
-from cjstats.stats.cellstats import CellStats
+from cjstats.stats.cellstats import CellStats, class_order, size_class_products, sumprod
 from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 
 __all__ = ["unit_stats"]
 
 
-def _add_rows(out: np.ndarray, key: np.ndarray, vals: np.ndarray) -> None:
-    """out[key[i]] += vals[i] for every row i (one bincount per column: faster than np.add.at)."""
-    for j in range(vals.shape[1]):
-        out[:, j] += np.bincount(key, weights=vals[:, j], minlength=out.shape[0])
-
-
 def unit_stats(g: GroupData) -> CellStats:
     """Reduce the rows of one unit to its sufficient statistics (see :mod:`cjstats.stats.cellstats`)."""
     y = np.asarray(g.y, dtype=np.float64)
-    cell = np.asarray(g.cell, dtype=np.int64)
-    judge = np.asarray(g.judge, dtype=np.int64)
     cell_scen = np.asarray(g.cell_scenario, dtype=np.int64)
     k = g.design.n_judges
     n_cells = int(cell_scen.shape[0])
+    if g.design.complete and k >= 1 and y.shape[0] == n_cells * k:
+        return _complete_unit(g, y, cell_scen, k)
+    return _general_unit(g, y, cell_scen, k)
+
+
+def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -> CellStats:
+    """:func:`unit_stats` of a complete unit: its rows are the (cells x K) matrix Y (module docstring).
+
+    With Y0 = Y - shift (shift_l = the judge means, sum_c Y_cl / C): the cell sums Y_c are Y0 1 (added judge by
+    judge, as ``bincount`` adds a cell's rows), D_c = 1, DD = C 1 1', DY = (sum_c Y_c) 1, one size class h = K,
+    S_isk = m_i 1 (m_i the cells of scenario i) and the within-cell deviations Y0 - (Y_c / K) 1'.
+    """
+    judge = np.asarray(g.judge, dtype=np.int64)
+    n_cells = int(cell_scen.shape[0])
     n_scen = int(cell_scen.max()) + 1
-    cell_n = np.bincount(cell, minlength=n_cells)
+    judge_n = np.full(k, float(n_cells))
+    shift = np.bincount(judge, weights=y, minlength=k) / judge_n
+    y0c = y.reshape(n_cells, k) - shift                    # = y - shift[judge]: row c*K + l is judge l of cell c
+    y0 = y0c.reshape(-1)
+    ysum = y0c[:, 0].copy()
+    for j in range(1, k):                                  # the cell's rows in judge order, as bincount adds them
+        ysum += y0c[:, j]
+    dy, yyc = size_class_products(ysum, None, None, 1, k)
+    per = np.bincount(cell_scen, minlength=n_scen).astype(np.float64)   # cells of each scenario
+    judge_sum = np.bincount(judge, weights=y0, minlength=k)
+    yy = sumprod(y0, y0)
+    yw = (y0c - (ysum / k)[:, None]).reshape(-1)
+    sj = None
+    if n_cells > n_scen:             # a scenario with two generations: every judge scored both (scenario_judge_pairs)
+        m = n_cells // n_scen
+        if n_cells == n_scen * m and bool((per == m).all()):   # balanced: sum the (n, m, K) cube over generations
+            scen_judge = np.einsum("imk->ik", y0c.reshape(n_scen, m, k))
+        else:
+            scen_judge = np.stack([np.bincount(cell_scen, weights=y0c[:, j], minlength=n_scen) for j in range(k)],
+                                  axis=1)
+        sj = build_sj_stats(y0, None, None, cell_scen, k, shift, ysum=ysum, scen_judge=scen_judge, complete=True)
+    return CellStats(
+        model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
+        judge_labels=tuple(g.judge_labels), design=g.design, shift=shift, n_obs=int(y.shape[0]), n_cells=n_cells,
+        sizes=np.array([float(k)]), size_cells=np.array([float(n_cells)]), dd=np.full((1, k, k), float(n_cells)),
+        dy=dy, yyc=yyc, judge_n_s=judge_n[None, :].copy(), judge_sum_s=judge_sum[None, :].copy(),
+        yy_s=np.array([yy]), ssw_s=np.array([sumprod(yw, yw)]),
+        s_isk=np.repeat(per[:, None], k, axis=1)[:, None, :], cnt_is=per[:, None].copy(), ys=np.bincount(
+            cell_scen, weights=ysum, minlength=n_scen)[:, None],
+        judge_n=judge_n, judge_sum=judge_sum, yy=yy,
+        y_min=float(y.min()), y_max=float(y.max()),
+        first_cell=(g.scenario_labels[cell_scen[0]], g.cell_generation_labels[0]),
+        first_missing=None, sj=sj,
+    )
+
+
+def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -> CellStats:
+    """:func:`unit_stats` of any unit, by ``bincount`` over the rows' cell and judge codes."""
+    cell = np.asarray(g.cell, dtype=np.int64)
+    judge = np.asarray(g.judge, dtype=np.int64)
+    n_cells = int(cell_scen.shape[0])
+    n_scen = int(cell_scen.max()) + 1
+    d_int = np.bincount(judge * n_cells + cell, minlength=n_cells * k).reshape(k, n_cells)   # D' (K x cells)
+    cell_n = d_int.sum(axis=0)                          # calls per cell (exact integers)
     present = np.bincount(cell_n)                       # O(cells), no sort: sizes are small integers
     sizes = np.flatnonzero(present)
     n_s = sizes.shape[0]
@@ -41,59 +96,51 @@ def unit_stats(g: GroupData) -> CellStats:
         lookup = np.zeros(present.shape[0], dtype=np.int64)
         lookup[sizes] = np.arange(n_s)
         cell_size_idx = lookup[cell_n]
-    d_cell = np.bincount(cell * k + judge, minlength=n_cells * k).reshape(n_cells, k).astype(np.float64)
+    d_t = d_int.astype(np.float64)
+    by_class = class_order(cell_size_idx, n_s)
+    order, bounds = by_class
+    d_sorted = d_t if order is None else d_t[:, order]  # one block of cells per size class
     dd = np.empty((n_s, k, k))
+    judge_n_s = np.empty((n_s, k))
     for s in range(n_s):
-        sel = d_cell if n_s == 1 else d_cell[cell_size_idx == s]
-        dd[s] = sel.T @ sel
+        blk = d_sorted[:, bounds[s]:bounds[s + 1]]
+        dd[s] = blk @ blk.T
+        judge_n_s[s] = blk.sum(axis=1)
     key = cell_scen * n_s + cell_size_idx
-    s_isk = np.zeros((n_scen * n_s, k))
-    _add_rows(s_isk, key, d_cell)
+    s_isk = np.stack([np.bincount(key, weights=d_t[j], minlength=n_scen * n_s) for j in range(k)], axis=1)
     cnt = np.bincount(key, minlength=n_scen * n_s).astype(np.float64)
-    judge_n = np.bincount(judge, minlength=k).astype(np.float64)
+    judge_n = judge_n_s.sum(axis=0)
     shift = np.bincount(judge, weights=y, minlength=k) / judge_n
     y0 = y - shift[judge]
     ysum = np.bincount(cell, weights=y0, minlength=n_cells)
-    dy = np.empty((n_s, k))
-    yyc = np.empty(n_s)
-    for s in range(n_s):
-        if n_s == 1:
-            dy[s], yyc[s] = ysum @ d_cell, ysum @ ysum
-            continue
-        sel = cell_size_idx == s
-        dy[s] = ysum[sel] @ d_cell[sel]
-        yyc[s] = ysum[sel] @ ysum[sel]
+    dy, yyc = size_class_products(ysum if order is None else ysum[order], d_sorted, None, n_s, k,
+                                  by_class=(None, bounds))   # the cells already sorted by class
     ys = np.bincount(key, weights=ysum, minlength=n_scen * n_s)
     judge_sum = np.bincount(judge, weights=y0, minlength=k)
-    yy = float(y0 @ y0)
+    yy = sumprod(y0, y0)
     yw = y0 - (ysum / cell_n)[cell]
-    if n_s == 1:                                       # one size class (every balanced table): no per-row keys
-        judge_n_s, judge_sum_s = judge_n[None, :].copy(), judge_sum[None, :].copy()
-        yy_s, ssw_s = np.array([yy]), np.array([float(yw @ yw)])
+    if n_s == 1:                                       # one size class: no per-row keys
+        judge_sum_s = judge_sum[None, :].copy()
+        yy_s, ssw_s = np.array([yy]), np.array([sumprod(yw, yw)])
     else:
         row_size = cell_size_idx[cell]
-        rk = row_size * k + judge
-        judge_n_s = np.bincount(rk, minlength=n_s * k).reshape(n_s, k).astype(np.float64)
-        judge_sum_s = np.bincount(rk, weights=y0, minlength=n_s * k).reshape(n_s, k)
+        judge_sum_s = np.bincount(row_size * k + judge, weights=y0, minlength=n_s * k).reshape(n_s, k)
         yy_s = np.bincount(row_size, weights=y0 * y0, minlength=n_s)
         ssw_s = np.bincount(row_size, weights=yw * yw, minlength=n_s)
-    sizes_f = sizes.astype(np.float64)
     first_missing = None
     if not g.design.complete:
-        present = np.zeros((n_cells, k), dtype=bool)
-        present[cell, judge] = True
-        c = int(np.flatnonzero(~present.all(axis=1))[0])
+        c = int(np.argmax((d_int == 0).any(axis=0)))
         first_missing = (g.scenario_labels[cell_scen[c]], g.cell_generation_labels[c],
-                         tuple(g.judge_labels[j] for j in np.flatnonzero(~present[c])))
+                         tuple(g.judge_labels[j] for j in np.flatnonzero(d_int[:, c] == 0)))
     s_isk = s_isk.reshape(n_scen, n_s, k)
     sj = None
     if scenario_judge_pairs(s_isk) >= 2:   # some judge scored two generations of a scenario
-        sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_cell, ysum=ysum)
+        sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_t.T, ysum=ysum)
     return CellStats(
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
         judge_labels=tuple(g.judge_labels), design=g.design, shift=shift, n_obs=int(y.shape[0]), n_cells=n_cells,
-        sizes=sizes_f, size_cells=np.bincount(cell_size_idx, minlength=n_s).astype(np.float64), dd=dd, dy=dy,
-        yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s, ssw_s=ssw_s,
+        sizes=sizes.astype(np.float64), size_cells=np.bincount(cell_size_idx, minlength=n_s).astype(np.float64),
+        dd=dd, dy=dy, yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s, ssw_s=ssw_s,
         s_isk=s_isk, cnt_is=cnt.reshape(n_scen, n_s), ys=ys.reshape(n_scen, n_s),
         judge_n=judge_n, judge_sum=judge_sum, yy=yy,
         y_min=float(y.min()), y_max=float(y.max()),
