@@ -42,10 +42,20 @@ _SIMULATION = ("simulation_study records each fit's error in its replicate table
                "none reaches the terminal")
 _SPARSE = ("run_group rewrites the sparse-judge warning of incomplete='drop' (adding --exclude-judges), which this "
            "subcommand never passes")
+_DESIGNS_ROWS = ("a check of the designs= rows a user gives predictive_design_variance; the optimiser's ordinal "
+                 "evaluator (reached through the method names it shares) builds its candidate rows itself, and no "
+                 "subcommand passes designs=")
+_JOINT_FIT = ("compare fits the joint backends; the per-model Bayesian fit's convergence advice is reached only "
+              "because the per-model and joint registries both call a module's fit")
 #: (subcommand, option) -> why the graph reaches a message naming the option that the subcommand cannot show.
 UNREACHABLE: dict[tuple[str, str], str] = {
-    ("allocate", "--judges-per-generation"): "a check of the designs= rows of the ordinal planner, which allocate "
-                                             "never passes",
+    ("allocate", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("compare", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("demo", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("judges", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("variance", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("compare", "--draws"): _JOINT_FIT,
+    ("compare", "--tune"): _JOINT_FIT,
     ("demo", "--columns"): "demo reads only the bundled tables, which read_scores accepts as shipped",
     ("demo", "--duplicates"): "demo reads only the bundled tables, which read_scores accepts as shipped",
     ("demo", "--incomplete"): "demo_report refuses method='anova' on a table with missing calls before fitting "
