@@ -9,7 +9,7 @@ from typing import Any
 from cjstats._defaults import CI_LEVEL
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["check_choice", "resolve_ci_level", "check_positive_int", "check_number", "require_packages",
+__all__ = ["import_registered", "check_choice", "resolve_ci_level", "check_positive_int", "check_number", "require_packages",
            "is_bool_value", "bool_score_message", "nonnumeric_score_message"]
 
 
@@ -87,3 +87,16 @@ def nonnumeric_score_message(count: int, raw: Any, where: str) -> str:
         return bool_score_message(count, raw, where)
     return (f"Column 'score' has {count} non-numeric values (first: {raw!r} in {where}). "
             f"Drop or recode them before read_scores().")
+
+
+def import_registered(module: str, kind: str, name: str) -> Any:
+    """Import the module behind a registry entry (a backend, a joint backend, an engine); a module this version
+    of the package does not ship is one sentence, any other import error propagates unchanged."""
+    from importlib import import_module
+
+    try:
+        return import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            raise CjstatsError(f"The '{name}' {kind} is not part of this version of cjstats.") from exc
+        raise

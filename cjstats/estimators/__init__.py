@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pandas as pd
 
 from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
-from cjstats._validate import check_choice, resolve_ci_level
+from cjstats._validate import check_choice, import_registered, resolve_ci_level
 from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
@@ -149,12 +149,7 @@ class ModuleBackend:
 
     def fit(self, stats: Any, *, ci_level: float, seed: int | None, rows: Scores | None = None,
             **options: Any) -> VarianceComponents:
-        try:
-            mod = import_module(self.module)
-        except ModuleNotFoundError as exc:
-            if exc.name == self.module:
-                raise CjstatsError(f"The '{self.name}' backend is not part of this version of cjstats.") from exc
-            raise
+        mod = import_registered(self.module, "backend", self.name)
         return mod.fit(stats, ci_level=ci_level, seed=seed, rows=rows, **options)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Protocol, runtime_checkable
 
+from cjstats._validate import import_registered
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["ENGINES", "Engine", "EngineCapabilities", "ModuleEngine", "get_engine", "register_engine"]
@@ -82,12 +83,7 @@ class ModuleEngine:
     def build(self, source: Any, *, unit: tuple[str, ...], **options: Any) -> Any:
         from cjstats.io.scores import Scores
 
-        try:
-            mod = import_module(self.module)
-        except ModuleNotFoundError as exc:
-            if exc.name == self.module:
-                raise CjstatsError(f"The '{self.name}' engine is not part of this version of cjstats.") from exc
-            raise
+        mod = import_registered(self.module, "engine", self.name)
         if isinstance(source, Scores) and not self.capabilities.takes_scores:
             source = source.to_frame()
         return mod.build(source, unit=tuple(unit), **options)
