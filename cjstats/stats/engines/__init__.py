@@ -19,7 +19,6 @@ The module is imported, and its packages checked, only when the engine is used.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any, Protocol, runtime_checkable
 
 from cjstats._validate import import_registered
