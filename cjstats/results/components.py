@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.results.base import freeze_plain
 
 __all__ = ["VarianceComponents", "ComponentRow", "COMPONENT_COLUMNS", "OFFSET_COLUMNS", "Summary",
            "build_components_frame", "build_offsets_frame", "Estimand", "ESTIMANDS", "register_estimand",
@@ -357,6 +358,10 @@ class VarianceComponents:
     scale: Literal["score", "latent"] = "score"
     covariance: Mapping[str, ParameterCovariance] | None = None
     dropped: pd.DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        # read-only mapping views cannot be pickled: keep plain dicts (cjstats.results.base.plain)
+        freeze_plain(self, "diagnostics", "provenance", "posterior", "covariance")
 
     @property
     def has_criterion(self) -> bool:

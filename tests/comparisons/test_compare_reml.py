@@ -55,7 +55,7 @@ class TestAgreesWithLme4:
                 c[:] = 0
                 c.flat[ia] += 1
                 c.flat[ib] += 1
-                cov[a, b] = fit.contrast(c)[1] ** 2  # Var(e_a + e_b)
+                cov[a, b] = fit.contrast(c).std_error ** 2  # Var(e_a + e_b)
         var = np.diag(cov) / 4
         cov = (cov - var[:, None] - var[None, :]) / 2
         np.testing.assert_allclose(cov, np.array(ref["cell_cov"]), rtol=1e-5, atol=1e-9)

@@ -52,6 +52,7 @@ from scipy import special
 
 from cjstats._drop import account_for_drop, resolve_max_drop
 from cjstats._validate import check_choice
+from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (
     JOINT_LABEL, JointFit, JointRow, check_residual, components_frame, joint_stats, mls_row,
 )
@@ -178,36 +179,6 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
     return rows
 
 
-def _contrast_fn(t: JointMeanSquares):
-    p, n, m, k = t.p, t.n, t.m, t.k
-    nm = n * m
-    ms, df = t.ms, t.df
-
-    def fn(c: np.ndarray, view: str) -> tuple[float, float]:
-        A = float(c.sum()) ** 2
-        B = float((c.sum(axis=1) ** 2).sum())
-        C = float((c**2).sum())
-        D = float((c.sum(axis=0) ** 2).sum())
-        coef = {"S": A / (p * nm * k), "MS": -A / (p * nm * k) + B / (nm * k), "W": -B / (nm * k) + C / nm}
-        if view == "population":
-            if ms["JM"] > ms["W"]:
-                coef["JM"] = C / nm
-                coef["W"] -= C / nm
-            if ms["J"] > ms["JM"]:
-                coef["J"] = D / (p * nm)
-                coef["JM"] = coef.get("JM", 0.0) - D / (p * nm)
-        terms = {key: coef[key] * ms[key] for key in coef if abs(coef[key]) > 1e-14 * max(1.0, abs(C))}
-        var = sum(terms.values())
-        denom = sum(v**2 / df[key] for key, v in terms.items())
-        dof = var**2 / denom if denom > 0 else math.inf
-        # exact cases, free of rounding: one mean square only
-        if len(terms) == 1:
-            dof = float(df[next(iter(terms))])
-        return var, dof
-
-    return fn
-
-
 def _joint_drop_records(frame: pd.DataFrame, kept: set, criterion: str | None) -> list[dict[str, Any]]:
     """Per model: the rows, cells and scenarios of the table, and how many of them the scenarios not kept hold."""
     out = ~frame["scenario"].isin(kept).to_numpy(bool)
@@ -276,5 +247,5 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
             **drop_diag}
     return JointFit(method="anova", models=js.models, judges=js.judge_labels, cell_means=t.cell_means,
                     components=components_frame(rows, method="anova", ci_level=ci_level),
-                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t),
+                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, covariance=JointCovariance.anova(t.p, t.n, t.m, t.k, t.ms, t.df),
                     dropped=dropped)

@@ -427,7 +427,8 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
         for b in order[ia + 1:]:
             c = np.zeros((p, k))
             c[a], c[b] = 1.0 / k, -1.0 / k
-            e, s, df = fit.contrast(c, view)
+            r = fit.contrast(c, view)
+            e, s, df = r.estimate, r.std_error, r.df
             a_idx.append(a)
             b_idx.append(b)
             est.append(e)

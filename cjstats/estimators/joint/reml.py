@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
                                        components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
@@ -751,22 +752,6 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     s2_jm_pop = max(jm_pop.raw_estimate, 0.0)
     s2_j_pop = max(raw_pop_j, 0.0)
 
-    def contrast_fn(c: np.ndarray, view: str) -> tuple[float, float]:
-        cf = c.reshape(-1)
-        var = float(cf @ cov @ cf)
-        if abs(c.sum()) > 1e-12:
-            df = n_scen - 1
-        elif np.abs(c.sum(axis=1)).max() > 1e-12:
-            df = df_between
-        else:
-            df = df_within
-        if view == "population":
-            add = float((c**2).sum()) * s2_jm_pop + float((c.sum(axis=0) ** 2).sum()) * s2_j_pop
-            if add > 0:
-                df = (var + add) ** 2 / (var**2 / df + add**2 / max(dfi, 1))
-                var += add
-        return var, float(df)
-
     diag = {"theta": fit.theta.tolist(), "s2_residual": fit.s2, "reml_deviance": fit.deviance,
             "converged": fit.converged, "n_evaluations": fit.n_evaluations, "n": n_scen, "p": p, "k": k,
             "n_cells": n_cells, "has_generation": ns.has_generation, "cell_counts": ns.counts.reshape(p, k),
@@ -788,4 +773,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
              "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
-                    tests=tests, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)
+                    tests=tests, ci_level=ci_level, diagnostics=diag,
+                    covariance=JointCovariance.reml(cov, p, k, s2_judge_model=s2_jm_pop, s2_judge=s2_j_pop,
+                                                    df_structure=(n_scen - 1, df_between, df_within),
+                                                    df_population=max(dfi, 1)))

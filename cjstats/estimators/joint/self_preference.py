@@ -205,7 +205,8 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
         others = [q for q, m in enumerate(fit.models) if m not in own]
         for m in own:
             c = self_preference_contrast(p, k, lj, fit.models.index(m), others)
-            est, se, df = fit.contrast(c, "panel")
+            r = fit.contrast(c, "panel")
+            est, se, df = r.estimate, r.std_error, r.df
             tq = _t_ppf(1 - a, df)
             t = est / se if se > 0 else np.nan
             rows.append({"judge": judge, "model": m, "estimate": est, "std_error": se, "df": df,
