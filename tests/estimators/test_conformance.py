@@ -146,7 +146,7 @@ def check_contrast_of_mu_reproduces_the_mu_row(method, scores, **_):
     """The generic contrast over the carried covariance (or draws) gives back the mu row's estimate and SE."""
     fit = _fit(method, scores)
     for model in fit.components["model"].unique():
-        row = fit.contrast({"mu": 1.0}, model=model).iloc[0]
+        row = fit.contrast({"mu": 1.0}, model=model).to_frame().iloc[0]
         mu = fit.components[(fit.components["model"] == model) & (fit.components["component"] == "mu")].iloc[0]
         assert row["estimate"] == pytest.approx(mu["estimate"], rel=1e-10)
         assert row["std_error"] == pytest.approx(mu["std_error"], rel=1e-10)
