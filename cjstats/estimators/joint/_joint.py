@@ -23,8 +23,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import JOINT_LABEL, COMPONENTS, JOINT_COMPONENTS
-from cjstats.results.components import COMPONENT_COLUMNS
+from cjstats._defaults import JOINT_LABEL
+from cjstats.results.components import ComponentRow, build_components_frame
 from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast, spec_label
 from cjstats.estimators.anova import mls_interval
 from cjstats.exceptions import CjstatsError
@@ -39,31 +39,9 @@ View = Literal["panel", "population"]
 
 
 
-@dataclass(frozen=True, slots=True)
-class JointRow:
-    """One estimand of the joint fit (the fields of ``cjstats.results.components.ComponentRow``; the joint names too)."""
-
-    component: str
-    estimate: float
-    lower: float = float("nan")
-    upper: float = float("nan")
-    std_error: float = float("nan")
-    ci_method: str = ""
-    view: str = "fixed"
-    raw_estimate: float = float("nan")
-    at_boundary: bool = False
-    identifiable: bool = True
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        if self.component not in COMPONENTS + JOINT_COMPONENTS:
-            raise CjstatsError(f"Unknown component '{self.component}' "
-                               f"(known: {', '.join(COMPONENTS + JOINT_COMPONENTS)}).")
-
-    @classmethod
-    def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> JointRow:
-        """A row with no number, carrying the reason."""
-        return cls(component, float("nan"), identifiable=False, note=reason, view=view)
+#: One estimand row of the joint fit: the per-model fits' row type (one row type for every fit; the joint names
+#: ``model_scenario`` and ``judge_model`` are in the one estimand registry, ``ESTIMANDS``).
+JointRow = ComponentRow
 
 
 def mls_row(component: str, c: float, ms1: float, df1: float, ms2: float, df2: float, level: float,
@@ -263,21 +241,10 @@ def check_judges_scored(counts: np.ndarray, models: tuple[str, ...], judges: tup
                        f"all, and REML has no data for that cell); {fix}.")
 
 
-def components_frame(rows: list[tuple[str, JointRow]], *, method: str, ci_level: float) -> pd.DataFrame:
-    """The tidy joint components table, with the same columns as ``VarianceComponents.components``."""
-    data: dict[str, list] = {c: [] for c in COMPONENT_COLUMNS}
-    for model, r in rows:
-        data["model"].append(model)
-        data["component"].append(r.component)
-        for c in ("estimate", "std_error", "lower", "upper", "ci_method", "view", "raw_estimate", "at_boundary",
-                  "identifiable", "note"):
-            data[c].append(getattr(r, c))
-        data["ci_level"].append(ci_level if r.identifiable else float("nan"))
-        data["method"].append(method)
-    out = pd.DataFrame(data)
-    for c in ("estimate", "std_error", "lower", "upper", "ci_level", "raw_estimate"):
-        out[c] = out[c].astype(np.float64)
-    return out
+def components_frame(rows: list[tuple[str, ComponentRow]], *, method: str, ci_level: float) -> pd.DataFrame:
+    """The tidy joint components table: the per-model fits' frame builder, one ``model`` key per row."""
+    return build_components_frame([({"model": model}, r) for model, r in rows], method=method, ci_level=ci_level,
+                                  has_criterion=False)
 
 
 @dataclass(frozen=True, slots=True)
