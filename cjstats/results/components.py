@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
-from cjstats.results.base import freeze_plain
+from cjstats.results.base import Result, freeze_plain
 from cjstats.results.contrast import CONTRAST_COLUMNS, ContrastResult, contrast_result, parse_contrast
 
 __all__ = ["VarianceComponents", "ComponentRow", "COMPONENT_COLUMNS", "OFFSET_COLUMNS", "Summary",
@@ -298,7 +298,7 @@ class Summary:
 
 # ------------------------------------------------------------------------------------------------- result
 @dataclass(frozen=True, slots=True)
-class VarianceComponents:
+class VarianceComponents(Result):
     """Variance components of a score table, with intervals, judge offsets and diagnostics.
 
     Attributes

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from cjstats._defaults import JOINT_LABEL
+from cjstats.results.base import Result
 from cjstats.results.components import ComponentRow, build_components_frame
 from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast, spec_label
 from cjstats.estimators.anova import mls_interval
@@ -248,7 +249,7 @@ def components_frame(rows: list[tuple[str, ComponentRow]], *, method: str, ci_le
 
 
 @dataclass(frozen=True, slots=True)
-class JointFit:
+class JointFit(Result):
     """A joint fit of several models: components with intervals, the judge x model table and its contrasts.
 
     Attributes
@@ -399,13 +400,21 @@ class JointFit:
         _, dfs = self.covariance.variance_df(cs, view)
         return cov, float(np.min(dfs))
 
-    def summary_text(self) -> str:
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the tidy components table."""
+        return self.components.copy()
+
+    def summary(self) -> Any:
+        """A printable summary (text, markdown, LaTeX, HTML) of the joint components."""
         from cjstats.results.components import Summary
 
         notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n)
         return Summary(title=f"Joint variance components ({self.method})",
                        header=(("models", str(len(self.models))), ("judges", str(len(self.judges)))),
-                       table=self.components, offsets=pd.DataFrame(), footnotes=notes).as_text()
+                       table=self.components, offsets=pd.DataFrame(), footnotes=notes)
+
+    def summary_text(self) -> str:
+        return self.summary().as_text()
 
     def __str__(self) -> str:
         return self.summary_text()

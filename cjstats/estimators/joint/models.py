@@ -39,6 +39,7 @@ from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.estimators.joint._joint import JointFit
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
+from cjstats.results.base import Result
 
 __all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
 
@@ -166,7 +167,7 @@ def _t_ppf(p: float, df: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelComparison:
+class ModelComparison(Result):
     """Paired differences and simultaneous ranks of several models from one joint fit.
 
     Attributes
@@ -241,6 +242,10 @@ class ModelComparison:
             for i in sorted(c):
                 letters[models[i]] += chr(ord("a") + li) if li < 26 else f"[{li}]"
         return pd.Series(letters, name="letters")
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the pairwise differences table."""
+        return self.differences.copy()
 
     def as_text(self) -> str:
         from cjstats.reporting.format import column_decimals, fixed, format_frame, format_interval
