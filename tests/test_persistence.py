@@ -111,3 +111,62 @@ def test_per_model_contrasts_survive_pickle(results, name, scores):
     j = scores.judges
     spec = f"gamma[{j[0]}] - gamma[{j[1]}]"
     assert back.contrast(spec, model="GPT") == fit.contrast(spec, model="GPT")
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_save_load_round_trip(results, name, tmp_path):
+    r = results[name]
+    out = r.save(tmp_path / name)
+    assert (out / "result.json").exists() and not list(out.rglob("*.pkl"))
+    back = type(r).load(out)
+    _assert_same(r, back)
+
+
+@pytest.mark.parametrize("name", ["anova", "reml"])
+def test_saved_fits_give_the_same_contrasts(results, name, scores, tmp_path):
+    fit = results[name]
+    back = type(fit).load(fit.save(tmp_path / name))
+    spec = f"gamma[{scores.judges[0]}] - gamma[{scores.judges[1]}]"
+    assert back.contrast(spec, model="GPT") == fit.contrast(spec, model="GPT")
+    assert back.contrast("mu[Qwen] - mu[GPT]") == fit.contrast("mu[Qwen] - mu[GPT]")
+
+
+@pytest.mark.parametrize("name", ["joint_anova", "joint_reml"])
+def test_saved_joint_fits_give_the_same_contrasts(results, name, tmp_path):
+    fit = results[name]
+    back = type(fit).load(fit.save(tmp_path / name))
+    for view in ("panel", "population"):
+        assert back.contrast("mu[Qwen] - mu[GPT]", view) == fit.contrast("mu[Qwen] - mu[GPT]", view)
+        np.testing.assert_array_equal(back.model_mean_covariance(view)[0], fit.model_mean_covariance(view)[0])
+
+
+def test_load_refuses_a_directory_that_is_not_a_result(tmp_path):
+    with pytest.raises(cj.CjstatsError, match="holds no saved result"):
+        cj.VarianceComponents.load(tmp_path)
+
+
+def test_save_refuses_to_overwrite_other_files(results, tmp_path):
+    (tmp_path / "keep.txt").write_text("x")
+    with pytest.raises(cj.CjstatsError, match="exists and is not a saved result"):
+        results["anova"].save(tmp_path)
+    assert (tmp_path / "keep.txt").exists()
+
+
+def test_every_result_class_uses_the_base():
+    from cjstats.estimators.judges import JudgeTable
+    from cjstats.results.base import Result
+
+    for cls in (cj.VarianceComponents, cj.JointFit, cj.ModelComparison, cj.SelfPreference, cj.Agreement,
+                cj.PPIMeans, cj.StudyResult, cj.Allocation, JudgeTable):
+        assert issubclass(cls, Result), cls
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_every_result_summarises_in_four_formats(results, name):
+    s = results[name].summary()
+    for render in (s.as_text, s.as_markdown, s.as_latex, s.as_html):
+        out = render()
+        assert isinstance(out, str) and out.strip()
+    assert str(s) == s.as_text()
+    assert isinstance(results[name]._repr_html_(), str)
+    assert isinstance(results[name].to_frame(), pd.DataFrame)
