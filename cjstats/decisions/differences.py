@@ -253,7 +253,7 @@ def _is_per_model(fit) -> bool:
 
 def _component_value(t: pd.DataFrame, name: str, model: str | None, column: str) -> float:
     """``column`` of the fixed-view row of component ``name`` (of ``model``, or the shared row)."""
-    sel = (t["component"] == name) & (t["view"] == "fixed")
+    sel = (t["component"] == name) & (t["view"] == "panel")
     if model is not None:
         sel &= t["model"] == model
     else:

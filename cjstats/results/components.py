@@ -11,9 +11,9 @@ Each group also carries the covariance of its location estimates (mu and the jud
 group or across groups, is one generic method: :meth:`VarianceComponents.contrast` (statsmodels'
 ``t_test`` on results is the model).
 
-Which view of the judges a number takes is a column (``view``): ``fixed`` means the panel in the data is
+Which view of the judges a number takes is a column (``view``): ``panel`` means the panel in the data is
 the population of interest (the paper's sigma2_gamma and every variance computed with judges as fixed
-effects); ``random`` means the judges are a draw from a larger population (lme4's ``(1|judge)``).
+effects); ``population`` means the judges are a draw from a larger population (lme4's ``(1|judge)``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 from cjstats.results.base import Result, freeze_plain
+from cjstats.results.estimands import ESTIMANDS, VIEWS, Estimand, register_estimand
 from cjstats.results.contrast import CONTRAST_COLUMNS, ContrastResult, contrast_result, parse_contrast
 
 __all__ = ["VarianceComponents", "ComponentRow", "COMPONENT_COLUMNS", "OFFSET_COLUMNS", "Summary",
@@ -51,53 +52,8 @@ _NAN = float("nan")
 
 
 # ----------------------------------------------------------------------------------------------- estimands
-@dataclass(frozen=True, slots=True)
-class Estimand:
-    """A named quantity a backend may report: its meaning, the view of the judges it takes, and its kind."""
+# The registry lives in cjstats.results.estimands (imported here, so existing imports keep working).
 
-    name: str
-    meaning: str
-    view: Literal["fixed", "random", "either"] = "fixed"
-    kind: Literal["variance", "mean", "contrast"] = "variance"
-
-
-#: The registry of estimand names: name -> :class:`Estimand`. The ``component`` column holds only these.
-ESTIMANDS: dict[str, Estimand] = {}
-
-
-def register_estimand(name: str, meaning: str, *, view: Literal["fixed", "random", "either"] = "fixed",
-                      kind: Literal["variance", "mean", "contrast"] = "variance") -> Estimand:
-    """Register an estimand name with its meaning (re-registering the same name replaces it)."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise CjstatsError(f"The 'name' argument of register_estimand must be an identifier such as 'judge_model'. "
-                           f"Got {name!r} instead.")
-    est = Estimand(name, meaning, view, kind)
-    ESTIMANDS[name] = est
-    return est
-
-
-for _name, _meaning, _view, _kind in (
-    ("mu", "the panel mean: mean over the panel's judges of the expected score of a new scenario", "fixed", "mean"),
-    ("scenario", "sigma2_alpha: variance of the scenario effects alpha_i", "fixed", "variance"),
-    ("generation", "sigma2_beta: variance of the generation-within-scenario effects beta_ij", "fixed", "variance"),
-    ("scenario_judge", "sigma2 of (alpha gamma)_il: judge l's own deviation on scenario i (judges disagreeing about "
-                       "which scenarios are hard); identifiable when a judge scored several generations of a scenario",
-     "fixed", "variance"),
-    ("residual", "sigma2_eps: variance of a single judge call around its cell and judge means (the within-cell "
-                 "residual when scenario_judge is fitted)", "fixed", "variance"),
-    ("judge_panel", "(1/K) sum_l gamma_l^2: judge-offset variance of the panel in the data (judges fixed)", "fixed",
-     "variance"),
-    ("judge_population", "variance of the distribution the judges are drawn from (judges random)", "random",
-     "variance"),
-    ("model_scenario", "variance of (alpha p)_pi: how differently models find the same scenario hard", "fixed",
-     "variance"),
-    ("judge_model", "the judge x model interaction: mean of (gamma p)_pl^2 over the panel and models (fixed) or its "
-                    "random-effect variance (random)", "either", "variance"),
-):
-    register_estimand(_name, _meaning, view=_view, kind=_kind)
-
-
-# ------------------------------------------------------------------------------------ location covariance
 @dataclass(frozen=True, slots=True, eq=False)
 class ParameterCovariance:
     """Estimates of one group's location parameters (``mu``, ``gamma[l]``) with their covariance.
@@ -159,7 +115,7 @@ class ComponentRow:
     upper: float = _NAN
     std_error: float = _NAN
     ci_method: str = ""
-    view: str = "fixed"
+    view: str = "panel"
     raw_estimate: float = _NAN
     at_boundary: bool = False
     identifiable: bool = True
@@ -169,9 +125,12 @@ class ComponentRow:
         if self.component not in ESTIMANDS:
             raise CjstatsError(f"Unknown component '{self.component}' (registered: {', '.join(ESTIMANDS)}); "
                                f"register it with cjstats.results.components.register_estimand.")
+        if self.view not in VIEWS:
+            raise CjstatsError(f"The view of component '{self.component}' must be one of {', '.join(VIEWS)}. "
+                               f"Got {self.view!r} instead.")
 
     @classmethod
-    def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> ComponentRow:
+    def not_identifiable(cls, component: str, reason: str, *, view: str = "panel") -> ComponentRow:
         """A row with no number, carrying the reason (docs/architecture.md, Estimands)."""
         return cls(component, _NAN, identifiable=False, note=reason, view=view)
 
@@ -556,7 +515,8 @@ class VarianceComponents(Result):
 
     def summary(self) -> Summary:
         """A printable summary (text, markdown, HTML)."""
-        views = "judge_population: judges random (drawn from a population); every other row: judges fixed (the panel)."
+        views = ("judge_population: population view (judges drawn from a population); every other row: panel view "
+                 "(the judges in the data).")
         starred = bool(self.components["at_boundary"].astype(bool).any())      # the note only when a row is starred
         notes = (["* at the boundary: reported as 0, the edge of the parameter space (method of moments: the raw "
                   "estimate was negative, see raw_estimate; REML, lme4's isSingular: the likelihood peaks at 0)."]

@@ -42,7 +42,7 @@ _NAN = float("nan")
 
 
 # ------------------------------------------------------------------------------------------------- result
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ContrastResult:
     """One linear contrast of a fit's location parameters, with its test and interval.
 
@@ -79,6 +79,15 @@ class ContrastResult:
     @property
     def t(self) -> float:
         return self.statistic
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields, NaN equal to NaN (a posterior contrast has NaN df, statistic and p-value)."""
+        if not isinstance(other, ContrastResult):
+            return NotImplemented
+        return all(a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+                   for a, b in ((getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__))
+
+    __hash__ = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row with columns :data:`CONTRAST_COLUMNS`."""

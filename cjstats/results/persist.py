@@ -71,10 +71,21 @@ def _encode(value: Any, where: Path, name: str) -> Any:
     if _is_tree(value):
         sub = where / name
         sub.mkdir()
-        nodes = []
+        nodes = {}
         for node, child in value.children.items():
-            child.to_dataset().to_netcdf(sub / f"{node}.nc", engine="scipy")
-            nodes.append(node)
+            ds = child.to_dataset()
+            # netCDF 3 keeps neither string-list attributes nor int64/bool exactly: attributes and dtypes go to JSON
+            info = {"attrs": _encode(dict(ds.attrs), where, f"{name}.{node}.attrs"),
+                    "var_attrs": {v: _encode(dict(ds[v].attrs), where, f"{name}.{node}.{v}.attrs")
+                                  for v in ds.variables},
+                    "dtypes": {v: str(ds[v].dtype) for v in ds.variables}}
+            bare = ds.copy()
+            bare.attrs = {}
+            for v in bare.variables:
+                bare[v].attrs = {}
+                bare[v].encoding = {}
+            bare.to_netcdf(sub / f"{node}.nc", engine="scipy")
+            nodes[node] = info
         return {"__datatree__": name, "nodes": nodes, "attrs": _encode(dict(value.attrs), where, f"{name}_attrs")}
     if isinstance(value, Mapping):
         keys = list(value)
@@ -113,9 +124,15 @@ def _decode(value: Any, where: Path) -> Any:
 
         sub = where / value["__datatree__"]
         nodes = {}
-        for node in value["nodes"]:
+        for node, info in value["nodes"].items():
             with xr.open_dataset(sub / f"{node}.nc", engine="scipy") as ds:
-                nodes[node] = ds.load()
+                ds = ds.load()
+            ds = ds.assign_coords({v: ds[v].astype(info["dtypes"][v]) for v in ds.coords if v in info["dtypes"]})
+            ds = ds.assign({v: ds[v].astype(info["dtypes"][v]) for v in ds.data_vars if v in info["dtypes"]})
+            ds.attrs = _decode(info["attrs"], where)
+            for v in ds.variables:
+                ds[v].attrs = _decode(info["var_attrs"].get(v, {"__dict__": {}}), where)
+            nodes[node] = ds
         tree = xr.DataTree.from_dict(nodes)
         tree.attrs.update(_decode(value["attrs"], where))
         return tree

@@ -53,7 +53,7 @@ class TestJointAgreesWithPerModel:
         return cj.fit_joint(f, method="anova").components, cj.estimate(f, method="anova", scenario_judge=False).components
 
     @staticmethod
-    def _joint(t, comp, view="fixed"):
+    def _joint(t, comp, view="panel"):
         r = t[(t["component"] == comp) & (t["view"] == view)]
         return float(r["raw_estimate"].iloc[0])
 

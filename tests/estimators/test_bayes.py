@@ -427,8 +427,8 @@ class TestContract:
 
     def test_views_and_interval_kind_are_recorded(self, small_fit, small_scores):
         c = small_fit.components
-        assert (c.loc[c["component"] == "judge_population", "view"] == "random").all()
-        assert (c.loc[c["component"] != "judge_population", "view"] == "fixed").all()
+        assert (c.loc[c["component"] == "judge_population", "view"] == "population").all()
+        assert (c.loc[c["component"] != "judge_population", "view"] == "panel").all()
         assert (c["ci_method"] == "posterior ETI").all()
         assert (small_fit.judge_offsets["ci_method"] == "posterior ETI").all()
         with warnings.catch_warnings():

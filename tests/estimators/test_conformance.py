@@ -39,10 +39,10 @@ def check_same_component_rows(method, scores, **_):
     fit = _fit(method, scores)
     for model, rows in fit.components.groupby("model"):
         assert list(rows["component"]) == list(COMPONENTS), f"{method}: rows of {model} are {list(rows['component'])}"
-    assert set(fit.components["view"]) <= {"fixed", "random"}
+    assert set(fit.components["view"]) <= {"panel", "population"}
     pop = fit.components[fit.components["component"] == "judge_population"]
-    assert (pop["view"] == "random").all(), "judge_population must take the random-judge view"
-    assert (fit.components.loc[fit.components["component"] != "judge_population", "view"] == "fixed").all()
+    assert (pop["view"] == "population").all(), "judge_population must take the population view"
+    assert (fit.components.loc[fit.components["component"] != "judge_population", "view"] == "panel").all()
 
 
 def check_intervals_contain_estimates(method, scores, **_):

@@ -46,7 +46,7 @@ JointRow = ComponentRow
 
 
 def mls_row(component: str, c: float, ms1: float, df1: float, ms2: float, df2: float, level: float,
-            view: str = "fixed", note: str = "") -> JointRow:
+            view: str = "panel", note: str = "") -> JointRow:
     """c (E[MS_1] - E[MS_2]), truncated at 0, with the MLS interval (Ting et al. 1990; bounds floored at 0) and the
     large-sample standard error sqrt(2 (c MS_1)^2/df1 + 2 (c MS_2)^2/df2). The joint ANOVA passes mean squares;
     the joint REML passes the same quantities built from GLS effects (df1 may be a Satterthwaite value)."""

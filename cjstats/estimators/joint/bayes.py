@@ -34,7 +34,7 @@ from cjstats.io.scores import Scores
 __all__ = ["fit_joint"]
 
 
-def _row(component: str, x: np.ndarray, level: float, view: str = "fixed", note: str = "") -> JointRow:
+def _row(component: str, x: np.ndarray, level: float, view: str = "panel", note: str = "") -> JointRow:
     a = (1 - level) / 2
     lo, hi = np.quantile(x, [a, 1 - a])
     m = float(np.mean(x))
@@ -112,9 +112,9 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     rows.append((J, _row("residual", flat("sigma_residual") ** 2, level)))
     rows.append((J, _row("judge_panel", (gamma_d**2).mean(axis=1), level)))
     s2j, s2jm = flat("sigma_judge") ** 2, flat("sigma_judge_model") ** 2
-    rows.append((J, _row("judge_population", s2j, level, view="random")))
+    rows.append((J, _row("judge_population", s2j, level, view="population")))
     rows.append((J, _row("judge_model", (gp_d**2).mean(axis=(1, 2)), level)))
-    rows.append((J, _row("judge_model", s2jm, level, view="random")))
+    rows.append((J, _row("judge_model", s2jm, level, view="population")))
     e_s2j, e_s2jm = float(s2j.mean()), float(s2jm.mean())
 
     # the point estimate of a contrast is sum c * posterior mean of eta = posterior mean of the contrast

@@ -524,7 +524,7 @@ def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarra
 
 
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
-                scale: float = 1.0, view: str = "fixed", note: str = "") -> JointRow:
+                scale: float = 1.0, view: str = "panel", note: str = "") -> JointRow:
     """(|g|^2 - tr Cov g)/count (times scale) with the noncentral chi-square interval of the module docstring."""
     raw = (float(g @ g) - float(np.trace(cov))) / count * scale
     est, boundary = (0.0, True) if raw < 0 else (raw, False)
@@ -572,12 +572,12 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
     dfi = (p - 1) * (k - 1)
     jm_raw = (float(g_int @ g_int) - float(np.trace(cov_int))) / dfi
     ms1, ms2, df1, _ = _quadratic_ms(g_int, cov_int, jm_raw)
-    jm = mls_row("judge_model", 1.0, ms1, df1, ms2, max(df_within, 1), level, view="random")
+    jm = mls_row("judge_model", 1.0, ms1, df1, ms2, max(df_within, 1), level, view="population")
     trg = float(np.trace(cov_judge))
     j_raw = (float(g_judge @ g_judge) - trg) / (k - 1) - jm_raw / p
     g2, _, df3, _ = _quadratic_ms(g_judge, cov_judge, j_raw + jm_raw / p)
     ms3 = g2 - trg / (k - 1) + float(np.trace(cov_int)) / (dfi * p)
-    jp = mls_row("judge_population", 1.0, max(ms3, 1e-300), df3, ms1 / p, df1, level, view="random",
+    jp = mls_row("judge_population", 1.0, max(ms3, 1e-300), df3, ms1 / p, df1, level, view="population",
                  note=f"judges random: {k} judges give {k - 1} degrees of freedom")
     return jm, jp
 
@@ -589,7 +589,7 @@ def _variance_row(component: str, est: float, se: float, bounds: tuple[float, fl
     if boundary:
         note = (note + "; " if note else "") + "REML optimum at 0"
     return JointRow(component, 0.0 if boundary else est, lo, hi, _NAN if boundary or not se > 0 else se,
-                    "profile likelihood (REML)", "fixed", 0.0 if boundary else est, boundary, True, note)
+                    "profile likelihood (REML)", "panel", 0.0 if boundary else est, boundary, True, note)
 
 
 _PER_MODEL_TEST_BUDGET = 300_000     # groups x second-order jet entries: above it a pooled fit skips the test
@@ -697,7 +697,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
         df = max(int(n_scen_model[q]) - 1, 1)
         tq = float(special.stdtrit(df, 1 - a))
         rows.append((name, JointRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
-                                        "fixed", est)))
+                                        "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     crit = NestedCriterion(ns, t_full, per_model=per_model)
     failed = []
