@@ -31,10 +31,10 @@ def anova_fit(balanced):
 class TestAnovaContrastsEqualTheHandFormulas:
     def test_difference_of_two_judge_offsets(self, balanced, anova_fit):
         d = anova_fit.diagnostics["Qwen"]
-        n, m, k = d["n"], d["m"], d["k"]
+        n, m = d["n"], d["m"]
         j = balanced.judges
         off = anova_fit.judge_offsets.set_index("judge")["estimate"]
-        row = anova_fit.contrast({f"gamma[{j[0]}]": 1.0, f"gamma[{j[2]}]": -1.0}).iloc[0]
+        row = anova_fit.contrast({f"gamma[{j[0]}]": 1.0, f"gamma[{j[2]}]": -1.0}).to_frame().iloc[0]
         # gamma_a - gamma_b = J_a - J_b: variance 2 MS_W/(nm), df_W
         se = math.sqrt(2.0 * d["ms_residual"] / (n * m))
         t = stats.t.ppf(0.975, d["df_residual"])
@@ -49,7 +49,7 @@ class TestAnovaContrastsEqualTheHandFormulas:
         d = anova_fit.diagnostics["Qwen"]
         n, m, k = d["n"], d["m"], d["k"]
         j = balanced.judges[1]
-        row = anova_fit.contrast({"mu": 1.0, f"gamma[{j}]": 1.0}, level=0.9).iloc[0]
+        row = anova_fit.contrast({"mu": 1.0, f"gamma[{j}]": 1.0}, level=0.9).to_frame().iloc[0]
         v1 = d["ms_scenario"] / (n * m * k)                   # Var(G)
         v2 = d["ms_residual"] * (k - 1) / (k * n * m)         # Var(gamma_l)
         df = (v1 + v2) ** 2 / (v1**2 / d["df_scenario"] + v2**2 / d["df_residual"])
@@ -62,15 +62,15 @@ class TestAnovaContrastsEqualTheHandFormulas:
         assert row["upper"] - row["lower"] == pytest.approx(2 * t * math.sqrt(v1 + v2), rel=1e-12)
 
     def test_mu_alone_reproduces_the_components_row(self, anova_fit):
-        row = anova_fit.contrast({"mu": 1}).iloc[0]
+        row = anova_fit.contrast({"mu": 1}).to_frame().iloc[0]
         mu = anova_fit.components.set_index("component").loc["mu"]
         assert (row["estimate"], row["std_error"], row["lower"], row["upper"]) == pytest.approx(
             (mu["estimate"], mu["std_error"], mu["lower"], mu["upper"]), rel=1e-12)
 
     def test_difference_of_two_models_adds_independent_variances(self, small_balanced_scores):
         fit = cj.estimate(small_balanced_scores, "anova")
-        row = fit.contrast({("Qwen", "mu"): 1, ("GPT", "mu"): -1}).iloc[0]
-        a, b = (fit.contrast({"mu": 1}, model=mm).iloc[0] for mm in ("Qwen", "GPT"))
+        row = fit.contrast({("Qwen", "mu"): 1, ("GPT", "mu"): -1}).to_frame().iloc[0]
+        a, b = (fit.contrast({"mu": 1}, model=mm).to_frame().iloc[0] for mm in ("Qwen", "GPT"))
         va, vb = a["std_error"] ** 2, b["std_error"] ** 2
         assert row["estimate"] == pytest.approx(a["estimate"] - b["estimate"], rel=1e-12)
         assert row["std_error"] == pytest.approx(math.sqrt(va + vb), rel=1e-12)
@@ -89,7 +89,7 @@ def test_reml_contrasts_match_its_own_rows_on_unbalanced_data():
     off = fit.judge_offsets.set_index("judge")
     diag = next(iter(fit.diagnostics.values()))
     for i, j in enumerate(frame.judges):
-        row = fit.contrast({f"gamma[{j}]": 1}).iloc[0]
+        row = fit.contrast({f"gamma[{j}]": 1}).to_frame().iloc[0]
         assert row["std_error"] == pytest.approx(off.loc[j, "std_error"], rel=1e-12)
         assert row["df"] == pytest.approx(diag["df_gamma"][i], rel=1e-9)
         assert (row["lower"], row["upper"]) == pytest.approx((off.loc[j, "lower"], off.loc[j, "upper"]), rel=1e-9)

@@ -25,7 +25,7 @@ def test_mkdocs_build_strict_has_no_warnings(tmp_path):
     assert "WARNING" not in log, log
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     for name in ("judge_bias_heatmap", "strategy_curves", "estimate", "report"):
-        assert f'id="cjstats.' in api and name in api           # the API page is generated from docstrings
+        assert 'id="cjstats.' in api and name in api           # the API page is generated from docstrings
     for fig in ("judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier"):
         assert (tmp_path / "site" / "figures" / f"{fig}.png").exists()
 

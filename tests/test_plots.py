@@ -181,7 +181,7 @@ def test_coverage_plot_draws_coverage_with_mc_band():
     rows = [{"design": d, "method": m, "component": c, "coverage": cov, "coverage_mcse": 0.005,
              "replicates": 2000} for d, cov in (("n=20", 0.93), ("n=80", 0.95)) for m in ("anova", "reml")
             for c in ("scenario", "judge_panel")]
-    study = SimpleNamespace(summary=pd.DataFrame(rows))
+    study = SimpleNamespace(measures=pd.DataFrame(rows))
     fig = cp.coverage_plot(study)
     (pts,) = _by_gid(fig, "cov:scenario:anova")
     assert sorted(pts.get_xdata()) == [0.93, 0.95]

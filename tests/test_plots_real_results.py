@@ -32,7 +32,7 @@ def test_coverage_plot_band_ignores_a_method_that_failed_in_every_replicate():
     truth = cj.Truth.table3(["GPT"])
     study = cj.simulation_study(truth, [cj.Design(n=10, m=2, k=4, misspec={"mcar": 0.1})], ["anova", "reml"], 20,
                                 seed=2)
-    s = study.summary
+    s = study.measures
     assert (s.loc[s["method"] == "anova", "failure_rate"] == 1).all()
     fig = cj.plots.coverage_plot(study)
     band = _by_gid(fig, "mc_band")[0]

@@ -164,7 +164,7 @@ def test_optional_sections_render_tidy_frames_generically():
                           "rank_lower": [1, 2, 2], "rank_upper": [1, 3, 3], "p_best": [0.99, 0.01, 0.0]})
     diffs = pd.DataFrame({"model_a": ["GPT-2"], "model_b": ["GPT"], "difference": [0.29], "std_error": [0.06],
                           "df": [95.0], "lower": [0.17], "upper": [0.41], "p_value": [3e-6], "p_adjusted": [9e-6],
-                          "ci_level": [0.95], "method": ["anova"], "view": ["fixed"]})
+                          "ci_level": [0.95], "method": ["anova"], "view": ["panel"]})
     human = pd.DataFrame({"model": ["GPT"], "human_mean": [3.1], "bias": [-0.8]})
     html = cj.report(scores, comparisons=SimpleNamespace(ranks=ranks, differences=diffs), human_agreement=human)
     ids = [a["id"] for t, a in _tags(html) if t == "section"]

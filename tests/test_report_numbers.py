@@ -182,7 +182,7 @@ def test_known_extensions_pass_the_check(tmp_path, suffix):
 def test_coverage_axis_and_bars_stop_at_one():
     rows = [{"design": d, "method": "anova", "component": "scenario", "coverage": cov, "coverage_mcse": 0.01,
              "replicates": 200} for d, cov in (("n=5", 1.0), ("n=20", 0.93))]
-    fig = cj.plots.coverage_plot(SimpleNamespace(summary=pd.DataFrame(rows)))
+    fig = cj.plots.coverage_plot(SimpleNamespace(measures=pd.DataFrame(rows)))
     ax = fig.axes[0]
     assert ax.get_xlim()[1] == 1.0
     bars = [c for c in ax.collections if c.get_segments()]

@@ -67,10 +67,10 @@ class TestStudy:
     def test_result_has_one_summary_row_per_design_method_component(self):
         res = cj.simulation_study(cj.Truth.table3(["GPT"]), [SMALL, cj.Design(n=12, m=1, k=4)], ["anova", "reml"],
                                   5, seed=1)
-        assert len(res.summary) == 2 * 2 * 7
+        assert len(res.measures) == 2 * 2 * 7
         assert len(res.replicates) == 2 * 5 * 2 * 7
         # with m = 1 neither generation nor scenario_judge is identifiable: no truth, no estimate, left out
-        s = res.summary
+        s = res.measures
         unidentified = (s["design"] == "n=12 m=1 K=4") & s["component"].isin(["generation", "scenario_judge"])
         assert (s.loc[unidentified, "replicates"] == 0).all() and s.loc[unidentified, "truth"].isna().all()
         assert (s.loc[~unidentified, "replicates"] == 5).all()
@@ -88,7 +88,7 @@ class TestStudy:
     def test_a_failing_fit_is_recorded_never_fatal(self):
         cyc = cj.Design(n=12, m=1, k=4, k_per_item=2, strategy="cyclic")
         res = cj.simulation_study(cj.Truth.table3(["GPT"]), cyc, ["anova", "reml"], 3, seed=3)
-        s = res.summary.set_index(["method", "component"])
+        s = res.measures.set_index(["method", "component"])
         assert s.loc[("anova", "scenario"), "failure_rate"] == 1.0
         assert s.loc[("reml", "scenario"), "failure_rate"] == 0.0
         errs = res.replicates.loc[res.replicates["method"] == "anova", "error"]
@@ -98,8 +98,8 @@ class TestStudy:
     def test_criteria_get_their_own_rows(self):
         t = cj.Truth.table3(["GPT"], criteria=["helpful", "safe"])
         res = cj.simulation_study(t, SMALL, ["anova"], 2, seed=8)
-        assert list(res.summary.columns[:5]) == ["design", "method", "model", "criterion", "component"]
-        assert set(res.summary["criterion"]) == {"helpful", "safe"} and len(res.summary) == 14
+        assert list(res.measures.columns[:5]) == ["design", "method", "model", "criterion", "component"]
+        assert set(res.measures["criterion"]) == {"helpful", "safe"} and len(res.measures) == 14
         assert res.replicates["truth"].notna().sum() == 2 * 2 * 7
 
     def test_progress_bar_goes_to_stderr_with_the_time_left(self, capsys):
@@ -184,7 +184,7 @@ class TestUnderThePapersModel:
 
     @pytest.mark.parametrize("method", ["anova", "reml"])
     def test_coverage_of_every_component_is_nominal_within_monte_carlo_error(self, result, method):
-        s = result.summary[result.summary["method"] == self.METHODS[method]].set_index("component")
+        s = result.measures[result.measures["method"] == self.METHODS[method]].set_index("component")
         assert s.loc["scenario_judge", "replicates"] == 0  # not fitted: left out of the measures
         s = s.drop(index="scenario_judge")
         band = 3 * math.sqrt(0.95 * 0.05 / self.REPS)

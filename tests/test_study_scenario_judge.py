@@ -140,7 +140,7 @@ class TestStudy:
         # probability 0.6%; the seed is fixed (here 6 cover)
         covered = int(((sj["lower"] <= S2) & (S2 <= sj["upper"])).sum())
         assert covered >= 6
-        s = result.summary.set_index(["method", "component"])
+        s = result.measures.set_index(["method", "component"])
         assert s.loc[("reml", "scenario_judge"), "replicates"] == self.REPS
         assert s.loc[("reml", "scenario_judge"), "coverage"] == covered / self.REPS
         assert abs(s.loc[("reml", "scenario_judge"), "bias"]) < 0.3
@@ -150,7 +150,7 @@ class TestStudy:
     def test_the_papers_model_has_no_term_and_its_residual_holds_it(self, result):
         sj = self._rows(result, "reml(scenario_judge=False)", "scenario_judge")
         assert sj["estimate"].isna().all() and (sj["error"] == "").all()
-        s = result.summary.set_index(["method", "component"])
+        s = result.measures.set_index(["method", "component"])
         row = s.loc[("reml(scenario_judge=False)", "scenario_judge")]
         assert row["replicates"] == 0 and math.isnan(row["coverage"]) and row["failure_rate"] == 0
         # its residual estimates s2_residual + s2: about +0.5 on the within-cell truth, and covers it less often
@@ -178,12 +178,12 @@ class TestCoverageWithTheTerm:
 
     @pytest.mark.parametrize("method", ["anova", "reml"])
     def test_coverage_of_every_component_is_nominal(self, result, method):
-        s = result.summary[result.summary["method"] == method].set_index("component")
+        s = result.measures[result.measures["method"] == method].set_index("component")
         band = 3 * math.sqrt(0.95 * 0.05 / self.REPS)
         assert (s["replicates"] == self.REPS).all()
         off = s[(s["coverage"] - 0.95).abs() > band]
         assert off.empty, f"{method} coverage outside 0.95 +/- {band:.4f}: {off['coverage'].to_dict()}"
 
     def test_the_papers_model_misses_the_within_cell_residual(self, result):
-        s = result.summary.set_index(["method", "component"])
+        s = result.measures.set_index(["method", "component"])
         assert s.loc[("reml(scenario_judge=False)", "residual"), "coverage"] < 0.5

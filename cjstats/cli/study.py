@@ -197,4 +197,4 @@ def study(truth_text: str, models: str | None, judges: str, n_text: str, m_text:
             if arg in msg:
                 raise CjstatsError(f"The option {option} is invalid: {msg[0].lower()}{msg[1:]}") from None
         raise
-    emit_frame(result.summary, fmt, text=result.as_text())
+    emit_frame(result.measures, fmt, text=result.as_text())

@@ -228,7 +228,7 @@ def difference_components(fit, model_a: str, model_b: str) -> dict[str, float]:
         c = np.zeros((p, k))
         for row, v in coef_rows.items():
             c[row] = v
-        return fit.contrast(c, "panel")[1] ** 2
+        return fit.contrast(c, "panel").std_error ** 2
 
     v_diff = np.mean([var_of({a: center[l], b: -center[l]}) for l in range(k)])
     v_a = np.mean([var_of({a: center[l]}) for l in range(k)])
@@ -253,7 +253,7 @@ def _is_per_model(fit) -> bool:
 
 def _component_value(t: pd.DataFrame, name: str, model: str | None, column: str) -> float:
     """``column`` of the fixed-view row of component ``name`` (of ``model``, or the shared row)."""
-    sel = (t["component"] == name) & (t["view"] == "fixed")
+    sel = (t["component"] == name) & (t["view"] == "panel")
     if model is not None:
         sel &= t["model"] == model
     else:
@@ -274,13 +274,13 @@ def _quadratic_bounds(fit, contrasts: list[np.ndarray], count: int, level: float
     from cjstats.estimators.intervals import noncentral_chi2_interval
 
     fitted = [fit.contrast(c, "panel") for c in contrasts]
-    est = np.array([e for e, _, _ in fitted])
-    var = np.array([se**2 for _, se, _ in fitted])
+    est = np.array([r.estimate for r in fitted])
+    var = np.array([r.std_error**2 for r in fitted])
     n = len(contrasts)
     cov = np.diag(var)
     for i in range(n):
         for j in range(i + 1, n):
-            v_ij = fit.contrast(contrasts[i] + contrasts[j], "panel")[1] ** 2
+            v_ij = fit.contrast(contrasts[i] + contrasts[j], "panel").std_error ** 2
             cov[i, j] = cov[j, i] = (v_ij - var[i] - var[j]) / 2
     ev, vec = np.linalg.eigh(cov)
     nz = ev > ev.max() * 1e-9

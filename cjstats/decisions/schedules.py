@@ -30,6 +30,7 @@ import pandas as pd
 
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
+from cjstats.results.estimands import names as _estimand_names
 
 __all__ = ["cyclic_schedule", "random_schedule", "all_judges_schedule", "apportion", "schedule_audit",
            "ScheduleAudit", "realised_variance", "RealisedVariance", "SCHEDULE_COLUMNS", "COMPONENTS",
@@ -582,8 +583,9 @@ class RealisedVariance:
                 "estimator": self.estimator, "judge_view": self.judge_view, "scenario_judge": self.scenario_judge}
 
 
-#: The four variance components, in the order the decision layer uses.
-COMPONENTS: tuple[str, ...] = ("scenario", "generation", "residual", "judge_panel")
+#: The four variance components, in the order the decision layer uses (the ``decision`` names of the one
+#: estimand registry, ``cjstats.results.estimands.ESTIMANDS``).
+COMPONENTS: tuple[str, ...] = _estimand_names(decision=True)
 
 
 def _completed_mask(values: Any, caller: str) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS, JOINT_COMPONENTS
+from cjstats.results.estimands import COMPONENTS, JOINT_COMPONENTS
 from cjstats._validate import check_choice, import_registered, resolve_ci_level
 from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError

@@ -246,7 +246,7 @@ def _truncate(raw: float) -> tuple[float, bool]:
 
 
 def _diff_row(component: str, c1: float, ms1: float, df1: int, c2: float, ms2: float, df2: int,
-              level: float, interval: str, note: str = "", view: str = "fixed") -> ComponentRow:
+              level: float, interval: str, note: str = "", view: str = "panel") -> ComponentRow:
     raw = c1 * ms1 - c2 * ms2
     est, boundary = _truncate(raw)
     if interval == "mls":
@@ -304,7 +304,7 @@ def _group_rows(ms: MeanSquares, level: float, interval: str, ss_sj: float | Non
     se_mu = math.sqrt(ms.ms_scenario / (nm * k))
     t = _t_ppf(1 - a, ms.df_scenario)
     rows.append(ComponentRow("mu", ms.grand_mean, ms.grand_mean - t * se_mu, ms.grand_mean + t * se_mu, se_mu,
-                             "t (MS_S)", "fixed", ms.grand_mean))
+                             "t (MS_S)", "panel", ms.grand_mean))
     # scenario and generation
     if m > 1:
         rows.append(_diff_row("scenario", 1 / (m * k), ms.ms_scenario, ms.df_scenario, 1 / (m * k),
@@ -319,7 +319,7 @@ def _group_rows(ms: MeanSquares, level: float, interval: str, ss_sj: float | Non
     # residual
     lo, hi = chi2_interval(ms.ss_residual, ms.df_residual, level)
     se_w = ms.ms_residual * math.sqrt(2 / ms.df_residual)
-    rows.append(ComponentRow("residual", ms.ms_residual, lo, hi, se_w, "chi-square (exact)", "fixed",
+    rows.append(ComponentRow("residual", ms.ms_residual, lo, hi, se_w, "chi-square (exact)", "panel",
                              ms.ms_residual))
     # judge_panel: fixed judges; lambda = nm K judge_panel / s2_eps
     raw_panel = (k - 1) * (ms.ms_judge - ms.ms_residual) / (k * nm)
@@ -333,13 +333,13 @@ def _group_rows(ms: MeanSquares, level: float, interval: str, ss_sj: float | Non
         var_msw = 2 * ms.ms_residual**2 / ms.df_residual
         se_panel = (k - 1) / (k * nm) * math.sqrt(var_msj + var_msw)
         rows.append(ComponentRow("judge_panel", est_panel, lam_lo * scale, lam_hi * scale, se_panel,
-                                 "noncentral chi-square inversion", "fixed", raw_panel, b_panel))
+                                 "noncentral chi-square inversion", "panel", raw_panel, b_panel))
     else:
-        rows.append(ComponentRow("judge_panel", est_panel, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "fixed",
+        rows.append(ComponentRow("judge_panel", est_panel, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "panel",
                                  raw_panel, b_panel, True, "no residual variance: the F ratio is undefined"))
     # judge_population: random judges, (MS_J - MS_W)/(nm) on K-1 df
     rows.append(_diff_row("judge_population", 1 / nm, ms.ms_judge, ms.df_judge, 1 / nm, ms.ms_residual,
-                          ms.df_residual, level, interval, view="random",
+                          ms.df_residual, level, interval, view="population",
                           note=f"judges random: {k} judges give {k - 1} degrees of freedom"))
     # judge offsets
     se_g = math.sqrt(ms.ms_residual * (k - 1) / (k * nm))
@@ -374,7 +374,7 @@ def _group_rows_sj(ms: MeanSquares, level: float, interval: str, ss_sj: float) -
     se_mu = math.sqrt(ms.ms_scenario / (nm * k))
     t = _t_ppf(1 - a, ms.df_scenario)
     rows.append(ComponentRow("mu", ms.grand_mean, ms.grand_mean - t * se_mu, ms.grand_mean + t * se_mu, se_mu,
-                             "t (MS_S)", "fixed", ms.grand_mean))
+                             "t (MS_S)", "panel", ms.grand_mean))
     c = 1 / (m * k)
     raw = c * (ms.ms_scenario + ms_w - ms.ms_generation - ms_sj)
     est, boundary = _truncate(raw)
@@ -389,12 +389,12 @@ def _group_rows_sj(ms: MeanSquares, level: float, interval: str, ss_sj: float) -
         note = "Satterthwaite interval undefined for a non-positive estimate" if math.isnan(lo) else ""
     se = math.sqrt(sum(2 * (cc * mm) ** 2 / dd for cc, mm, dd in terms_p + terms_n))
     rows.append(ComponentRow("scenario", est, max(lo, 0.0) if not math.isnan(lo) else lo,
-                             max(hi, 0.0) if not math.isnan(hi) else hi, se, method, "fixed", raw, boundary, True, note))
+                             max(hi, 0.0) if not math.isnan(hi) else hi, se, method, "panel", raw, boundary, True, note))
     rows.append(_diff_row("generation", 1 / k, ms.ms_generation, ms.df_generation, 1 / k, ms_w, df_w, level, interval))
     rows.append(_diff_row("scenario_judge", 1 / m, ms_sj, df_sj, 1 / m, ms_w, df_w, level, interval,
                           note="residual is the within-cell residual"))
     lo, hi = chi2_interval(ss_w, df_w, level)
-    rows.append(ComponentRow("residual", ms_w, lo, hi, ms_w * math.sqrt(2 / df_w), "chi-square (exact)", "fixed",
+    rows.append(ComponentRow("residual", ms_w, lo, hi, ms_w * math.sqrt(2 / df_w), "chi-square (exact)", "panel",
                              ms_w))
     rows.extend(_judge_rows(ms, ms_sj, df_sj, level, interval, n, m, k))
     se_g = math.sqrt(ms_sj * (k - 1) / (k * nm))
@@ -420,12 +420,12 @@ def _judge_rows(ms: MeanSquares, ms_err: float, df_err: int, level: float, inter
         var_msw = 2 * ms_err**2 / df_err
         se_panel = (k - 1) / (k * nm) * math.sqrt(var_msj + var_msw)
         rows.append(ComponentRow("judge_panel", est_panel, lam_lo * scale, lam_hi * scale, se_panel,
-                                 "noncentral chi-square inversion", "fixed", raw_panel, b_panel))
+                                 "noncentral chi-square inversion", "panel", raw_panel, b_panel))
     else:
         rows.append(ComponentRow("judge_panel", est_panel, _NAN, _NAN, _NAN, "noncentral chi-square inversion",
-                                 "fixed", raw_panel, b_panel, True, "no residual variance: the F ratio is undefined"))
+                                 "panel", raw_panel, b_panel, True, "no residual variance: the F ratio is undefined"))
     rows.append(_diff_row("judge_population", 1 / nm, ms.ms_judge, ms.df_judge, 1 / nm, ms_err, df_err, level,
-                          interval, view="random", note=f"judges random: {k} judges give {k - 1} degrees of freedom"))
+                          interval, view="population", note=f"judges random: {k} judges give {k - 1} degrees of freedom"))
     return rows
 
 

@@ -8,7 +8,6 @@ score rows reach only the options that declare they need them (:func:`rows_for`)
 from __future__ import annotations
 
 import datetime as _dt
-from types import MappingProxyType
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from cjstats.results.components import (
     build_offsets_frame,
 )
 from cjstats._warnings import warn
+from cjstats.results.base import plain
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats, build_stats
@@ -152,7 +152,7 @@ def check_estimable(g: Unit) -> None:
 def make_provenance(method: str, seed: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
     from cjstats import __version__
 
-    return {"cjstats_version": __version__, "method": method, "seed": seed, "options": dict(options),
+    return {"cjstats_version": __version__, "method": method, "seed": seed, "options": plain(dict(options)),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -193,5 +193,5 @@ def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
         provenance=provenance, draws=draws, posterior=posterior, scale=scale,
-        covariance=MappingProxyType(covariance) if covariance else None, dropped=dropped,
+        covariance=covariance or None, dropped=dropped,
     )

@@ -20,6 +20,7 @@ from scipy import stats
 from cjstats._validate import check_choice, resolve_ci_level
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
+from cjstats.results.base import Result
 
 if TYPE_CHECKING:
     from cjstats.results.components import ParameterCovariance, VarianceComponents
@@ -125,7 +126,7 @@ def _wald_judge_f(pc: ParameterCovariance) -> dict[str, float]:
 
 
 @dataclass(frozen=True, slots=True)
-class JudgeTable:
+class JudgeTable(Result):
     """Each model's mean score under each single judge (paper Table 1).
 
     Attributes
@@ -140,6 +141,10 @@ class JudgeTable:
 
     table: pd.DataFrame
     top_model: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the long model x judge table."""
+        return self.table.copy()
 
     @property
     def top_model_changes(self) -> bool:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import CI_LEVEL, COMPONENTS
+from cjstats._defaults import CI_LEVEL
+from cjstats.results.estimands import COMPONENTS
 from cjstats.exceptions import CjstatsError
 from cjstats.plots._style import (
     PALETTE, STRATEGY_COLOURS, label_inches, new_axes, require_columns, require_packages,
@@ -520,14 +521,14 @@ def rank_plot(comparison: Any, *, ax: Any = None) -> Any:
 def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -> Any:
     """Coverage of each method's intervals by design and component, with Monte Carlo bands.
 
-    Draws ``study.summary`` (one row per design x method x component with ``coverage``, ``coverage_mcse`` and
+    Draws ``study.measures`` (one row per design x method x component with ``coverage``, ``coverage_mcse`` and
     ``replicates``): one panel per component, one row per design, methods side by side in colour, each point
     with +-2 ``coverage_mcse``. The grey band is the nominal level +-2 sqrt(level (1 - level) / replicates),
     where a correct interval's coverage falls 95% of the time.
 
     Parameters
     ----------
-    study : object with a ``summary`` DataFrame
+    study : StudyResult, or an object with a ``measures`` DataFrame
     nominal : float, optional
         The intervals' nominal level (default the package's ``CI_LEVEL``, or ``study.ci_level`` if present).
 
@@ -539,9 +540,9 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
     require_packages(caller, "matplotlib")
     from matplotlib.ticker import MaxNLocator
 
-    s = getattr(study, "summary", None)
+    s = getattr(study, "measures", None)
     require_columns(s, ("design", "method", "component", "coverage", "coverage_mcse", "replicates"),
-                    what="a study's .summary table", caller=caller)
+                    what="a study's .measures table", caller=caller)
     level = float(nominal if nominal is not None else getattr(study, "ci_level", CI_LEVEL))
     comps = [c for c in ("mu", *_VARIANCE_COMPONENTS) if c in set(s["component"])] or list(pd.unique(s["component"]))
     designs = [str(d) for d in pd.unique(s["design"])]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
 from cjstats.results.components import VarianceComponents
 from cjstats.exceptions import CjstatsError
 from cjstats.estimators.judges import JudgeTable

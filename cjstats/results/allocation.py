@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from cjstats.results.base import Result
 
 __all__ = ["Allocation", "p_best"]
 
@@ -18,7 +19,7 @@ _TOL = 1e-12          # relative slack when comparing a cost with the budget (as
 
 
 @dataclass(frozen=True)
-class Allocation:
+class Allocation(Result):
     """The optimiser's answer: ranked designs, the recommendation and how sure we are.
 
     Attributes

@@ -11,9 +11,9 @@ Each group also carries the covariance of its location estimates (mu and the jud
 group or across groups, is one generic method: :meth:`VarianceComponents.contrast` (statsmodels'
 ``t_test`` on results is the model).
 
-Which view of the judges a number takes is a column (``view``): ``fixed`` means the panel in the data is
+Which view of the judges a number takes is a column (``view``): ``panel`` means the panel in the data is
 the population of interest (the paper's sigma2_gamma and every variance computed with judges as fixed
-effects); ``random`` means the judges are a draw from a larger population (lme4's ``(1|judge)``).
+effects); ``population`` means the judges are a draw from a larger population (lme4's ``(1|judge)``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ import numpy as np
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.results.base import Result, freeze_plain
+from cjstats.results.estimands import ESTIMANDS, VIEWS, Estimand, register_estimand
+from cjstats.results.contrast import CONTRAST_COLUMNS, ContrastResult, contrast_result, parse_contrast
 
 __all__ = ["VarianceComponents", "ComponentRow", "COMPONENT_COLUMNS", "OFFSET_COLUMNS", "Summary",
            "build_components_frame", "build_offsets_frame", "Estimand", "ESTIMANDS", "register_estimand",
@@ -49,57 +52,7 @@ _NAN = float("nan")
 
 
 # ----------------------------------------------------------------------------------------------- estimands
-@dataclass(frozen=True, slots=True)
-class Estimand:
-    """A named quantity a backend may report: its meaning, the view of the judges it takes, and its kind."""
-
-    name: str
-    meaning: str
-    view: Literal["fixed", "random", "either"] = "fixed"
-    kind: Literal["variance", "mean", "contrast"] = "variance"
-
-
-#: The registry of estimand names: name -> :class:`Estimand`. The ``component`` column holds only these.
-ESTIMANDS: dict[str, Estimand] = {}
-
-
-def register_estimand(name: str, meaning: str, *, view: Literal["fixed", "random", "either"] = "fixed",
-                      kind: Literal["variance", "mean", "contrast"] = "variance") -> Estimand:
-    """Register an estimand name with its meaning (re-registering the same name replaces it)."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise CjstatsError(f"The 'name' argument of register_estimand must be an identifier such as 'judge_model'. "
-                           f"Got {name!r} instead.")
-    est = Estimand(name, meaning, view, kind)
-    ESTIMANDS[name] = est
-    return est
-
-
-for _name, _meaning, _view, _kind in (
-    ("mu", "the panel mean: mean over the panel's judges of the expected score of a new scenario", "fixed", "mean"),
-    ("scenario", "sigma2_alpha: variance of the scenario effects alpha_i", "fixed", "variance"),
-    ("generation", "sigma2_beta: variance of the generation-within-scenario effects beta_ij", "fixed", "variance"),
-    ("scenario_judge", "sigma2 of (alpha gamma)_il: judge l's own deviation on scenario i (judges disagreeing about "
-                       "which scenarios are hard); identifiable when a judge scored several generations of a scenario",
-     "fixed", "variance"),
-    ("residual", "sigma2_eps: variance of a single judge call around its cell and judge means (the within-cell "
-                 "residual when scenario_judge is fitted)", "fixed", "variance"),
-    ("judge_panel", "(1/K) sum_l gamma_l^2: judge-offset variance of the panel in the data (judges fixed)", "fixed",
-     "variance"),
-    ("judge_population", "variance of the distribution the judges are drawn from (judges random)", "random",
-     "variance"),
-    ("model_scenario", "variance of (alpha p)_pi: how differently models find the same scenario hard", "fixed",
-     "variance"),
-    ("judge_model", "the judge x model interaction: mean of (gamma p)_pl^2 over the panel and models (fixed) or its "
-                    "random-effect variance (random)", "either", "variance"),
-):
-    register_estimand(_name, _meaning, view=_view, kind=_kind)
-
-
-# ------------------------------------------------------------------------------------ location covariance
-#: Columns of :meth:`VarianceComponents.contrast`.
-CONTRAST_COLUMNS: tuple[str, ...] = ("contrast", "estimate", "std_error", "df", "statistic", "p_value", "lower",
-                                     "upper", "ci_level", "ci_method")
-
+# The registry lives in cjstats.results.estimands (imported here, so existing imports keep working).
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ParameterCovariance:
@@ -162,7 +115,7 @@ class ComponentRow:
     upper: float = _NAN
     std_error: float = _NAN
     ci_method: str = ""
-    view: str = "fixed"
+    view: str = "panel"
     raw_estimate: float = _NAN
     at_boundary: bool = False
     identifiable: bool = True
@@ -172,9 +125,12 @@ class ComponentRow:
         if self.component not in ESTIMANDS:
             raise CjstatsError(f"Unknown component '{self.component}' (registered: {', '.join(ESTIMANDS)}); "
                                f"register it with cjstats.results.components.register_estimand.")
+        if self.view not in VIEWS:
+            raise CjstatsError(f"The view of component '{self.component}' must be one of {', '.join(VIEWS)}. "
+                               f"Got {self.view!r} instead.")
 
     @classmethod
-    def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> ComponentRow:
+    def not_identifiable(cls, component: str, reason: str, *, view: str = "panel") -> ComponentRow:
         """A row with no number, carrying the reason (docs/architecture.md, Estimands)."""
         return cls(component, _NAN, identifiable=False, note=reason, view=view)
 
@@ -301,7 +257,7 @@ class Summary:
 
 # ------------------------------------------------------------------------------------------------- result
 @dataclass(frozen=True, slots=True)
-class VarianceComponents:
+class VarianceComponents(Result):
     """Variance components of a score table, with intervals, judge offsets and diagnostics.
 
     Attributes
@@ -358,6 +314,10 @@ class VarianceComponents:
     covariance: Mapping[str, ParameterCovariance] | None = None
     dropped: pd.DataFrame | None = None
 
+    def __post_init__(self) -> None:
+        # read-only mapping views cannot be pickled: keep plain dicts (cjstats.results.base.plain)
+        freeze_plain(self, "diagnostics", "provenance", "posterior", "covariance")
+
     @property
     def has_criterion(self) -> bool:
         return "criterion" in self.components.columns
@@ -410,61 +370,96 @@ class VarianceComponents:
         """Covariance of one group's location estimates (``mu``, ``gamma[<judge>]``) as a labelled DataFrame."""
         return self._covariance_of(self._group_key(model, criterion)).frame()
 
-    def contrast(self, weights: Mapping[Any, float], *, model: str | None = None, criterion: str | None = None,
-                 level: float | None = None, name: str | None = None) -> pd.DataFrame:
-        r"""Any linear contrast of the location estimates, with standard error, test and interval.
-
-        Parameters
-        ----------
-        weights : mapping
-            Either ``{param: weight}`` within one group (``param`` is ``"mu"`` or ``"gamma[<judge>]"``; the group
-            from ``model``/``criterion``), or ``{(group, param): weight}`` across groups, ``group`` being a key of
-            ``diagnostics`` (``"model"`` or ``"model / criterion"``). Groups are fitted independently, so their
-            estimates are independent.
-        level : float, optional
-            Interval level; default the fit's ``ci_level``.
-        name : str, optional
-            Label of the row (default: the weights written out).
-
-        Returns
-        -------
-        DataFrame
-            One row with columns :data:`CONTRAST_COLUMNS`. With covariances: estimate c'theta, standard error
-            sqrt(c'Sigma c), Satterthwaite df nu (across groups: nu = V^2 / sum_g V_g^2/nu_g), statistic
-            t = estimate/SE, two-sided p-value and the t interval. With draws (Bayes): the posterior mean and
-            standard deviation of the contrast's draws and its equal-tailed interval (df, statistic and p-value NaN).
-
-        Examples
-        --------
-        >>> import cjstats as cj
-        >>> fit = cj.estimate(cj.datasets.load("hanna"), method="anova")
-        >>> row = fit.contrast({"gamma[GPT-4]": 1, "gamma[Llama-3-70B]": -1}, model="GPT")  # doctest: +SKIP
-        """
-        from scipy import special
-
-        from cjstats._validate import resolve_ci_level
-
-        lvl = float(self.ci_level) if level is None else resolve_ci_level(level)
-        if not isinstance(weights, Mapping) or not weights:
-            raise CjstatsError("The 'weights' argument of contrast must be a non-empty mapping such as "
-                               "{'gamma[a]': 1, 'gamma[b]': -1}.")
-        keys = list(weights)
-        across = all(isinstance(k, tuple) and len(k) == 2 for k in keys)
-        if not across:
-            if any(isinstance(k, tuple) for k in keys):
-                raise CjstatsError("The 'weights' argument of contrast mixes (group, param) keys with plain param keys; "
+    def _contrast_weights(self, spec: Any, model: str | None, criterion: str | None
+                          ) -> tuple[dict[str, np.ndarray], str]:
+        """Per group key, the weights over that group's parameters (``mu``, ``gamma[<judge>]``), and a label."""
+        if isinstance(spec, str):
+            keys, label = [], spec.strip()
+            for w, name, parts in parse_contrast(spec):
+                if name not in ("mu", "gamma") or len(parts) > (1 if name == "mu" else 2) or (
+                        name == "gamma" and not parts):
+                    raise CjstatsError(f"The contrast {spec!r} names '{name}{'[' + ', '.join(parts) + ']' if parts else ''}'"
+                                       f", which a per-model fit does not have: use mu, mu[model], gamma[judge] or "
+                                       f"gamma[model, judge].")
+                group = parts[0] if (name == "mu" and parts) or len(parts) == 2 else None
+                gk = self._group_key(model, criterion) if group is None else self._named_group(group, criterion)
+                keys.append(((gk, "mu" if name == "mu" else f"gamma[{parts[-1]}]"), w))
+        elif isinstance(spec, Mapping) and spec:
+            raw = list(spec)
+            across = all(isinstance(k, tuple) and len(k) == 2 for k in raw)
+            if not across and any(isinstance(k, tuple) for k in raw):
+                raise CjstatsError("The 'spec' argument of contrast mixes (group, param) keys with plain param keys; "
                                    "use one form.")
+            if across:
+                keys = [((str(g), str(prm)), float(w)) for (g, prm), w in spec.items()]
+            else:
+                gk = self._group_key(model, criterion)
+                keys = [((gk, str(prm)), float(w)) for prm, w in spec.items()]
+            label = " + ".join(f"{w:g}*{k if across else k[1]}" for k, w in zip(
+                raw if across else [k for k, _ in keys], spec.values()))
+        elif isinstance(spec, (np.ndarray, list, tuple)) and not isinstance(spec, Mapping):
             gk = self._group_key(model, criterion)
-            keys = [(gk, k) for k in keys]
+            pc = self._covariance_of(gk)
+            c = np.asarray(spec, dtype=np.float64)
+            if c.shape != (len(pc.params),):
+                raise CjstatsError(f"A contrast array for group '{gk}' needs {len(pc.params)} weights, one per "
+                                   f"parameter ({', '.join(pc.params)}). Got shape {c.shape}.")
+            return {gk: c}, " + ".join(f"{w:g}*{prm}" for w, prm in zip(c, pc.params) if w)
+        else:
+            raise CjstatsError("The 'spec' argument of contrast must be a string such as 'gamma[a] - gamma[b]', a "
+                               "non-empty mapping such as {'gamma[a]': 1, 'gamma[b]': -1}, or an array of weights.")
         per_group: dict[str, np.ndarray] = {}
-        for (gk, param), w in zip(keys, weights.values()):
+        for (gk, param), w in keys:
             pc = self._covariance_of(str(gk))
             if param not in pc.params:
                 raise CjstatsError(f"Group '{gk}' has no parameter '{param}' (parameters: {', '.join(pc.params)}).")
             c = per_group.setdefault(str(gk), np.zeros(len(pc.params)))
             c[pc.params.index(param)] += float(w)
-        label = name or " + ".join(f"{w:g}*{k if across else k[1]}" for k, w in zip(
-            list(weights) if across else keys, weights.values()))
+        return per_group, label
+
+    def _named_group(self, name: str, criterion: str | None) -> str:
+        """The group key a label inside ``mu[...]`` names: a group key, or a model (with ``criterion``)."""
+        if self.covariance and name in self.covariance:
+            return name
+        return self._group_key(name, criterion)
+
+    def contrast(self, spec: Any, *, model: str | None = None, criterion: str | None = None,
+                 level: float | None = None, name: str | None = None) -> ContrastResult:
+        r"""Any linear contrast of the location estimates, with standard error, test and interval.
+
+        Parameters
+        ----------
+        spec : str, mapping or array
+            A string such as ``"gamma[a] - gamma[b]"``, ``"mu + gamma[a]"`` (in the group ``model``/``criterion``
+            names) or ``"mu[x] - mu[y]"`` (across groups; ``gamma[x, a]`` is judge a's offset in group x); or
+            ``{param: weight}`` within one group (``param`` is ``"mu"`` or ``"gamma[<judge>]"``); or
+            ``{(group, param): weight}`` across groups, ``group`` being a key of ``diagnostics`` (``"model"`` or
+            ``"model / criterion"``); or an array of weights over one group's parameters (``mu`` then the
+            judges). Groups are fitted independently, so their estimates are independent.
+        level : float, optional
+            Interval level; default the fit's ``ci_level``.
+        name : str, optional
+            Label of the result (default: the contrast written out).
+
+        Returns
+        -------
+        ContrastResult
+            With covariances: estimate c'theta, standard error sqrt(c'Sigma c), Satterthwaite df nu (across
+            groups: nu = V^2 / sum_g V_g^2/nu_g), statistic t = estimate/SE, two-sided p-value and the t interval.
+            With draws (Bayes): the posterior mean and standard deviation of the contrast's draws and its
+            equal-tailed interval (df, statistic and p-value NaN). ``.to_frame()`` gives it as one row.
+
+        Examples
+        --------
+        >>> import cjstats as cj
+        >>> fit = cj.estimate(cj.datasets.load("hanna"), method="anova")
+        >>> r = fit.contrast("gamma[GPT-4] - gamma[Llama-3-70B]", model="GPT")  # doctest: +SKIP
+        """
+        from cjstats._validate import resolve_ci_level
+
+        lvl = float(self.ci_level) if level is None else resolve_ci_level(level)
+        per_group, label = self._contrast_weights(spec, model, criterion)
+        label = name or label
         a = (1.0 - lvl) / 2.0
         pcs = {gk: self._covariance_of(gk) for gk in per_group}
         est = sum(float(c @ pcs[gk].estimate) for gk, c in per_group.items())
@@ -472,20 +467,18 @@ class VarianceComponents:
             n = min(pcs[gk].draws.shape[0] for gk in per_group)
             x = sum(pcs[gk].draws[:n] @ c for gk, c in per_group.items())
             lo, hi = np.quantile(x, [a, 1.0 - a])
-            row = (label, float(np.mean(x)), float(np.std(x, ddof=1)), _NAN, _NAN, _NAN, float(lo), float(hi), lvl,
-                   "posterior ETI")
-        else:
-            parts = [(pcs[gk].variance(c), pcs[gk].df(c)) for gk, c in per_group.items()]
-            var = sum(v for v, _ in parts)
-            den = sum(v * v / d for v, d in parts if v > 0 and math.isfinite(d))
-            df = var * var / den if den > 0 else math.inf
-            se = math.sqrt(max(var, 0.0))
-            tq = float(special.stdtrit(df, 1.0 - a)) if math.isfinite(df) else float(special.ndtri(1.0 - a))
-            stat = est / se if se > 0 else _NAN
-            p = (2.0 * float(special.stdtr(df, -abs(stat))) if math.isfinite(df) else
-                 2.0 * float(special.ndtr(-abs(stat)))) if se > 0 else _NAN
-            row = (label, est, se, df, stat, p, est - tq * se, est + tq * se, lvl, "t (Satterthwaite df)")
-        return pd.DataFrame([row], columns=list(CONTRAST_COLUMNS))
+            return ContrastResult(label, float(np.mean(x)), float(np.std(x, ddof=1)), _NAN, _NAN, _NAN, float(lo),
+                                  float(hi), lvl, "panel", "posterior ETI")
+        parts = [(pcs[gk].variance(c), pcs[gk].df(c)) for gk, c in per_group.items()]
+        var = sum(v for v, _ in parts)
+        den = sum(v * v / d for v, d in parts if v > 0 and math.isfinite(d))
+        df = var * var / den if den > 0 else math.inf
+        return contrast_result(label, est, var, df, lvl, view="panel", method="t (Satterthwaite df)")
+
+    def t_test(self, spec: Any, *, model: str | None = None, criterion: str | None = None,
+               level: float | None = None, name: str | None = None) -> ContrastResult:
+        """:meth:`contrast` under statsmodels' name."""
+        return self.contrast(spec, model=model, criterion=criterion, level=level, name=name)
 
     def posterior_tree(self) -> Any:
         """Every group's posterior as ONE ArviZ ``DataTree`` with a ``group`` dimension (for sampling backends).
@@ -522,7 +515,8 @@ class VarianceComponents:
 
     def summary(self) -> Summary:
         """A printable summary (text, markdown, HTML)."""
-        views = "judge_population: judges random (drawn from a population); every other row: judges fixed (the panel)."
+        views = ("judge_population: population view (judges drawn from a population); every other row: panel view "
+                 "(the judges in the data).")
         starred = bool(self.components["at_boundary"].astype(bool).any())      # the note only when a row is starred
         notes = (["* at the boundary: reported as 0, the edge of the parameter space (method of moments: the raw "
                   "estimate was negative, see raw_estimate; REML, lme4's isSingular: the likelihood peaks at 0)."]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
 from cjstats.exceptions import CjstatsError
 
 __all__ = ["wide", "long", "as_latex", "components_latex"]

@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
+from cjstats.results.base import Result
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import Scores
@@ -51,7 +52,7 @@ REPLICATE_COLUMNS: tuple[str, ...] = (
     "design_id", "design", "replicate", "method", "model", "component", "truth", "estimate", "lower", "upper",
     "at_boundary", "seconds", "error",
 )
-#: Measure columns of ``StudyResult.summary`` (after ``design, method, model, [criterion], component``).
+#: Measure columns of ``StudyResult.measures`` (after ``design, method, model, [criterion], component``).
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "truth", "mean_estimate", "bias", "bias_mcse", "rmse", "rmse_mcse", "coverage", "coverage_mcse",
     "mean_width", "median_width", "boundary_rate", "failure_rate", "seconds_per_fit", "replicates",
@@ -271,12 +272,12 @@ def _fmt(x: Any, digits: int = 3) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class StudyResult:
+class StudyResult(Result):
     """What :func:`simulation_study` returns.
 
     Attributes
     ----------
-    summary : DataFrame
+    measures : DataFrame
         One row per design x method x group x component with the columns :data:`SUMMARY_COLUMNS`
         (Morris, White & Crowther 2019, with Monte Carlo standard errors).
     replicates : DataFrame
@@ -284,14 +285,17 @@ class StudyResult:
         interval, ``at_boundary``, fit time and the error message of a failed fit (empty otherwise).
     settings : Mapping
         Truth, designs, methods, seed, ci_level, replicates, jobs, fingerprint and wall time.
+
+    ``to_frame()`` is a copy of ``measures``; ``summary()`` the printable summary (``as_text``, ``as_markdown``,
+    ``as_latex``, ``as_html``).
     """
 
-    summary: pd.DataFrame
+    measures: pd.DataFrame
     replicates: pd.DataFrame
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def _display(self) -> pd.DataFrame:
-        s = self.summary
+        s = self.measures
         keys = ["design", "method", "model"] + (["criterion"] if "criterion" in s.columns else []) + ["component"]
         out = s[keys].copy()
         if out["model"].nunique() == 1:
@@ -338,11 +342,19 @@ class StudyResult:
         t = t.map(lambda v: str(v).replace("\u00b1", r"$\pm$").replace("_", r"\_"))
         return t.style.hide(axis="index").to_latex(hrules=True)
 
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the performance measures (one row per design x method x group x component)."""
+        return self.measures.copy()
+
+    def as_html(self) -> str:
+        """The summary as an HTML table."""
+        return self._display().to_html(index=False)
+
     def __str__(self) -> str:
         return self.as_text()
 
     def _repr_html_(self) -> str:
-        return self._display().to_html(index=False)
+        return self.as_html()
 
 
 # ------------------------------------------------------------------------------------------------ checkpoint
@@ -508,14 +520,14 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
     Returns
     -------
     StudyResult
-        ``.summary`` (Morris, White & Crowther 2019 measures with Monte Carlo SEs), ``.replicates``,
+        ``.measures`` (Morris, White & Crowther 2019 measures with Monte Carlo SEs), ``.replicates``,
         ``print(result)``, ``.as_markdown()``, ``.as_latex()``.
 
     Examples
     --------
     >>> import cjstats as cj
     >>> res = cj.simulation_study(cj.Truth.table3(["GPT"]), [cj.Design(n=20, m=2, k=4)], ["anova"], 20, seed=1)
-    >>> res.summary.shape[0]   # mu, scenario, generation, scenario_judge, residual and the two judge rows
+    >>> res.measures.shape[0]   # mu, scenario, generation, scenario_judge, residual and the two judge rows
     7
     """
     if not isinstance(truth, Truth):
@@ -575,4 +587,4 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
                 "methods": [m.label for m in method_list], "replicates": reps, "ci_level": level, "seed": seed,
                 "jobs": jobs if isinstance(jobs, (int, str)) else "dask", "judges": truth.judges,
                 "fingerprint": fp, "seconds": elapsed, "resumed_replicates": len(finished)}
-    return StudyResult(summary=summarise_replicates(rep_table), replicates=rep_table, settings=settings)
+    return StudyResult(measures=summarise_replicates(rep_table), replicates=rep_table, settings=settings)

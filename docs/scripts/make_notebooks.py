@@ -135,7 +135,7 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
                "told to drop incomplete cells, so under MCAR its fits are recorded as failures "
                "(`failure_rate`), never silently skipped."),
         ("code", "plots.coverage_plot(study)"),
-        ("code", "study.summary[[\"design\", \"method\", \"component\", \"truth\", \"bias\", \"bias_mcse\", "
+        ("code", "study.measures[[\"design\", \"method\", \"component\", \"truth\", \"bias\", \"bias_mcse\", "
                  "\"coverage\", \"coverage_mcse\", \"failure_rate\"]].round(3)"),
         ("md", "Every replicate x method x component is kept in `study.replicates`, so anything else can be "
                "computed from it; `study.as_latex()` gives the summary as a booktabs table. A larger study runs "

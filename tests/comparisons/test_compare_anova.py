@@ -53,7 +53,7 @@ class TestJointAgreesWithPerModel:
         return cj.fit_joint(f, method="anova").components, cj.estimate(f, method="anova", scenario_judge=False).components
 
     @staticmethod
-    def _joint(t, comp, view="fixed"):
+    def _joint(t, comp, view="panel"):
         r = t[(t["component"] == comp) & (t["view"] == view)]
         return float(r["raw_estimate"].iloc[0])
 
@@ -174,8 +174,10 @@ class TestSelfPreference:
         # the comparison group of m2 is the models outside the family: m0, m1
         fit = cj.fit_joint(f)
         c = self_preference_contrast(self.P, self.K, 1, 2, [0, 1])
-        est, se, df = fit.contrast(c)
+        r = fit.contrast(c)
+        est, se, df = r.estimate, r.std_error, r.df
         assert abs(sp["estimate"].iloc[0] - est) < 1e-12 and df == self.P * (self.N * self.M - 1) * (self.K - 1)
+        assert abs(sp["std_error"].iloc[0] - se) < 1e-12
 
 
 class TestBadInput:

@@ -65,8 +65,8 @@ def test_posterior_ranks_and_p_best(fits):
 
 def test_residual_variance_interval_covers_reml(fits):
     f, b, r = fits
-    rb = b.components.set_index(["component", "view"]).loc[("residual", "fixed")]
-    rr = r.components.set_index(["component", "view"]).loc[("residual", "fixed")]
+    rb = b.components.set_index(["component", "view"]).loc[("residual", "panel")]
+    rr = r.components.set_index(["component", "view"]).loc[("residual", "panel")]
     assert rb["lower"] <= rr["estimate"] <= rb["upper"]
 
 

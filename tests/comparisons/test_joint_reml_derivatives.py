@@ -257,7 +257,7 @@ def test_lme4_fixtures_converge_at_a_stationary_point(name):
     for comp, ref in REF[name]["variances"].items():
         if ref is None:
             continue
-        row = comps[(comps.component == comp) & (comps.view == "fixed")].iloc[0]
+        row = comps[(comps.component == comp) & (comps.view == "panel")].iloc[0]
         assert row.estimate == pytest.approx(ref, rel=1e-5, abs=1e-8), comp
         if comp in OLD_SE[name]:
             assert row.std_error == pytest.approx(OLD_SE[name][comp], rel=2e-5), comp

@@ -29,7 +29,7 @@ VARIANCES = ("scenario", "model_scenario", "generation", "residual")
 
 def _fixed(fit, comp):
     t = fit.components
-    return t[(t.component == comp) & (t.view == "fixed")].iloc[0]
+    return t[(t.component == comp) & (t.view == "panel")].iloc[0]
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -135,7 +135,7 @@ def test_population_rows_equal_the_joint_anova_on_balanced_data():
                         s2_model_scenario=.0438, s2_generation=.02, s2_residual=.2613,
                         judge_model=rng.normal(0, .1, (3, 4)), rng=3)
     a, r = cj.fit_joint(df, method="anova").components, cj.fit_joint(df, method="reml").components
-    for comp, view in (("judge_model", "random"), ("judge_population", "random")):
+    for comp, view in (("judge_model", "population"), ("judge_population", "population")):
         ra = a[(a.component == comp) & (a.view == view)].iloc[0]
         rr = r[(r.component == comp) & (r.view == view)].iloc[0]
         for col in ("estimate", "lower", "upper", "std_error", "raw_estimate"):
@@ -148,7 +148,7 @@ def test_mentalalign_population_interval_is_no_longer_the_fixed_view_rescaled():
     rescaled); the ANOVA MLS interval of the same quantity is [0.0040, 0.0121]. judge_population had none."""
     s = cj.datasets.load("mentalalign", composite=True)
     t = cj.fit_joint(s, method="reml").components
-    jm = t[(t.component == "judge_model") & (t.view == "random")].iloc[0]
+    jm = t[(t.component == "judge_model") & (t.view == "population")].iloc[0]
     assert jm["lower"] == pytest.approx(0.0040, abs=2e-4) and jm["upper"] == pytest.approx(0.0121, abs=5e-4)
     jp = t[t.component == "judge_population"].iloc[0]
     assert 0 < jp["lower"] < jp["estimate"] < jp["upper"]

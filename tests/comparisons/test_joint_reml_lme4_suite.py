@@ -69,7 +69,7 @@ def _variance(fit, comp: str, model: str = JOINT) -> float:
     t = fit.components
     rows = t[(t.component == comp) & (t.model == model)]
     if len(rows) > 1:
-        rows = rows[rows.view == "fixed"]
+        rows = rows[rows.view == "panel"]
     assert len(rows) == 1, f"expected one {comp!r} row for model {model!r} in components, got {len(rows)}"
     return float(rows["estimate"].iloc[0])
 

@@ -26,6 +26,7 @@ import pytest
 
 import cjstats as cj
 from cjstats._defaults import JOINT_LABEL
+from cjstats.results.estimands import VIEWS
 from cjstats.estimators import (
     JOINT_BACKENDS, JOINT_ESTIMANDS, RANK_INTERVALS, Backend, JointCapabilities, ModuleBackend, missing_packages,
 )
@@ -150,12 +151,12 @@ def check_declared_estimands_and_views(method: str) -> None:
     assert list(mu["model"]) == list(f.models), f"{method}: one mu row per model, in order"
     shared = c[c["component"] != "mu"]
     assert (shared["model"] == JOINT_LABEL).all(), f"{method}: shared rows must have model == {JOINT_LABEL!r}"
-    assert set(c["view"]) <= {"fixed", "random"}
+    assert set(c["view"]) <= set(VIEWS)
     views = {comp: sorted(g["view"]) for comp, g in c.groupby("component")}
-    assert views.get("judge_model") == ["fixed", "random"], f"{method}: judge_model needs both views"
-    assert views.get("judge_population") == ["random"], f"{method}: judge_population takes the random view"
+    assert views.get("judge_model") == ["panel", "population"], f"{method}: judge_model needs both views"
+    assert views.get("judge_population") == ["population"], f"{method}: judge_population takes the population view"
     for comp in ("mu", "scenario", "model_scenario", "generation", "residual", "judge_panel"):
-        assert set(views.get(comp, [])) == {"fixed"}, f"{method}: {comp} takes the fixed view"
+        assert set(views.get(comp, [])) == {"panel"}, f"{method}: {comp} takes the panel view"
     assert not c.duplicated(["model", "component", "view"]).any(), f"{method}: duplicated rows"
 
 
@@ -330,7 +331,7 @@ class _Planted:
 
 
 def _drop_population_rows(f: JointFit) -> JointFit:
-    return dataclasses.replace(f, components=f.components[f.components["view"] != "random"].reset_index(drop=True))
+    return dataclasses.replace(f, components=f.components[f.components["view"] != "population"].reset_index(drop=True))
 
 
 def _shift_cell_means(f: JointFit) -> JointFit:

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import cjstats as cj
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
 from cjstats.results.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import available_backends
 from cjstats.estimators.base import M1_NOTE
@@ -427,8 +427,8 @@ class TestContract:
 
     def test_views_and_interval_kind_are_recorded(self, small_fit, small_scores):
         c = small_fit.components
-        assert (c.loc[c["component"] == "judge_population", "view"] == "random").all()
-        assert (c.loc[c["component"] != "judge_population", "view"] == "fixed").all()
+        assert (c.loc[c["component"] == "judge_population", "view"] == "population").all()
+        assert (c.loc[c["component"] != "judge_population", "view"] == "panel").all()
         assert (c["ci_method"] == "posterior ETI").all()
         assert (small_fit.judge_offsets["ci_method"] == "posterior ETI").all()
         with warnings.catch_warnings():

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import cjstats as cj
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
 from cjstats.estimators.base import SJ_NOTE
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.read import read_scores

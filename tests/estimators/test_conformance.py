@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
 from cjstats.results.components import COMPONENT_COLUMNS, OFFSET_COLUMNS, VarianceComponents
 from cjstats.estimators import BACKENDS, REGISTRY, REQUIRES, missing_packages
 from cjstats.estimators.base import M1_NOTE
@@ -39,10 +39,10 @@ def check_same_component_rows(method, scores, **_):
     fit = _fit(method, scores)
     for model, rows in fit.components.groupby("model"):
         assert list(rows["component"]) == list(COMPONENTS), f"{method}: rows of {model} are {list(rows['component'])}"
-    assert set(fit.components["view"]) <= {"fixed", "random"}
+    assert set(fit.components["view"]) <= {"panel", "population"}
     pop = fit.components[fit.components["component"] == "judge_population"]
-    assert (pop["view"] == "random").all(), "judge_population must take the random-judge view"
-    assert (fit.components.loc[fit.components["component"] != "judge_population", "view"] == "fixed").all()
+    assert (pop["view"] == "population").all(), "judge_population must take the population view"
+    assert (fit.components.loc[fit.components["component"] != "judge_population", "view"] == "panel").all()
 
 
 def check_intervals_contain_estimates(method, scores, **_):
@@ -146,7 +146,7 @@ def check_contrast_of_mu_reproduces_the_mu_row(method, scores, **_):
     """The generic contrast over the carried covariance (or draws) gives back the mu row's estimate and SE."""
     fit = _fit(method, scores)
     for model in fit.components["model"].unique():
-        row = fit.contrast({"mu": 1.0}, model=model).iloc[0]
+        row = fit.contrast({"mu": 1.0}, model=model).to_frame().iloc[0]
         mu = fit.components[(fit.components["model"] == model) & (fit.components["component"] == "mu")].iloc[0]
         assert row["estimate"] == pytest.approx(mu["estimate"], rel=1e-10)
         assert row["std_error"] == pytest.approx(mu["std_error"], rel=1e-10)

@@ -683,11 +683,11 @@ class TestDiagnostics:
         assert list(fit.components.columns) == list(COMPONENT_COLUMNS)
         assert (fit.components["method"] == "reml").all()
 
-    def test_views_are_fixed_except_judge_population(self, case_fits):
+    def test_views_are_panel_except_judge_population(self, case_fits):
         c = case_fits["real_hanna"].components
         assert dict(zip(c["component"], c["view"])) == {
-            "mu": "fixed", "scenario": "fixed", "generation": "fixed", "scenario_judge": "fixed", "residual": "fixed",
-            "judge_panel": "fixed", "judge_population": "random"}
+            "mu": "panel", "scenario": "panel", "generation": "panel", "scenario_judge": "panel", "residual": "panel",
+            "judge_panel": "panel", "judge_population": "population"}
 
     @pytest.mark.parametrize("a,b", [(1.0, 1e6), (1e-6, 0.0), (1e6, 0.0)], ids=["1e6+x", "1e-6x", "1e6x"])
     def test_fit_is_equivariant_under_location_and_scale(self, a, b, case_fits):

@@ -91,7 +91,7 @@ def _row(fit: cj.VarianceComponents, model: str, component: str) -> pd.Series:
     t = fit.components
     rows = t[(t.component == component) & (t.model == model)]
     if len(rows) > 1:
-        rows = rows[rows.view == ("random" if component == "judge_population" else "fixed")]
+        rows = rows[rows.view == ("population" if component == "judge_population" else "panel")]
     assert len(rows) == 1, f"expected one {component!r} row for model {model!r} in components, got {len(rows)}"
     return rows.iloc[0]
 

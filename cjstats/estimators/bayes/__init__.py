@@ -123,7 +123,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import COMPONENTS
+from cjstats.results.estimands import COMPONENTS
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.base import (
@@ -436,7 +436,7 @@ def _diagnose(run: _Run, g: CellStats, chains: int) -> dict[str, Any]:
     return diag
 
 
-def _row(name: str, x: np.ndarray, level: float, kind: str, method: str, *, view: str = "fixed",
+def _row(name: str, x: np.ndarray, level: float, kind: str, method: str, *, view: str = "panel",
          note: str = "") -> ComponentRow:
     mean = float(np.mean(x))
     lo, hi = _interval(x, level, kind)
@@ -479,14 +479,14 @@ def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str, sj_
         rows.append(ComponentRow.not_identifiable("scenario_judge", sj_note))
     if latent:
         r = math.pi**2 / 3.0
-        rows.append(ComponentRow("residual", r, r, r, 0.0, "fixed by the logit link", "fixed", r, False, True,
+        rows.append(ComponentRow("residual", r, r, r, 0.0, "fixed by the logit link", "panel", r, False, True,
                                  "latent scale: the logistic residual variance pi^2/3 is the unit of the latent "
                                  "scale, not an estimate"))
     else:
         rows.append(_row("residual", run.components["residual"], level, kind, method, note=resid_note))
     rows.append(_row("judge_panel", run.components["judge_panel"], level, kind, method,
                      note=join(lat_note, "judges fixed: mean of gamma_l^2 over the panel")))
-    rows.append(_row("judge_population", run.components["judge_population"], level, kind, method, view="random",
+    rows.append(_row("judge_population", run.components["judge_population"], level, kind, method, view="population",
                      note=join(lat_note, f"judges random: {k} judges give {k - 1} degrees of freedom, so the "
                                          f"interval is wide and depends on the prior")))
     offsets = []

@@ -31,6 +31,7 @@ from scipy import stats
 from cjstats._validate import resolve_ci_level
 from cjstats.estimators.humans._items import PANEL, PairedItems, paired_items
 from cjstats.io.scores import Scores
+from cjstats.results.base import Result
 
 __all__ = ["judge_agreement", "Agreement", "cluster_ols", "cluster_mean", "interval_alpha_two"]
 
@@ -132,7 +133,7 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
 
 # ---------------------------------------------------------------------------------------- result type
 @dataclass(frozen=True, slots=True)
-class Agreement:
+class Agreement(Result):
     """Judges against the reference raters, per judge (and ``panel``) and criterion.
 
     Attributes

@@ -71,6 +71,7 @@ from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.estimators.humans._items import PANEL, paired_items
 from cjstats.io.scores import Scores
+from cjstats.results.base import Result
 
 __all__ = ["ppi_means", "PPIMeans", "ppi_contrast", "ppi_mean_tuned", "label_shortfall", "MIN_LABELS",
            "MIN_VARIED"]
@@ -268,7 +269,7 @@ def _t_interval(est: float, se: float, df: float, ci_level: float) -> tuple[floa
 
 # ---------------------------------------------------------------------------------------- result type
 @dataclass(frozen=True, slots=True)
-class PPIMeans:
+class PPIMeans(Result):
     """Human-scale model means and paired differences by PPI++.
 
     Attributes

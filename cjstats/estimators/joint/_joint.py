@@ -15,7 +15,7 @@ degrees of freedom of a contrast (:meth:`JointFit.contrast`, docs/architecture.m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 import math
 from typing import Any, Literal
@@ -23,8 +23,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cjstats._defaults import JOINT_LABEL, COMPONENTS, JOINT_COMPONENTS
-from cjstats.results.components import COMPONENT_COLUMNS
+from cjstats._defaults import JOINT_LABEL
+from cjstats.results.base import Result
+from cjstats.results.components import ComponentRow, build_components_frame
+from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast, spec_label
 from cjstats.estimators.anova import mls_interval
 from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
@@ -39,35 +41,13 @@ View = Literal["panel", "population"]
 
 
 
-@dataclass(frozen=True, slots=True)
-class JointRow:
-    """One estimand of the joint fit (the fields of ``cjstats.results.components.ComponentRow``; the joint names too)."""
-
-    component: str
-    estimate: float
-    lower: float = float("nan")
-    upper: float = float("nan")
-    std_error: float = float("nan")
-    ci_method: str = ""
-    view: str = "fixed"
-    raw_estimate: float = float("nan")
-    at_boundary: bool = False
-    identifiable: bool = True
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        if self.component not in COMPONENTS + JOINT_COMPONENTS:
-            raise CjstatsError(f"Unknown component '{self.component}' "
-                               f"(known: {', '.join(COMPONENTS + JOINT_COMPONENTS)}).")
-
-    @classmethod
-    def not_identifiable(cls, component: str, reason: str, *, view: str = "fixed") -> JointRow:
-        """A row with no number, carrying the reason."""
-        return cls(component, float("nan"), identifiable=False, note=reason, view=view)
+#: One estimand row of the joint fit: the per-model fits' row type (one row type for every fit; the joint names
+#: ``model_scenario`` and ``judge_model`` are in the one estimand registry, ``ESTIMANDS``).
+JointRow = ComponentRow
 
 
 def mls_row(component: str, c: float, ms1: float, df1: float, ms2: float, df2: float, level: float,
-            view: str = "fixed", note: str = "") -> JointRow:
+            view: str = "panel", note: str = "") -> JointRow:
     """c (E[MS_1] - E[MS_2]), truncated at 0, with the MLS interval (Ting et al. 1990; bounds floored at 0) and the
     large-sample standard error sqrt(2 (c MS_1)^2/df1 + 2 (c MS_2)^2/df2). The joint ANOVA passes mean squares;
     the joint REML passes the same quantities built from GLS effects (df1 may be a Satterthwaite value)."""
@@ -263,25 +243,14 @@ def check_judges_scored(counts: np.ndarray, models: tuple[str, ...], judges: tup
                        f"all, and REML has no data for that cell); {fix}.")
 
 
-def components_frame(rows: list[tuple[str, JointRow]], *, method: str, ci_level: float) -> pd.DataFrame:
-    """The tidy joint components table, with the same columns as ``VarianceComponents.components``."""
-    data: dict[str, list] = {c: [] for c in COMPONENT_COLUMNS}
-    for model, r in rows:
-        data["model"].append(model)
-        data["component"].append(r.component)
-        for c in ("estimate", "std_error", "lower", "upper", "ci_method", "view", "raw_estimate", "at_boundary",
-                  "identifiable", "note"):
-            data[c].append(getattr(r, c))
-        data["ci_level"].append(ci_level if r.identifiable else float("nan"))
-        data["method"].append(method)
-    out = pd.DataFrame(data)
-    for c in ("estimate", "std_error", "lower", "upper", "ci_level", "raw_estimate"):
-        out[c] = out[c].astype(np.float64)
-    return out
+def components_frame(rows: list[tuple[str, ComponentRow]], *, method: str, ci_level: float) -> pd.DataFrame:
+    """The tidy joint components table: the per-model fits' frame builder, one ``model`` key per row."""
+    return build_components_frame([({"model": model}, r) for model, r in rows], method=method, ci_level=ci_level,
+                                  has_criterion=False)
 
 
 @dataclass(frozen=True, slots=True)
-class JointFit:
+class JointFit(Result):
     """A joint fit of several models: components with intervals, the judge x model table and its contrasts.
 
     Attributes
@@ -303,6 +272,11 @@ class JointFit:
         Level of every interval.
     diagnostics : Mapping
         Mean squares, dropped scenarios, optimiser state, as the backend reports them.
+    covariance : JointCovariance
+        The covariance of the cell means, as data (:class:`~cjstats.results.contrast.JointCovariance`): every
+        contrast's variance and degrees of freedom in either view come from it.
+    draws : ndarray or None
+        (S, P, K) posterior draws of eta (Bayes only).
     dropped : DataFrame or None
         What ``incomplete="drop"`` left out, one row per model: rows, cells and scenarios dropped of each
         (``cjstats._drop.DROPPED_COLUMNS``); ``None`` when the fit was not asked to drop anything.
@@ -316,58 +290,132 @@ class JointFit:
     tests: Mapping[str, Any]
     ci_level: float
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
-    contrast_fn: Callable[[np.ndarray, str], tuple[float, float]] | None = None
+    covariance: JointCovariance | None = None
     draws: np.ndarray | None = None  # (S, P, K) posterior draws of eta (Bayes only)
     dropped: pd.DataFrame | None = None
 
-    def contrast(self, c: np.ndarray, view: View = "panel") -> tuple[float, float, float]:
-        """Estimate, standard error and degrees of freedom of sum_pl c_pl eta_pl.
+    def _weights(self, spec: Any) -> tuple[np.ndarray, str]:
+        """The P x K weights over ``cell_means`` of a contrast spec, and its label."""
+        p, k = self.cell_means.shape
+        if isinstance(spec, str):
+            terms = parse_contrast(spec)
+            label = spec.strip()
+        elif isinstance(spec, Mapping):
+            if not spec:
+                raise CjstatsError("The 'spec' argument of contrast is an empty mapping; give weights such as "
+                                   "{'mu[x]': 1, 'mu[y]': -1}.")
+            terms = []
+            for key, w in spec.items():
+                (w1, name, parts), = parse_contrast(str(key))
+                terms.append((w1 * float(w), name, parts))
+            label = spec_label(spec)
+        else:
+            c = np.asarray(spec, dtype=np.float64)
+            if c.size != p * k:
+                raise CjstatsError(f"A contrast array needs shape {self.cell_means.shape} (models x judges). "
+                                   f"Got {c.shape}.")
+            return c.reshape(p, k), "c'eta"
+        c = np.zeros((p, k))
+        for w, name, parts in terms:
+            want = {"mu": 1, "gamma": 1, "eta": 2, "gp": 2}.get(name)
+            if want is None or len(parts) != want:
+                raise CjstatsError(f"The contrast names '{name}{'[' + ', '.join(parts) + ']' if parts else ''}', "
+                                   f"which a joint fit does not have: use mu[model], gamma[judge], eta[model, judge] "
+                                   f"or gp[model, judge].")
+            idx = []
+            for part, labels, what in zip(parts, (self.models, self.judges) if name != "gamma" else (self.judges,),
+                                          ("model", "judge") if name != "gamma" else ("judge",)):
+                if part not in labels:
+                    raise CjstatsError(f"The contrast names {what} '{part}', which this fit does not have "
+                                       f"({what}s: {', '.join(labels)}).")
+                idx.append(labels.index(part))
+            if name == "mu":
+                c[idx[0]] += w / k
+            elif name == "gamma":
+                c[:, idx[0]] += w / p
+                c -= w / (p * k)
+            elif name == "eta":
+                c[idx[0], idx[1]] += w
+            else:
+                c[idx[0], idx[1]] += w
+                c[idx[0]] -= w / k
+                c[:, idx[1]] -= w / p
+                c += w / (p * k)
+        return c, label
+
+    def contrast(self, spec: Any, view: View = "panel", *, level: float | None = None,
+                 name: str | None = None) -> ContrastResult:
+        r"""Any linear contrast sum_pl c_pl eta_pl of the judge x model cell means, with its test and interval.
+
+        ``spec`` is a string such as ``"mu[x] - mu[y]"`` or ``"gamma[a] - gamma[b]"`` (parameters ``mu[model]``:
+        the panel mean, a row mean of eta; ``gamma[judge]``: the judge's offset, its column mean minus the grand
+        mean; ``eta[model, judge]``: one cell mean; ``gp[model, judge]``: the judge x model interaction
+        eta_pl - row mean - column mean + grand mean), a mapping of those names to weights, or a P x K array c.
 
         ``view="panel"``: the judges in the data are fixed. ``view="population"``: the judges are a sample, so
         the judge x model variance (and, unless the contrast sums to zero within each model, the judge
-        variance) enters the standard error.
+        variance) enters the standard error: Var = c'(Sigma + s2_jm I + s2_j J_P (x) I_K)c
+        (:class:`~cjstats.results.contrast.JointCovariance` says how each backend gets the degrees of freedom).
         """
-        c = np.asarray(c, dtype=np.float64)
-        if c.shape != self.cell_means.shape:
-            raise CjstatsError(f"A contrast needs shape {self.cell_means.shape} (models x judges). Got {c.shape}.")
-        est = float(np.sum(c * self.cell_means))
-        var, df = self.contrast_fn(c, view)
-        return est, float(np.sqrt(max(var, 0.0))), float(df)
+        from cjstats._validate import check_choice, resolve_ci_level
+
+        check_choice("view", view, ("panel", "population"), caller="contrast")
+        lvl = float(self.ci_level) if level is None else resolve_ci_level(level)
+        c, label = self._weights(spec)
+        if self.covariance is None:
+            raise CjstatsError("This joint fit carries no covariance of its cell means; refit it with "
+                               "cjstats.fit_joint.")
+        var, df = self.covariance.variance_df(c[None], view)
+        return contrast_result(name or label, float(np.sum(c * self.cell_means)), float(var[0]), float(df[0]),
+                               lvl, view=view, method="t" if math.isfinite(df[0]) else "normal")
+
+    def t_test(self, spec: Any, view: View = "panel", *, level: float | None = None,
+               name: str | None = None) -> ContrastResult:
+        """:meth:`contrast` under statsmodels' name."""
+        return self.contrast(spec, view, level=level, name=name)
+
+    def contrasts(self, cs: np.ndarray, view: View = "panel") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Estimates, standard errors and degrees of freedom of a stack of P x K contrasts (N, P, K) at once (the
+        arrays behind :meth:`contrast`, for callers that need many)."""
+        cs = np.asarray(cs, dtype=np.float64).reshape(-1, *self.cell_means.shape)
+        var, df = self.covariance.variance_df(cs, view)
+        return (np.einsum("npk,pk->n", cs, self.cell_means), np.sqrt(np.maximum(var, 0.0)), df)
 
     def model_means(self) -> np.ndarray:
         """Panel means mu_p + mean_l(gamma_l + (gamma p)_pl): the row means of ``cell_means``."""
         return self.cell_means.mean(axis=1)
 
     def model_mean_covariance(self, view: View = "panel") -> tuple[np.ndarray, float]:
-        """Covariance of the model panel means up to a shared constant (differences are exact) and one df.
+        """Covariance of the model panel means and one df.
 
-        Built from the contrast variances: Cov_ab = (Var_a + Var_b - Var(a - b))/2, with Var_a of the
-        contrast e_a/K. The df is the smallest df of the pairwise differences (conservative for max-t).
+        The covariance is L Sigma L' with L = I_P (x) 1_K'/K (one matrix product,
+        :meth:`JointCovariance.model_mean_covariance`); the df is the smallest df of the pairwise differences
+        (conservative for max-t), computed for all pairs at once.
         """
         p, k = self.cell_means.shape
-        var = np.zeros(p)
-        dfs = []
-        for a in range(p):
-            c = np.zeros((p, k))
-            c[a] = 1.0 / k
-            var[a] = self.contrast_fn(c, view)[0]
-        cov = np.diag(var)
-        for a in range(p):
-            for b in range(a + 1, p):
-                c = np.zeros((p, k))
-                c[a], c[b] = 1.0 / k, -1.0 / k
-                v, df = self.contrast_fn(c, view)
-                dfs.append(df)
-                cov[a, b] = cov[b, a] = (var[a] + var[b] - v) / 2
-        return cov, float(min(dfs))
+        cov = self.covariance.model_mean_covariance(view)
+        a, b = np.triu_indices(p, 1)
+        cs = np.zeros((a.size, p, k))
+        cs[np.arange(a.size), a] = 1.0 / k
+        cs[np.arange(a.size), b] = -1.0 / k
+        _, dfs = self.covariance.variance_df(cs, view)
+        return cov, float(np.min(dfs))
 
-    def summary_text(self) -> str:
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the tidy components table."""
+        return self.components.copy()
+
+    def summary(self) -> Any:
+        """A printable summary (text, markdown, LaTeX, HTML) of the joint components."""
         from cjstats.results.components import Summary
 
         notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n)
         return Summary(title=f"Joint variance components ({self.method})",
                        header=(("models", str(len(self.models))), ("judges", str(len(self.judges)))),
-                       table=self.components, offsets=pd.DataFrame(), footnotes=notes).as_text()
+                       table=self.components, offsets=pd.DataFrame(), footnotes=notes)
+
+    def summary_text(self) -> str:
+        return self.summary().as_text()
 
     def __str__(self) -> str:
         return self.summary_text()

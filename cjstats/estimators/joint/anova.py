@@ -52,6 +52,7 @@ from scipy import special
 
 from cjstats._drop import account_for_drop, resolve_max_drop
 from cjstats._validate import check_choice
+from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (
     JOINT_LABEL, JointFit, JointRow, check_residual, components_frame, joint_stats, mls_row,
 )
@@ -133,7 +134,7 @@ def _panel_row(component: str, ss: float, df: int, ms_w: float, df_w: int, scale
     raw = (ss - df * ms_w) / scale_n
     est, boundary = _truncate(raw)
     if not ms_w > 0:
-        return JointRow(component, est, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "fixed", raw,
+        return JointRow(component, est, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "panel", raw,
                             boundary, True, "no residual variance: the interval is undefined")
     lam_lo, lam_hi = noncentral_chi2_interval(ss / ms_w, df, level)
     scale = ms_w / scale_n
@@ -141,7 +142,7 @@ def _panel_row(component: str, ss: float, df: int, ms_w: float, df_w: int, scale
     var1 = 2 * ms_w**2 * (df + 2 * lam_hat) / df**2
     se = df / scale_n * math.sqrt(var1 + 2 * ms_w**2 / df_w)
     return JointRow(component, est, lam_lo * scale, lam_hi * scale, se, "noncentral chi-square inversion",
-                        "fixed", raw, boundary, True, note)
+                        "panel", raw, boundary, True, note)
 
 
 def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tuple[str, JointRow]]:
@@ -156,7 +157,7 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
         ms_s_q = m * k * float(((s_q - s_q.mean()) ** 2).sum()) / (n - 1)
         se = math.sqrt(ms_s_q / (nm * k))
         g = float(t.model_means[q])
-        rows.append((name, JointRow("mu", g, g - tq * se, g + tq * se, se, "t (per-model MS_S)", "fixed", g)))
+        rows.append((name, JointRow("mu", g, g - tq * se, g + tq * se, se, "t (per-model MS_S)", "panel", g)))
     J = JOINT_LABEL
     rows.append((J, mls_row("scenario", 1 / (p * m * k), ms["S"], df["S"], ms["MS"], df["MS"], level)))
     if m > 1:
@@ -169,43 +170,13 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
             "generation", "not identifiable: one generation per (model, scenario) (m = 1)")))
     lo, hi = chi2_interval(ss["W"], df["W"], level)
     rows.append((J, JointRow("residual", ms["W"], lo, hi, ms["W"] * math.sqrt(2 / df["W"]),
-                                 "chi-square (exact)", "fixed", ms["W"])))
+                                 "chi-square (exact)", "panel", ms["W"])))
     rows.append((J, _panel_row("judge_panel", ss["J"], df["J"], ms["W"], df["W"], p * nm * k, level)))
     rows.append((J, mls_row("judge_population", 1 / (p * nm), ms["J"], df["J"], ms["JM"], df["JM"], level,
-                             view="random", note=f"judges random: {k} judges give {k - 1} degrees of freedom")))
+                             view="population", note=f"judges random: {k} judges give {k - 1} degrees of freedom")))
     rows.append((J, _panel_row("judge_model", ss["JM"], df["JM"], ms["W"], df["W"], p * k * nm, level)))
-    rows.append((J, mls_row("judge_model", 1 / nm, ms["JM"], df["JM"], ms["W"], df["W"], level, view="random")))
+    rows.append((J, mls_row("judge_model", 1 / nm, ms["JM"], df["JM"], ms["W"], df["W"], level, view="population")))
     return rows
-
-
-def _contrast_fn(t: JointMeanSquares):
-    p, n, m, k = t.p, t.n, t.m, t.k
-    nm = n * m
-    ms, df = t.ms, t.df
-
-    def fn(c: np.ndarray, view: str) -> tuple[float, float]:
-        A = float(c.sum()) ** 2
-        B = float((c.sum(axis=1) ** 2).sum())
-        C = float((c**2).sum())
-        D = float((c.sum(axis=0) ** 2).sum())
-        coef = {"S": A / (p * nm * k), "MS": -A / (p * nm * k) + B / (nm * k), "W": -B / (nm * k) + C / nm}
-        if view == "population":
-            if ms["JM"] > ms["W"]:
-                coef["JM"] = C / nm
-                coef["W"] -= C / nm
-            if ms["J"] > ms["JM"]:
-                coef["J"] = D / (p * nm)
-                coef["JM"] = coef.get("JM", 0.0) - D / (p * nm)
-        terms = {key: coef[key] * ms[key] for key in coef if abs(coef[key]) > 1e-14 * max(1.0, abs(C))}
-        var = sum(terms.values())
-        denom = sum(v**2 / df[key] for key, v in terms.items())
-        dof = var**2 / denom if denom > 0 else math.inf
-        # exact cases, free of rounding: one mean square only
-        if len(terms) == 1:
-            dof = float(df[next(iter(terms))])
-        return var, dof
-
-    return fn
 
 
 def _joint_drop_records(frame: pd.DataFrame, kept: set, criterion: str | None) -> list[dict[str, Any]]:
@@ -276,7 +247,7 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
             **drop_diag}
     return JointFit(method="anova", models=js.models, judges=js.judge_labels, cell_means=t.cell_means,
                     components=components_frame(rows, method="anova", ci_level=ci_level),
-                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, contrast_fn=_contrast_fn(t),
+                    tests={"judge_model": test}, ci_level=ci_level, diagnostics=diag, covariance=JointCovariance.anova(t.p, t.n, t.m, t.k, t.ms, t.df),
                     dropped=dropped)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (
     JOINT_LABEL, JointData, JointFit, JointRow, components_frame, joint_data, joint_stats,
 )
@@ -40,7 +41,7 @@ from cjstats.io.scores import Scores
 __all__ = ["build_joint_model", "fit_joint"]
 
 
-def _row(component: str, x: np.ndarray, level: float, view: str = "fixed", note: str = "") -> JointRow:
+def _row(component: str, x: np.ndarray, level: float, view: str = "panel", note: str = "") -> JointRow:
     a = (1 - level) / 2
     lo, hi = np.quantile(x, [a, 1 - a])
     m = float(np.mean(x))
@@ -141,24 +142,18 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     rows.append((J, _row("residual", flat("residual"), level)))
     rows.append((J, _row("judge_panel", flat("judge_panel"), level)))
     s2j, s2jm = flat("judge_population"), flat("judge_model_population")
-    rows.append((J, _row("judge_population", s2j, level, view="random")))
+    rows.append((J, _row("judge_population", s2j, level, view="population")))
     rows.append((J, _row("judge_model", flat("judge_model_panel"), level)))
-    rows.append((J, _row("judge_model", s2jm, level, view="random")))
+    rows.append((J, _row("judge_model", s2jm, level, view="population")))
     e_s2j, e_s2jm = float(s2j.mean()), float(s2jm.mean())
-
-    def contrast_fn(c: np.ndarray, view: str) -> tuple[float, float]:
-        x = np.einsum("spk,pk->s", eta_d, c)
-        var = float(np.var(x, ddof=1))
-        if view == "population":
-            var += float((c**2).sum()) * e_s2jm + float((c.sum(axis=0) ** 2).sum()) * e_s2j
-        return var, float("inf")
 
     # the point estimate of a contrast is sum c * posterior mean of eta = posterior mean of the contrast
     div = int(idata.sample_stats["diverging"].values.sum())
     diag = {"n": n_scen, "p": p, "k": k, "draws": draws, "chains": chains, "divergences": div, "seed": seed}
     return JointFit(method="bayes", models=d.models, judges=d.judges, cell_means=eta_d.mean(axis=0),
                     components=components_frame(rows, method="bayes", ci_level=ci_level), tests={},
-                    ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn, draws=eta_d)
+                    ci_level=ci_level, diagnostics=diag, draws=eta_d,
+                    covariance=JointCovariance.from_draws(eta_d, s2_judge_model=e_s2jm, s2_judge=e_s2j))
 
 
 def fit(stats: object, *, ci_level: float, seed: int | None = 0, rows: object = None, model_scenario: str = "pooled",

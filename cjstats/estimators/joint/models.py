@@ -39,6 +39,7 @@ from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.estimators.joint._joint import JointFit
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
+from cjstats.results.base import Result
 
 __all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
 
@@ -190,7 +191,7 @@ def _t_ppf(p: float, df: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelComparison:
+class ModelComparison(Result):
     """Paired differences and simultaneous ranks of several models from one joint fit.
 
     Attributes
@@ -265,6 +266,10 @@ class ModelComparison:
             for i in sorted(c):
                 letters[models[i]] += chr(ord("a") + li) if li < 26 else f"[{li}]"
         return pd.Series(letters, name="letters")
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the pairwise differences table."""
+        return self.differences.copy()
 
     def as_text(self) -> str:
         from cjstats.results.format import column_decimals, fixed, format_frame, format_interval
@@ -469,7 +474,8 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
         for b in order[ia + 1:]:
             c = np.zeros((p, k))
             c[a], c[b] = 1.0 / k, -1.0 / k
-            e, s, df = fit.contrast(c, view)
+            r = fit.contrast(c, view)
+            e, s, df = r.estimate, r.std_error, r.df
             a_idx.append(a)
             b_idx.append(b)
             est.append(e)

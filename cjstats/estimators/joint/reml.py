@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
                                        components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
@@ -523,7 +524,7 @@ def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarra
 
 
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
-                scale: float = 1.0, view: str = "fixed", note: str = "") -> JointRow:
+                scale: float = 1.0, view: str = "panel", note: str = "") -> JointRow:
     """(|g|^2 - tr Cov g)/count (times scale) with the noncentral chi-square interval of the module docstring."""
     raw = (float(g @ g) - float(np.trace(cov))) / count * scale
     est, boundary = (0.0, True) if raw < 0 else (raw, False)
@@ -571,12 +572,12 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
     dfi = (p - 1) * (k - 1)
     jm_raw = (float(g_int @ g_int) - float(np.trace(cov_int))) / dfi
     ms1, ms2, df1, _ = _quadratic_ms(g_int, cov_int, jm_raw)
-    jm = mls_row("judge_model", 1.0, ms1, df1, ms2, max(df_within, 1), level, view="random")
+    jm = mls_row("judge_model", 1.0, ms1, df1, ms2, max(df_within, 1), level, view="population")
     trg = float(np.trace(cov_judge))
     j_raw = (float(g_judge @ g_judge) - trg) / (k - 1) - jm_raw / p
     g2, _, df3, _ = _quadratic_ms(g_judge, cov_judge, j_raw + jm_raw / p)
     ms3 = g2 - trg / (k - 1) + float(np.trace(cov_int)) / (dfi * p)
-    jp = mls_row("judge_population", 1.0, max(ms3, 1e-300), df3, ms1 / p, df1, level, view="random",
+    jp = mls_row("judge_population", 1.0, max(ms3, 1e-300), df3, ms1 / p, df1, level, view="population",
                  note=f"judges random: {k} judges give {k - 1} degrees of freedom")
     return jm, jp
 
@@ -588,7 +589,7 @@ def _variance_row(component: str, est: float, se: float, bounds: tuple[float, fl
     if boundary:
         note = (note + "; " if note else "") + "REML optimum at 0"
     return JointRow(component, 0.0 if boundary else est, lo, hi, _NAN if boundary or not se > 0 else se,
-                    "profile likelihood (REML)", "fixed", 0.0 if boundary else est, boundary, True, note)
+                    "profile likelihood (REML)", "panel", 0.0 if boundary else est, boundary, True, note)
 
 
 _PER_MODEL_TEST_BUDGET = 300_000     # groups x second-order jet entries: above it a pooled fit skips the test
@@ -696,7 +697,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
         df = max(int(n_scen_model[q]) - 1, 1)
         tq = float(special.stdtrit(df, 1 - a))
         rows.append((name, JointRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
-                                        "fixed", est)))
+                                        "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     crit = NestedCriterion(ns, t_full, per_model=per_model)
     failed = []
@@ -751,22 +752,6 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     s2_jm_pop = max(jm_pop.raw_estimate, 0.0)
     s2_j_pop = max(raw_pop_j, 0.0)
 
-    def contrast_fn(c: np.ndarray, view: str) -> tuple[float, float]:
-        cf = c.reshape(-1)
-        var = float(cf @ cov @ cf)
-        if abs(c.sum()) > 1e-12:
-            df = n_scen - 1
-        elif np.abs(c.sum(axis=1)).max() > 1e-12:
-            df = df_between
-        else:
-            df = df_within
-        if view == "population":
-            add = float((c**2).sum()) * s2_jm_pop + float((c.sum(axis=0) ** 2).sum()) * s2_j_pop
-            if add > 0:
-                df = (var + add) ** 2 / (var**2 / df + add**2 / max(dfi, 1))
-                var += add
-        return var, float(df)
-
     diag = {"theta": fit.theta.tolist(), "s2_residual": fit.s2, "reml_deviance": fit.deviance,
             "converged": fit.converged, "n_evaluations": fit.n_evaluations, "n": n_scen, "p": p, "k": k,
             "n_cells": n_cells, "has_generation": ns.has_generation, "cell_counts": ns.counts.reshape(p, k),
@@ -788,7 +773,10 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
              "fit; those bounds are NaN.", CjstatsWarning, stacklevel=3)
     return JointFit(method="reml", models=js.models, judges=js.judge_labels, cell_means=beta,
                     components=components_frame(rows, method="reml", ci_level=ci_level),
-                    tests=tests, ci_level=ci_level, diagnostics=diag, contrast_fn=contrast_fn)
+                    tests=tests, ci_level=ci_level, diagnostics=diag,
+                    covariance=JointCovariance.reml(cov, p, k, s2_judge_model=s2_jm_pop, s2_judge=s2_j_pop,
+                                                    df_structure=(n_scen - 1, df_between, df_within),
+                                                    df_population=max(dfi, 1)))
 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None,

@@ -33,6 +33,7 @@ from cjstats.estimators.joint._joint import JointFit
 from cjstats.estimators.joint.models import _t_ppf, _t_sf2, fit_joint, holm
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
+from cjstats.results.base import Result
 
 __all__ = ["SelfPreference", "self_preference", "self_preference_contrast", "parse_families",
            "SELF_PREFERENCE_COLUMNS"]
@@ -95,7 +96,7 @@ def self_preference_contrast(n_models: int, n_judges: int, judge: int, model: in
 
 
 @dataclass(frozen=True, slots=True)
-class SelfPreference:
+class SelfPreference(Result):
     """Self-preference contrasts and the judge x model interaction.
 
     Attributes
@@ -121,6 +122,10 @@ class SelfPreference:
     def dropped(self) -> pd.DataFrame | None:
         """What ``incomplete="drop"`` left out of the joint fit, per model (:attr:`JointFit.dropped`)."""
         return self.fit.dropped
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of the self-preference contrasts table."""
+        return self.contrasts.copy()
 
     def as_latex(self, *, digits: int = 3) -> str:
         """The self-preference contrasts as a booktabs LaTeX table (:func:`cjstats.results.tables.as_latex`)."""
@@ -205,7 +210,8 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
         others = [q for q, m in enumerate(fit.models) if m not in own]
         for m in own:
             c = self_preference_contrast(p, k, lj, fit.models.index(m), others)
-            est, se, df = fit.contrast(c, "panel")
+            r = fit.contrast(c, "panel")
+            est, se, df = r.estimate, r.std_error, r.df
             tq = _t_ppf(1 - a, df)
             t = est / se if se > 0 else np.nan
             rows.append({"judge": judge, "model": m, "estimate": est, "std_error": se, "df": df,

@@ -293,7 +293,7 @@ def _judge_panel(fe: dict[str, Any], s2: float, df2: int, level: float, k: int) 
     # standard error: Var(|g|^2) = 2 tr(S^2) + 4 g'Sg for Gaussian gamma_hat, plus the noise of s2 in tr S
     var = 2.0 * float(np.sum(cov * cov)) + 4.0 * float(gamma @ cov @ gamma) + tr_g**2 * 2.0 * s2**2 / df2
     return ComponentRow("judge_panel", est, lam_lo * scale, lam_hi * scale, math.sqrt(var) / k,
-                        "noncentral chi-square (GLS)", "fixed", raw, boundary)
+                        "noncentral chi-square (GLS)", "panel", raw, boundary)
 
 
 def _wald(ev: _rs.Evaluator, model: str, fr: _rs.FitResult) -> tuple[np.ndarray, np.ndarray | None]:
@@ -398,7 +398,7 @@ from cjstats.estimators.reml.statsmodels_path import _fit_statsmodels  # noqa: E
 
 # ----------------------------------------------------------------------------------------------- groups
 def _variance_row(component: str, est_raw: float, theta_zero: bool, se: float, lo: float, hi: float,
-                  ci_method: str, note: str = "", view: str = "fixed") -> ComponentRow:
+                  ci_method: str, note: str = "", view: str = "panel") -> ComponentRow:
     boundary = bool(theta_zero)
     est = 0.0 if boundary else float(est_raw)
     return ComponentRow(component, est, lo, hi, _NAN if boundary else se, ci_method, view,
@@ -505,7 +505,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     else:
         mu_lo, mu_hi = fe["mu"] - t_mu * se_mu, fe["mu"] + t_mu * se_mu
         mu_method = _T_METHOD
-    rows.append(ComponentRow("mu", fe["mu"], mu_lo, mu_hi, se_mu, mu_method, "fixed", fe["mu"]))
+    rows.append(ComponentRow("mu", fe["mu"], mu_lo, mu_hi, se_mu, mu_method, "panel", fe["mu"]))
     # scenario and generation
     theta = fr.theta
     m1_note = "" if has_gen else _M1_SCENARIO_NOTE
@@ -520,7 +520,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
                                   ci_var, note="residual is the within-cell residual"))
     else:
         rows.append(ComponentRow.not_identifiable("scenario_judge", sj_note))
-    rows.append(ComponentRow("residual", s2e, *ints["residual"], se_f[0], ci_var, "fixed", s2e))
+    rows.append(ComponentRow("residual", s2e, *ints["residual"], se_f[0], ci_var, "panel", s2e))
     # judge_panel
     jp = _judge_panel(fe, s2e, df_judge_err, level, k)
     if interval == "bootstrap":
@@ -531,7 +531,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     s2j = rr.s2 * rr.theta[-1]
     rows.append(_variance_row("judge_population", s2j, rr.theta[-1] <= 0, se_r[-1], *ints["judge_population"],
                               ci_var, note=f"judges random: {k} judges give {k - 1} degrees of freedom",
-                              view="random"))
+                              view="population"))
     # judge offsets
     se_g = np.sqrt(np.maximum(np.diag(fe["cov_gamma"]), 0.0))
     t_g = stats.t.ppf(1 - a, df_t[1:])

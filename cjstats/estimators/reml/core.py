@@ -21,7 +21,7 @@ where U_c, V_c are cell sums. With J the (rows x K) judge indicators, every REML
 M = J'H^{-1}J (K x K), b = J'H^{-1}y, c = y'H^{-1}y and log|H|. These need only per-cell counts, per-cell judge
 counts, per-cell sums of y and sum(y^2): after one O(rows) pass, one evaluation costs O(n_scenarios K^2).
 
-Fixed judges (the ``view="fixed"`` components): X = J C with C = [1 | contr.sum], p = K columns, so
+Fixed judges (the ``view="panel"`` components): X = J C with C = [1 | contr.sum], p = K columns, so
 X'H^{-1}X = C'MC, the judge means are eta = M^{-1} b and the REML criterion, with s2_residual profiled out, is
 
     -2 l_R(theta) = (N - K) (1 + log(2 pi rss/(N - K))) + log|H| + log|C'MC|,   rss = c - b'M^{-1}b,
