@@ -186,7 +186,8 @@ def check_model_means_and_a_contrast(method: str) -> None:
     c[0], c[1] = 1.0 / k, -1.0 / k
     se = {}
     for view in JOINT_BACKENDS[method].capabilities.views:
-        est, s, df = f.contrast(c, view)
+        r = f.contrast(c, view)
+        est, s, df = r.estimate, r.std_error, r.df
         assert est == pytest.approx(means[0] - means[1], rel=1e-10, abs=1e-12), f"{method}: contrast estimate"
         assert np.isfinite(s) and s > 0 and df > 0, f"{method}: contrast ({view}) se={s}, df={df}"
         se[view] = s
