@@ -45,6 +45,8 @@ _SPARSE = ("run_group rewrites the sparse-judge warning of incomplete='drop' (ad
 _DESIGNS_ROWS = ("a check of the designs= rows a user gives predictive_design_variance; the optimiser's ordinal "
                  "evaluator (reached through the method names it shares) builds its candidate rows itself, and no "
                  "subcommand passes designs=")
+_LAZY_FRAME = ("a summary's text reads Scores.to_frame, whose lazy frame is built from rows already validated; the "
+               "graph resolves that build by name to the DuckDB engine's, which plan never runs")
 _JOINT_FIT = ("compare fits the joint backends; the per-model Bayesian fit's convergence advice is reached only "
               "because the per-model and joint registries both call a module's fit")
 #: (subcommand, option) -> why the graph reaches a message naming the option that the subcommand cannot show.
@@ -54,6 +56,8 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ("demo", "--judges-per-generation"): _DESIGNS_ROWS,
     ("judges", "--judges-per-generation"): _DESIGNS_ROWS,
     ("variance", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("plan", "--columns"): _LAZY_FRAME,
+    ("plan", "--duplicates"): _LAZY_FRAME,
     ("compare", "--draws"): _JOINT_FIT,
     ("compare", "--tune"): _JOINT_FIT,
     ("demo", "--columns"): "demo reads only the bundled tables, which read_scores accepts as shipped",
