@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats import CjstatsError, read_mtbench_judgments, read_scores
+from cjstats import CjstatsError, Scores, read_mtbench_judgments, read_scores
 
 
 def _frame(n=3, m=2, k=3, model="A"):
@@ -337,14 +337,20 @@ class TestPickleAndCopy:
 
     @pytest.mark.parametrize("case", ["arrow_frame", "criteria", "duplicates_mean", "reference", "csv_file",
                                       "subset", "composite"])
-    @pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+    @pytest.mark.parametrize("how", ["pickle", "deepcopy", "save_load"])
     def test_round_trip(self, tmp_path, case, how):
         import copy
         import pickle
 
         original = self._sources(tmp_path)[case]()
         fresh = self._sources(tmp_path)[case]()  # never asked for its frame before the copy
-        copied = pickle.loads(pickle.dumps(fresh)) if how == "pickle" else copy.deepcopy(fresh)
+        if how == "save_load":                   # a portable directory: Parquet + JSON, no pickle
+            saved = fresh.save(tmp_path / "saved")
+            assert sorted(p.name for p in saved.iterdir()) == sorted(
+                ["scores.json", "scores.parquet"] + (["reference.parquet"] if fresh.has_reference else []))
+            copied = Scores.load(saved)
+        else:
+            copied = pickle.loads(pickle.dumps(fresh)) if how == "pickle" else copy.deepcopy(fresh)
         self._assert_same(original, copied)
         with pytest.raises(TypeError):  # the copy's provenance is read-only, like the original's
             copied.provenance["source"] = "x"
@@ -352,6 +358,19 @@ class TestPickleAndCopy:
         a = cj.estimate(original, "anova", scenario_judge=False).components
         b = cj.estimate(copied, "anova", scenario_judge=False).components
         pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+    def test_save_refuses_a_path_that_is_not_a_saved_table_and_load_one_that_holds_none(self, tmp_path):
+        s = read_scores(_frame())
+        (tmp_path / "notes.txt").write_text("mine")
+        with pytest.raises(CjstatsError, match="exists and is not a saved score table"):
+            s.save(tmp_path / "notes.txt")
+        with pytest.raises(CjstatsError, match="holds no saved score table"):
+            Scores.load(tmp_path)
+        s.save(tmp_path / "t")
+        s.save(tmp_path / "t")                   # a saved table is replaced
+        (tmp_path / "t" / "scores.json").write_text('{"format": "cjstats-scores", "format_version": 99}')
+        with pytest.raises(CjstatsError, match="cannot read; upgrade cjstats"):
+            Scores.load(tmp_path / "t")
 
     def test_group_types_round_trip(self):
         import copy

@@ -102,6 +102,18 @@ class GroupData:
 
 
 # ------------------------------------------------------------------------------------------------ the table
+_SCORES_META = "scores.json"
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for the numpy scalars and arrays a provenance may hold (anything else as its text)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
 class Scores:
     """A validated, immutable long score table with its design summary.
 
@@ -197,6 +209,54 @@ class Scores:
     def to_frame(self) -> pd.DataFrame:
         """A copy of the validated long table."""
         return self._frame.copy()
+
+    # -- a portable copy on disk --------------------------------------------------------------------
+    def save(self, path: Any) -> Any:
+        """Write the table to the directory ``path`` (Parquet + JSON, no pickle) so that :meth:`load` rebuilds it.
+
+        ``scores.parquet`` is the validated long table, ``reference.parquet`` the reference ratings (if any) and
+        ``scores.json`` the format, the cjstats version, the provenance and the duplicate-cell counts. An
+        existing directory is replaced only when it holds a saved table; any other existing path is refused.
+        """
+        import json
+        import shutil
+        from pathlib import Path
+
+        from cjstats import __version__
+
+        path = Path(path)
+        if path.exists():
+            if not (path.is_dir() and (path / _SCORES_META).exists()):
+                raise CjstatsError(f"The path '{path}' exists and is not a saved score table; choose a new directory.")
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        self._frame.to_parquet(path / "scores.parquet")
+        if self._reference is not None:
+            self._reference.to_parquet(path / "reference.parquet")
+        dups = [[g.model, g.criterion, int(g.design.n_duplicates)] for g in self._groups if g.design.n_duplicates]
+        meta = {"format": "cjstats-scores", "format_version": 1, "cjstats_version": __version__,
+                "provenance": {k: v for k, v in self._provenance.items() if k != "reference"}, "duplicates": dups}
+        (path / _SCORES_META).write_text(json.dumps(meta, indent=1, default=_json_default))
+        return path
+
+    @classmethod
+    def load(cls, path: Any) -> Scores:
+        """Read a table written by :meth:`save` (one sentence when ``path`` is not one)."""
+        import json
+        from pathlib import Path
+
+        path = Path(path)
+        if not (path / _SCORES_META).exists():
+            raise CjstatsError(f"The directory '{path}' holds no saved score table (no {_SCORES_META}); write one "
+                               f"with scores.save(path).")
+        meta = json.loads((path / _SCORES_META).read_text())
+        if meta.get("format") != "cjstats-scores" or int(meta.get("format_version", 0)) > 1:
+            raise CjstatsError(f"'{path}' was written in format {meta.get('format')} version "
+                               f"{meta.get('format_version')}, which this cjstats version cannot read; upgrade cjstats.")
+        frame = pd.read_parquet(path / "scores.parquet")
+        ref = pd.read_parquet(path / "reference.parquet") if (path / "reference.parquet").exists() else None
+        dups = {(m, c): int(n) for m, c, n in meta.get("duplicates", [])}
+        return cls(frame, provenance=meta.get("provenance"), _n_duplicates=dups, _reference=ref)
 
     def __len__(self) -> int:
         return sum(g.design.n_rows for g in self._groups)  # every row is in one group
