@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cjstats as cj
@@ -173,3 +174,19 @@ def test_bad_specs_raise_one_sentence(terms, kw, message):
     args.update(kw)
     with pytest.raises(CjstatsError, match=message):
         GaussianSpec(terms, **args)
+
+
+def test_the_joint_fit_survives_pickle_deepcopy_and_save_load(fits, tmp_path):
+    """The joint posterior's fit is computed once: pickled, deep-copied or saved (draws as .npy, covariance as
+    data), it gives equal tables, draws and contrasts in both views."""
+    import copy
+    import pickle
+
+    _, bayes, _ = fits
+    saved = bayes.save(tmp_path / "joint")
+    for back in (pickle.loads(pickle.dumps(bayes)), copy.deepcopy(bayes), type(bayes).load(saved)):
+        pd.testing.assert_frame_equal(back.components, bayes.components, check_exact=True)
+        np.testing.assert_array_equal(back.draws, bayes.draws)
+        np.testing.assert_array_equal(back.cell_means, bayes.cell_means)
+        for view in ("panel", "population"):
+            assert back.contrast("mu[m0] - mu[m1]", view=view) == bayes.contrast("mu[m0] - mu[m1]", view=view)

@@ -425,6 +425,30 @@ class TestContract:
         assert list(fit.components["component"]) == list(anova.components["component"])
         assert list(fit.components["model"]) == list(anova.components["model"])
 
+    def test_survives_pickle_deepcopy_and_save_load(self, small_fit, tmp_path):
+        """A 20 s fit is computed once: it pickles, deep-copies and saves to a portable directory (posterior as
+        netCDF) with equal tables, draws, posterior and contrasts."""
+        import copy
+        import pickle
+
+        fit = small_fit
+        spec = "gamma[" + fit.judge_offsets["judge"].iloc[0] + "] - gamma[" + fit.judge_offsets["judge"].iloc[1] + "]"
+        saved = fit.save(tmp_path / "fit")
+        for back in (pickle.loads(pickle.dumps(fit)), copy.deepcopy(fit), type(fit).load(saved)):
+            for name in ("components", "judge_offsets", "design", "draws"):
+                pd.testing.assert_frame_equal(getattr(back, name), getattr(fit, name), check_exact=True, obj=name)
+            assert back.posterior.keys() == fit.posterior.keys()
+            for key in fit.posterior:
+                a, b = fit.posterior[key], back.posterior[key]
+                for group in ("posterior", "sample_stats"):
+                    for var in a[group].data_vars:
+                        x, y = a[group][var].values, b[group][var].values
+                        if x.dtype == object:      # a sampler's per-draw message slot: None (no message) or text
+                            assert [v is None for v in x.ravel()] == [v is None or v != v for v in y.ravel()], var
+                            continue
+                        np.testing.assert_array_equal(y, x, err_msg=f"{group}.{var}")
+            assert back.contrast(spec, model="GPT") == fit.contrast(spec, model="GPT")
+
     def test_views_and_interval_kind_are_recorded(self, small_fit, small_scores):
         c = small_fit.components
         assert (c.loc[c["component"] == "judge_population", "view"] == "population").all()
