@@ -34,20 +34,15 @@ from cjstats.io.scores import Scores
 from cjstats.stats import ScoreStats, build_stats
 from cjstats.stats.joint import JointStats, stack_models
 
-__all__ = ["JointFit", "JointData", "JointRow", "JointSource", "joint_data", "joint_stats", "as_scores",
+__all__ = ["JointFit", "JointData", "JointSource", "joint_data", "joint_stats", "as_scores",
            "components_frame", "check_judges_scored", "check_not_constant", "check_residual", "JOINT_LABEL"]
 
 View = Literal["panel", "population"]
 
 
 
-#: One estimand row of the joint fit: the per-model fits' row type (one row type for every fit; the joint names
-#: ``model_scenario`` and ``judge_model`` are in the one estimand registry, ``ESTIMANDS``).
-JointRow = ComponentRow
-
-
 def mls_row(component: str, c: float, ms1: float, df1: float, ms2: float, df2: float, level: float,
-            view: str = "panel", note: str = "") -> JointRow:
+            view: str = "panel", note: str = "") -> ComponentRow:
     """c (E[MS_1] - E[MS_2]), truncated at 0, with the MLS interval (Ting et al. 1990; bounds floored at 0) and the
     large-sample standard error sqrt(2 (c MS_1)^2/df1 + 2 (c MS_2)^2/df2). The joint ANOVA passes mean squares;
     the joint REML passes the same quantities built from GLS effects (df1 may be a Satterthwaite value)."""
@@ -55,7 +50,7 @@ def mls_row(component: str, c: float, ms1: float, df1: float, ms2: float, df2: f
     est, boundary = (0.0, True) if raw < 0 else (raw, False)
     lo, hi = mls_interval(c, ms1, df1, c, ms2, df2, level)
     se = math.sqrt(2 * (c * ms1) ** 2 / df1 + 2 * (c * ms2) ** 2 / df2)
-    return JointRow(component, est, max(lo, 0.0), max(hi, 0.0), se, "MLS (Ting et al. 1990)", view, raw,
+    return ComponentRow(component, est, max(lo, 0.0), max(hi, 0.0), se, "MLS (Ting et al. 1990)", view, raw,
                         boundary, True, note)
 
 

@@ -52,9 +52,10 @@ from scipy import special
 
 from cjstats._drop import account_for_drop, resolve_max_drop
 from cjstats._validate import check_choice
+from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (
-    JOINT_LABEL, JointFit, JointRow, check_residual, components_frame, joint_stats, mls_row,
+    JOINT_LABEL, JointFit, check_residual, components_frame, joint_stats, mls_row,
 )
 from cjstats.estimators.anova import chi2_interval
 from cjstats.estimators.intervals import noncentral_chi2_interval
@@ -126,7 +127,7 @@ def _truncate(raw: float) -> tuple[float, bool]:
 
 
 def _panel_row(component: str, ss: float, df: int, ms_w: float, df_w: int, scale_n: float, level: float,
-               note: str = "") -> JointRow:
+               note: str = "") -> ComponentRow:
     """Fixed-effects 'mean square' (sum of squared effects / count) with its noncentral chi-square interval.
 
     raw = (SS - df MS_W)/scale_n; SS/s2_eps ~ chi2'(df, lambda) with lambda = scale_n * value / s2_eps.
@@ -134,22 +135,22 @@ def _panel_row(component: str, ss: float, df: int, ms_w: float, df_w: int, scale
     raw = (ss - df * ms_w) / scale_n
     est, boundary = _truncate(raw)
     if not ms_w > 0:
-        return JointRow(component, est, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "panel", raw,
+        return ComponentRow(component, est, _NAN, _NAN, _NAN, "noncentral chi-square inversion", "panel", raw,
                             boundary, True, "no residual variance: the interval is undefined")
     lam_lo, lam_hi = noncentral_chi2_interval(ss / ms_w, df, level)
     scale = ms_w / scale_n
     lam_hat = max(0.0, ss / ms_w - df)
     var1 = 2 * ms_w**2 * (df + 2 * lam_hat) / df**2
     se = df / scale_n * math.sqrt(var1 + 2 * ms_w**2 / df_w)
-    return JointRow(component, est, lam_lo * scale, lam_hi * scale, se, "noncentral chi-square inversion",
+    return ComponentRow(component, est, lam_lo * scale, lam_hi * scale, se, "noncentral chi-square inversion",
                         "panel", raw, boundary, True, note)
 
 
-def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tuple[str, JointRow]]:
+def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tuple[str, ComponentRow]]:
     p, n, m, k = t.p, t.n, t.m, t.k
     ms, df, ss = t.ms, t.df, t.ss
     nm = n * m
-    rows: list[tuple[str, JointRow]] = []
+    rows: list[tuple[str, ComponentRow]] = []
     a = (1 - level) / 2
     tq = _t_ppf(1 - a, n - 1)
     for q, name in enumerate(models):
@@ -157,7 +158,7 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
         ms_s_q = m * k * float(((s_q - s_q.mean()) ** 2).sum()) / (n - 1)
         se = math.sqrt(ms_s_q / (nm * k))
         g = float(t.model_means[q])
-        rows.append((name, JointRow("mu", g, g - tq * se, g + tq * se, se, "t (per-model MS_S)", "panel", g)))
+        rows.append((name, ComponentRow("mu", g, g - tq * se, g + tq * se, se, "t (per-model MS_S)", "panel", g)))
     J = JOINT_LABEL
     rows.append((J, mls_row("scenario", 1 / (p * m * k), ms["S"], df["S"], ms["MS"], df["MS"], level)))
     if m > 1:
@@ -166,10 +167,10 @@ def _rows(t: JointMeanSquares, level: float, models: tuple[str, ...]) -> list[tu
     else:
         rows.append((J, mls_row("model_scenario", 1 / k, ms["MS"], df["MS"], ms["W"], df["W"], level,
                                  note="m = 1: holds s2_model_scenario + s2_generation (generation not separable)")))
-        rows.append((J, JointRow.not_identifiable(
+        rows.append((J, ComponentRow.not_identifiable(
             "generation", "not identifiable: one generation per (model, scenario) (m = 1)")))
     lo, hi = chi2_interval(ss["W"], df["W"], level)
-    rows.append((J, JointRow("residual", ms["W"], lo, hi, ms["W"] * math.sqrt(2 / df["W"]),
+    rows.append((J, ComponentRow("residual", ms["W"], lo, hi, ms["W"] * math.sqrt(2 / df["W"]),
                                  "chi-square (exact)", "panel", ms["W"])))
     rows.append((J, _panel_row("judge_panel", ss["J"], df["J"], ms["W"], df["W"], p * nm * k, level)))
     rows.append((J, mls_row("judge_population", 1 / (p * nm), ms["J"], df["J"], ms["JM"], df["JM"], level,

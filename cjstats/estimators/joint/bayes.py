@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (
-    JOINT_LABEL, JointData, JointFit, JointRow, components_frame, joint_data, joint_stats,
+    JOINT_LABEL, JointData, JointFit, components_frame, joint_data, joint_stats,
 )
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
@@ -41,11 +42,11 @@ from cjstats.io.scores import Scores
 __all__ = ["build_joint_model", "fit_joint"]
 
 
-def _row(component: str, x: np.ndarray, level: float, view: str = "panel", note: str = "") -> JointRow:
+def _row(component: str, x: np.ndarray, level: float, view: str = "panel", note: str = "") -> ComponentRow:
     a = (1 - level) / 2
     lo, hi = np.quantile(x, [a, 1 - a])
     m = float(np.mean(x))
-    return JointRow(component, m, float(lo), float(hi), float(np.std(x, ddof=1)), "posterior (equal-tailed)",
+    return ComponentRow(component, m, float(lo), float(hi), float(np.std(x, ddof=1)), "posterior (equal-tailed)",
                         view, m, False, True, note)
 
 
@@ -137,7 +138,7 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     if has_gen:
         rows.append((J, _row("generation", flat("generation"), level)))
     else:
-        rows.append((J, JointRow.not_identifiable(
+        rows.append((J, ComponentRow.not_identifiable(
             "generation", "not identifiable: one generation per (model, scenario) (m = 1)")))
     rows.append((J, _row("residual", flat("residual"), level)))
     rows.append((J, _row("judge_panel", flat("judge_panel"), level)))

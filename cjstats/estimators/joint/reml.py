@@ -61,8 +61,9 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import JointCovariance
-from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, JointRow, check_judges_scored, check_residual,
+from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, check_judges_scored, check_residual,
                                        components_frame, joint_stats, mls_row)
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.estimators.reml import engine
@@ -524,7 +525,7 @@ def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarra
 
 
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
-                scale: float = 1.0, view: str = "panel", note: str = "") -> JointRow:
+                scale: float = 1.0, view: str = "panel", note: str = "") -> ComponentRow:
     """(|g|^2 - tr Cov g)/count (times scale) with the noncentral chi-square interval of the module docstring."""
     raw = (float(g @ g) - float(np.trace(cov))) / count * scale
     est, boundary = (0.0, True) if raw < 0 else (raw, False)
@@ -537,7 +538,7 @@ def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: 
     lo, hi = noncentral_chi2_interval(w, int(nz.sum()), level)
     to_value = mean_ev / count * scale
     se = to_value * math.sqrt(2 * (int(nz.sum()) + 2 * max(w - nz.sum(), 0.0)))
-    return JointRow(component, est, lo * to_value, hi * to_value, se,
+    return ComponentRow(component, est, lo * to_value, hi * to_value, se,
                         "noncentral chi-square inversion (GLS effects)", view, raw, boundary, True, note)
 
 
@@ -554,7 +555,7 @@ def _quadratic_ms(g: np.ndarray, cov: np.ndarray, extra: float) -> tuple[float, 
 
 
 def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarray, cov_int: np.ndarray, p: int,
-                     k: int, df_within: int, level: float) -> tuple[JointRow, JointRow]:
+                     k: int, df_within: int, level: float) -> tuple[ComponentRow, ComponentRow]:
     r"""``judge_model`` and ``judge_population`` in the population view (judges and judge x model effects
     random), with MLS intervals built from the GLS effects exactly as the joint ANOVA builds them from mean
     squares, to which they reduce on balanced data.
@@ -583,12 +584,12 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
 
 
 def _variance_row(component: str, est: float, se: float, bounds: tuple[float, float], boundary: bool,
-                  note: str = "") -> JointRow:
+                  note: str = "") -> ComponentRow:
     """A joint variance with its profile-likelihood interval (the Wald standard error beside it; none at 0)."""
     lo, hi = bounds
     if boundary:
         note = (note + "; " if note else "") + "REML optimum at 0"
-    return JointRow(component, 0.0 if boundary else est, lo, hi, _NAN if boundary or not se > 0 else se,
+    return ComponentRow(component, 0.0 if boundary else est, lo, hi, _NAN if boundary or not se > 0 else se,
                     "profile likelihood (REML)", "panel", 0.0 if boundary else est, boundary, True, note)
 
 
@@ -686,7 +687,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
              + [(JOINT_LABEL, "generation")])
     used = [n for n, f in zip(names, np.r_[True, free]) if f]
     level = ci_level
-    rows: list[tuple[str, JointRow]] = []
+    rows: list[tuple[str, ComponentRow]] = []
     n_scen_model = np.bincount(ns.group_model, minlength=p)
     a = (1 - level) / 2
     for q, name in enumerate(js.models):
@@ -696,7 +697,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
         se = math.sqrt(float(c @ cov @ c))
         df = max(int(n_scen_model[q]) - 1, 1)
         tq = float(special.stdtrit(df, 1 - a))
-        rows.append((name, JointRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
+        rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
                                         "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     crit = NestedCriterion(ns, t_full, per_model=per_model)
@@ -705,7 +706,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
         (JOINT_LABEL, "generation"), (JOINT_LABEL, "residual")]
     for lab, comp in order:
         if (lab, comp) not in used:
-            rows.append((JOINT_LABEL, JointRow.not_identifiable(
+            rows.append((JOINT_LABEL, ComponentRow.not_identifiable(
                 comp, "not identifiable: one generation per (model, scenario) (m = 1)")))
             continue
         i = used.index((lab, comp))
