@@ -9,4 +9,5 @@
 - :mod:`~cjstats.results.persist`: ``save``/``load`` of a result as a portable directory.
 - :mod:`~cjstats.results.allocation`: :class:`~cjstats.results.allocation.Allocation`, the optimiser's answer.
 - :mod:`~cjstats.results.tables`: wide tables and booktabs LaTeX of any fit.
+- :mod:`~cjstats.results.format`: the one number-formatting policy of summaries, reports, plots and LaTeX.
 """
