@@ -40,7 +40,7 @@ def main(replicates: int = 200, seed: int = 7) -> None:
         fit = cj.fit_joint(f, "reml")
         t = fit.components.set_index(["component", "view"])
         for name, v in TRUE.items():
-            lo, hi = t.loc[(name, "fixed"), ["lower", "upper"]]
+            lo, hi = t.loc[(name, "panel"), ["lower", "upper"]]
             hits[name] += bool(lo <= v <= hi)
         s = cj.self_preference(f, {"j0": "m1"}, fit=fit).contrasts.iloc[0]
         sp_hit += bool(s.lower <= truth <= s.upper)

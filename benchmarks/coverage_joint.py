@@ -87,16 +87,16 @@ def one(args: tuple[str, int]) -> dict[str, list[bool]]:
     for comp in ("scenario", "generation", "residual"):
         if d["m"] == 1 and comp == "generation":
             continue
-        row = t[(t.component == comp) & (t.view == "fixed")].iloc[0]
+        row = t[(t.component == comp) & (t.view == "panel")].iloc[0]
         hit(comp, row, d["s2"][comp])
-    ms_rows = t[(t.component == "model_scenario") & (t.view == "fixed")]
+    ms_rows = t[(t.component == "model_scenario") & (t.view == "panel")]
     if per_model:
         for q in range(d["p"]):
             hit(f"model_scenario[m{q}]", ms_rows[ms_rows.model == f"m{q}"].iloc[0], ms[q])
     else:
         true_ms = ms[0] + (d["s2"]["generation"] if d["m"] == 1 else 0.0)
         hit("model_scenario", ms_rows.iloc[0], true_ms)
-    hit("judge_model (random)", t[(t.component == "judge_model") & (t.view == "random")].iloc[0], d["judge_model"])
+    hit("judge_model (random)", t[(t.component == "judge_model") & (t.view == "population")].iloc[0], d["judge_model"])
     hit("judge_population", t[t.component == "judge_population"].iloc[0], d["judge"])
     for r in cmp.differences.itertuples(index=False):
         a, b = int(r.model_a[1:]), int(r.model_b[1:])

@@ -75,9 +75,9 @@ def test_95_intervals_cover_the_truth(fits):
     # every row with a known true value; 95% intervals, so each misses with probability about 5% on a new seed
     f, b, r = fits
     c = b.components.set_index(["component", "view"])
-    truth = {("scenario", "fixed"): .5, ("model_scenario", "fixed"): .2, ("generation", "fixed"): .1,
-             ("residual", "fixed"): .3, ("judge_panel", "fixed"): float(np.mean(np.square(TRUTH["gamma"]))),
-             ("judge_model", "fixed"): float(np.mean(GP**2))}
+    truth = {("scenario", "panel"): .5, ("model_scenario", "panel"): .2, ("generation", "panel"): .1,
+             ("residual", "panel"): .3, ("judge_panel", "panel"): float(np.mean(np.square(TRUTH["gamma"]))),
+             ("judge_model", "panel"): float(np.mean(GP**2))}
     for key, value in truth.items():
         assert c.loc[key, "lower"] <= value <= c.loc[key, "upper"], key
     d = cj.compare_models(f, fit=b).differences

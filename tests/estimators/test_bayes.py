@@ -326,9 +326,12 @@ class TestUnbalanced:
         scores = read_scores(df)
         d = scores.design.iloc[0]
         assert not d["balanced"] and not d["complete"] and d["generations_min"] == 1 and d["generations_max"] == 4
+        # the slowest-mixing parameter of this table has an ESS of about 350-450 per 4 x 1,000 draws, on the 400
+        # threshold of the convergence check, so which side it lands on follows the last bits of the statistics
+        # (a different summation order moved it from 400+ to 357); 4 x 2,000 draws keep the check's verdict stable
         with warnings.catch_warnings():
             warnings.simplefilter("error", CjstatsWarning)
-            fit = cj.estimate(scores, "bayes", seed=3)
+            fit = cj.estimate(scores, "bayes", seed=3, draws=2000)
         diag = fit.diagnostics["Qwen"]
         assert diag["r_hat_max"] <= 1.01 and diag["divergences"] == 0
         assert list(fit.components["component"]) == list(COMPONENTS)

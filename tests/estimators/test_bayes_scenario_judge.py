@@ -226,8 +226,11 @@ class TestFit:
             cj.estimate(m2, "bayes", seed=1, likelihood="ordinal", scenario_judge=True)
 
     def test_false_reproduces_the_model_without_the_term(self):
-        # the numbers of the backend before the term existed (commit e340598, the same data, seed and options):
-        # scenario_judge=False runs the same density and sampler, so they agree to rounding
+        # scenario_judge=False runs the density and sampler of the backend before the term existed (commit
+        # e340598). Its draws then equalled that commit's to rounding; since the statistics are summed in a fixed
+        # order (einsum, not multi-threaded BLAS: the last bits of the sufficient statistics moved), NUTS follows
+        # another path from the same seed, so the old numbers hold to Monte Carlo error (within 0.25 posterior
+        # SD each, 600 draws) and the current ones are pinned to rounding.
         df = simulate_scores(n=20, m=3, k=4, s2_scenario=QWEN["scenario"], s2_generation=QWEN["generation"],
                              s2_residual=QWEN["residual"], judge_offsets=panel_offsets(4, QWEN["judge_panel"]),
                              mu=QWEN["mu"], model="Qwen", seed=31)
@@ -239,9 +242,16 @@ class TestFit:
                   "residual": (1.3789118216010345, 0.14850587152834824),
                   "judge_panel": (1.0601434886618875, 0.15629187217741788),
                   "judge_population": (2.9837142133726897, 4.89851753125553)}
+        now = {"mu": (7.351171098300625, 0.2182567917259837), "scenario": (0.7192177719036409, 0.3635602250106793),
+               "generation": (0.10669064120321849, 0.09904619333398833),
+               "residual": (1.370778661808351, 0.14271188922690067),
+               "judge_panel": (1.0598175831330723, 0.15508333132466168),
+               "judge_population": (2.9407478458077043, 6.4154593589788975)}
         for comp, (est, sd) in before.items():
             r = row(fit, comp)
-            assert r["estimate"] == pytest.approx(est, rel=1e-9) and r["std_error"] == pytest.approx(sd, rel=1e-9)
+            assert abs(r["estimate"] - est) <= 0.25 * sd, comp
+            assert r["estimate"] == pytest.approx(now[comp][0], rel=1e-9)
+            assert r["std_error"] == pytest.approx(now[comp][1], rel=1e-9)
         sj = row(fit, "scenario_judge")
         assert not sj["identifiable"] and "scenario_judge=False" in sj["note"]
         assert fit.draws["scenario_judge"].isna().all()
