@@ -286,21 +286,23 @@ class TestAgreement:
 class TestCoverage:
     """judge_panel intervals cover the fixed panel's truth at their nominal rate (one panel, fresh data).
 
-    150 replicates of a small design (n = 20, m = 2, K = 4), each fitted with 2 chains x 300 draws; the
-    intervals at three levels come from the same draws. Binomial standard errors at R = 150: 4.1% (50%),
-    3.3% (80%) and 1.8% (95%); each coverage must lie within 3 SE of its level.
+    R replicates of a small design (n = 20, m = 2, K = 4), each fitted with 2 chains x 300 draws; the
+    intervals at three levels come from the same draws. Each coverage must lie within 3 binomial SE of its
+    level: at R = 150 (``-m slow``) the SEs are 4.1% (50%), 3.3% (80%) and 1.8% (95%); CI runs the first 60
+    replicates (6.5%, 5.2%, 2.8%), which still fails an interval that covers like the Gaussian model on
+    ceilinged ordinal data (judge_panel 25-28% at 95%, docs/study.md) or one that ignores the judge term.
     """
 
-    REPLICATES = 150
-
-    def test_judge_panel_interval_covers_the_truth_at_nominal_rates(self):
+    @pytest.mark.parametrize("replicates", [pytest.param(60, id="ci"),
+                                            pytest.param(150, id="full", marks=pytest.mark.slow)])
+    def test_judge_panel_interval_covers_the_truth_at_nominal_rates(self, replicates):
         k = 4
         gam = panel_offsets(k, 0.5)
         truth = float(np.mean(gam**2))
         levels = (0.5, 0.8, 0.95)
         hits = np.zeros(len(levels))
         divergences = 0
-        for r in range(self.REPLICATES):
+        for r in range(replicates):
             df = simulate_scores(n=20, m=2, k=k, s2_scenario=1.0, s2_generation=0.2, s2_residual=1.0,
                                  judge_offsets=gam, mu=5.0, seed=10_000 + r)
             with warnings.catch_warnings():
@@ -312,9 +314,9 @@ class TestCoverage:
             for i, lvl in enumerate(levels):
                 lo, hi = np.quantile(x, [(1 - lvl) / 2, (1 + lvl) / 2])
                 hits[i] += lo <= truth <= hi
-        cover = hits / self.REPLICATES
+        cover = hits / replicates
         for lvl, c in zip(levels, cover):
-            se = math.sqrt(lvl * (1 - lvl) / self.REPLICATES)
+            se = math.sqrt(lvl * (1 - lvl) / replicates)
             assert abs(c - lvl) <= 3 * se, f"{lvl:.0%} intervals covered {c:.1%} (3 SE = {3 * se:.1%})"
         assert divergences == 0
 
