@@ -7,14 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from cjstats.io.read import read_scores
-from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
-
-
-def _sim(n: int, m: int, k: int, seed: int, model: str = "Qwen", missing: float = 0.0) -> pd.DataFrame:
-    c = TABLE3_MTBENCH[model]
-    return simulate_scores(n=n, m=m, k=k, s2_scenario=c["scenario"], s2_generation=c["generation"],
-                           s2_residual=c["residual"], judge_offsets=panel_offsets(k, c["judge_panel"]),
-                           mu=c["mu"], model=model, missing=missing, seed=seed)
+from sim_helpers import table3_frame as _sim
 
 
 @pytest.fixture

@@ -15,15 +15,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.studies.simulate import TABLE3_MTBENCH, panel_offsets, simulate_scores
-
-
-def _sim(n, m, k, seed, model="Qwen", as_model=None):
-    c = TABLE3_MTBENCH[model]
-    f = simulate_scores(n=n, m=m, k=k, s2_scenario=c["scenario"], s2_generation=c["generation"],
-                        s2_residual=c["residual"], judge_offsets=panel_offsets(k, c["judge_panel"]), mu=c["mu"],
-                        model=model, seed=seed)
-    return f.assign(model=as_model) if as_model else f
+from sim_helpers import table3_frame as _sim
 
 
 @pytest.fixture(scope="module")
