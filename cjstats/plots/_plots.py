@@ -581,7 +581,6 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
                             color=PALETTE[j % len(PALETTE)], label=m if comp == comps[0] else None)
             eb.lines[0].set_gid(f"cov:{comp}:{m}")
         a.set_title(comp, fontsize=9)
-        a.set_xlabel(f"coverage of {100 * level:g}% intervals")
         a.xaxis.set_major_locator(MaxNLocator(nbins=4))
     lows = np.concatenate([np.asarray(s["coverage"], dtype=float) - 2 * np.asarray(s["coverage_mcse"], dtype=float),
                            [level - half if math.isfinite(half) else level]])
@@ -592,6 +591,7 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
     axes[0].set_yticks(range(len(designs)), designs)
     axes[0].set_ylim(len(designs) - 0.5, -0.5)
     axes[0].set_ylabel("design")
-    fig.legend(loc="outside lower center", ncols=max(len(methods), 1))
+    fig.supxlabel(f"coverage of {100 * level:g}% intervals", fontsize=9)   # one label: panels sit close together
+    fig.legend(loc="outside right upper")
     fig.suptitle(f"Interval coverage (+-2 MC SE); band: nominal +-2 sqrt(p(1-p)/{reps:g})", fontsize=9)
     return fig
