@@ -76,6 +76,7 @@ _LAZY: dict[str, str] = {
     "difference_variance": "cjstats.decisions.differences",
     "difference_components": "cjstats.decisions.differences",
     "optimise_difference": "cjstats.decisions.differences",
+    "judge_drift": "cjstats.estimators.drift", "DriftResult": "cjstats.estimators.drift",
 }
 
 #: public names that are modules (``cj.tables`` is :mod:`cjstats.results.tables`).
@@ -95,6 +96,7 @@ __all__ = [
     "simulate_scores", "Truth", "Design", "design_grid", "simulation_study", "StudyResult",
     "compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
     "difference_variance", "difference_components", "optimise_difference",
+    "judge_drift", "DriftResult",
 ]
 
 
