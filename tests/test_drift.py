@@ -1,0 +1,180 @@
+"""judge_drift: hand-computed balanced case, lme4 on the stacked table, level and power by simulation, bad input."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+import cjstats as cj
+from cjstats.estimators.drift import adjust_p
+
+
+def _runs(rng, n=30, k=4, g=1, shift=None, s_item=1.0, s_c=0.0, s_e=0.5, s_sj=0.0):
+    """Two runs on n scenarios x g generations judged by k judges: shared item (and item x judge) effects,
+    run x scenario effects (sd s_c), independent calls (sd s_e); ``shift`` adds Delta_l to the second run."""
+    idx = pd.MultiIndex.from_product([[f"s{i:03d}" for i in range(n)], [f"g{j}" for j in range(g)],
+                                      [f"J{l}" for l in range(k)]], names=["scenario", "generation", "judge"])
+    f = idx.to_frame(index=False).assign(model="m")
+    si = f["scenario"].str[1:].astype(int).to_numpy()
+    gi = f["generation"].str[1:].astype(int).to_numpy()
+    li = f["judge"].str[1:].astype(int).to_numpy()
+    shared = (rng.normal(0, s_item, n)[si] + rng.normal(0, s_item, (n, g))[si, gi]
+              + rng.normal(0, s_sj, (n, k))[si, li] + 0.3 * li)
+    out = []
+    for r in range(2):
+        y = shared + rng.normal(0, s_c, n)[si] + rng.normal(0, s_e, len(f))
+        if r == 1 and shift is not None:
+            y = y + np.asarray(shift)[li]
+        out.append(f.assign(score=y))
+    return out
+
+
+def test_balanced_equals_hand_computation():
+    """Delta_l = mean over items of the paired differences; SE^2 = pooled within-judge variance of D / n."""
+    b, a = _runs(np.random.default_rng(3), n=25, k=3, s_c=0.4, shift=[0.3, 0.0, -0.2])
+    d = (a["score"] - b["score"]).to_numpy().reshape(25, 3)
+    n, k = d.shape
+    delta = d.mean(axis=0)
+    pooled = ((d - delta) ** 2).sum() / (k * (n - 1))
+    for method in ("anova", "reml"):
+        r = cj.judge_drift(b, a, method=method)
+        t = r.drift.set_index("judge")
+        np.testing.assert_allclose(t.loc[["J0", "J1", "J2"], "estimate"], delta, atol=1e-10)
+        np.testing.assert_allclose(t.loc["(panel mean)", "estimate"], delta.mean(), atol=1e-10)
+        if method == "anova" or r.fit.components.set_index("component").loc["scenario", "estimate"] > 0:
+            np.testing.assert_allclose(t.loc[["J0", "J1", "J2"], "std_error"], math.sqrt(pooled / n), rtol=1e-6)
+        # panel mean: the item means of D vary with variance Var(dbar_i)/n
+        np.testing.assert_allclose(t.loc["(panel mean)", "std_error"], d.mean(axis=1).std(ddof=1) / math.sqrt(n),
+                                   rtol=1e-6)
+        assert np.all(np.isfinite(t["df"]))
+    assert r.summary().as_text().startswith("Judge drift")
+
+
+def test_adjust_p_matches_definitions():
+    p = np.array([0.01, 0.04, 0.03, 0.2])
+    np.testing.assert_allclose(adjust_p(p, "holm"), [0.04, 0.09, 0.09, 0.2])
+    np.testing.assert_allclose(adjust_p(p, "bh"), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    np.testing.assert_allclose(adjust_p(p, "bonferroni"), [0.04, 0.16, 0.12, 0.8])
+
+
+def _level(method, n_rep, seed):
+    rng = np.random.default_rng(seed)
+    glob = fam = 0
+    for _ in range(n_rep):
+        b, a = _runs(rng, n=15, k=3, s_c=0.3)
+        r = cj.judge_drift(b, a, method=method)
+        glob += r.tests.set_index("test").loc["no_drift", "p_value"] < 0.05
+        fam += bool(r.flagged())
+    return glob / n_rep, fam / n_rep
+
+
+@pytest.mark.parametrize("method,n_rep", [("anova", 150)])
+def test_level_no_drift(method, n_rep):
+    """No drift: the global test and 'any judge flagged' (Holm) reject at about 5%: within 3 binomial SE
+    (0.0178 at 150 runs) of 0.05 from above, and not far below (a test with level 0 also fails)."""
+    g, f = _level(method, n_rep, seed=11)
+    se = math.sqrt(0.05 * 0.95 / n_rep)
+    assert abs(g - 0.05) < 3 * se, g
+    assert f < 0.05 + 3 * se and f > 0.05 - 3 * se - 0.02, f   # Holm is conservative by at most a little
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method,n_rep", [("reml", 400), ("anova", 1000)])
+def test_level_no_drift_slow(method, n_rep):
+    g, f = _level(method, n_rep, seed=12)
+    se = math.sqrt(0.05 * 0.95 / n_rep)
+    assert abs(g - 0.05) < 3 * se, g
+    assert abs(f - 0.05) < 3 * se + 0.01, f
+
+
+def test_power_one_judge_shift():
+    """One judge shifts by delta: its Holm-adjusted rejection rate sits between the power its SE implies at the
+    Bonferroni level (Holm's first step) and unadjusted, within 3 binomial SE."""
+    n, k, s_c, s_e, delta, n_rep = 20, 4, 0.3, 0.5, 0.45, 150
+    rng = np.random.default_rng(21)
+    hits = 0
+    for _ in range(n_rep):
+        b, a = _runs(rng, n=n, k=k, s_c=s_c, s_e=s_e, shift=[delta, 0, 0, 0])
+        r = cj.judge_drift(b, a, method="anova")
+        hits += "J0" in r.flagged()
+    se_true = math.sqrt((s_c ** 2 * 2 + 2 * s_e ** 2) / n)   # Var(D) = 2 s_c^2 + 2 s_e^2 over n items
+    df = k * (n - 1)
+
+    def power(alpha):
+        q = st.t.ppf(1 - alpha / 2, df)
+        return st.nct.sf(q, df, delta / se_true) + st.nct.cdf(-q, df, delta / se_true)
+
+    lo, hi = power(0.05 / k), power(0.05)
+    rate = hits / n_rep
+    mc = 3 * math.sqrt(0.25 / n_rep)
+    assert lo - mc < rate < hi + mc, (rate, lo, hi)
+    assert 0.3 < lo < 0.9       # the design is in the informative range of power
+
+
+@pytest.mark.skipif(shutil.which("Rscript") is None or subprocess.run(
+    ["Rscript", "-e", "library(lme4)"], capture_output=True).returncode != 0, reason="R with lme4 not installed")
+def test_equals_lmer_on_stacked_table(tmp_path):
+    """The one REML fit of the differences equals lmer's fit of the stacked table with the shared item effects
+    (scenario, generation, scenario x judge, generation x judge) and the run-specific ones (run x scenario,
+    run x generation, run x scenario x judge):
+    Delta_l and its SE from fixef/vcov of the cell-means parametrisation."""
+    b, a = _runs(np.random.default_rng(5), n=40, k=3, g=2, s_c=0.5, s_sj=0.5, shift=[0.4, 0.0, -0.1])
+    stacked = pd.concat([b.assign(run="before"), a.assign(run="after")])
+    path = tmp_path / "stacked.csv"
+    stacked.to_csv(path, index=False)
+    script = f"""
+suppressMessages(library(lme4))
+d <- read.csv("{path}")
+d$cell <- factor(paste(d$run, d$judge, sep=":"))
+f <- lmer(score ~ 0 + cell + (1|scenario) + (1|scenario:generation) + (1|scenario:judge) +
+          (1|scenario:generation:judge) + (1|run:scenario) + (1|run:scenario:generation) +
+          (1|run:scenario:judge), data=d, REML=TRUE,
+          control=lmerControl(optimizer="bobyqa", optCtrl=list(maxfun=1e5)))
+b <- fixef(f); V <- as.matrix(vcov(f))
+for (j in c("J0","J1","J2")) {{
+  c <- setNames(rep(0, length(b)), names(b)); c[paste0("cellafter:", j)] <- 1; c[paste0("cellbefore:", j)] <- -1
+  cat(j, sum(c*b), sqrt(drop(t(c) %*% V %*% c)), "\\n")
+}}
+"""
+    out = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lme = {ln.split()[0]: (float(ln.split()[1]), float(ln.split()[2])) for ln in out.stdout.strip().splitlines()}
+    r = cj.judge_drift(b, a, method="reml").drift.set_index("judge")
+    for j, (est, se) in lme.items():
+        assert r.loc[j, "estimate"] == pytest.approx(est, abs=1e-6)
+        assert r.loc[j, "std_error"] == pytest.approx(se, rel=2e-3)
+
+
+def test_bad_input_one_sentence():
+    b, a = _runs(np.random.default_rng(1), n=6, k=3)
+    with pytest.raises(cj.CjstatsError, match="'after' run is missing"):
+        cj.judge_drift(b)
+    with pytest.raises(cj.CjstatsError, match="different judges .only before: J2"):
+        cj.judge_drift(b, a[a["judge"] != "J2"])
+    with pytest.raises(cj.CjstatsError, match="2 of the 6 items of 'before' and 0 of the 4 items of 'after'"):
+        cj.judge_drift(b, a[~a["scenario"].isin(["s000", "s001"])])
+    with pytest.warns(cj.CjstatsWarning, match="kept the 4 shared items"):
+        r = cj.judge_drift(b, a[~a["scenario"].isin(["s000", "s001"])], unshared="drop")
+    assert set(r.drift["n_items"]) == {4}
+    with pytest.raises(cj.CjstatsError, match="share no anchor item"):
+        cj.judge_drift(b, a.assign(scenario=a["scenario"] + "x"))
+    with pytest.raises(cj.CjstatsError, match="adjust"):
+        cj.judge_drift(b, a, adjust="fdr")
+
+
+def test_result_contract(tmp_path):
+    b, a = _runs(np.random.default_rng(2), n=10, k=3, shift=[1.0, 0, 0])
+    r = cj.judge_drift(b, a, adjust="bh", labels=("v1", "v2"))
+    r2 = pickle.loads(pickle.dumps(r))
+    pd.testing.assert_frame_equal(r2.drift, r.drift)
+    r.save(tmp_path / "d")
+    r3 = cj.DriftResult.load(tmp_path / "d")
+    pd.testing.assert_frame_equal(r3.to_frame(), r.to_frame())
+    assert "v2 - v1" in str(r)
