@@ -178,3 +178,18 @@ def test_result_contract(tmp_path):
     r3 = cj.DriftResult.load(tmp_path / "d")
     pd.testing.assert_frame_equal(r3.to_frame(), r.to_frame())
     assert "v2 - v1" in str(r)
+
+
+def test_drift_plot_highlights_flagged_judges():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    b, a = _runs(np.random.default_rng(4), n=30, k=3, shift=[1.0, 0, 0])
+    fig = cj.plots.drift_plot(cj.judge_drift(b, a))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["J0", "J1", "J2", "(panel mean)"]
+    pts = {ln.get_gid(): ln.get_xdata() for ln in ax.get_lines() if ln.get_marker() == "o"}
+    assert set(pts) == {"drifted", "steady", "panel"}
+    assert len(pts["drifted"]) == 1 and pts["drifted"][0] > 0.5          # J0, shifted by 1
+    with pytest.raises(cj.CjstatsError, match="drift_plot"):
+        cj.plots.drift_plot(object())
