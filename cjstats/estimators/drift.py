@@ -25,11 +25,22 @@ Delta_l_hat = mean_sg D_sgl and, without generations, SE_l^2 = (pooled within-ju
 The change of the judge x scenario pattern is the ``scenario_judge`` component of the differences'
 fit, Var((c gamma)_sl): identifiable when some judge scored two generations of a scenario.
 
-Tests: per judge, t = Delta_l_hat / SE_l on the Satterthwaite df, p-values adjusted across judges (Holm 1979,
-Bonferroni, or Benjamini and Hochberg 1995); globally, no judge drifted (H0: Delta_l = 0 for all l) by the
-Wald statistic W = Delta_hat' V^+ Delta_hat (V the covariance of the Delta_l_hat, rank K) referred to
-F(K, nu) with nu the smallest df of the Delta_l and of Delta (conservative; the chi-square p-value is reported too), and the
-judges drifted alike (H0: Delta_l all equal: the same on the K - 1 contrasts gamma[l]).
+Tests (all at alpha = 1 - ci_level):
+
+* per judge, t = Delta_l_hat / SE_l on its Satterthwaite df, two-sided; p-values adjusted across the judges of a
+  group (Holm 1979 by default: familywise error <= alpha; Bonferroni; or Benjamini and Hochberg 1995);
+* ``panel_mean`` (H0: Delta = 0): t^2 of the panel-mean change on its Satterthwaite df (balanced: n - 1, exact);
+* ``equal_drift`` (H0: Delta_1 = ... = Delta_K, the judges moved together): Wald F = W/q over the q = K - 1
+  centred contrasts gamma[l] - mean gamma, with the denominator df of lmerTest: the Satterthwaite df nu_i of
+  each decorrelated contrast (eigenvectors of their covariance) combined by Fai and Cornelius (1996),
+  E = sum nu_i/(nu_i - 2), ddf = 2E/(E - q) (the common nu when all are equal). In a complete balanced table
+  without generations this is the exact ANOVA F = MS_J / MS_W of the differences on (K-1, (K-1)(n-1)) df;
+* ``no_drift`` (H0: every Delta_l = 0, i.e. both of the above): p = min(1, 2 min(p_panel, p_equal)), the
+  Bonferroni combination of the two. The panel mean lives in the item stratum and the judge contrasts in the
+  within-item stratum, so in a balanced table the two tests are independent and exact and the level is
+  1 - (1 - alpha/2)^2 (0.0494 at alpha = 0.05); never above alpha in general. No single exact F exists
+  (the two parts have different error strata). The ``statistic`` column shows the K-df Wald F of all
+  Delta_l for reference (its chi-square p-value in ``p_chisq``), not the statistic of the test.
 """
 
 from __future__ import annotations
@@ -145,8 +156,9 @@ class DriftResult(Result):
         mean): ``group, judge, estimate, std_error, df, t, p_value, p_adjusted, lower, upper, verdict, n_items,
         ci_level, method``. ``p_adjusted`` is adjusted across the judges of a group (not the panel row).
     tests : DataFrame
-        Per group, ``no_drift`` (H0: every Delta_l = 0) and ``equal_drift`` (H0: the Delta_l are equal): Wald F
-        with ``df1, df2``, its p-value and the chi-square p-value.
+        Per group, ``panel_mean`` (H0: Delta = 0; t^2 on (1, df)), ``equal_drift`` (H0: the Delta_l are equal;
+        Wald F, Fai-Cornelius ddf; exact ANOVA F when balanced) and ``no_drift`` (H0: every Delta_l = 0;
+        Bonferroni over the other two, ``df2`` NaN): ``statistic, df1, df2, p_value, p_chisq``.
     components : DataFrame
         The variance components of the paired differences (``scenario_judge``: the change of the judge x
         scenario pattern; ``residual``: twice the noise variance of one call).
@@ -189,7 +201,7 @@ class DriftResult(Result):
         t = self.tests.copy()
         lines = [f"Judge drift, {self.labels[1]} - {self.labels[0]} ({self.method}; p adjusted: {self.adjust})", "",
                  format_frame(self.drift.drop(columns=["ci_level", "method"]), na="-").to_string(index=False), "",
-                 "Global tests (Wald F)", format_frame(t, na="-").to_string(index=False)]
+                 "Global tests (no_drift: Bonferroni over panel_mean and equal_drift)", format_frame(t, na="-").to_string(index=False)]
         flagged = self.flagged()
         lines += ["", f"drifted at level {1 - self.ci_level:g}: {', '.join(flagged) if flagged else 'none'}"]
         return "\n".join(lines)
@@ -204,6 +216,60 @@ def _wald(est: np.ndarray, cov: np.ndarray) -> tuple[float, int]:
     keep = w > w.max() * 1e-10 if w.size and w.max() > 0 else np.zeros(w.size, bool)
     z = v[:, keep].T @ est
     return float(np.sum(z * z / w[keep])), int(keep.sum())
+
+
+def _fai_cornelius_ddf(nu: np.ndarray) -> float:
+    """Denominator df of a q-df Wald F from the Satterthwaite dfs nu_i of its q decorrelated contrasts (Fai and
+    Cornelius 1996, as lmerTest's ``get_Fstat_ddf``): E = sum nu_i / (nu_i - 2), ddf = 2E / (E - q); the common
+    value when the nu_i are equal (then F is exact in a balanced table), 2 when some nu_i <= 2."""
+    nu = np.asarray(nu, dtype=np.float64)
+    if nu.size == 1:
+        return float(nu[0])
+    if np.all(np.abs(np.diff(nu)) < 1e-8):
+        return float(nu.mean())
+    if np.any(nu <= 2) or not np.all(np.isfinite(nu)):
+        return 2.0 if np.all(np.isfinite(nu)) else math.inf
+    e = float(np.sum(nu / (nu - 2.0)))
+    return 2.0 * e / (e - nu.size)
+
+
+def _global_tests(fit: VarianceComponents, pc: Any, cells: np.ndarray, panel: Mapping[str, Any], *, group: str,
+                  model: str, criterion: str | None) -> list[dict[str, Any]]:
+    """``panel_mean`` (t^2 of Delta on its df), ``equal_drift`` (multi-df Wald F, Fai-Cornelius ddf) and
+    ``no_drift`` (Bonferroni over the two: p = min(1, 2 min(p_panel, p_equal))); module docstring."""
+    from scipy import stats as st
+
+    k = cells.shape[0]
+    center = np.eye(k) - 1.0 / k
+    lg = center @ cells                                   # rows: gamma_l - mean gamma, rank k - 1
+    w, v = np.linalg.eigh(lg @ pc.cov @ lg.T)
+    keep = w > (w.max() * 1e-10 if w.size and w.max() > 0 else np.inf)
+    rows_ = v[:, keep].T @ lg                              # decorrelated contrasts, variances w[keep]
+    q = int(keep.sum())
+    t2, nu = [], []
+    for row in rows_:
+        r = fit.contrast(row, model=model, criterion=criterion, name="equal_drift")
+        t2.append(r.statistic ** 2)
+        nu.append(r.df)
+    out = []
+    p_eq = f_eq = ddf = w_eq = math.nan
+    if q:
+        w_eq = float(np.sum(t2))
+        f_eq = w_eq / q
+        ddf = _fai_cornelius_ddf(np.array(nu))
+        p_eq = float(st.f.sf(f_eq, q, ddf)) if math.isfinite(ddf) else float(st.chi2.sf(w_eq, q))
+    t_p, df_p = float(panel["t"]), float(panel["df"])
+    p_pan = float(panel["p_value"])
+    out.append({"group": group, "test": "panel_mean", "statistic": t_p ** 2, "df1": 1, "df2": df_p,
+                "p_value": p_pan, "p_chisq": float(st.chi2.sf(t_p ** 2, 1))})
+    out.append({"group": group, "test": "equal_drift", "statistic": f_eq, "df1": q, "df2": ddf, "p_value": p_eq,
+                "p_chisq": float(st.chi2.sf(w_eq, q)) if q else math.nan})
+    w_all, rank = _wald(cells @ pc.estimate, cells @ pc.cov @ cells.T)
+    p_all = min(1.0, 2.0 * min(p_pan, p_eq)) if q else p_pan
+    out.append({"group": group, "test": "no_drift", "statistic": w_all / rank if rank else math.nan,
+                "df1": rank, "df2": math.nan, "p_value": p_all,
+                "p_chisq": float(st.chi2.sf(w_all, rank)) if rank else math.nan})
+    return out
 
 
 def judge_drift(before: Scores | pd.DataFrame, after: Scores | pd.DataFrame | None = None, *,
@@ -284,20 +350,7 @@ def judge_drift(before: Scores | pd.DataFrame, after: Scores | pd.DataFrame | No
             else:
                 r["verdict"] = "drifted up" if r["estimate"] > 0 else "drifted down"
         rows += grp_rows
-        # global tests from the covariance of the Delta_l
-        d_est = cmat[:k] @ pc.estimate
-        d_cov = cmat[:k] @ pc.cov @ cmat[:k].T
-        df2 = float(min(r["df"] for r in grp_rows))      # the panel mean's df too (its direction is in W)
-        for test, est_, cov_ in (("no_drift", d_est, d_cov),
-                                 ("equal_drift", d_est - d_est.mean(),
-                                  (np.eye(k) - 1.0 / k) @ d_cov @ (np.eye(k) - 1.0 / k))):
-            from scipy import stats as st
-
-            w, rank = _wald(est_, cov_)
-            f = w / rank if rank else math.nan
-            tests.append({"group": group, "test": test, "statistic": f, "df1": rank, "df2": df2,
-                          "p_value": float(st.f.sf(f, rank, df2)) if math.isfinite(df2) else float(st.chi2.sf(w, rank)),
-                          "p_chisq": float(st.chi2.sf(w, rank)) if rank else math.nan})
+        tests += _global_tests(fit, pc, cmat[:k], grp_rows[k], group=group, model=mod, criterion=crit or None)
     out = pd.DataFrame(rows)
     out["ci_level"] = level
     out["method"] = fit.method
