@@ -9,8 +9,11 @@ Mapping onto the long table (one row per assertion of each result):
 
 - ``model`` = the provider's label, else its id (with the prompt's label appended when the file has more
   than one prompt, since each prompt is then a different system under test);
-- ``scenario`` = ``testIdx`` (the test case's position in the config, the same for every provider);
-- ``generation`` = the result's repeat index (``repeatIndex``/``metadata.repeatIndex``) when present, else 0;
+- ``scenario`` = ``testIdx`` (the test case's position, the same for every provider); test cases with equal
+  ``vars`` are repeats of one scenario (``promptfoo eval --repeat N`` writes each repeat as a new ``testIdx``
+  with the same vars): they share the first one's ``testIdx`` as scenario;
+- ``generation`` = the repeat: the result's ``repeatIndex`` when present, else the position of its ``testIdx``
+  among the test cases with the same vars (0 for a test run once);
 - ``judge`` = for a model-graded assertion (``llm-rubric``, ``g-eval``, ``factuality``, ``model-graded-*``, ...)
   the grader: the assertion's ``provider``, else the test's ``options.provider``, else the config's
   ``defaultTest.options.provider``, else ``"default grader"``; for any other assertion its ``type``;
@@ -23,6 +26,7 @@ Results that failed with an error before grading (no ``gradingResult``) are left
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,7 +87,14 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
                            f"results.json`.")
     default_grader = _default_grader(doc)
     results = summary["results"]
-    prompt_ids = {r.get("promptIdx", 0) for r in results}
+    prompt_ids = {r.get("promptId") or r.get("promptIdx", 0) for r in results}  # promptIdx is the grid column
+    first: dict[str, list[int]] = {}
+    for res in results:
+        key = json.dumps(res.get("vars") or {"testIdx": res.get("testIdx")}, sort_keys=True, default=str)
+        idx = first.setdefault(key, [])
+        if res.get("testIdx") not in idx:
+            idx.append(res.get("testIdx"))
+    repeat_of = {t: (ids[0], k) for ids in first.values() for k, t in enumerate(sorted(ids, key=str))}
     records = []
     for i, res in enumerate(results):
         model = _name(res.get("provider"))
@@ -100,7 +111,8 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
         test = res.get("testCase") if isinstance(res.get("testCase"), Mapping) else {}
         options = test.get("options") if isinstance(test.get("options"), Mapping) else {}
         metadata = res.get("metadata") if isinstance(res.get("metadata"), Mapping) else {}
-        generation = res.get("repeatIndex", metadata.get("repeatIndex", 0))
+        scenario, repeat = repeat_of[res.get("testIdx")]
+        generation = res.get("repeatIndex", metadata.get("repeatIndex", repeat))
         for comp in components:
             if not isinstance(comp, Mapping):
                 continue
@@ -115,7 +127,7 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
             if not isinstance(score, (int, float)) or isinstance(score, bool):
                 score = 1.0 if comp.get("pass") else 0.0
                 counts["scored_from_pass"] += 1
-            records.append({"model": model, "scenario": res.get("testIdx", i), "generation": generation,
+            records.append({"model": model, "scenario": scenario, "generation": generation,
                             "judge": judge, "criterion": assertion.get("metric") or "all", "score": float(score)})
     return records
 
@@ -142,7 +154,8 @@ def read_promptfoo(path: str | Path | Sequence[str | Path]) -> Scores:
     records = [r for f in files for r in _rows(load_json(f, what=_WHAT), f, counts)]
     where = f"`{files[0]}`" if len(files) == 1 else f"the {len(files)} promptfoo files"
     provenance = {"source": str(files[0]) if len(files) == 1 else [str(f) for f in files], "format": "promptfoo",
-                  "mapping": "model=provider label/id, scenario=testIdx, generation=repeat index (0 if none), "
+                  "mapping": "model=provider label/id, scenario=testIdx (repeats with equal vars share the first), "
+                             "generation=repeat index, "
                              "judge=grader of model-graded assertions else assertion type, score=component score "
                              "(pass/fail written as 1/0)", **counts}
     return to_scores(records, provenance, where=where)
