@@ -50,6 +50,8 @@ def detect_format(source: Any) -> str:
     from cjstats.io.lm_eval import sample_file_parts
     from cjstats.io.promptfoo import looks_like_promptfoo
 
+    if isinstance(source, Scores):
+        return "long"
     if isinstance(source, pd.DataFrame):
         missing = rules.missing_columns(list(source.columns))
         return "long" if not missing else "wide"
@@ -91,12 +93,15 @@ def detect_format(source: Any) -> str:
 
 
 def read_any(source: Any) -> tuple[Scores, pd.DataFrame | None, str]:
-    """(scores, raw long table or None, format): ``source`` read with the reader its format needs.
+    """(scores, raw long table or None, format): ``source`` read with the reader its format needs (a
+    :class:`Scores` is taken as read).
 
     The raw table is the file as read (long or wide), for the columns the analysis ignores; tool files give None.
     """
     from cjstats.io.read import read_file, read_scores
 
+    if isinstance(source, Scores):
+        return source, None, "long"
     fmt = detect_format(source)
     if fmt == "promptfoo":
         from cjstats.io.promptfoo import read_promptfoo
@@ -118,7 +123,7 @@ def read_any(source: Any) -> tuple[Scores, pd.DataFrame | None, str]:
         raw = raw.reset_index(drop=True)
     if fmt == "long":
         return read_scores(raw), raw, fmt
-    numeric = {str(c): pd.api.types.is_numeric_dtype(raw[c]) for c in raw.columns}
+    numeric = {str(c): _numbers(raw[c]) is not None for c in raw.columns}
     pattern = rules.wide_pattern(numeric)
     if pattern is None:
         missing = rules.missing_columns(list(raw.columns))
@@ -140,6 +145,14 @@ def score_kind(values: np.ndarray) -> str:
     return "continuous"
 
 
+def _numbers(col: pd.Series) -> pd.Series | None:
+    """The column as numbers when every value present is one (text files are read as text), else None."""
+    if pd.api.types.is_bool_dtype(col):
+        return None
+    values = pd.to_numeric(col, errors="coerce")
+    return values if values.notna().sum() == col.notna().sum() and values.notna().any() else None
+
+
 def covariate_columns(raw: pd.DataFrame | None) -> list[str]:
     """Numeric columns of the raw table that are constant within each (model, scenario, generation) item:
     candidates for item covariates (answer length, position, ...)."""
@@ -149,12 +162,10 @@ def covariate_columns(raw: pd.DataFrame | None) -> list[str]:
     keys = [c for c in ("model", "scenario", "generation") if c in raw]
     out = []
     for col in raw.columns:
-        if col in skip or str(col).startswith("score") or not pd.api.types.is_numeric_dtype(raw[col]) \
-                or pd.api.types.is_bool_dtype(raw[col]):
+        values = None if col in skip or str(col).startswith("score") else _numbers(raw[col])
+        if values is None or values.nunique(dropna=True) < 2:
             continue
-        if raw[col].nunique(dropna=True) < 2:
-            continue
-        if keys and raw.groupby(keys, dropna=False)[col].nunique(dropna=True).max() > 1:
+        if keys and values.groupby([raw[k] for k in keys], dropna=False).nunique(dropna=True).max() > 1:
             continue
         out.append(str(col))
     return out

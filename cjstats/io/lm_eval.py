@@ -1,4 +1,4 @@
-"""lm-evaluation-harness per-sample files (``samples_<task>_<date>.jsonl``, written with ``--log_samples``) as a
+"""lm-evaluation-harness per-sample files (``samples_<task>_<date>.jsonl``, written with lm-eval's log_samples option) as a
 score table.
 
 lm-eval 0.4 (``lm_eval/loggers/evaluation_tracker.py``) writes, under ``<output_path>/<model_name_sanitized>/``,
@@ -72,7 +72,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
                                        f"not an lm-eval samples file.") from None
                 if not isinstance(rec, Mapping) or "doc_id" not in rec or not isinstance(rec.get("metrics"), list):
                     raise CjstatsError(f"Line {lineno} of `{path}` has no `doc_id` and `metrics` list: this is not "
-                                       f"an lm-eval samples file (write one with `lm_eval ... --log_samples`).")
+                                       f"an lm-eval samples file (lm-eval writes one per task with its log_samples option).")
                 out.append(rec)
     except UnicodeDecodeError:
         raise CjstatsError(f"`{path}` is not UTF-8 text, so it is not an lm-eval samples file.") from None

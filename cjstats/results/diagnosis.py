@@ -89,18 +89,19 @@ class Diagnosis(Result):
         return "\n".join(["```text", self.as_text(), "```"])
 
 
-def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None) -> tuple[list[str], list[str]]:
+def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None,
+              flags: str) -> tuple[list[str], list[str]]:
     notes: list[str] = []
     commands: list[str] = []
     target = source
-    extra = ""
+    extra = f" {flags}" if flags else ""
     if fmt in _TOOL_FORMATS:
         target = output or f"{Path(source).stem}.long.csv"
         commands.append(f"cjstats doctor {source} -o {target}")
         notes.append(f"{'An' if fmt[0] in 'aeiou' or fmt == 'lm-eval' else 'A'} {fmt} file: the line above writes it as a long table (cj.{_TOOL_FORMATS[fmt]} reads it "
                      f"in Python) that every command reads.")
     elif fmt.startswith("wide:"):
-        extra = f" --judge-columns '{fmt.split(':', 1)[1]}'"
+        extra += f" --judge-columns '{fmt.split(':', 1)[1]}'"
     n_judges, n_models = len(facts["judges"]), len(facts["models"])
     commands.append(f"cjstats decompose {target}{extra}")
     if n_judges >= 2:
@@ -120,7 +121,8 @@ def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None) 
         notes.append("Binary scores (pass/fail): components are on the probability scale; means are pass rates.")
     elif facts["score_kind"] == "ordinal":
         notes.append("Ordinal scores (few integer levels): the Gaussian fits describe means on the score scale; "
-                     "cj.estimate(scores, method='bayes', likelihood='ordinal') fits ordered categories.")
+                     "the Bayesian backend's ordinal likelihood (likelihood='ordinal', docs/backends.md) fits ordered "
+                     "categories.")
     if facts["ceiling_share"] > CEILING_NOTE and facts["score_kind"] != "binary":
         notes.append(f"{facts['ceiling_share']:.0%} of scores sit at the top value: a ceiling shrinks the variances "
                      f"near it.")
@@ -128,20 +130,25 @@ def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None) 
         notes.append(f"Item-level numeric columns ({', '.join(facts['covariates'])}) could be covariates "
                      f"(e.g. answer length) in the joint model.")
     if not facts["complete"]:
-        notes.append("Some judge calls are missing: --method auto fits REML, which keeps every call.")
+        notes.append("Some judge calls are missing: the default method (auto) fits REML, which keeps every call.")
     return commands, notes
 
 
-def diagnose(source: Any, *, output: str | None = None) -> Diagnosis:
+def diagnose(source: Any, *, output: str | None = None, raw: pd.DataFrame | None = None,
+             flags: str = "") -> Diagnosis:
     """Detect the format of ``source`` (a path or a DataFrame), read it and say what it holds and how to analyse it.
 
     Parameters
     ----------
-    source : path or DataFrame
+    source : path, DataFrame or Scores
         A long or wide table (CSV/TSV/Parquet/JSONL), an Inspect log, FastChat judgments, a promptfoo results
-        file, a DeepEval test run or an lm-eval samples file.
+        file, a DeepEval test run or an lm-eval samples file; or a table already read (``Scores``).
     output : str, optional
         The long table the commands should read for a tool file (``cjstats doctor FILE -o OUTPUT`` writes it).
+    raw : DataFrame, optional
+        With a ``Scores`` source: the table it was read from, searched for covariate columns.
+    flags : str
+        Options every printed command repeats (the command line passes the data options it was given).
 
     Examples
     --------
@@ -150,9 +157,11 @@ def diagnose(source: Any, *, output: str | None = None) -> Diagnosis:
     """
     from cjstats.io.doctor import describe, read_any
 
-    scores, raw, fmt = read_any(source)
-    facts = describe(scores, raw)
-    name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
-    commands, notes = _commands(fmt, name, facts, output)
+    from cjstats.io.scores import Scores
+
+    scores, found, fmt = read_any(source)
+    facts = describe(scores, found if raw is None else raw)
+    name = "<table>" if isinstance(source, (pd.DataFrame, Scores)) else str(source)
+    commands, notes = _commands(fmt, name, facts, output, flags)
     diag = Diagnosis(source=name, format=fmt, facts=facts, commands=commands, notes=notes)
     return diag
