@@ -124,3 +124,20 @@ def test_cli_dataset_and_data_options(tmp_path):
 def test_cli_refuses_table_options_on_a_tool_file():
     code, _, err = run_main(["doctor", str(LM_SAMPLES), "--judges", "x"])
     assert code == 1 and "apply to score tables" in err and "Traceback" not in err
+
+
+def test_diagnosis_plot_draws_each_judges_shares(tmp_path):
+    pytest.importorskip("matplotlib")
+    from cjstats.plots import diagnosis_plot
+
+    diag = diagnose(DATA / "promptfoo" / "results.json")
+    counts = diag.score_counts
+    assert counts.groupby("judge")["count"].sum().to_dict() == {"contains": 12, "judge-x": 12, "judge-y": 12}
+    assert counts["value"].nunique() == 10            # continuous: every bin, empty ones too
+    fig = diagnosis_plot(diag)
+    ax = fig.axes[0]
+    for judge in ("contains", "judge-x", "judge-y"):
+        bars = [p for p in ax.patches if p.get_gid() == f"judge:{judge}"]
+        assert len(bars) == 10 and sum(b.get_height() for b in bars) == pytest.approx(1.0)
+    fig.savefig(tmp_path / "d.png")
+    assert Diagnosis.load(diag.save(tmp_path / "saved") or tmp_path / "saved").score_counts.equals(counts)

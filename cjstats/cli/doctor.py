@@ -58,7 +58,7 @@ def doctor(file: str | None, output: str | None, force: bool, data: DataOptions,
         label = f"--dataset {data.dataset}" if data.dataset is not None else file
         diag = type(diag)(source=label, format=diag.format if data.judge_columns is None else "wide",
                           facts=diag.facts, commands=[c.replace("<table>", label) for c in diag.commands],
-                          notes=diag.notes)
+                          notes=diag.notes, score_counts=diag.score_counts)
     else:
         if flags:
             raise CjstatsError(f"The data options ({flags}) apply to score tables; {file} is an eval-tool file, "

@@ -23,7 +23,8 @@ from cjstats.exceptions import CjstatsError
 from cjstats.io import rules
 from cjstats.io.scores import Scores
 
-__all__ = ["FORMATS", "detect_format", "read_any", "describe", "score_kind", "ORDINAL_MAX_LEVELS"]
+__all__ = ["FORMATS", "detect_format", "read_any", "describe", "score_kind", "score_counts", "covariate_columns",
+           "ORDINAL_MAX_LEVELS"]
 
 FORMATS = ("long", "wide", "inspect", "fastchat", "promptfoo", "deepeval", "lm-eval")
 #: At most this many distinct integer values make a score ordinal (more: continuous).
@@ -169,6 +170,26 @@ def covariate_columns(raw: pd.DataFrame | None) -> list[str]:
             continue
         out.append(str(col))
     return out
+
+
+def score_counts(scores: Scores, *, bins: int = 10) -> pd.DataFrame:
+    """Calls per judge and score value (``judge, value, count``): the values themselves for binary and ordinal
+    scores, else the midpoints of ``bins`` equal-width bins over the observed range."""
+    frame = scores.to_frame()
+    s = frame["score"].to_numpy(dtype=float)
+    if score_kind(s) == "continuous" and np.nanmax(s) > np.nanmin(s):
+        edges = np.linspace(np.nanmin(s), np.nanmax(s), bins + 1)
+        idx = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, bins - 1)
+        value = (edges[idx] + edges[idx + 1]) / 2
+    else:
+        value = s
+    counts = (pd.DataFrame({"judge": frame["judge"].astype(str).to_numpy(), "value": value})
+              .groupby(["judge", "value"], sort=True).size())
+    if score_kind(s) == "continuous" and np.nanmax(s) > np.nanmin(s):   # every bin, empty ones too
+        mids = (edges[:-1] + edges[1:]) / 2
+        full = pd.MultiIndex.from_product([sorted(counts.index.unique("judge")), mids], names=["judge", "value"])
+        counts = counts.reindex(full, fill_value=0)
+    return counts.rename("count").reset_index()
 
 
 def describe(scores: Scores, raw: pd.DataFrame | None) -> dict[str, Any]:

@@ -16,3 +16,4 @@ from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, set_style
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
            "rank_plot", "coverage_plot", "agreement_plot", "ppi_plot", "self_preference_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
+from cjstats.plots.diagnosis import diagnosis_plot; __all__ += ["diagnosis_plot"]  # noqa: E402,E702  issue 23

@@ -39,6 +39,9 @@ class Diagnosis(Result):
         score_kind, score_min, score_max, distinct_scores, ceiling_share; covariates; complete.
     commands : list of str
         The ``cjstats`` commands that analyse it, in the order to run them.
+    score_counts : DataFrame
+        Calls per judge and score value (``judge, value, count``; bin midpoints for continuous scores), drawn by
+        :func:`cjstats.plots.diagnosis_plot`.
     notes : list of str
         Sentences about the design (one judge, a ceiling, criteria, a tool file to convert first).
     """
@@ -48,6 +51,7 @@ class Diagnosis(Result):
     facts: dict[str, Any]
     commands: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    score_counts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["judge", "value", "count"]))
 
     def __post_init__(self) -> None:
         freeze_plain(self, "facts")
@@ -155,7 +159,7 @@ def diagnose(source: Any, *, output: str | None = None, raw: pd.DataFrame | None
     >>> from cjstats.results.diagnosis import diagnose
     >>> print(diagnose("results.json"))  # doctest: +SKIP
     """
-    from cjstats.io.doctor import describe, read_any
+    from cjstats.io.doctor import describe, read_any, score_counts
 
     from cjstats.io.scores import Scores
 
@@ -163,5 +167,6 @@ def diagnose(source: Any, *, output: str | None = None, raw: pd.DataFrame | None
     facts = describe(scores, found if raw is None else raw)
     name = "<table>" if isinstance(source, (pd.DataFrame, Scores)) else str(source)
     commands, notes = _commands(fmt, name, facts, output, flags)
-    diag = Diagnosis(source=name, format=fmt, facts=facts, commands=commands, notes=notes)
+    diag = Diagnosis(source=name, format=fmt, facts=facts, commands=commands, notes=notes,
+                     score_counts=score_counts(scores))
     return diag
