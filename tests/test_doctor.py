@@ -141,3 +141,16 @@ def test_diagnosis_plot_draws_each_judges_shares(tmp_path):
         assert len(bars) == 10 and sum(b.get_height() for b in bars) == pytest.approx(1.0)
     fig.savefig(tmp_path / "d.png")
     assert Diagnosis.load(diag.save(tmp_path / "saved") or tmp_path / "saved").score_counts.equals(counts)
+
+
+def test_cli_finds_the_judge_columns_of_a_wide_table(tmp_path):
+    df = _long(np.random.default_rng(3)).pivot_table(index=["model", "scenario", "generation"], columns="judge",
+                                                     values="score").add_prefix("score_").reset_index()
+    path = tmp_path / "wide.csv"
+    df.to_csv(path, index=False)
+    code, stdout, err = run_main(["doctor", str(path)])
+    assert code == 0, err
+    assert "judges:            3 (j1, j2, j3)" in stdout
+    assert f"cjstats decompose {path} --judge-columns 'score_*'" in stdout
+    code, _, err = run_main(["decompose", str(path), "--judge-columns", "score_*"])
+    assert code == 0, err

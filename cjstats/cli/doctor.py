@@ -49,8 +49,17 @@ def doctor(file: str | None, output: str | None, force: bool, data: DataOptions,
 
     if output is not None and Path(output).exists() and not force:
         raise CjstatsError(f"`{output}` exists; pass --force to overwrite it, or choose another file.")
+    kind = detect_format(file) if data.dataset is None and file is not None else "long"
+    if kind == "wide" and data.judge_columns is None and data.columns is None:
+        # the score_* columns, found as read_any finds them; without them read_scores' own advice is shown
+        from dataclasses import replace
+
+        try:
+            data = replace(data, judge_columns=read_any(file)[2].split(":", 1)[1])
+        except CjstatsError:
+            pass
     flags = _flags(data)
-    if data.dataset is not None or detect_format(file) in ("long", "wide"):
+    if kind in ("long", "wide"):
         # a table: read as every data subcommand reads it (renames, wide columns, filters), raw kept for covariates
         scores = load_scores(file, data)
         raw = _raw(file, data)
