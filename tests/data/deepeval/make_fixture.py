@@ -1,5 +1,9 @@
-"""Write DeepEval test-run JSON files with DeepEval 4.3.1's own TestRun / LLMApiTestCase / MetricData classes."""
-import sys, io
+"""Write DeepEval test-run JSON files with DeepEval 4.3.1's own TestRun / LLMApiTestCase / MetricData classes.
+
+Needs deepeval==4.3.1 importable (pip install --target DIR deepeval==4.3.1; PYTHONPATH=DIR); run:
+python make_fixture.py OUT_DIR, then copy OUT_DIR/*.json here.
+"""
+import sys
 from deepeval.test_run.test_run import TestRun
 from deepeval.test_run.api import LLMApiTestCase
 from deepeval.tracing.api import MetricData

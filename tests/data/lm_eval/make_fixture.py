@@ -1,10 +1,14 @@
-"""Write lm-eval sample and results files with lm-eval 0.4.13's own EvaluationTracker (datasets stubbed: unused on this path)."""
-import sys, types, json
+"""Write lm-eval sample and results files with lm-eval 0.4.13's own EvaluationTracker (datasets stubbed: unused on this path).
+
+Needs the lm-eval 0.4.13 wheel unpacked at /tmp/readers-whl/lm (pip download --no-deps lm-eval==0.4.13, unzip) on
+PYTHONPATH; run: python make_fixture.py OUT_DIR, then copy OUT_DIR/* here.
+"""
+import sys, types
 for name in ("datasets", "datasets.utils", "datasets.utils.metadata"):
     m = types.ModuleType(name); sys.modules[name] = m
 sys.modules["datasets"].load_dataset = None
 sys.modules["datasets.utils.metadata"].MetadataConfigs = None
-import importlib.util, pathlib
+import importlib.util
 spec = importlib.util.spec_from_file_location("lm_eval.loggers.evaluation_tracker",
     "/tmp/readers-whl/lm/lm_eval/loggers/evaluation_tracker.py")
 import lm_eval  # noqa
