@@ -135,3 +135,32 @@ def test_missing_file_is_one_sentence(reader, tmp_path):
     with pytest.raises(CjstatsError) as exc:
         reader(tmp_path / "nope.json")
     assert "does not exist" in _one_sentence(exc)
+
+
+def test_promptfoo_grader_fallbacks_and_errors(tmp_path):
+    doc = json.loads(PROMPTFOO.read_text())
+    rows = doc["results"]["results"]
+    for r in rows:
+        for c in r["gradingResult"]["componentResults"]:
+            if c["assertion"]["type"] == "llm-rubric" and c["assertion"]["provider"]["label"] == "judge-x":
+                del c["assertion"]["provider"]           # falls back to the config's defaultTest grader
+    doc["config"]["defaultTest"]["options"] = {"provider": {"id": "openai:gpt-4o-mini"}}
+    rows[0]["testCase"]["options"] = {"provider": "anthropic:claude"}   # the test's own grader wins
+    errored = dict(rows[-1], gradingResult=None, error="timeout")
+    doc["results"]["results"] = rows[:-1] + [errored]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    scores = read_promptfoo(path)
+    frame = scores.to_frame()
+    assert set(frame["judge"]) == {"openai:gpt-4o-mini", "anthropic:claude", "judge-y", "contains"}
+    assert (frame["judge"] == "anthropic:claude").sum() == 1
+    assert scores.provenance["errors_without_grade"] == 1 and len(frame) == 36 - 3
+
+
+def test_doctor_detects_fastchat(tmp_path):
+    from cjstats.io.doctor import detect_format
+
+    path = tmp_path / "gpt-4_single.jsonl"
+    path.write_text("".join(json.dumps({"question_id": q, "model": m, "judge": [j, "single-v1"], "score": 5,
+                                        "turn": 1}) + "\n" for q in (1, 2) for m in ("a", "b") for j in ("gpt-4",)))
+    assert detect_format(path) == "fastchat"
