@@ -43,6 +43,11 @@ _LAZY: dict[str, str] = {
     "read_scores": "cjstats.io.read",
     "read_mtbench_judgments": "cjstats.io.fastchat",
     "read_inspect_log": "cjstats.io.inspect",
+    "read_promptfoo": "cjstats.io.promptfoo",
+    "read_deepeval": "cjstats.io.deepeval",
+    "read_lm_eval_samples": "cjstats.io.lm_eval",
+    "diagnose": "cjstats.results.diagnosis",
+    "Diagnosis": "cjstats.results.diagnosis",
     "subsample_strategies": "cjstats.decisions.subsample",
     "design_variance": "cjstats.decisions.formulas",
     "grand_mean_variance": "cjstats.decisions.formulas",
@@ -97,6 +102,7 @@ __all__ = [
     "compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
     "difference_variance", "difference_components", "optimise_difference",
     "judge_drift", "DriftResult",
+    "read_promptfoo", "read_deepeval", "read_lm_eval_samples", "diagnose", "Diagnosis",
 ]
 
 
@@ -132,6 +138,11 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from cjstats.estimators import BACKENDS, compare, estimate
     from cjstats.io.fastchat import read_mtbench_judgments
     from cjstats.io.inspect import read_inspect_log
+    from cjstats.estimators.drift import DriftResult, judge_drift
+    from cjstats.io.deepeval import read_deepeval
+    from cjstats.io.lm_eval import read_lm_eval_samples
+    from cjstats.io.promptfoo import read_promptfoo
+    from cjstats.results.diagnosis import Diagnosis, diagnose
     from cjstats.estimators.judges import judge_f_test, judge_table, judge_test
     from cjstats.decisions.schedules import (
         all_judges_schedule, cyclic_schedule, random_schedule, realised_variance, schedule_audit,

@@ -42,6 +42,7 @@ def _register() -> None:
     from cjstats.cli.datasets import datasets
 
     cli.add_command(datasets)
+    from cjstats.cli.doctor import doctor; cli.add_command(doctor)  # issue 23
     for cmd in cli.commands.values():   # every data subcommand: FILE or --dataset NAME
         accept_dataset(cmd)
 

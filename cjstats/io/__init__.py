@@ -8,6 +8,10 @@
 Loaders of evaluation harnesses:
 
 - :func:`read_mtbench_judgments` (``cjstats.io.fastchat``): FastChat MT-Bench ``*_single.jsonl`` judgments.
+- :func:`read_promptfoo` (``cjstats.io.promptfoo``): promptfoo ``--output`` results JSON.
+- :func:`read_deepeval` (``cjstats.io.deepeval``): DeepEval test-run JSON.
+- :func:`read_lm_eval_samples` (``cjstats.io.lm_eval``): lm-evaluation-harness ``samples_<task>_<date>.jsonl``.
+- ``cjstats.io.doctor``: which of these formats a file is (``cjstats doctor``).
 - :func:`read_inspect_log` (``cjstats.io.inspect``): Inspect AI ``.eval``/``.json`` logs (``cjstats[inspect]``); the
   scorer that runs a CyclicJudge schedule in Inspect is :func:`cjstats.decisions.inspect_scorer.cyclic_judge_scorer`.
 
@@ -20,9 +24,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["read_mtbench_judgments", "read_inspect_log"]
+__all__ = ["read_mtbench_judgments", "read_inspect_log", "read_promptfoo", "read_deepeval", "read_lm_eval_samples"]
 
-_WHERE = {"read_mtbench_judgments": "cjstats.io.fastchat", "read_inspect_log": "cjstats.io.inspect"}
+_WHERE = {"read_mtbench_judgments": "cjstats.io.fastchat", "read_inspect_log": "cjstats.io.inspect",
+          "read_promptfoo": "cjstats.io.promptfoo", "read_deepeval": "cjstats.io.deepeval",
+          "read_lm_eval_samples": "cjstats.io.lm_eval"}
 
 
 def __getattr__(name: str) -> Any:

@@ -12,8 +12,10 @@ from cjstats.plots._plots import (
     strategy_curves,
 )
 from cjstats.plots._intervals import agreement_plot, ppi_plot, self_preference_plot
+from cjstats.plots.diagnosis import diagnosis_plot
 from cjstats.plots.drift import drift_plot
 from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, set_style
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
-           "rank_plot", "coverage_plot", "agreement_plot", "ppi_plot", "self_preference_plot", "drift_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
+           "rank_plot", "coverage_plot", "agreement_plot", "ppi_plot", "self_preference_plot", "drift_plot",
+           "diagnosis_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
