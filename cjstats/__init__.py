@@ -76,6 +76,7 @@ _LAZY: dict[str, str] = {
     "difference_variance": "cjstats.decisions.differences",
     "difference_components": "cjstats.decisions.differences",
     "optimise_difference": "cjstats.decisions.differences",
+    **dict.fromkeys(("confidence_sequence", "sequential_plan"), "cjstats.decisions.sequential"),  # issue 23
 }
 
 #: public names that are modules (``cj.tables`` is :mod:`cjstats.results.tables`).
@@ -95,6 +96,7 @@ __all__ = [
     "simulate_scores", "Truth", "Design", "design_grid", "simulation_study", "StudyResult",
     "compare_models", "fit_joint", "self_preference", "ModelComparison", "SelfPreference", "JointFit",
     "difference_variance", "difference_components", "optimise_difference",
+    "confidence_sequence", "sequential_plan",
 ]
 
 
@@ -116,6 +118,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from cjstats import datasets, io, plots, stats
     from cjstats.results import tables
     from cjstats.decisions.differences import difference_components, difference_variance, optimise_difference
+    from cjstats.decisions.sequential import confidence_sequence, sequential_plan
     from cjstats.estimators.joint import (
         JointFit, ModelComparison, SelfPreference, compare_models, fit_joint, self_preference,
     )

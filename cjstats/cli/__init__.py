@@ -42,6 +42,7 @@ def _register() -> None:
     from cjstats.cli.datasets import datasets
 
     cli.add_command(datasets)
+    from cjstats.cli.monitor import monitor; cli.add_command(monitor)  # issue 23: sequential comparisons
     for cmd in cli.commands.values():   # every data subcommand: FILE or --dataset NAME
         accept_dataset(cmd)
 

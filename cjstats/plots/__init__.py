@@ -13,6 +13,8 @@ from cjstats.plots._plots import (
 )
 from cjstats.plots._intervals import agreement_plot, ppi_plot, self_preference_plot
 from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, set_style
+from cjstats.plots.sequential import sequence_plot  # noqa: F401  (issue 23)
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
            "rank_plot", "coverage_plot", "agreement_plot", "ppi_plot", "self_preference_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
+__all__ += ["sequence_plot"]  # issue 23
