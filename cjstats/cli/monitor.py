@@ -71,10 +71,26 @@ def monitor(file: str, models: str, alpha: float, method: str, bounds: str | Non
             pair = None
         if pair is None or len(pair) != 2:
             raise CjstatsError(f"The option --bounds takes two numbers LO,HI, e.g. 1,5. Got `{bounds}`.")
-    res = confidence_sequence(_read(file), names[0], names[1] if len(names) == 2 else None, alpha=alpha,
-                              order=order, bounds=pair, method=method, null=null, variance=variance, pilot=pilot,
-                              criterion=criterion)
-    text = res.as_text().replace(res.table[["n", "scenario", "x", "estimate", "lower", "upper", "width"]].tail(10)
+    if method == "empirical_bernstein" and pair is None:
+        raise CjstatsError("The empirical-Bernstein sequence needs the score scale: add --bounds LO,HI (e.g. 1,5), "
+                           "or use --method normal_mixture.")
+    table = _read(file)
+    known = set(table["model"].astype(str)) if "model" in table.columns else set()
+    for name in names:
+        if known and name not in known:
+            raise CjstatsError(f"The option --models names '{name}', which FILE does not have (models: "
+                               f"{', '.join(sorted(known))}).")
+    try:
+        res = confidence_sequence(table, names[0], names[1] if len(names) == 2 else None, alpha=alpha, order=order,
+                                  bounds=pair, method=method, null=null, variance=variance, pilot=pilot,
+                                  criterion=criterion)
+    except CjstatsError as exc:     # library advice in the command line's words
+        text = str(exc)
+        for arg in ("bounds", "pilot", "variance", "criterion", "order", "alpha", "null"):
+            text = text.replace(f"{arg}=", f"--{arg} ").replace(f"'{arg}' argument of confidence_sequence",
+                                                                 f"option --{arg}")
+        raise CjstatsError(text) from None
+    text = str(res).replace(res.table[["n", "scenario", "x", "estimate", "lower", "upper", "width"]].tail(10)
                                  .to_string(index=False, float_format=lambda v: f"{v:.4g}"),
                                  res.table[["n", "scenario", "x", "estimate", "lower", "upper", "width"]].tail(tail)
                                  .to_string(index=False, float_format=lambda v: f"{v:.4g}"))

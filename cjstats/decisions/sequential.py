@@ -356,7 +356,7 @@ def confidence_sequence(scores: Any, model_a: str, model_b: str | None = None, *
         if proxy <= 0:
             raise CjstatsError(f"The variance of x passed to or estimated by {caller} is 0; pass variance= > 0.")
         m, lo, hi = normal_mixture_sequence(x[start:], proxy, a, n_opt=n_opt)
-        pad = np.full(start, np.nan)
+        pad = np.repeat(np.nan, start)
         est, lower, upper = np.r_[pad, m], np.r_[pad, lo], np.r_[pad, hi]
     table["estimate"], table["lower"], table["upper"] = est, lower, upper
     table["width"] = upper - lower
