@@ -277,7 +277,7 @@ def test_per_scenario_variance_by_hand_and_by_simulation():
 
 @pytest.mark.parametrize("method", ["normal_mixture", "empirical_bernstein"])
 def test_plan_matches_simulated_stopping_times(method):
-    bounds = (-3.0, 9.0)
+    bounds = (-1.0, 7.0)          # x in [-8, 8], as for 1-5 scores
     plan = cj.sequential_plan(COMPS, delta=0.3, alpha=ALPHA, budget=4, k_total=4, schedule="independent",
                               method=method, bounds=bounds, n_max=3000, replicates=300, seed=1)
     t = plan.table.set_index("strategy")
@@ -290,7 +290,7 @@ def test_plan_matches_simulated_stopping_times(method):
             _, lo, hi = sq.normal_mixture_sequence(x, t.loc[s, "variance"], ALPHA)
             stop = sq.first_exclusion(lo, hi)
         else:
-            _, lo, hi = sq.eb_sequence((x + 12) / 24, ALPHA)
+            _, lo, hi = sq.eb_sequence((x + 8) / 16, ALPHA)
             stop = sq.first_exclusion(lo, hi, 0.5)
         assert (stop > 0).all()
         se = math.hypot(stop.std(ddof=1) / math.sqrt(len(stop)), t.loc[s, "expected_n_se"])
@@ -349,3 +349,14 @@ def test_sequence_plot(tmp_path):
     gids = {a.get_gid() for a in fig.axes[0].get_children()}
     assert {"band", "estimate", "null", "stop"} <= gids
     fig.savefig(tmp_path / "seq.png")
+
+
+def test_plan_from_a_joint_fit_matches_the_spread_of_x():
+    df = _table(np.random.default_rng(9), diff=0.3, n=200)
+    fit = cj.fit_joint(cj.read_scores(df))
+    plan = cj.sequential_plan(fit, delta=0.3, budget=4, method="normal_mixture", strategies=("all",),
+                              n_max=2000, replicates=50)
+    # every judge scores every scenario once per model: Var(x) = 2 s2_ms + 2 s2_res/4 (+ 0 judge terms)
+    x = cj.confidence_sequence(df, "a", "b", bounds=(1, 5)).table["x"]
+    v = float(plan.table["variance"].iloc[0])
+    assert abs(x.var() - v) < 3 * v * math.sqrt(2 / (len(x) - 1)), (x.var(), v)

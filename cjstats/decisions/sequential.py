@@ -243,7 +243,8 @@ def scenario_differences(scores: Any, model_a: str, model_b: str | None = None, 
                            f"of scenario labels. Got {order!r}, which is neither a column nor a list.")
     else:
         arrival = [str(s) for s in order]
-        unknown = [s for s in arrival if s not in set(df["scenario"])]
+        scored = set(df["scenario"])
+        unknown = [s for s in arrival if s not in scored]
         if unknown:
             raise CjstatsError(f"The 'order' argument of {caller} names scenario '{unknown[0]}', which the scores do "
                                f"not have; list only scored scenarios.")

@@ -41,5 +41,5 @@ def sequence_plot(result: Any, *, ax: Any = None) -> Any:
         lo, hi = finite[len(finite) // 5:, 0].min(), finite[len(finite) // 5:, 1].max()
         pad = 0.1 * (hi - lo)
         ax.set_ylim(min(lo, result.null) - pad, max(hi, result.null) + pad)
-    ax.legend(fontsize=8, loc="upper right", frameon=False)
+    ax.legend(fontsize=8, loc="best", frameon=True, framealpha=0.9)
     return fig
