@@ -82,6 +82,8 @@ _LAZY: dict[str, str] = {
     "difference_components": "cjstats.decisions.differences",
     "optimise_difference": "cjstats.decisions.differences",
     "judge_drift": "cjstats.estimators.drift", "DriftResult": "cjstats.estimators.drift",
+    "confidence_sequence": "cjstats.decisions.sequential",
+    "sequential_plan": "cjstats.decisions.sequential",
 }
 
 #: public names that are modules (``cj.tables`` is :mod:`cjstats.results.tables`).
@@ -103,6 +105,7 @@ __all__ = [
     "difference_variance", "difference_components", "optimise_difference",
     "judge_drift", "DriftResult",
     "read_promptfoo", "read_deepeval", "read_lm_eval_samples", "diagnose", "Diagnosis",
+    "confidence_sequence", "sequential_plan",
 ]
 
 
@@ -124,6 +127,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from cjstats import datasets, io, plots, stats
     from cjstats.results import tables
     from cjstats.decisions.differences import difference_components, difference_variance, optimise_difference
+    from cjstats.decisions.sequential import confidence_sequence, sequential_plan
     from cjstats.estimators.joint import (
         JointFit, ModelComparison, SelfPreference, compare_models, fit_joint, self_preference,
     )

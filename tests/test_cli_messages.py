@@ -96,6 +96,9 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     # whose advice for a misnamed column or duplicate rows names data options that study does not have
     ("study", "--columns"): "known gap: study --truth FILE passes read_scores' advice on; study has no data options",
     ("study", "--duplicates"): "known gap: study --truth FILE passes read_scores' advice on; study has no data options",
+    ("monitor", "--exclude-judges"): _SPARSE,
+    ("monitor", "--columns"): "monitor reads FILE with pandas in file order and passes a DataFrame, never a Scores",
+    ("monitor", "--duplicates"): "monitor reads FILE with pandas in file order and passes a DataFrame, never a Scores",
 }
 
 

@@ -42,7 +42,12 @@ def _register() -> None:
     from cjstats.cli.datasets import datasets
 
     cli.add_command(datasets)
-    from cjstats.cli.doctor import doctor; cli.add_command(doctor)  # issue 23
+    from cjstats.cli.doctor import doctor
+
+    cli.add_command(doctor)
+    from cjstats.cli.monitor import monitor
+
+    cli.add_command(monitor)
     for cmd in cli.commands.values():   # every data subcommand: FILE or --dataset NAME
         accept_dataset(cmd)
 
