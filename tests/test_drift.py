@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as st
 
 import cjstats as cj
-from cjstats.estimators.drift import adjust_p
+from cjstats.estimators.intervals import adjust_p
 
 
 def _runs(rng, n=30, k=4, g=1, shift=None, s_item=1.0, s_c=0.0, s_e=0.5, s_sj=0.0):

@@ -55,39 +55,20 @@ import pandas as pd
 
 from cjstats._validate import resolve_ci_level
 from cjstats._warnings import warn
+from cjstats.estimators.intervals import adjust_p
 from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
 from cjstats.io.scores import Scores
 from cjstats.results.base import Result, freeze_plain
 from cjstats.results.components import VarianceComponents
 
-__all__ = ["DriftResult", "judge_drift", "adjust_p", "DRIFT_COLUMNS", "DRIFT_TEST_COLUMNS"]
+__all__ = ["DriftResult", "judge_drift", "DRIFT_COLUMNS", "DRIFT_TEST_COLUMNS"]
 
 DRIFT_COLUMNS = ("group", "judge", "estimate", "std_error", "df", "t", "p_value", "p_adjusted", "lower", "upper",
                  "verdict", "n_items", "ci_level", "method")
 DRIFT_TEST_COLUMNS = ("group", "test", "statistic", "df1", "df2", "p_value", "p_chisq")
 PANEL = "(panel mean)"
 _SEP = " | "
-
-
-def adjust_p(p: np.ndarray, adjust: str = "holm") -> np.ndarray:
-    """Adjusted p-values across a family: Holm's step-down max_{j<=i} min(1, (m - j + 1) p_(j)) (Holm 1979),
-    Bonferroni min(1, m p), Benjamini-Hochberg min_{j>=i} min(1, m p_(j) / j) (``"bh"``; 1995), or ``"none"``."""
-    p = np.asarray(p, dtype=np.float64)
-    m = p.size
-    if adjust == "none" or m == 0:
-        return p.copy()
-    if adjust == "bonferroni":
-        return np.minimum(1.0, m * p)
-    order = np.argsort(p)
-    if adjust == "bh":
-        ranked = m * p[order] / np.arange(1, m + 1)
-        adj = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
-    else:
-        adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = adj
-    return out
 
 
 def _as_frame(scores: Any, name: str) -> pd.DataFrame:

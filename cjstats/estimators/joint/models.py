@@ -36,12 +36,13 @@ import pandas as pd
 from scipy import special
 
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
+from cjstats.estimators.intervals import adjust_p
 from cjstats.estimators.joint._joint import JointFit
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
 from cjstats.results.base import Result
 
-__all__ = ["ModelComparison", "compare_models", "fit_joint", "holm", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
+__all__ = ["ModelComparison", "compare_models", "fit_joint", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
 
 Method = Literal["anova", "reml", "bayes"]
 Adjust = Literal["holm", "bonferroni", "none"]
@@ -159,24 +160,6 @@ def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, A
 
     src = scores.to_frame() if isinstance(scores, Scores) else scores
     return build_stats(src, unit=("criterion",), engine=engine, **dict(engine_options or {}))
-
-
-def holm(p: np.ndarray, adjust: str = "holm") -> np.ndarray:
-    """Adjusted p-values: Holm's step-down max_{j <= i} min(1, (m - j + 1) p_(j)), Bonferroni min(1, m p), or p.
-
-    (Three lines, so written out rather than importing statsmodels, whose import alone costs about a second.)
-    """
-    p = np.asarray(p, dtype=np.float64)
-    m = p.size
-    if adjust == "none" or m == 0:
-        return p.copy()
-    if adjust == "bonferroni":
-        return np.minimum(1.0, m * p)
-    order = np.argsort(p)
-    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = adj
-    return out
 
 
 def _t_sf2(t: float, df: float) -> float:
@@ -485,7 +468,7 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
     a_ = (1 - level) / 2
     tq = np.array([_t_ppf(1 - a_, d) for d in dfs])
     pv = np.array([_t_sf2(e / s, d) if s > 0 else (0.0 if e != 0 else 1.0) for e, s, d in zip(est, se, dfs)])
-    padj = holm(pv, adjust)
+    padj = adjust_p(pv, adjust)
     models = fit.models
     differences = pd.DataFrame({
         "model_a": [models[i] for i in a_idx], "model_b": [models[i] for i in b_idx], "difference": est,

@@ -30,7 +30,8 @@ import pandas as pd
 
 from cjstats._validate import resolve_ci_level
 from cjstats.estimators.joint._joint import JointFit
-from cjstats.estimators.joint.models import _t_ppf, _t_sf2, fit_joint, holm
+from cjstats.estimators.intervals import adjust_p
+from cjstats.estimators.joint.models import _t_ppf, _t_sf2, fit_joint
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
 from cjstats.results.base import Result
@@ -218,7 +219,7 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
                          "lower": est - tq * se, "upper": est + tq * se, "t": t,
                          "p_value": _t_sf2(t, df) if se > 0 else np.nan})
     out = pd.DataFrame(rows)
-    out["p_adjusted"] = holm(out["p_value"].to_numpy(), adjust)
+    out["p_adjusted"] = adjust_p(out["p_value"].to_numpy(), adjust)
     out["ci_level"] = level
     out["method"] = fit.method
     comp = fit.components
