@@ -66,22 +66,23 @@ S2A, S2B = 0.5, 0.3
 VALUES = np.arange(1.0, 7.0)
 
 
-def panel_mean_by_quadrature():
+def panel_mean_by_quadrature(link="logit"):
     sd = math.sqrt(S2A + S2B)
+    f = stats.logistic.cdf if link == "logit" else stats.norm.cdf
 
     def ey(eta):
-        cdf = np.concatenate([[0.0], 1 / (1 + np.exp(-(CUTS - eta))), [1.0]])
+        cdf = np.concatenate([[0.0], f(CUTS - eta), [1.0]])
         return float(VALUES @ np.diff(cdf))
 
     return float(np.mean([integrate.quad(lambda e, g=g: ey(e + g) * stats.norm.pdf(e, 0, sd), -12 * sd,
                                          12 * sd, epsabs=1e-12)[0] for g in GAMMA]))
 
 
-def brute_force(strategy, n, m, k, reps, seed):
+def brute_force(strategy, n, m, k, reps, seed, link="logit"):
     """Squared errors of the mean score, one study at a time with explicit loops over calls."""
     rng = np.random.default_rng(seed)
     kt = len(GAMMA)
-    mu = panel_mean_by_quadrature()
+    mu = panel_mean_by_quadrature(link)
     out = np.empty(reps)
     for r in range(reps):
         alpha = rng.normal(0, math.sqrt(S2A), n)
@@ -100,21 +101,32 @@ def brute_force(strategy, n, m, k, reps, seed):
                     judges = [judge_order[(t + s) % kt] for s in range(k)]
                     t += k
                 for l in judges:
-                    latent = alpha[i] + beta[i, j] + GAMMA[l] + rng.logistic()
+                    latent = alpha[i] + beta[i, j] + GAMMA[l] + (rng.logistic() if link == "logit" else rng.normal())
                     scores.append(VALUES[np.searchsorted(CUTS, latent)])
         out[r] = (np.mean(scores) - mu) ** 2
     return out
 
 
-@pytest.mark.parametrize("strategy,n,m,k", [("cyclic", 3, 2, 1), ("random", 3, 2, 2), ("all", 2, 1, 4)])
-def test_matches_brute_force_simulation(strategy, n, m, k):
-    p = one_draw(CUTS, GAMMA, S2A, S2B, VALUES)
+@pytest.mark.parametrize("strategy,n,m,k,link", [("cyclic", 3, 2, 1, "logit"), ("random", 3, 2, 2, "logit"),
+                                                 ("all", 2, 1, 4, "logit"), ("cyclic", 3, 2, 1, "probit"),
+                                                 ("all", 2, 1, 4, "probit")])
+def test_matches_brute_force_simulation(strategy, n, m, k, link):
+    p = one_draw(CUTS, GAMMA, S2A, S2B, VALUES) | {"link": link}
     sims = 20_000
     _, var, mcse = simulate_design_variance(p, [{"strategy": strategy, "n": n, "m": m,
                                                   "judges_per_generation": k}], n_sims=sims, seed=11)
-    bf = brute_force(strategy, n, m, k, reps=sims, seed=12)
+    bf = brute_force(strategy, n, m, k, reps=sims, seed=12, link=link)
     tol = Z * math.hypot(mcse[0, 0], bf.std(ddof=1) / math.sqrt(bf.size))
     assert abs(var[0, 0] - bf.mean()) <= tol, (var[0, 0], bf.mean(), tol)
+
+
+def test_the_probit_panel_mean_is_the_quadrature_of_the_normal_link():
+    p = one_draw(CUTS, GAMMA, S2A, S2B, VALUES)
+    from cjstats.decisions.predictive import _panel_mean
+    assert _panel_mean(p | {"link": "probit"})[0] == pytest.approx(panel_mean_by_quadrature("probit"), abs=1e-9)
+    assert _panel_mean(p)[0] == pytest.approx(panel_mean_by_quadrature("logit"), abs=1e-9)
+    with pytest.raises(CjstatsError, match="link must be one of logit, probit"):
+        _panel_mean(p | {"link": "cloglog"})
 
 
 # --------------------------------------------------------------------------------- (c) determinism

@@ -24,7 +24,7 @@ n scenarios, m generations, k judges per generation), repeated ``n_sims`` times:
    :func:`cjstats.decisions.schedules.cyclic_schedule` lays it out; the shuffle makes the leftover of an incomplete rotation
    fall on a random subset of judges);
 3. every call gets eta = alpha_i + beta_ij + gamma_l, the latent score eta + e with e standard logistic (the
-   model's link), and the observed score v_q with q = #{cutpoints below eta + e};
+   model's link; standard normal for a probit fit, ``params["link"] == "probit"``), and the observed score v_q with q = #{cutpoints below eta + e};
 4. the benchmark score is the mean of the n m k observed scores, X_bar.
 
 The estimand is the panel-mean score of the draw, mu_d = (1/K) sum_l E[Y | new scenario and generation, judge
@@ -185,7 +185,7 @@ def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
         s2 = s2 + np.asarray(params["s2_scenario_judge"], dtype=np.float64)
     return expected_score(np.asarray(params["cutpoints"], dtype=np.float64),
                           np.asarray(params["values"], dtype=np.float64),
-                          np.asarray(params["gamma"], dtype=np.float64), s2)
+                          np.asarray(params["gamma"], dtype=np.float64), s2, link=str(params.get("link", "logit")))
 
 
 def _judges(strategy: str, shape: tuple[int, ...], n: int, m: int, k: int, kt: int,
@@ -212,6 +212,7 @@ def _simulate_squares(params: Mapping[str, Any], mu: np.ndarray, strategy: str, 
     s2sj = np.asarray(params.get("s2_scenario_judge", np.zeros_like(sa)), dtype=np.float64)
     ssj = np.sqrt(np.broadcast_to(s2sj, sa.shape))
     n_d, kt = gamma.shape
+    probit = str(params.get("link", "logit")) == "probit"     # the latent residual: standard normal, else logistic
     per_draw = n_sims * n * m * k
     step = max(1, _CHUNK // max(per_draw, 1))
     out = np.empty((n_d, n_sims))
@@ -227,7 +228,8 @@ def _simulate_squares(params: Mapping[str, Any], mu: np.ndarray, strategy: str, 
         if (ssj[lo:hi] > 0).any():                   # (alpha gamma)_il: one per scenario and panel judge
             ag = rng.standard_normal((*shape, n, 1, kt)) * ssj[lo:hi, None, None, None, None]
             g = g + np.take_along_axis(np.broadcast_to(ag, (*shape, n, m, kt)), np.asarray(jdx), axis=-1)
-        latent = alpha + beta + g + rng.logistic(size=g.shape)
+        noise = rng.standard_normal(g.shape) if probit else rng.logistic(size=g.shape)
+        latent = alpha + beta + g + noise
         score = np.full(latent.shape, values[0])
         for q in range(cut.shape[1]):                        # v_q = v_0 + sum over passed cutpoints of the steps
             score += dv[q] * (latent > cut[lo:hi, q, None, None, None, None])
@@ -243,8 +245,9 @@ def simulate_design_variance(params: Mapping[str, Any], designs: Any, *, n_sims:
     :func:`predictive_design_variance`; see the module docstring for the scheme).
 
     ``params`` holds ``cutpoints`` (D, J - 1), ``gamma`` (D, K), ``s2_scenario`` (D,), ``s2_generation`` (D,)
-    and ``values`` (J,). Returns the validated design frame, the (designs, D) per-draw predicted variances and
-    the (designs, D) Monte Carlo standard errors of those. Every design uses a fresh generator seeded with
+    and ``values`` (J,), and optionally ``link`` (``"logit"``, the default, or ``"probit"``: the latent
+    residual's distribution in step 3, standard logistic or standard normal). Returns the validated design
+    frame, the (designs, D) per-draw predicted variances and the (designs, D) Monte Carlo standard errors of those. Every design uses a fresh generator seeded with
     ``seed``, so designs of the same shape share random numbers (common random numbers: differences between
     strategies are less noisy than each variance).
     """

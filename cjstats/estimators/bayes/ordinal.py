@@ -47,12 +47,15 @@ from typing import Any
 import numpy as np
 
 from cjstats.estimators.bayes.gaussian import NU, half_t_logp
+from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import GroupData
 
 __all__ = [
+    "LINKS",
     "OrdinalData",
     "OrdinalDensity",
     "expected_score",
+    "link_cdf",
     "location_shift",
     "ordinal_data",
     "zerosum_extend",
@@ -419,12 +422,13 @@ class OrdinalDensity:
 
 
 def expected_score(cutpoints: np.ndarray, values: np.ndarray, gamma: np.ndarray, s2: np.ndarray,
-                   *, shift: np.ndarray | None = None, nodes: int = 40) -> np.ndarray:
+                   *, shift: np.ndarray | None = None, nodes: int = 40, link: str = "logit") -> np.ndarray:
     """Expected score of the panel for a new scenario and generation, per draw (score scale).
 
     ``cutpoints`` (S, J - 1), ``gamma`` (S, K), ``s2`` (S,) = sigma_alpha^2 + sigma_beta^2; the latent effect
     e ~ N(0, s2) is integrated by Gauss-Hermite quadrature with ``nodes`` nodes. ``shift`` (S,) moves the
-    latent location (see :func:`location_shift`).
+    latent location (see :func:`location_shift`). ``link`` is the inverse link F of P(Y <= k) = F(c_k - eta):
+    ``"logit"`` (standard logistic, this model's) or ``"probit"`` (standard normal, the ML backend's option).
     """
     x, w = np.polynomial.hermite_e.hermegauss(nodes)          # weight exp(-x^2/2)
     w = w / w.sum()
@@ -432,11 +436,25 @@ def expected_score(cutpoints: np.ndarray, values: np.ndarray, gamma: np.ndarray,
     if shift is not None:
         e = e + np.asarray(shift)[:, None]
     eta = e[:, None, :] + gamma[:, :, None]                    # (S, K, Q)
-    cdf = _sigmoid(cutpoints[:, None, None, :] - eta[..., None])    # (S, K, Q, J-1)
+    cdf = link_cdf(link)(cutpoints[:, None, None, :] - eta[..., None])    # (S, K, Q, J-1)
     # E[Y] = v_{J-1} - sum_k (v_{k+1} - v_k) P(Y <= k)
     dv = np.diff(values)
     ey = values[-1] - cdf @ dv                                 # (S, K, Q)
     return (ey @ w).mean(axis=1)
+
+
+#: The links of a cumulative model, P(Y <= k) = F(c_k - eta): name -> F (the latent residual's distribution).
+LINKS: tuple[str, ...] = ("logit", "probit")
+
+
+def link_cdf(link: str):
+    """F of the cumulative model for ``link``: the standard logistic (``logit``) or normal (``probit``) cdf."""
+    if link == "logit":
+        return _sigmoid
+    if link == "probit":
+        from scipy.special import ndtr
+        return ndtr
+    raise CjstatsError(f"The link must be one of {', '.join(LINKS)}. Got {link!r} instead.")
 
 
 def location_shift(s2_alpha: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
