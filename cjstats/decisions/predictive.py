@@ -247,8 +247,8 @@ def simulate_design_variance(params: Mapping[str, Any], designs: Any, *, n_sims:
     ``params`` holds ``cutpoints`` (D, J - 1), ``gamma`` (D, K), ``s2_scenario`` (D,), ``s2_generation`` (D,)
     and ``values`` (J,), and optionally ``link`` (``"logit"``, the default, or ``"probit"``: the latent
     residual's distribution in step 3, standard logistic or standard normal). Returns the validated design
-    frame, the (designs, D) per-draw predicted variances and the (designs, D) Monte Carlo standard errors of those. Every design uses a fresh generator seeded with
-    ``seed``, so designs of the same shape share random numbers (common random numbers: differences between
+    frame, the (designs, D) per-draw predicted variances and the (designs, D) Monte Carlo standard errors of
+    those. Every design uses a fresh generator seeded with ``seed``, so designs of the same shape share random numbers (common random numbers: differences between
     strategies are less noisy than each variance).
     """
     gamma = np.atleast_2d(np.asarray(params["gamma"], dtype=np.float64))
