@@ -55,7 +55,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast
 
-__all__ = ["CovariateFit", "fit_joint_covariates", "cell_covariates", "SLOPE_COLUMNS"]
+__all__ = ["CovariateFit", "fit_joint_covariates", "cell_covariates", "refuse_covariates", "SLOPE_COLUMNS"]
 
 #: Columns of :attr:`CovariateFit.slopes`.
 SLOPE_COLUMNS: tuple[str, ...] = ("covariate", "judge", "slope", "std_error", "df", "lower", "upper", "p_value",
@@ -111,6 +111,18 @@ def cell_covariates(table: pd.DataFrame, covariates: Sequence[str], frame: pd.Da
                            "or generation labels changed when the table was read); pass a table whose key "
                            "columns are plain strings or integers.")
     return out.to_numpy(np.float64)
+
+
+def refuse_covariates(method: str, engine: str | None, options: Mapping[str, Any]) -> None:
+    """One sentence for a covariate fit asked of a backend or engine that does not fit covariates."""
+    if method != "reml":
+        raise CjstatsError(f"covariates are fitted by method='reml' only (got method='{method}'); use "
+                           f"method='reml', or drop covariates.")
+    if engine not in (None, "numpy"):
+        raise CjstatsError(f"covariates are read from the rows of the table, which engine='{engine}' does not load; "
+                           f"pass the DataFrame with engine='numpy' (the default).")
+    if options:
+        raise CjstatsError(f"fit_joint with covariates takes no option {', '.join(map(repr, options))}; drop it.")
 
 
 # ------------------------------------------------------------------------------------------- criterion
