@@ -200,3 +200,26 @@ class TestRefusals:
     def test_scores_table_has_no_covariates(self, d):
         with pytest.raises(cj.CjstatsError, match="pass the DataFrame"):
             cj.fit_joint(cj.read_scores(d), "reml", covariates=["length"])
+
+
+def test_slopes_plot_marks_rewarding_judges(fit):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = cj.plots.slopes_plot(fit, per=100)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(fit.judges)
+    pts = {ln.get_gid(): ln.get_xdata() for ln in ax.get_lines() if ln.get_marker() == "o"}
+    s = fit.slopes.set_index("judge")
+    off = [j for j in fit.judges if s.loc[j, "lower"] > 0 or s.loc[j, "upper"] < 0]
+    assert len(pts.get("rewarded", [])) == len(off)
+    panel = [ln for ln in ax.get_lines() if ln.get_gid() == "panel"][0]
+    assert panel.get_xdata()[0] == pytest.approx(100 * s.loc["(panel)", "slope"])
+    assert "per 100 units of length" in ax.get_xlabel()
+    with pytest.raises(cj.CjstatsError, match="slopes_plot"):
+        cj.plots.slopes_plot(object())
+    with pytest.raises(cj.CjstatsError, match="no covariate 'zz'"):
+        cj.plots.slopes_plot(fit, covariate="zz")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
