@@ -223,3 +223,13 @@ def test_slopes_plot_marks_rewarding_judges(fit):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_variance_intervals_contain_estimate_and_residual_se_is_chi2(fits):
+    """Wald (log scale) intervals: lower < estimate < upper, and the residual's SE ~ v sqrt(2/df_within)."""
+    for f in fits.values():
+        c = f.components.set_index("component")
+        for comp in ("scenario", "model_scenario", "residual"):
+            assert c.loc[comp, "lower"] < c.loc[comp, "estimate"] < c.loc[comp, "upper"]
+        v = c.loc["residual", "estimate"]
+        assert c.loc["residual", "std_error"] == pytest.approx(v * np.sqrt(2 / f.diagnostics["df_within"]), rel=0.1)

@@ -28,6 +28,9 @@ theta >= 0 by the package's REML engine (:func:`cjstats.estimators.reml.engine.m
 difference gradient. The covariate columns vary inside a (model, scenario) group only through the cell sums,
 so the table is read once into per-cell sums of Z and Z'Z.
 
+Variance components: REML estimates with Wald intervals on the log scale, v exp(-+ z se/v), se from
+2 H^{-1} with H the central-difference Hessian of the REML deviance in the variances (none at a boundary).
+
 Inference (t with containment degrees of freedom, as the joint REML fit): a judge's slope and the panel slope
 (mean of the judges' slopes) use the between-group df (model x scenario groups - scenarios - (P - 1) - C);
 a difference of judges' slopes the within-cell df (rows - cells - P(K - 1) - C(K - 1)). The test that the judges'
@@ -173,6 +176,49 @@ def _profiled(theta: np.ndarray, d: _Design) -> tuple[float, np.ndarray, np.ndar
     nu = d.n - r
     dev = nu * (1 + math.log(2 * math.pi * rss / nu)) + logdet + 2 * float(np.log(np.diag(chol)).sum())
     return dev, beta, ainv, rss / nu
+
+
+def _full_deviance(v: np.ndarray, d: _Design) -> float:
+    """REML deviance (up to a constant) at variances v = (residual, scenario, model_scenario, generation)."""
+    s2 = v[0]
+    m, logdet = _gram(v[1:] / s2, d)
+    r = d.r
+    a = m[:r, :r]
+    beta = np.linalg.solve(a, m[:r, r])
+    rss = float(m[r, r] - m[r, :r] @ beta)
+    return (d.n - r) * math.log(s2) + logdet + float(np.linalg.slogdet(a)[1]) + rss / s2
+
+
+def _variance_intervals(v: np.ndarray, free: np.ndarray, d: _Design, level: float) -> tuple[np.ndarray, ...]:
+    """Wald standard errors (2 H^{-1}, H the central-difference Hessian of the REML deviance in the free
+    variances) and intervals on the log scale, v exp(-+ z se/v); NaN for a variance at 0 or not free."""
+    idx = np.flatnonzero(free & (v > 0))
+    se = np.full(v.size, _NAN)
+    lo, hi = np.full(v.size, _NAN), np.full(v.size, _NAN)
+    hs = 1e-4 * v[idx]
+    h = np.zeros((idx.size, idx.size))
+    f0 = _full_deviance(v, d)
+    for a_, i in enumerate(idx):
+        for b_, j in enumerate(idx[a_:], start=a_):
+            def at(si: float, sj: float) -> float:
+                x = v.copy()
+                x[i] += si * hs[a_]
+                x[j] += sj * hs[b_]
+                return _full_deviance(x, d)
+            if i == j:
+                h[a_, a_] = (at(1, 0) - 2 * f0 + at(-1, 0)) / hs[a_] ** 2
+            else:
+                h[a_, b_] = h[b_, a_] = (at(1, 1) - at(1, -1) - at(-1, 1) + at(-1, -1)) / (4 * hs[a_] * hs[b_])
+    try:
+        cov = 2 * np.linalg.inv(h)
+    except np.linalg.LinAlgError:
+        return se, lo, hi
+    z = float(special.ndtri(0.5 + level / 2))
+    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    se[idx] = sd
+    lo[idx] = v[idx] * np.exp(-z * sd / v[idx])
+    hi[idx] = v[idx] * np.exp(z * sd / v[idx])
+    return se, lo, hi
 
 
 def _fit_theta(d: _Design) -> tuple[np.ndarray, float, dict[str, Any]]:
@@ -409,17 +455,18 @@ def fit_joint_covariates(table: pd.DataFrame, covariates: Sequence[str], *, ci_l
         tq = float(special.stdtrit(dfq, 1 - a))
         rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
                                         "panel", est, note=f"model mean {at_note}")))
-    variances = {"scenario": theta[0] * s2, "model_scenario": theta[1] * s2, "generation": theta[2] * s2,
-                 "residual": s2}
-    for comp in ("scenario", "model_scenario", "generation", "residual"):
+    vv = np.r_[s2, theta * s2]          # residual, scenario, model_scenario, generation
+    v_se, v_lo, v_hi = _variance_intervals(vv, np.array([True, True, True, has_gen]), d, level)
+    for comp, i in (("scenario", 1), ("model_scenario", 2), ("generation", 3), ("residual", 0)):
         if comp == "generation" and not has_gen:
             rows.append((JOINT_LABEL, ComponentRow.not_identifiable(
                 comp, "not identifiable: one generation per (model, scenario) (m = 1)")))
             continue
-        v = float(variances[comp])
+        v = float(vv[i])
         bnd = comp != "residual" and v == 0
-        rows.append((JOINT_LABEL, ComponentRow(comp, v, _NAN, _NAN, _NAN, "REML (no interval with covariates)",
-                                               "panel", v, bnd, True, "REML optimum at 0" if bnd else "")))
+        rows.append((JOINT_LABEL, ComponentRow(comp, v, 0.0 if bnd else float(v_lo[i]), _NAN if bnd else float(v_hi[i]),
+                                               float(v_se[i]), "Wald on the log scale (REML Hessian)", "panel", v,
+                                               bnd, True, "REML optimum at 0: no interval" if bnd else "")))
     ce = cov[:p * k, :p * k]
     lk = np.eye(k) - 1.0 / k
     lp = np.eye(p) - 1.0 / p
