@@ -1,5 +1,5 @@
-"""Covariates in the joint REML fit (cjstats.estimators.joint.covariates): equal to lme4 on four simulated
-tables (balanced, unbalanced, a model missing from scenarios, two generations), known-truth recovery of the
+"""Covariates in the joint REML fit (cjstats.estimators.joint.covariates): equal to lme4 on five simulated
+tables (balanced, unbalanced, a model missing from scenarios, two generations, two covariates), known-truth recovery of the
 judges' length slopes and of the model difference at equal length, and the input refusals.
 
 References: tests/data/lme4_covariates (make_inputs.py, fit_lme4_covariates.R: lme4 + emmeans)."""
@@ -25,7 +25,9 @@ NAMES = sorted(REF)
 
 @pytest.fixture(scope="module")
 def fits() -> dict[str, CovariateFit]:
-    return {name: cj.fit_joint(pd.read_csv(DATA / f"{name}.csv"), "reml", covariates=["length"]) for name in NAMES}
+    covs = {"two_covariates": ["length", "fluency"]}
+    return {name: cj.fit_joint(pd.read_csv(DATA / f"{name}.csv"), "reml", covariates=covs.get(name, ["length"]))
+            for name in NAMES}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -41,8 +43,12 @@ class TestAgainstLme4:
         f, r = fits[name], REF[name]
         assert list(f.judges) == r["judges"]
         np.testing.assert_allclose(f.slope_values[:, 0], r["slopes"], rtol=1e-6, atol=1e-9)
-        k = len(f.judges)
-        np.testing.assert_allclose(f.beta_cov[-k:, -k:], np.array(r["slope_cov"]), rtol=1e-5)
+        k, pk = len(f.judges), f.cell_means.size
+        np.testing.assert_allclose(f.beta_cov[pk:pk + k, pk:pk + k], np.array(r["slope_cov"]), rtol=1e-5)
+        if "fluency" in f.covariates:
+            np.testing.assert_allclose(f.slope_values[:, 1], r["slopes_fluency"], rtol=1e-5, atol=1e-9)
+            assert f.covariate_means[1] == pytest.approx(r["fluency_mean"], rel=1e-12)
+            assert "and fluency = " in f.at_mean_text()
         panel = f.contrast("slope[length]")
         assert panel.estimate == pytest.approx(np.mean(r["slopes"]), rel=1e-6)
         assert panel.std_error == pytest.approx(np.sqrt(np.mean(r["slope_cov"])), rel=1e-5)

@@ -1,3 +1,4 @@
+# 'two_covariates' adds + judge * fluency (centred likewise); its slopes are reported per covariate.
 # lme4 references for tests/estimators/test_covariates.py (run once; the JSON is checked in):
 #   Rscript tests/data/lme4_covariates/fit_lme4_covariates.R
 # Model: score ~ model * judge + judge * length + (1|scenario) + (1|scenario:model)
@@ -7,26 +8,32 @@ args <- commandArgs(trailingOnly = FALSE)
 here <- dirname(normalizePath(sub("--file=", "", args[grep("--file=", args)])))
 options(contrasts = c("contr.sum", "contr.poly"))
 out <- list()
-for (name in c("balanced", "unbalanced", "missing", "generations")) {
+for (name in c("balanced", "unbalanced", "missing", "generations", "two_covariates")) {
   d <- read.csv(file.path(here, paste0(name, ".csv")))
   d$model <- factor(d$model); d$judge <- factor(d$judge)
   d$scenario <- factor(d$scenario); d$generation <- factor(d$generation)
   d$lc <- d$length - mean(d$length)
+  two <- "fluency" %in% names(d)
+  if (two) d$fc <- d$fluency - mean(d$fluency)
   re <- if (name == "generations") "(1|scenario) + (1|scenario:model) + (1|scenario:model:generation)" else
     "(1|scenario) + (1|scenario:model)"
   ctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(maxfun = 1e5), check.conv.singular = "ignore")
-  f <- lmer(as.formula(paste("score ~ model * judge + judge * lc +", re)), data = d, REML = TRUE, control = ctrl)
+  fixed <- if (two) "score ~ model * judge + judge * lc + judge * fc +" else "score ~ model * judge + judge * lc +"
+  f <- lmer(as.formula(paste(fixed, re)), data = d, REML = TRUE, control = ctrl)
   vc <- as.data.frame(VarCorr(f))
   # judge slopes: coefficients of judge:lc in the cell parametrisation
   fx <- fixef(f); V <- as.matrix(vcov(f))
   K <- nlevels(d$judge); P <- nlevels(d$model)
-  grid <- expand.grid(judge = levels(d$judge), model = levels(d$model), lc = 0)[, c("model", "judge", "lc")]
-  X0 <- model.matrix(~ model * judge + judge * lc, grid)
-  X1 <- X0; X1[, grepl("lc", colnames(X1))] <- model.matrix(~ model * judge + judge * lc,
-    transform(grid, lc = 1))[, grepl("lc", colnames(X1))]
-  S <- (X1 - X0)[match(levels(d$judge), grid$judge), ]      # one row per judge: d mean / d lc
-  X0 <- X0[, names(fx)]; S <- S[, names(fx)]
-  emm <- emmeans(f, ~ model, at = list(lc = 0), lmer.df = "asymptotic")
+  grid <- expand.grid(judge = levels(d$judge), model = levels(d$model), lc = 0, fc = 0)[, c("model", "judge", "lc", "fc")]
+  form <- as.formula(sub("score ", "", sub(" \\+$", "", fixed)))
+  X0 <- model.matrix(form, grid)[, names(fx)]
+  slope_rows <- function(v) {      # one row per judge: d mean / d v
+    g1 <- grid; g1[[v]] <- 1
+    (model.matrix(form, g1)[, names(fx)] - X0)[match(levels(d$judge), grid$judge), ]
+  }
+  S <- slope_rows("lc")
+  S2 <- if (two) slope_rows("fc") else NULL
+  emm <- emmeans(f, ~ model, at = if (two) list(lc = 0, fc = 0) else list(lc = 0), lmer.df = "asymptotic")
   pw <- as.data.frame(pairs(emm, adjust = "none"))
   em <- as.data.frame(emm)
   out[[name]] <- list(
@@ -39,6 +46,7 @@ for (name in c("balanced", "unbalanced", "missing", "generations")) {
     cell_models = as.character(grid$model), cell_judges = as.character(grid$judge),
     cell_means = as.vector(X0 %*% fx), cell_cov = X0 %*% V %*% t(X0),
     judges = levels(d$judge), slopes = as.vector(S %*% fx), slope_cov = S %*% V %*% t(S),
+    slopes_fluency = if (two) as.vector(S2 %*% fx) else NA, fluency_mean = if (two) mean(d$fluency) else NA,
     emmeans = list(model = as.character(em$model), mean = em$emmean, se = em$SE),
     pairs = list(contrast = as.character(pw$contrast), estimate = pw$estimate, se = pw$SE),
     reml_criterion = unname(REMLcrit(f)),

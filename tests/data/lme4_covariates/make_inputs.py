@@ -44,3 +44,7 @@ if __name__ == "__main__":
     d = d[~((d.model == "m1") & (d.scenario < "s10"))]          # model m1 missing from 10 scenarios
     d.to_csv(HERE / "missing.csv", index=False)
     simulate(4, m=2, drop=0.1).to_csv(HERE / "generations.csv", index=False)
+    d = simulate(2, drop=0.15)                      # a second covariate per answer (no effect)
+    cell = d.groupby(["model", "scenario", "generation"]).ngroup()
+    d["fluency"] = np.round(np.random.default_rng(5).normal(0, 1, cell.max() + 1)[cell], 4)
+    d.to_csv(HERE / "two_covariates.csv", index=False)
