@@ -84,6 +84,7 @@ _LAZY: dict[str, str] = {
     "judge_drift": "cjstats.estimators.drift", "DriftResult": "cjstats.estimators.drift",
     "confidence_sequence": "cjstats.decisions.sequential",
     "sequential_plan": "cjstats.decisions.sequential",
+    "CovariateFit": "cjstats.estimators.joint.covariates", "simulate_length_bias": "cjstats.studies.simulate_covariates",
 }
 
 #: public names that are modules (``cj.tables`` is :mod:`cjstats.results.tables`).
@@ -106,6 +107,7 @@ __all__ = [
     "judge_drift", "DriftResult",
     "read_promptfoo", "read_deepeval", "read_lm_eval_samples", "diagnose", "Diagnosis",
     "confidence_sequence", "sequential_plan",
+    "CovariateFit", "simulate_length_bias",
 ]
 
 
@@ -143,6 +145,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from cjstats.io.fastchat import read_mtbench_judgments
     from cjstats.io.inspect import read_inspect_log
     from cjstats.estimators.drift import DriftResult, judge_drift
+    from cjstats.estimators.joint.covariates import CovariateFit
+    from cjstats.studies.simulate_covariates import simulate_length_bias
     from cjstats.io.deepeval import read_deepeval
     from cjstats.io.lm_eval import read_lm_eval_samples
     from cjstats.io.promptfoo import read_promptfoo

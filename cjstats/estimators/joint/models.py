@@ -27,7 +27,7 @@ share of draws in which a model is best.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -79,7 +79,7 @@ def _check_joint_options(backend: Any, options: Mapping[str, Any]) -> None:
 
 def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
               seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
-              model_scenario: str = "pooled", **options: Any) -> JointFit:
+              model_scenario: str = "pooled", covariates: Sequence[str] | None = None, **options: Any) -> JointFit:
     """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
 
     The table is reduced to its joint statistics (:func:`cjstats.stats.build_stats` with
@@ -104,6 +104,11 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
         one per model (``method="reml"`` only): a ``model_scenario`` row per model, so that each pair's standard
         error reflects its two models (with two models on a complete table it is the paired t). Either way the
         REML fit tests pooled against per-model (``fit.tests["model_scenario"]``, with a recommendation).
+    covariates : list of str, optional
+        Numeric item columns of the table (one value per model x scenario x generation), ``method="reml"`` only:
+        each judge's slope on each (``fit.slopes``, ``fit.contrast("slope[length, judge]")``), a test that the
+        judges' slopes differ, and model means at the mean covariate (:mod:`cjstats.estimators.joint.covariates`,
+        docs/covariates.md).
     **options
         Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA (it drops the scenarios that are not complete
         for every model and judge, reports them in ``dropped`` and in a warning, and refuses to drop more than
@@ -134,6 +139,11 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
         raise CjstatsError(f"model_scenario='{model_scenario}' is fitted by {by} only (got method='{backend.name}'); "
                            f"use {by}, or model_scenario='pooled'.")
     level = resolve_ci_level(ci_level)
+    if covariates is not None:
+        from cjstats.estimators.joint.covariates import fit_joint_covariates, refuse_covariates
+
+        refuse_covariates(backend.name, engine, options)
+        return fit_joint_covariates(scores, covariates, ci_level=level, model_scenario=model_scenario)
     _check_joint_options(backend, options)
     missing = missing_packages(backend)
     if missing:
@@ -290,6 +300,8 @@ class ModelComparison(Result):
         diag = self.fit.diagnostics
         if diag.get("converged") is False:
             out.append(f"WARNING: the joint {self.method} fit did not converge ({diag.get('message', '')}).")
+        if diag.get("covariate_note"):
+            out.append(diag["covariate_note"])
         t = self.fit.tests.get("model_scenario")
         if t:
             form = "per model" if diag.get("model_scenario") == "per_model" else "pooled"
@@ -418,7 +430,9 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
     fit : JointFit, optional
         A joint fit to reuse (from :func:`fit_joint`); otherwise one is made.
     **options
-        Passed to the joint fit, e.g. ``incomplete="drop"`` and ``max_drop`` for ANOVA (see :func:`fit_joint`).
+        Passed to the joint fit, e.g. ``incomplete="drop"`` and ``max_drop`` for ANOVA, or
+        ``covariates=["length"]`` with ``method="reml"`` (differences at equal covariate values; see
+        :func:`fit_joint`).
 
     Returns
     -------
