@@ -68,6 +68,10 @@ def test_judge_thresholds_equal_clmm2_nominal(link, nagq):
     fit = fit_problem(p)
     assert fit.converged, fit.message
     log_s, _, theta = unpack(p, fit.x)
-    assert fit.loglik == pytest.approx(r["loglik"], abs=2e-4)
-    assert np.exp(2 * log_s) == pytest.approx(r["s2"], rel=2e-3)
-    np.testing.assert_allclose(theta, np.asarray(r["alpha"]), atol=3e-3)
+    # clmm2 (nlminb) stops earlier than clmm: ours is never lower, and higher by at most 0.01 (ord_a probit:
+    # ours -627.6621, clmm2 -627.6670); its Theta rows are judge 1's thresholds, then each judge's difference.
+    assert r["loglik"] - 1e-4 <= fit.loglik <= r["loglik"] + 1e-2
+    assert np.exp(2 * log_s) == pytest.approx(r["s2"], rel=2e-2)
+    alpha = np.asarray(r["alpha"])
+    alpha[1:] += alpha[0]
+    np.testing.assert_allclose(theta, alpha, atol=2e-2)
