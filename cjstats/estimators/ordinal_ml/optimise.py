@@ -183,8 +183,6 @@ def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: boo
         x, f = trial, ft
         if np.max(np.abs(step)) < 1e-9:
             break
-    if hessian:
-        hess = obj.hessian(x)
     g = obj.grad(x)
     free = slice(1, None) if at_lower else slice(None)
     gnorm = float(np.max(np.abs(g[free])))
