@@ -1,0 +1,153 @@
+r"""Maximum-likelihood cumulative link mixed model for discrete scores (``method="ordinal"``).
+
+Per model (x criterion): P(Y <= k | alpha_i) = F(theta_k - gamma_l - alpha_i), alpha_i ~ N(0, s_a^2), F the
+probit or logit link (:mod:`.likelihood` for the model and the adaptive Gauss-Hermite quadrature, :mod:`.optimise`
+for the fit). Binary verdicts are the two-category case. Components are on the latent scale: ``scenario`` =
+s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likelihood), ``judge_panel`` =
+mean(gamma_l^2) of the panel-centred offsets (delta-method Wald interval, truncated at 0), ``judge_population``
+= sum(gamma_l^2)/(K-1) with a chi2_{K-1} interval that ignores the offsets' estimation error, ``residual`` fixed
+by the link (1 for probit, pi^2/3 for logit). No generation or scenario x judge term is fitted yet (their rows say
+so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::glmer``: docs/ordinal.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from cjstats._validate import check_choice
+from cjstats.exceptions import CjstatsError
+from cjstats.estimators.base import GroupFit, as_stats, fit_groups, rows_for
+from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
+from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
+from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
+from cjstats.results.components import ComponentRow
+
+__all__ = ["fit", "fit_unit", "threshold_test"]
+
+
+def _problem(g: Any, link: str, thresholds: str, nagq: int):
+    values, cat = np.unique(np.asarray(g.y, dtype=np.float64), return_inverse=True)
+    if values.size < 2:
+        raise CjstatsError(f"{g.label().capitalize()} has a single score value: the ordinal model needs two.")
+    p = make_problem(cat, g.scenario, g.judge, n_scenarios=g.design.n_scenarios, n_judges=g.design.n_judges,
+                     n_categories=values.size, link=link, thresholds=thresholds, nagq=nagq)
+    return p, values
+
+
+def fit_unit(g: Any, *, link: str = "probit", thresholds: str = "shared", nagq: int = 10):
+    """Fit one unit's rows (a ``GroupData``); returns (problem, UnitFit, category values)."""
+    p, values = _problem(g, link, thresholds, nagq)
+    return p, fit_problem(p), values
+
+
+def _jacobian(p, x: np.ndarray) -> np.ndarray:
+    """d(log s_a, gamma_centred (K)) / dx, numerically (linear in x except through exp)."""
+    def f(z):
+        log_s, gamma, _ = unpack(p, z)
+        return np.concatenate([[log_s], gamma - gamma.mean()])
+    base = f(x)
+    jac = np.empty((base.size, x.size))
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = 1e-6
+        jac[:, j] = (f(x + e) - f(x - e)) / 2e-6
+    return jac
+
+
+def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None, link: str = "probit",
+        thresholds: str = "shared", nagq: int = 10, interval: str = "wald") -> Any:
+    """ML fit of every model (x criterion); see the module docstring. Needs the score rows."""
+    from scipy.stats import chi2, norm
+
+    check_choice("link", link, LINKS, caller="estimate")
+    check_choice("thresholds", thresholds, ("shared", "judge"), caller="estimate")
+    check_choice("interval", interval, ("wald", "profile"), caller="estimate")
+    if not isinstance(nagq, int | np.integer) or nagq < 1:
+        raise CjstatsError(f"The 'nagq' argument of estimate must be a positive integer (1 = Laplace). "
+                           f"Got {nagq!r} instead.")
+    stats, rows = as_stats(stats, rows)
+    if rows is None:
+        raise CjstatsError("method='ordinal' needs the score rows: pass rows=scores (cjstats.estimate does this).")
+    z = float(norm.ppf(0.5 + ci_level / 2))
+    resid = RESIDUAL_VARIANCE[link]
+    method = f"ML cumulative {link} (AGQ {nagq}{', Laplace' if nagq == 1 else ''}; latent scale)"
+
+    def fit_one(g):
+        gd = rows_for(rows, g)
+        p, uf, values = fit_unit(gd, link=link, thresholds=thresholds, nagq=nagq)
+        cov_x = np.linalg.pinv(uf.hessian)
+        jac = _jacobian(p, uf.x)
+        cov = jac @ cov_x @ jac.T
+        log_s, gamma, theta = unpack(p, uf.x)
+        gc = gamma - gamma.mean()
+        k = p.n_judges
+        s2 = math.exp(2 * log_s)
+        se_ls = math.sqrt(max(cov[0, 0], 0.0))
+        if interval == "profile":
+            lo, hi, _ = profile_scenario(p, uf, ci_level)
+            how = "profile likelihood"
+        else:
+            lo, hi = (0.0, s2 * math.exp(2 * z * se_ls)) if uf.at_boundary else (
+                s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls))
+            how = "Wald on log s_a"
+        out = [ComponentRow("mu", math.nan, identifiable=False, note="not reported yet by the ML ordinal backend"),
+               ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{method}, {how}", "panel", s2,
+                            uf.at_boundary, True, "latent scale")]
+        out.append(ComponentRow.not_identifiable("generation", "not fitted: the ML ordinal backend has no nested "
+                                                 "generation effect yet"))
+        out.append(ComponentRow.not_identifiable("scenario_judge", "not fitted by the ML ordinal backend"))
+        out.append(ComponentRow("residual", resid, resid, resid, 0.0, f"fixed by the {link} link", "panel", resid,
+                                False, True, "latent scale: the unit of the latent scale, not an estimate"))
+        cg = cov[1:, 1:]
+        if thresholds == "shared":
+            jp = float(gc @ gc) / k
+            se_jp = math.sqrt(max(float((2 * gc / k) @ cg @ (2 * gc / k)), 0.0))
+            out.append(ComponentRow("judge_panel", jp, max(jp - z * se_jp, 0.0), jp + z * se_jp, se_jp,
+                                    f"{method}, Wald (delta method)", "panel", jp, False, True,
+                                    "latent scale; judges fixed: mean of gamma_l^2"))
+            pop = float(gc @ gc) / (k - 1)
+            out.append(ComponentRow("judge_population", pop, (k - 1) * pop / chi2.ppf(0.5 + ci_level / 2, k - 1),
+                                    (k - 1) * pop / chi2.ppf(0.5 - ci_level / 2, k - 1), math.nan,
+                                    f"{method}, chi2_(K-1)", "population", pop, False, True,
+                                    "latent scale; ignores the offsets' estimation error"))
+            offsets = [{"judge": lab, "estimate": float(gc[j]), "std_error": math.sqrt(max(cg[j, j], 0.0)),
+                        "lower": float(gc[j] - z * math.sqrt(max(cg[j, j], 0.0))),
+                        "upper": float(gc[j] + z * math.sqrt(max(cg[j, j], 0.0))), "ci_method": method}
+                       for j, lab in enumerate(gd.judge_labels)]
+        else:
+            note = "thresholds='judge': a judge is its own set of thresholds, not a shift"
+            out.append(ComponentRow.not_identifiable("judge_panel", note))
+            out.append(ComponentRow.not_identifiable("judge_population", note, view="population"))
+            offsets = []
+        diag = {"loglik": uf.loglik, "converged": uf.converged, "message": uf.message, "grad_norm": uf.grad_norm,
+                "at_boundary": uf.at_boundary, "link": link, "nagq": nagq, "thresholds": thresholds,
+                "values": values.tolist(), "thresholds_centred": (theta - gamma.mean()).tolist(),
+                "gamma_centred": gc.tolist(), "hessian": uf.hessian.tolist(), "x": uf.x.tolist()}
+        return GroupFit(out, offsets, diag)
+
+    return fit_groups(stats, fit_one, method="ordinal", ci_level=ci_level, seed=seed,
+                      options={"link": link, "thresholds": thresholds, "nagq": nagq, "interval": interval},
+                      scale="latent")
+
+
+def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10) -> list[dict[str, Any]]:
+    """Likelihood-ratio test of shared vs per-judge thresholds, per unit: LR = 2 (l_judge - l_shared) ~
+    chi2 with (K - 1)(J - 1) - (K - 1) = (K - 1)(J - 2) degrees of freedom (nested models; Agresti 2010, 5.6)."""
+    from scipy.stats import chi2
+
+    from cjstats.stats import build_stats
+
+    stats, rows = as_stats(scores)
+    out = []
+    for g in build_stats(rows) if stats is None else stats:
+        gd = rows_for(rows, g)
+        p0, f0, _ = fit_unit(gd, link=link, thresholds="shared", nagq=nagq)
+        _, f1, _ = fit_unit(gd, link=link, thresholds="judge", nagq=nagq)
+        df = (p0.n_judges - 1) * (p0.n_categories - 2)
+        lr = max(2 * (f1.loglik - f0.loglik), 0.0)
+        out.append({**g.key, "statistic": lr, "df": df,
+                    "p_value": float(chi2.sf(lr, df)) if df > 0 else math.nan})
+    return out

@@ -1,0 +1,244 @@
+r"""Maximum-likelihood fit of one unit: L-BFGS-B on the unconstrained parameters, a Newton polish with the
+observed information, the Hessian, and the profile likelihood of the scenario variance.
+
+The gradient is a central finite difference of the adaptive-quadrature log-likelihood (step 1e-5 (1 + |x|));
+the per-scenario modes are warm-started from the last evaluation and solved to 1e-10, so the objective is
+smooth to about 1e-12 relative and the difference is accurate to ~1e-7. The observed information is the central
+difference of that gradient (step 1e-4). Convergence is reported honestly: the final gradient norm, whether
+L-BFGS-B said it converged, and whether log s_a sits at its lower bound (s_a -> 0, a boundary estimate).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, _log_integrand, unpack
+from cjstats.estimators.ordinal_ml.links import quantile
+
+__all__ = ["UnitFit", "fit_problem", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
+
+#: Bounds of log s_a in the optimiser: s_a in [exp(-9), exp(4)] on the latent scale.
+LOG_S_BOUNDS = (-9.0, 4.0)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class _Objective:
+    """-log L with warm-started scenario modes (one cache per fit)."""
+
+    def __init__(self, p: OrdinalProblem, nagq: int | None = None) -> None:
+        self.p = p
+        self.q = p.nagq if nagq is None else int(nagq)
+        self.a = np.zeros(p.n_scenarios)
+        self.n_eval = 0
+        z, w = np.polynomial.hermite_e.hermegauss(self.q)
+        self.z, self.logw = z, np.log(w)
+
+    def modes(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
+        p = self.p
+        s, u0, lo0 = _bounds(p, x)
+        s2 = s * s
+        a = self.a.copy()
+        g, g1, g2 = _log_integrand(p, u0, lo0, a[p.scenario], a, s2, 2)
+        if not np.all(np.isfinite(g)):
+            a[:] = 0.0
+            g, g1, g2 = _log_integrand(p, u0, lo0, a[p.scenario], a, s2, 2)
+        for _ in range(100):
+            step = -g1 / g2
+            t = np.ones_like(a)
+            for _half in range(50):
+                new = a + t * step
+                gn = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 0)[0]
+                bad = ~(gn >= g - 1e-13 * np.abs(g))
+                if not bad.any():
+                    break
+                t = np.where(bad, 0.5 * t, t)
+            a = new
+            g, g1, g2 = _log_integrand(p, u0, lo0, a[p.scenario], a, s2, 2)
+            if np.max(np.abs(t * step)) < 1e-10:
+                break
+        if np.all(np.isfinite(a)):
+            self.a = a
+        return a, -g2, g, s2, u0, lo0
+
+    def __call__(self, x: np.ndarray) -> float:
+        self.n_eval += 1
+        p = self.p
+        a, h, g, s2, u0, lo0 = self.modes(x)
+        if not (np.all(np.isfinite(g)) and np.all(h > 0)):
+            return math.inf
+        if self.q == 1:
+            return float(-np.sum(g + 0.5 * _LOG_2PI - 0.5 * np.log(h)))
+        sd = 1.0 / np.sqrt(h)
+        total = np.empty((self.q, p.n_scenarios))
+        for j in range(self.q):
+            nodes = a + self.z[j] * sd
+            total[j] = (_log_integrand(p, u0, lo0, nodes[p.scenario], nodes, s2, 0)[0]
+                        + 0.5 * self.z[j] ** 2 + self.logw[j])
+        m = total.max(axis=0)
+        return float(-np.sum(m + np.log(np.exp(total - m).sum(axis=0)) - 0.5 * np.log(h)))
+
+    def grad(self, x: np.ndarray, f0: float | None = None) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        out = np.empty_like(x)
+        for j in range(x.size):
+            h = 1e-5 * (1.0 + abs(x[j]))
+            e = np.zeros_like(x)
+            e[j] = h
+            out[j] = (self(x + e) - self(x - e)) / (2.0 * h)
+        return out
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        n = x.size
+        hess = np.empty((n, n))
+        for j in range(n):
+            h = 1e-4 * (1.0 + abs(x[j]))
+            e = np.zeros_like(x)
+            e[j] = h
+            hess[:, j] = (self.grad(x + e) - self.grad(x - e)) / (2.0 * h)
+        return 0.5 * (hess + hess.T)
+
+
+def start_values(p: OrdinalProblem, log_s: float = math.log(0.5)) -> np.ndarray:
+    """Thresholds at the link quantiles of the cumulative category shares (per judge for judge thresholds),
+    offsets 0, s_a = 0.5."""
+    x = np.zeros(p.n_params)
+    x[0] = log_s
+    j = p.n_categories
+    groups = [np.arange(p.category.size)] if p.thresholds == "shared" else [
+        np.flatnonzero(p.judge == k) for k in range(p.n_judges)]
+    i = 1 + p.n_gamma
+    for idx in groups:
+        freq = (np.bincount(p.category[idx], minlength=j) + 0.5) / (idx.size + 0.5 * j)
+        cut = quantile(np.cumsum(freq)[:-1], p.link)
+        x[i] = cut[0]
+        x[i + 1:i + j - 1] = np.log(np.maximum(np.diff(cut), 1e-2))
+        i += j - 1
+    return x
+
+
+@dataclass
+class UnitFit:
+    """One unit's maximum-likelihood fit (optimiser parametrisation)."""
+
+    x: np.ndarray
+    loglik: float
+    hessian: np.ndarray           # observed information of -log L in x
+    grad_norm: float
+    converged: bool
+    at_boundary: bool
+    message: str
+    n_eval: int
+    modes: np.ndarray
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _minimise(obj: _Objective, x0: np.ndarray, fixed: dict[int, float] | None = None) -> tuple[np.ndarray, Any]:
+    from scipy.optimize import minimize
+
+    fixed = fixed or {}
+    free = np.array([i for i in range(x0.size) if i not in fixed], dtype=np.int64)
+    full = np.asarray(x0, dtype=np.float64).copy()
+    for i, v in fixed.items():
+        full[i] = v
+
+    def f_and_g(z: np.ndarray) -> tuple[float, np.ndarray]:
+        full[free] = z
+        f = obj(full)
+        if not math.isfinite(f):
+            return 1e300, np.zeros_like(z)
+        return f, obj.grad(full)[free]
+
+    bounds = [LOG_S_BOUNDS if i == 0 else (None, None) for i in free]
+    res = minimize(f_and_g, full[free], jac=True, method="L-BFGS-B", bounds=bounds,
+                   options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-7, "maxcor": 20})
+    full[free] = res.x
+    return full.copy(), res
+
+
+def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: bool = True) -> UnitFit:
+    """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information."""
+    obj = _Objective(p)
+    x, res = _minimise(obj, start_values(p) if x0 is None else x0)
+    f = obj(x)
+    at_lower = x[0] <= LOG_S_BOUNDS[0] + 1e-6
+    hess = obj.hessian(x) if hessian else np.full((x.size, x.size), np.nan)
+    # Newton polish (free parameters; log s_a stays put at the boundary)
+    for _ in range(3 if hessian else 0):
+        g = obj.grad(x)
+        idx = np.arange(1 if at_lower else 0, x.size)
+        try:
+            step = -np.linalg.solve(hess[np.ix_(idx, idx)], g[idx])
+        except np.linalg.LinAlgError:
+            break
+        trial = x.copy()
+        trial[idx] += step
+        ft = obj(trial)
+        if not (ft <= f):
+            break
+        x, f = trial, ft
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    g = obj.grad(x)
+    free = slice(1, None) if at_lower else slice(None)
+    gnorm = float(np.max(np.abs(g[free])))
+    converged = bool(gnorm < 1e-3 and math.isfinite(f))
+    msg = (f"L-BFGS-B: {res.message}; max |gradient| {gnorm:.2g}"
+           + ("; s_a at its lower bound (scenario variance estimated as ~0: a boundary estimate)" if at_lower else ""))
+    return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at_lower),
+                   message=msg, n_eval=obj.n_eval, modes=obj.a.copy())
+
+
+def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[float, float, int]:
+    """Profile-likelihood interval for s_a^2: {s^2 : 2 (l_max - l_p(s)) <= chi2_1(level)}; the lower limit is 0
+    when the profile at the lower bound of s_a stays inside. Returns (lower, upper, evaluations)."""
+    from scipy.optimize import brentq
+    from scipy.stats import chi2
+
+    crit = float(chi2.ppf(level, 1))
+    obj = _Objective(p)
+    cache: dict[float, np.ndarray] = {}
+    warm = [fit.x.copy()]
+
+    def dev(log_s: float) -> float:
+        x, _ = _minimise(obj, warm[0], fixed={0: log_s})
+        cache[log_s] = x
+        return 2.0 * (fit.loglik + obj(x)) - crit
+
+    l0 = float(fit.x[0])
+    se = math.sqrt(max(np.linalg.pinv(fit.hessian)[0, 0], 1e-8)) if np.all(np.isfinite(fit.hessian)) else 0.5
+    # upper limit
+    hi = l0 + max(se, 0.05)
+    while dev(hi) < 0 and hi < LOG_S_BOUNDS[1]:
+        warm[0] = cache[hi]
+        hi = min(hi + 2 * max(se, 0.05), LOG_S_BOUNDS[1])
+    warm[0] = fit.x.copy()
+    upper = brentq(dev, l0, hi, xtol=1e-4) if dev(hi) > 0 else LOG_S_BOUNDS[1]
+    # lower limit
+    warm[0] = fit.x.copy()
+    lower: float | None = None
+    if fit.at_boundary:
+        lower = -math.inf
+    else:
+        lo = l0 - max(se, 0.05)
+        while dev(lo) < 0:
+            warm[0] = cache[lo]
+            if lo <= LOG_S_BOUNDS[0] + 1e-9:
+                lower = -math.inf
+                break
+            lo = max(lo - 2 * max(se, 0.05), LOG_S_BOUNDS[0])
+        if lower is None:
+            warm[0] = fit.x.copy()
+            lower = brentq(dev, lo, l0, xtol=1e-4)
+    return (0.0 if lower == -math.inf else math.exp(2 * lower)), math.exp(2 * upper), obj.n_eval
+
+
+def centred(p: OrdinalProblem, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Reported parameters: s2 scenario, panel-centred gamma (K,), thresholds shifted by the mean offset."""
+    log_s, gamma, theta = unpack(p, x)
+    gbar = gamma.mean()
+    return {"scenario": np.exp(2 * log_s), "gamma": gamma - gbar, "thresholds": theta - gbar}
