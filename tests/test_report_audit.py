@@ -131,3 +131,39 @@ def test_new_sections_render_in_headless_chromium(audit, tmp_path):
         grey = np.asarray(im.convert("L"))
     inked = np.nonzero((grey < 250).sum(axis=1))[0]
     assert inked.max() > 6000             # the page runs on past the core sections into the audit sections
+
+
+def _two_runs(tmp_path):
+    rng = np.random.default_rng(7)
+    import pandas as pd
+
+    rows = [(m, f"s{i}", j) for m in ("m1", "m2") for i in range(40) for j in ("J1", "J2", "J3")]
+    b = pd.DataFrame(rows, columns=["model", "scenario", "judge"])
+    item = rng.normal(0, 0.6, 80).repeat(3) + np.where(b["model"] == "m1", 0.8, 0.0)
+    b["score"] = 3 + item + rng.normal(0, 0.3, len(b))
+    a = b.assign(score=3 + item + 0.7 * (b["judge"] == "J3") + rng.normal(0, 0.3, len(b)))
+    b.to_csv(tmp_path / "may.csv", index=False)
+    a.to_csv(tmp_path / "june.csv", index=False)
+    return tmp_path / "may.csv", tmp_path / "june.csv"
+
+
+def test_cli_report_adds_the_audit_sections(tmp_path):
+    from cli_helpers import run_main
+
+    may, june = _two_runs(tmp_path)
+    out = tmp_path / "r.html"
+    code, _, err = run_main(["report", str(june), "-o", str(out), "--doctor", "--drift-before", str(may),
+                             "--sequence", "m1,m2", "--bounds", "0,6"])
+    assert code == 0, err
+    html = out.read_text()
+    assert re.findall(r'<section id="([a-z_]+)">', html)[-3:] == ["diagnosis", "drift", "sequences"]
+    assert f"cjstats decompose {june}" in html                       # the file's own commands, not '<table>'
+    assert "J3 drifted" in _plain(_section(html, "drift"))
+    assert "CONTINUE: it still contains 0" in _plain(_section(html, "sequences"))   # bounded CS, 40 scenarios: wide
+    for args, words in ((["--bounds", "1,5"], "--bounds sets the scale of --sequence"),
+                        (["--sequence", "m1,zz"], "--sequence names 'zz'"),
+                        (["--sequence", "m1"], "--sequence takes two model names"),
+                        (["--drift-before", str(tmp_path / "none.csv")], "none.csv")):
+        code, _, err = run_main(["report", str(june), "-o", str(tmp_path / "x.html"), *args])
+        assert code == 1 and words in err and "Traceback" not in err, (args, err)
+        assert not (tmp_path / "x.html").exists()
