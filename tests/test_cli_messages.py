@@ -99,6 +99,16 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ("monitor", "--exclude-judges"): _SPARSE,
     ("monitor", "--columns"): "monitor reads FILE with pandas in file order and passes a DataFrame, never a Scores",
     ("monitor", "--duplicates"): "monitor reads FILE with pandas in file order and passes a DataFrame, never a Scores",
+    ("drift", "--dataset"): "drift checks that BEFORE and AFTER are files before load_scores, whose FILE-or-dataset "
+                            "advice then cannot fire",
+    ("drift", "--draws"): "drift offers --method reml or anova: no Bayesian fit runs",
+    ("drift", "--tune"): "drift offers --method reml or anova: no Bayesian fit runs",
+    ("drift", "--exclude-judges"): _SPARSE,
+    ("drift", "--judges-per-generation"): _DESIGNS_ROWS,
+    ("drift", "--where"): "drift passes load_scores no --where rows, so the reference-rater advice of --where cannot "
+                          "fire",
+    ("drift", "--output"): "the promptfoo reader's advice names promptfoo's own `promptfoo eval --output`, not a "
+                           "cjstats option",
 }
 
 

@@ -48,6 +48,7 @@ def _register() -> None:
     from cjstats.cli.monitor import monitor
 
     cli.add_command(monitor)
+    from cjstats.cli.drift import drift; cli.add_command(drift)  # noqa: E702  issue 23: cjstats drift BEFORE AFTER
     for cmd in cli.commands.values():   # every data subcommand: FILE or --dataset NAME
         accept_dataset(cmd)
 

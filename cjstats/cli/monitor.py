@@ -41,7 +41,7 @@ def _read(path: str):
 @click.option("--models", required=True, metavar="A,B",
               help="The two models to compare (A - B), or one model to follow its mean.")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Error level of the whole sequence.")
-@click.option("--method", type=click.Choice(["empirical_bernstein", "normal_mixture"]), default="empirical_bernstein",
+@click.option("--method", type=click.Choice(["empirical_bernstein", "normal_mixture", "hedged_betting"]), default="empirical_bernstein",
               show_default=True, help="Bounded scores (needs --bounds) or the normal mixture with a pilot variance.")
 @click.option("--bounds", default=None, metavar="LO,HI", help="Lowest and highest possible score, e.g. 1,5.")
 @click.option("--order", default=None, metavar="COLUMN", help="Sort scenarios by this column (default: file order).")
@@ -71,8 +71,8 @@ def monitor(file: str, models: str, alpha: float, method: str, bounds: str | Non
             pair = None
         if pair is None or len(pair) != 2:
             raise CjstatsError(f"The option --bounds takes two numbers LO,HI, e.g. 1,5. Got `{bounds}`.")
-    if method == "empirical_bernstein" and pair is None:
-        raise CjstatsError("The empirical-Bernstein sequence needs the score scale: add --bounds LO,HI (e.g. 1,5), "
+    if method in ("empirical_bernstein", "hedged_betting") and pair is None:
+        raise CjstatsError("The empirical-Bernstein and hedged-betting sequences need the score scale: add --bounds LO,HI (e.g. 1,5), "
                            "or use --method normal_mixture.")
     table = _read(file)
     known = set(table["model"].astype(str)) if "model" in table.columns else set()

@@ -123,6 +123,9 @@ def _differences(before: pd.DataFrame, after: pd.DataFrame, *, unshared: str, by
                         "score": m["score_after"].to_numpy(float) - m["score_before"].to_numpy(float)})
     if crit:
         out.insert(1, "criterion", m["criterion"].astype(str))
+    if not out["score"].to_numpy().any():
+        raise CjstatsError(f"The two runs give the same score on all {len(out)} shared judge calls: no judge changed, "
+                           "and identical runs leave no variance to test; check that 'after' is the new run.")
     return out
 
 
@@ -177,12 +180,13 @@ class DriftResult(Result):
         return [f"{g}{_SEP}{j}" if multi else str(j) for g, j in zip(d["group"], d["judge"])]
 
     def as_text(self) -> str:
-        from cjstats.results.format import format_frame
+        from cjstats.results.format import P_COLUMNS, format_frame
 
         t = self.tests.copy()
         lines = [f"Judge drift, {self.labels[1]} - {self.labels[0]} ({self.method}; p adjusted: {self.adjust})", "",
                  format_frame(self.drift.drop(columns=["ci_level", "method"]), na="-").to_string(index=False), "",
-                 "Global tests (no_drift: Bonferroni over panel_mean and equal_drift)", format_frame(t, na="-").to_string(index=False)]
+                 "Global tests (no_drift: Bonferroni over panel_mean and equal_drift)",
+                 format_frame(t, na="-", p_columns=(*P_COLUMNS, "p_chisq")).to_string(index=False)]
         flagged = self.flagged()
         lines += ["", f"drifted at level {1 - self.ci_level:g}: {', '.join(flagged) if flagged else 'none'}"]
         return "\n".join(lines)

@@ -60,7 +60,9 @@ def detect_format(source: Any) -> str:
     if not path.exists():
         raise CjstatsError(f"The file `{path}` does not exist.")
     if path.is_dir():
-        raise CjstatsError(f"`{path}` is a folder; give cjstats doctor one file.")
+        if any(path.rglob("*.eval")):             # a folder of Inspect logs is one table (one log per model)
+            return "inspect"
+        raise CjstatsError(f"`{path}` is a folder; give cjstats doctor one file (or a folder of Inspect .eval logs).")
     name = path.name.lower()
     if name.endswith(".eval"):
         return "inspect"
@@ -135,13 +137,14 @@ def read_any(source: Any) -> tuple[Scores, pd.DataFrame | None, str]:
 
 
 def score_kind(values: np.ndarray) -> str:
-    """``binary`` (two values), ``ordinal`` (at most :data:`ORDINAL_MAX_LEVELS` distinct integers) or ``continuous``."""
+    """``binary`` (two values), ``ordinal`` (at most :data:`ORDINAL_MAX_LEVELS` distinct values in whole or half
+    points: a 1-5 rubric, or Inspect's C/P/I grades read as 1/0.5/0) or ``continuous``."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     levels = np.unique(values)
     if len(levels) <= 2:
         return "binary"
-    if len(levels) <= ORDINAL_MAX_LEVELS and np.all(levels == np.round(levels)):
+    if len(levels) <= ORDINAL_MAX_LEVELS and np.all(2 * levels == np.round(2 * levels)):
         return "ordinal"
     return "continuous"
 

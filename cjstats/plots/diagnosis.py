@@ -36,7 +36,7 @@ def diagnosis_plot(diagnosis: Any, *, ax: Any = None) -> Any:
         share = rows.to_numpy(dtype=float) / max(rows.sum(), 1)
         ax.bar(x - 0.4 + width * (i + 0.5), share, width=width, color=PALETTE[i % len(PALETTE)], label=str(judge),
                gid=f"judge:{judge}")
-    ax.set_xticks(x, [f"{v:g}" for v in values], rotation=45 if len(values) > 8 else 0)
+    ax.set_xticks(x, [f"{v:.3g}" for v in values], rotation=45 if len(values) > 8 else 0)
     facts = getattr(diagnosis, "facts", {}) or {}
     kind = facts.get("score_kind", "")
     ax.set_xlabel("score" + (" (bin midpoint)" if kind == "continuous" else ""))

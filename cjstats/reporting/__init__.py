@@ -36,6 +36,9 @@ SECTION_TITLES: dict[str, str] = {
     "allocation": "Allocation recommendation and frontier",
     "comparisons": "Model comparisons",
     "human_agreement": "Human agreement",
+    "diagnosis": "What the file holds (doctor)",
+    "drift": "Judge drift",
+    "sequences": "Sequential comparisons",
 }
 
 _TEXT_KINDS = ("O", "b", "S", "U")
@@ -324,12 +327,24 @@ def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, 
                     *result.fit_notes()]
 
 
+def _audit_sections(scores: Any, **given: Any) -> list[dict[str, Any]]:
+    """The sections of the audit results given to report (:mod:`cjstats.reporting.sections`), in report order."""
+    from cjstats.reporting.sections import AUDIT_SECTIONS, audit_section
+
+    if isinstance(given.get("diagnosis"), str) and given["diagnosis"] == "auto":
+        from cjstats.results.diagnosis import diagnose
+
+        given["diagnosis"] = diagnose(scores)
+    return [audit_section(k, given[k]) for k in AUDIT_SECTIONS if given.get(k) is not None]
+
+
 def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method: str | Sequence[str] = "auto",
            budget: float | None = None, model: str | None = None, criterion: str | None = None,
            comparisons: Any = "auto", human_agreement: Any = "auto", ci_level: float | None = None,
            seed: int | None = 0, title: str | None = None, force: bool = False,
            subsample_reps: int = 1000, browser: str | None = None,
-           backend_options: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+           backend_options: Mapping[str, Mapping[str, Any]] | None = None, diagnosis: Any = None,
+           drift: Any = None, sequences: Any = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
     Sections: design summary; the components of every backend asked for, with intervals and standard
@@ -376,6 +391,13 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         Repetitions per (strategy, budget) of the subsampling experiment.
     backend_options : mapping, optional
         Options of a backend's fit, by method, e.g. ``{"bayes": {"draws": 500, "tune": 500}}``.
+    diagnosis, drift, sequences : result, mapping of labelled results, or None
+        The audit sections (:mod:`cjstats.reporting.sections`), each with its figure, table and one paragraph
+        saying what it means: a :class:`~cjstats.results.diagnosis.Diagnosis` (``diagnosis="auto"``:
+        :func:`cjstats.diagnose` of ``scores``), a :class:`~cjstats.estimators.drift.DriftResult`
+        (:func:`cjstats.judge_drift`), and :class:`~cjstats.results.sequential.SequenceResult` /
+        :class:`~cjstats.results.sequential.SequentialPlan` (:func:`cjstats.confidence_sequence`,
+        :func:`cjstats.sequential_plan`). None (default) leaves a section out.
 
     Returns
     -------
@@ -405,6 +427,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                            f"{type(scores).__name__}.")
     methods, auto_why = _resolve_methods(method, scores)
     level = resolve_ci_level(ci_level)
+    audit = _audit_sections(scores, diagnosis=diagnosis, drift=drift, sequences=sequences)   # bad input: before fitting
     if output is not None:
         check_output(output, force)                 # refuse before the (slow) fitting starts
         if _is_pdf(output):
@@ -546,6 +569,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                                      "reference raters, with its scenario-clustered interval.", "agreement plot"))
         sections.append({"id": "human_agreement", "title": SECTION_TITLES["human_agreement"], "intro": [],
                          "items": items})
+
+    sections.extend(audit)
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("cjstats.reporting", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,

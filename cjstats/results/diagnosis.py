@@ -102,7 +102,8 @@ def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None,
     if fmt in _TOOL_FORMATS:
         target = output or f"{Path(source).stem}.long.csv"
         commands.append(f"cjstats doctor {source} -o {target}")
-        notes.append(f"{'An' if fmt[0] in 'aeiou' or fmt == 'lm-eval' else 'A'} {fmt} file: the line above writes it as a long table (cj.{_TOOL_FORMATS[fmt]} reads it "
+        what = {"inspect": "An Inspect log"}.get(fmt, f"{'An' if fmt[0] in 'aeiou' or fmt == 'lm-eval' else 'A'} {fmt} file")
+        notes.append(f"{what}: the line above writes it as a long table (cj.{_TOOL_FORMATS[fmt]} reads it "
                      f"in Python) that every command reads.")
     elif fmt.startswith("wide:"):
         extra += f" --judge-columns '{fmt.split(':', 1)[1]}'"
@@ -124,7 +125,7 @@ def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None,
     if facts["score_kind"] == "binary":
         notes.append("Binary scores (pass/fail): components are on the probability scale; means are pass rates.")
     elif facts["score_kind"] == "ordinal":
-        notes.append("Ordinal scores (few integer levels): the Gaussian fits describe means on the score scale; "
+        notes.append("Ordinal scores (few levels): the Gaussian fits describe means on the score scale; "
                      "the Bayesian backend's ordinal likelihood (likelihood='ordinal', docs/backends.md) fits ordered "
                      "categories.")
     if facts["ceiling_share"] > CEILING_NOTE and facts["score_kind"] != "binary":
