@@ -167,3 +167,34 @@ def test_cli_report_adds_the_audit_sections(tmp_path):
         code, _, err = run_main(["report", str(june), "-o", str(tmp_path / "x.html"), *args])
         assert code == 1 and words in err and "Traceback" not in err, (args, err)
         assert not (tmp_path / "x.html").exists()
+
+
+# ------------------------------------------------------------------------------------------------- covariates
+@pytest.fixture(scope="module")
+def covariate_report():
+    df = cj.simulate_length_bias()
+    fit = cj.fit_joint(df, covariates=["length"])
+    return cj.report(cj.read_scores(df[["model", "scenario", "generation", "judge", "score"]]), method="anova",
+                     comparisons=None, subsample_reps=20, covariates=fit), fit
+
+
+def test_covariate_section_names_the_rewarding_judges_and_the_mean_length(covariate_report):
+    html, fit = covariate_report
+    assert re.findall(r'<section id="([a-z_]+)">', html) == [*CORE, "covariates"]
+    sec = _section(html, "covariates")
+    assert f"<h2>{SECTION_TITLES['covariates']}</h2>" in sec
+    assert 'alt="slopes on length"' in sec and "data:image/png;base64," in sec
+    text = _plain(sec)
+    s = fit.slopes.set_index("judge")
+    rewarding = [j for j in fit.judges if s.at[j, "lower"] > 0]
+    assert rewarding and all(j in text for j in rewarding)       # the plants: the length-rewarding judge(s)
+    assert "gives higher scores to answers with more length" in text or "give higher scores" in text
+    assert f"at length = {fit.covariate_means[0]:.4g}, the mean" in text
+    assert f"{s.at['(panel)', 'slope']:.3g}" in text
+    assert "model means at length" in text
+
+
+def test_covariate_section_refuses_a_plain_fit_in_one_sentence():
+    s = cj.datasets.load("hanna", composite=True).subset(models=["GPT", "GPT-2"])
+    with pytest.raises(CjstatsError, match="takes a covariate fit"):
+        cj.report(s, method="anova", comparisons=None, covariates=cj.fit_joint(s))

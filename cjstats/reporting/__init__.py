@@ -39,6 +39,7 @@ SECTION_TITLES: dict[str, str] = {
     "diagnosis": "What the file holds (doctor)",
     "drift": "Judge drift",
     "sequences": "Sequential comparisons",
+    "covariates": "Judge slopes on covariates",
 }
 
 _TEXT_KINDS = ("O", "b", "S", "U")
@@ -344,7 +345,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
            seed: int | None = 0, title: str | None = None, force: bool = False,
            subsample_reps: int = 1000, browser: str | None = None,
            backend_options: Mapping[str, Mapping[str, Any]] | None = None, diagnosis: Any = None,
-           drift: Any = None, sequences: Any = None) -> str:
+           drift: Any = None, sequences: Any = None, covariates: Any = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
     Sections: design summary; the components of every backend asked for, with intervals and standard
@@ -391,13 +392,14 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         Repetitions per (strategy, budget) of the subsampling experiment.
     backend_options : mapping, optional
         Options of a backend's fit, by method, e.g. ``{"bayes": {"draws": 500, "tune": 500}}``.
-    diagnosis, drift, sequences : result, mapping of labelled results, or None
+    diagnosis, drift, sequences, covariates : result, mapping of labelled results, or None
         The audit sections (:mod:`cjstats.reporting.sections`), each with its figure, table and one paragraph
         saying what it means: a :class:`~cjstats.results.diagnosis.Diagnosis` (``diagnosis="auto"``:
         :func:`cjstats.diagnose` of ``scores``), a :class:`~cjstats.estimators.drift.DriftResult`
         (:func:`cjstats.judge_drift`), and :class:`~cjstats.results.sequential.SequenceResult` /
         :class:`~cjstats.results.sequential.SequentialPlan` (:func:`cjstats.confidence_sequence`,
-        :func:`cjstats.sequential_plan`). None (default) leaves a section out.
+        :func:`cjstats.sequential_plan`), and a covariate fit (``cj.fit_joint(scores, covariates=["length"])``:
+        each judge's slope and the model means at the mean covariate). None (default) leaves a section out.
 
     Returns
     -------
@@ -427,7 +429,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                            f"{type(scores).__name__}.")
     methods, auto_why = _resolve_methods(method, scores)
     level = resolve_ci_level(ci_level)
-    audit = _audit_sections(scores, diagnosis=diagnosis, drift=drift, sequences=sequences)   # bad input: before fitting
+    audit = _audit_sections(scores, diagnosis=diagnosis, drift=drift, sequences=sequences,   # bad input: before fitting
+                            covariates=covariates)
     if output is not None:
         check_output(output, force)                 # refuse before the (slow) fitting starts
         if _is_pdf(output):

@@ -1,6 +1,7 @@
 """Report sections of the audit results: what a file holds (:class:`~cjstats.results.diagnosis.Diagnosis`), judge
-drift (:class:`~cjstats.estimators.drift.DriftResult`) and anytime-valid sequential comparisons
-(:class:`~cjstats.results.sequential.SequenceResult`, :class:`~cjstats.results.sequential.SequentialPlan`).
+drift (:class:`~cjstats.estimators.drift.DriftResult`), anytime-valid sequential comparisons
+(:class:`~cjstats.results.sequential.SequenceResult`, :class:`~cjstats.results.sequential.SequentialPlan`) and
+what judges reward besides quality (:class:`~cjstats.estimators.joint.covariates.CovariateFit`).
 
 Each builder turns a result (or a mapping of labelled results) into the report's section items, the same
 ``figure`` / ``table`` / ``text`` items :func:`cjstats.reporting.report` renders for every other section: the
@@ -204,11 +205,65 @@ def sequence_items(obj: Any) -> list[dict[str, Any]]:
     return items
 
 
+# ---------------------------------------------------------------------------------------------- covariates
+def covariate_paragraph(fit: Any) -> str:
+    """One paragraph per fit: which judges reward each covariate, the panel slope, the test that the judges'
+    slopes differ, and that the model means are compared at the mean covariate."""
+    alpha = 1.0 - fit.ci_level
+    s = fit.slopes
+    parts = []
+    for c in fit.covariates:
+        sc = s[s["covariate"] == c]
+        judges = sc[sc["judge"] != "(panel)"]
+        panel = sc[sc["judge"] == "(panel)"].iloc[0]
+        pos = judges.loc[(judges["lower"] > 0), "judge"].astype(str).tolist()
+        neg = judges.loc[(judges["upper"] < 0), "judge"].astype(str).tolist()
+        test = fit.tests.get(f"slopes[{c}]", {})
+        who = (f"{', '.join(pos)} give{'s' if len(pos) == 1 else ''} higher scores to answers with more {c}"
+               if pos else f"no judge's score rises detectably with {c}")
+        if neg:
+            who += f"; {', '.join(neg)} give{'s' if len(neg) == 1 else ''} lower ones"
+        parts.append(f"{who} (intervals excluding 0 at level {alpha:g}). The panel's slope is {panel['slope']:.3g} "
+                     f"per unit of {c} ([{panel['lower']:.3g}, {panel['upper']:.3g}])"
+                     + (f"; the test that every judge has the same slope gives {test.get('test', 'F')} = "
+                        f"{test['statistic']:.3g} on ({test['df1']:g}, {test['df2']:g}) df, p = {_p(test['p_value'])}"
+                        if test else "") + ".")
+    return (" ".join(parts) + f" Model means and differences below are {fit.at_mean_text()}: a model that writes "
+            "more is not credited with what the judges give for length alone.")
+
+
+def covariate_items(obj: Any) -> list[dict[str, Any]]:
+    from cjstats import plots
+    from cjstats.estimators.joint.covariates import CovariateFit
+    from cjstats.reporting import _figure, _heading, _text, format_table
+
+    items: list[dict[str, Any]] = []
+    for label, fit in _items(obj):
+        if not isinstance(fit, CovariateFit):
+            raise _refuse("covariates", fit, "a covariate fit (cj.fit_joint(scores, covariates=['length']))")
+        if label is not None:
+            items.append(_heading(label))
+        items.append(_text(covariate_paragraph(fit)))
+        for c in fit.covariates:
+            items.append(_figure(plots.slopes_plot(fit, covariate=c), f"Each judge's slope on {c} with its "
+                                 f"{100 * fit.ci_level:g}% interval (orange: excludes 0); dashed line and band: the "
+                                 "panel's slope (the mean of the judges').", f"slopes on {c}"))
+        items.append(format_table(fit.slopes.drop(columns=["ci_level"]), caption="slope of each judge and of the "
+                                  "panel (score units per covariate unit)", se_column="std_error",
+                                  value_columns=("slope", "std_error", "lower", "upper")))
+        frame = fit.to_frame()
+        mu = frame[frame["component"] == "mu"][["model", "estimate", "std_error", "lower", "upper"]]
+        items.append(format_table(mu.reset_index(drop=True), caption=f"model means {fit.at_mean_text()}",
+                                  se_column="std_error", value_columns=("estimate", "std_error", "lower", "upper")))
+    return items
+
+
 #: The audit sections: report argument -> (section title, builder of its items), in report order.
 AUDIT_SECTIONS: dict[str, tuple[str, Callable[[Any], list[dict[str, Any]]]]] = {
     "diagnosis": ("What the file holds (doctor)", diagnosis_items),
     "drift": ("Judge drift", drift_items),
     "sequences": ("Sequential comparisons", sequence_items),
+    "covariates": ("Judge slopes on covariates", covariate_items),
 }
 
 

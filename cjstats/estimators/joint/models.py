@@ -77,7 +77,7 @@ def _check_joint_options(backend: Any, options: Mapping[str, Any]) -> None:
                              f"{', '.join(caps.options) or 'none'}; engine options go in engine_options=).")
 
 
-def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
+def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None, *, ci_level: float | None = None,
               seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
               model_scenario: str = "pooled", covariates: Sequence[str] | None = None, **options: Any) -> JointFit:
     """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
@@ -92,8 +92,9 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
         The table (one score per (model, scenario, generation, judge), no criterion column), or statistics
         from ``build_stats`` (per-model statistics of one criterion are stacked; joint ones used as they are),
         or with ``engine`` a file, folder, glob or list of paths.
-    method : {"anova", "reml", "bayes"}
-        Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC.
+    method : {"anova", "reml", "bayes"}, optional
+        Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC. Default:
+        ``"anova"``, or ``"reml"`` when ``covariates`` are given (the one backend that fits them).
     engine : {"numpy", "duckdb", "dask"}, optional
         The engine that computes the statistics; ``"duckdb"`` and ``"dask"`` never load the rows
         (``docs/scale.md``), so ``method="bayes"`` and ``incomplete="drop"`` are refused with them.
@@ -131,6 +132,8 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, 
     from cjstats.estimators import JOINT_BACKENDS, get_joint_backend, missing_packages
     from cjstats.estimators.joint._joint import joint_stats
 
+    if method is None:
+        method = "anova" if covariates is None else "reml"
     backend = get_joint_backend(method, caller="fit_joint")
     caps = backend.capabilities
     model_scenario = check_choice("model_scenario", model_scenario, ("pooled", "per_model"), caller="fit_joint")
@@ -400,7 +403,7 @@ def _rank_intervals(fit: JointFit) -> str:
     return "max_t" if kind == "posterior" and fit.draws is None else kind
 
 
-def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
+def compare_models(scores: Scores | pd.DataFrame | Any, method: Method | None = None, *, ci_level: float | None = None,
                    adjust: Adjust = "holm", view: View = "panel", seed: int | None = 0,
                    n_draws: int = 20_000, fit: JointFit | None = None, engine: str | None = None,
                    engine_options: Mapping[str, Any] | None = None, **options: Any) -> ModelComparison:
@@ -412,8 +415,9 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method = "anova"
         One score per (model, scenario, generation, judge); no criterion column (use ``.composite()``). Or
         statistics from :func:`cjstats.stats.build_stats`, or with ``engine`` a file, folder or glob
         (see :func:`fit_joint`).
-    method : {"anova", "reml", "bayes"}
-        Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC.
+    method : {"anova", "reml", "bayes"}, optional
+        Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC. Default:
+        ``"anova"``, or ``"reml"`` with ``covariates=`` (see :func:`fit_joint`).
     ci_level : float, optional
         Level of the intervals (default 0.95) and the significance threshold 1 - ci_level.
     engine, engine_options
