@@ -375,7 +375,10 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
                                engine_options=engine_opts)
     table = _as_scores(scores)
     rows = table if backend.capabilities.needs_rows(options) else None
-    return backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
+    fit = backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
+    from cjstats.estimators.score_advice import with_score_shape
+
+    return with_score_shape(fit, table)
 
 
 def _stats_only(scores: Any, engine: str | None) -> bool:
@@ -428,7 +431,8 @@ def _joint_gap(source: Any) -> str | None:
     return None
 
 
-def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = False) -> tuple[str, str]:
+def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = False,
+                discrete: bool = False) -> tuple[str, str]:
     """The backend ``method="auto"`` stands for on ``source``, and the reason in a few words.
 
     ``"anova"`` when every model (x criterion) group is complete and balanced, the closed-form method of moments;
@@ -441,6 +445,11 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
     ----------
     source : Scores or ScoreStats
         The table, or the statistics an engine computed (both carry the per-group ``design``).
+    discrete : bool
+        Consider the kind of scores too (the command line's ``--method auto`` does): on a table whose scores are
+        discrete or piled at a bound (:func:`cjstats.io.score_kind.prefers_discrete_model`) choose the
+        maximum-likelihood ordinal backend ``"ordinal"`` when it is registered (per-model fits of a table, with
+        no ``incomplete``), else keep the Gaussian choice and say why in the reason.
 
     Returns
     -------
@@ -448,6 +457,17 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
         The method and why, e.g. ``("reml", "model 'a' is not complete and balanced, 1 of 4000 judge calls
         missing")``; the command line prints it as ``Method: reml (--method auto: ...).``
     """
+    if discrete and not joint and incomplete is None:
+        from cjstats.estimators.score_advice import shape_of
+        from cjstats.io.score_kind import prefers_discrete_model, shape_phrase
+
+        shape = shape_of(source)
+        if prefers_discrete_model(shape):
+            if "ordinal" in REGISTRY:
+                return "ordinal", f"{shape_phrase(shape)}, so the ordinal (cumulative-link) model"
+            chosen, why = auto_method(source)
+            return chosen, (f"{why}; {shape_phrase(shape)}, which suits an ordinal model, but method=\"ordinal\" "
+                            f"is not in this version, so the Gaussian {chosen}")
     if incomplete == "drop":
         return "anova", ("scenarios not complete for every model are dropped" if joint else
                          "incomplete cells are dropped")
