@@ -478,7 +478,7 @@ def _verdict_scores(raw: pd.Series) -> pd.Series | None:
     present = raw[raw.notna()]
     mapping = verdicts.verdict_mapping(present.unique())
     if mapping is None:
-        if not boolean and len(present) and pd.to_numeric(present, errors="coerce").isna().all():
+        if not boolean and verdicts.all_words(present.unique()):
             raise CjstatsError(verdicts.msg_text_scores("score", present.unique(), int(len(present))))
         return None
     from cjstats import _warnings as warnings  # shown under a blanket ignore

@@ -16,10 +16,11 @@ the non-numeric sentence, naming the first word). The mapping is stated once, in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["VERDICTS", "VOCABULARY", "verdict_mapping", "msg_verdicts", "msg_text_scores"]
+__all__ = ["VERDICTS", "VOCABULARY", "verdict_mapping", "all_words", "msg_verdicts", "msg_text_scores"]
 
 #: Verdict (case-folded) -> score. C/I/P/N as Inspect's value_to_float (C = 1, P = 0.5, I = 0, N = 0).
 VERDICTS: dict[str, float] = {"c": 1.0, "p": 0.5, "i": 0.0, "n": 0.0, "pass": 1.0, "fail": 0.0,
@@ -51,6 +52,23 @@ def verdict_mapping(values: Iterable[Any]) -> dict[Any, float] | None:
             return None
         out[v] = VERDICTS[key]
     return out or None
+
+
+_WORD = re.compile(r"[^\W\d_][^\W\d]*(?:[ -][^\W\d]+)*")
+_NOT_WORDS = {"nan", "inf", "infinity"}
+
+
+def all_words(values: Iterable[Any]) -> bool:
+    """Whether every value is a word (letters, with spaces or hyphens inside: 'good', 'very good'), none of them a
+    spelling of a number (nan, inf): a column of such values gets :func:`msg_text_scores`; any other non-numeric
+    column keeps the sentence naming its first non-number (the same one the DuckDB engine words)."""
+    seen = False
+    for v in values:
+        text = v.strip() if isinstance(v, str) else None
+        if text is None or not _WORD.fullmatch(text) or text.casefold() in _NOT_WORDS:
+            return False
+        seen = True
+    return seen
 
 
 def _shown(value: Any) -> str:
