@@ -75,10 +75,12 @@ def is_bool_value(value: Any) -> bool:
 
 
 def bool_score_message(count: int | None = None, raw: Any = None, where: str | None = None) -> str:
-    """The sentence for True/False scores (a bool column, or True/False text), with the count and first row when
-    known. Shared by read_scores and the engines, so every path words it the same way."""
+    """The sentence for True/False scores (a bool column, or True/False text) read by an out-of-core engine, with
+    the count and first row when known. In memory, read_scores maps them (True = 1, False = 0, with a warning:
+    :mod:`cjstats.io.verdicts`); the DuckDB engine reads numbers only and says so."""
     detail = "" if count is None else f" ({count}, first: {raw!r} in {where})"
-    return f"Column 'score' holds True/False values{detail}; recode them as numbers before read_scores()."
+    return (f"Column 'score' holds True/False values{detail}; recode them as numbers (True = 1, False = 0) before "
+            f"read_scores(): the out-of-core engines read numbers only (in memory they are mapped so).")
 
 
 def nonnumeric_score_message(count: int, raw: Any, where: str) -> str:

@@ -22,7 +22,8 @@ DATA_SUBCOMMANDS = ["decompose", "judges", "variance", "allocate", "compare", "h
 EXTRA = {"allocate": ["--budget", "480"]}
 METHOD_LINE = {"hanna": "Method: anova (--method auto: every group is complete and balanced).",
                "mentalalign": "Method: reml (--method auto: model 'claude-3.5-haiku', criterion 'Empathy' is not "
-                              "complete and balanced, 1 of 4000 judge calls missing)."}
+                              "complete and balanced, 1 of 4000 judge calls missing; scores take 5 values and 73% sit at the "
+                              "top (5), which suits an ordinal model"}
 HUMANS = {"hanna": "Judges against the reference raters (human_slot_1, human_slot_2, human_slot_3)",
           "mentalalign": "Judges against the reference raters (human-expert)"}
 

@@ -71,7 +71,9 @@ def test_allocate(files):
 
 def test_variance(files):
     out, _ = _ok(["variance", str(files["composite"]), "--model", "gpt-4o-mini"])
-    assert out.startswith("Method: anova (--method auto: every group is complete and balanced).")   # no gap
+    # no gap; the scores' ceiling is named (issue 22: --method auto considers the kind of scores)
+    assert out.startswith("Method: anova (--method auto: every group is complete and balanced; scores take ")
+    assert "which suits an ordinal model" in out.splitlines()[0]
 
 
 def test_report(files):

@@ -151,9 +151,9 @@ class TestBadInput:
             read_scores(df)
 
     def test_boolean_scores(self):
-        df = _frame().assign(score=True)
-        with pytest.raises(CjstatsError, match="True/False"):
-            read_scores(df)
+        df = _frame().assign(score=True)      # verdicts: read as 1, the mapping stated (issue 22)
+        with pytest.warns(UserWarning, match="holds verdicts, read as True = 1"):
+            assert (read_scores(df).to_frame()["score"] == 1.0).all()
 
     def test_missing_judge_label(self):
         df = _frame()

@@ -540,7 +540,7 @@ def resolve_method(scores: Scores, method: str, incomplete: str | None, *, joint
         return method, ""
     from cjstats.estimators import auto_method
 
-    chosen, why = auto_method(scores, incomplete=incomplete, joint=joint)
+    chosen, why = auto_method(scores, incomplete=incomplete, joint=joint, discrete=True)
     flag = f" with --incomplete {incomplete}" if incomplete else ""
     return chosen, f"Method: {chosen} (--method auto{flag}: {why})."
 

@@ -376,7 +376,10 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
                                engine_options=engine_opts)
     table = _as_scores(scores)
     rows = table if backend.capabilities.needs_rows(options) else None
-    return backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
+    fit = backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
+    from cjstats.estimators.score_advice import with_score_shape
+
+    return with_score_shape(fit, table)
 
 
 def _stats_only(scores: Any, engine: str | None) -> bool:
@@ -429,7 +432,8 @@ def _joint_gap(source: Any) -> str | None:
     return None
 
 
-def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = False) -> tuple[str, str]:
+def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = False,
+                discrete: bool = False) -> tuple[str, str]:
     """The backend ``method="auto"`` stands for on ``source``, and the reason in a few words.
 
     ``"anova"`` when every model (x criterion) group is complete and balanced, the closed-form method of moments;
@@ -442,6 +446,11 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
     ----------
     source : Scores or ScoreStats
         The table, or the statistics an engine computed (both carry the per-group ``design``).
+    discrete : bool
+        Consider the kind of scores too (the command line's ``--method auto`` does): on a table whose scores are
+        discrete or piled at a bound (:func:`cjstats.io.score_kind.prefers_discrete_model`) keep the Gaussian
+        choice (score-scale components, which the decision tools read) and say in the reason that the
+        maximum-likelihood ordinal backend ``method="ordinal"`` suits the scores.
 
     Returns
     -------
@@ -449,6 +458,18 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
         The method and why, e.g. ``("reml", "model 'a' is not complete and balanced, 1 of 4000 judge calls
         missing")``; the command line prints it as ``Method: reml (--method auto: ...).``
     """
+    if discrete and not joint and incomplete is None:
+        from cjstats.estimators.score_advice import shape_of
+        from cjstats.io.score_kind import prefers_discrete_model, shape_phrase
+
+        shape = shape_of(source)
+        if prefers_discrete_model(shape):
+            # auto keeps a Gaussian backend: its components are on the score scale, which every decision tool of
+            # the command line reads; the ordinal fit is one call away and the reason names it
+            chosen, why = auto_method(source)
+            return chosen, (f"{why}; {shape_phrase(shape)}, which suits an ordinal model (latent scale: "
+                            f"cj.estimate(scores, method=\"ordinal\")), so the Gaussian {chosen} is an approximation "
+                            f"here")
     if incomplete == "drop":
         return "anova", ("scenarios not complete for every model are dropped" if joint else
                          "incomplete cells are dropped")

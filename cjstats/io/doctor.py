@@ -21,14 +21,13 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 from cjstats.io import rules
+from cjstats.io.score_kind import ORDINAL_MAX_LEVELS, score_kind, score_shape
 from cjstats.io.scores import Scores
 
 __all__ = ["FORMATS", "detect_format", "read_any", "describe", "score_kind", "score_counts", "covariate_columns",
            "ORDINAL_MAX_LEVELS"]
 
 FORMATS = ("long", "wide", "inspect", "fastchat", "promptfoo", "deepeval", "lm-eval")
-#: At most this many distinct integer values make a score ordinal (more: continuous).
-ORDINAL_MAX_LEVELS = 11
 
 
 def _first_json_line(path: Path) -> Any:
@@ -136,19 +135,6 @@ def read_any(source: Any) -> tuple[Scores, pd.DataFrame | None, str]:
     return read_scores(raw, judge_columns=pattern), raw, "wide:" + pattern
 
 
-def score_kind(values: np.ndarray) -> str:
-    """``binary`` (two values), ``ordinal`` (at most :data:`ORDINAL_MAX_LEVELS` distinct values in whole or half
-    points: a 1-5 rubric, or Inspect's C/P/I grades read as 1/0.5/0) or ``continuous``."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    levels = np.unique(values)
-    if len(levels) <= 2:
-        return "binary"
-    if len(levels) <= ORDINAL_MAX_LEVELS and np.all(2 * levels == np.round(2 * levels)):
-        return "ordinal"
-    return "continuous"
-
-
 def _numbers(col: pd.Series) -> pd.Series | None:
     """The column as numbers when every value present is one (text files are read as text), else None."""
     if pd.api.types.is_bool_dtype(col):
@@ -209,6 +195,7 @@ def describe(scores: Scores, raw: pd.DataFrame | None) -> dict[str, Any]:
         "score_kind": score_kind(s), "score_min": float(np.nanmin(s)), "score_max": float(top),
         "distinct_scores": int(len(np.unique(s[np.isfinite(s)]))),
         "ceiling_share": float(np.mean(s == top)) if len(s) else float("nan"),
+        "floor_share": score_shape(s)["floor_share"],
         "covariates": covariate_columns(raw),
         "complete": bool(scores.design["complete"].all()) if "complete" in scores.design else True,
     }

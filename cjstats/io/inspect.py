@@ -128,16 +128,34 @@ def _scorer_judges(path: Path) -> tuple[str, dict[str, str]]:
     return header.eval.model, judges
 
 
-def _to_float(values: Mapping[Any, float] | None) -> Callable[[Any], float]:
+def _to_float(values: Mapping[Any, float] | None, words: dict[str, dict[Any, float]] | None = None,
+              ) -> Callable[[Any, str], float]:
+    """The converter of score values to numbers: ``values`` first, else Inspect's ``value_to_float``. Words it maps
+    (C/I/P/N, yes/no, ...) are collected in ``words`` per scorer column, so the mapping is stated once; a word
+    it does not know (which value_to_float would log and score 0) is refused with one sentence."""
     from inspect_ai.scorer import value_to_float
+
+    from cjstats.io import verdicts
 
     inspect_map = value_to_float()
 
-    def convert(v: Any) -> float:
+    def convert(v: Any, column: str = "score") -> float:
         if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
             return math.nan
         if values is not None and isinstance(v, str | int | float | bool) and v in values:
             return float(values[v])
+        if isinstance(v, str):
+            try:
+                float(v)
+            except ValueError:
+                if verdicts.verdict_mapping([v]) is None:
+                    raise CjstatsError(f"Column '{column}' of the Inspect log holds {v!r}, neither a number nor a "
+                                       f"verdict ({verdicts.VOCABULARY}); map it with read_inspect_log(..., "
+                                       f"values={{{v!r}: <number>}}).") from None
+                x = verdicts.verdict_mapping([v])[v]     # Inspect's numbers, case ignored (value_to_float: C only)
+                if words is not None:
+                    words.setdefault(column, {})[v] = x
+                return x
         return float(inspect_map(v))
 
     return convert
@@ -175,7 +193,8 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
         raise CjstatsError(f"The 'values' argument of read_inspect_log must be a mapping such as "
                            f"{{'C': 1, 'I': 0}}. Got {type(values).__name__} instead.")
     files = log_files(path_or_dir)
-    convert = _to_float(values)
+    words: dict[str, dict[Any, float]] = {}
+    convert = _to_float(values, words)
     rows: list[dict[str, Any]] = []
     unscored = 0
     for f in files:
@@ -200,7 +219,7 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
                 else:
                     items = [(judge, v)]
                 for j, value in items:
-                    x = convert(value)
+                    x = convert(value, col)
                     if math.isnan(x):
                         # a cyclic_judge NaN is a judge the schedule did not assign: not a missing call
                         unscored += judge != CYCLIC_SCORER or not isinstance(value, float)
@@ -210,7 +229,15 @@ def read_inspect_log(path_or_dir: str | Path | Sequence[str | Path], *,
     if not rows:
         raise CjstatsError(f"The Inspect log{'s' if len(files) > 1 else ''} hold no scored sample: run the eval "
                            f"with a scorer, or check its errors with `inspect view`.")
+    if words:
+        from cjstats import _warnings as warnings
+        from cjstats.exceptions import CjstatsWarning
+        from cjstats.io.verdicts import msg_verdicts
+
+        for col, mapping in words.items():     # once per scorer column, with the words it held
+            warnings.warn(msg_verdicts(col, mapping), CjstatsWarning, stacklevel=2)
     scores = read_scores(pd.DataFrame(rows))
-    prov = {"source": [str(f) for f in files], "format": "inspect-ai", "unscored": unscored}
+    prov = {"source": [str(f) for f in files], "format": "inspect-ai", "unscored": unscored,
+            **({"score_mapping": {c: {str(k): v for k, v in m.items()} for c, m in words.items()}} if words else {})}
     return Scores(scores.to_frame(), provenance={**prov, **{k: v for k, v in scores.provenance.items()
                                                             if k != "source"}})

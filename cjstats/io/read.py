@@ -466,10 +466,32 @@ def _text_scores(raw: pd.Series) -> np.ndarray | None:
     return values if np.isfinite(values).all() else None
 
 
+def _verdict_scores(raw: pd.Series) -> pd.Series | None:
+    """A column of verdicts (True/False, C/I/P/N, pass/fail, yes/no: :mod:`cjstats.io.verdicts`) as numbers, the
+    mapping stated once in a warning; None for any other column. A column of words none of which is a number nor
+    a verdict is refused with one sentence naming them."""
+    from cjstats.io import verdicts
+
+    boolean = pd.api.types.is_bool_dtype(raw) or (raw.dtype == object and pd.api.types.infer_dtype(raw) == "boolean")
+    if not boolean and (pd.api.types.is_numeric_dtype(raw) or raw.dtype.kind in "fiuc"):
+        return None
+    present = raw[raw.notna()]
+    mapping = verdicts.verdict_mapping(present.unique())
+    if mapping is None:
+        if not boolean and verdicts.all_words(present.unique()):
+            raise CjstatsError(verdicts.msg_text_scores("score", present.unique(), int(len(present))))
+        return None
+    from cjstats import _warnings as warnings  # shown under a blanket ignore
+
+    warnings.warn(verdicts.msg_verdicts("score", mapping), CjstatsWarning, stacklevel=4)
+    return raw.map(mapping).astype(float)
+
+
 def _check_scores(df: pd.DataFrame) -> pd.Series:
     raw = df["score"]
-    if pd.api.types.is_bool_dtype(raw) or (raw.dtype == object and pd.api.types.infer_dtype(raw) == "boolean"):
-        raise CjstatsError(rules.msg_bool_score())
+    mapped = _verdict_scores(raw)
+    if mapped is not None:
+        raw = mapped
     values = _text_scores(raw)
     if values is None:
         num = pd.to_numeric(raw, errors="coerce")

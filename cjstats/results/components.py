@@ -529,10 +529,19 @@ class VarianceComponents(Result):
                 seen.add(n)
                 notes.append(f"note: {n}")
         notes.extend(self.scenario_judge_lines())
+        notes.extend(self.score_notes())
         header = (("method", self.method), ("interval level", f"{self.ci_level:g}"),
                   ("groups", str(len(self.design))))
         return Summary(title=f"Variance components ({self.method})", header=header, table=self.components,
                        offsets=self.judge_offsets, footnotes=tuple(notes))
+
+    def score_notes(self) -> list[str]:
+        """One line when the scores are discrete or piled at a bound and the fit is on the score scale (a Gaussian
+        backend): the numbers, and the ordinal/binary model to consider (:func:`cjstats.io.score_kind.discrete_note`)."""
+        from cjstats.io.score_kind import discrete_note
+
+        note = discrete_note(self.provenance.get("score_shape")) if self.scale == "score" else None
+        return [f"note: {note}"] if note else []
 
     def scenario_judge_lines(self) -> list[str]:
         """One line per group where ``scenario_judge`` was fitted: estimate and interval (decimals set by its standard

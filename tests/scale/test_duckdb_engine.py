@@ -157,6 +157,9 @@ def _write(frame: pd.DataFrame, path) -> None:
 @pytest.mark.parametrize("case", sorted(BAD))
 @pytest.mark.parametrize("as_file", ["dataframe", "parquet", "csv", "tsv", "jsonl"])
 def test_every_read_scores_message_has_its_duckdb_twin(case, as_file, tmp_path):
+    if case == "bool_score":   # in memory True/False are verdicts, read as 1/0 (issue 22); DuckDB: numbers only
+        pytest.skip("read_scores maps True/False verdicts to 1/0; the DuckDB engine refuses them "
+                    "(test_a_text_file_names_lines_as_read_scores_does)")
     frame = BAD[case]()
     source = frame if as_file == "dataframe" else tmp_path / f"scores.{as_file}"
     if as_file != "dataframe":
@@ -172,8 +175,10 @@ def test_a_text_file_names_lines_as_read_scores_does(tmp_path):
     BAD["bool_score"]().to_csv(source, index=False)
     msg = _message(lambda: build_stats(source, engine="duckdb"))
     assert msg == ("Column 'score' holds True/False values (6, first: 'True' in line 2); recode them as numbers "
-                   "before read_scores().")
-    assert msg == _message(lambda: cj.read_scores(source))
+                   "(True = 1, False = 0) before read_scores(): the out-of-core engines read numbers only (in "
+                   "memory they are mapped so).")
+    with pytest.warns(UserWarning, match="holds verdicts, read as True = 1, False = 0"):   # issue 22
+        assert sorted(set(cj.read_scores(source).to_frame()["score"])) == [0.0, 1.0]
     BAD["duplicates"]().to_csv(source, index=False)
     assert "in lines 2 and 3)" in _message(lambda: build_stats(source, engine="duckdb"))
 

@@ -404,10 +404,17 @@ class JointFit(Result):
         """A printable summary (text, markdown, LaTeX, HTML) of the joint components."""
         from cjstats.results.components import Summary
 
-        notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n)
+        notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n) + tuple(self.score_notes())
         return Summary(title=f"Joint variance components ({self.method})",
                        header=(("models", str(len(self.models))), ("judges", str(len(self.judges)))),
                        table=self.components, offsets=pd.DataFrame(), footnotes=notes)
+
+    def score_notes(self) -> list[str]:
+        """One line when the scores are discrete or piled at a bound (:func:`cjstats.io.score_kind.discrete_note`)."""
+        from cjstats.io.score_kind import discrete_note
+
+        note = discrete_note(self.diagnostics.get("score_shape"))
+        return [f"note: {note}"] if note else []
 
     def summary_text(self) -> str:
         return self.summary().as_text()

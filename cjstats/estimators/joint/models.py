@@ -156,7 +156,10 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
     stats, rows = joint_stats(source, "compare_models")   # checked once, for every backend
     # rows only to option sets that declare they need them; a backend given none where it needs them says so
     rows = rows if caps.needs_rows(options) else None
-    return backend.fit(stats, ci_level=level, seed=seed, rows=rows, model_scenario=model_scenario, **options)
+    fit = backend.fit(stats, ci_level=level, seed=seed, rows=rows, model_scenario=model_scenario, **options)
+    from cjstats.estimators.score_advice import with_score_shape
+
+    return with_score_shape(fit, source)
 
 
 def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, Any] | None) -> Any:
@@ -312,6 +315,7 @@ class ModelComparison(Result):
         elif self.method == "anova":
             out.append("model x scenario variance: pooled over models (the REML fit tests whether it differs "
                        "between models, and can fit one per model).")
+        out.extend(self.fit.score_notes())
         return out
 
     def as_latex(self, *, digits: int = 3) -> str:
