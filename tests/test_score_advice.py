@@ -32,7 +32,8 @@ def test_kind_and_shape():
     assert score_kind([0, 1, 1]) == "binary"
     assert score_kind([1, 2, 3, 5]) == "ordinal"
     assert score_kind(np.arange(12)) == "continuous"
-    assert score_kind([1.5, 2, 3]) == "continuous"
+    assert score_kind([1.5, 2, 3]) == "ordinal"             # whole or half points: C/P/I grades are 1/0.5/0
+    assert score_kind([1.25, 2, 3]) == "continuous"
     s = score_shape([1, 5, 5, 5, 3, np.nan])
     assert s == {"kind": "ordinal", "n_values": 3, "n_rows": 5, "min": 1.0, "max": 5.0, "floor_share": 0.2,
                  "ceiling_share": 0.6}
@@ -107,5 +108,5 @@ def test_cli_auto_says_why(tmp_path):
     assert code == 0, err
     first = out.splitlines()[0]
     assert first.startswith("Method: anova (--method auto: every group is complete and balanced; scores take 5 "
-                            "values") and first.endswith("so the Gaussian anova).")
+                            "values") and first.endswith("so the Gaussian anova is an approximation here).")
     assert out.count("the Gaussian model shrinks variances") == 1
