@@ -351,7 +351,7 @@ class TestOptions:
             estimate_paper(small_balanced_scores, ci_level=95)
 
     def test_unknown_method_is_one_sentence(self, small_balanced_scores):
-        with pytest.raises(cj.CjstatsError, match="must be one of 'anova', 'bayes', 'reml'. Got 'lmer' instead."):
+        with pytest.raises(cj.CjstatsError, match="must be one of 'anova', 'bayes', 'ordinal', 'reml'. Got 'lmer' instead."):
             estimate_paper(small_balanced_scores, "lmer")
 
     def test_unknown_interval_is_one_sentence(self, small_balanced_scores):
