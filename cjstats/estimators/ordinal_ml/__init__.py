@@ -213,14 +213,24 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
 
 def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10) -> list[dict[str, Any]]:
     """Likelihood-ratio test of shared vs per-judge thresholds, per unit: LR = 2 (l_judge - l_shared) ~
-    chi2 with (K - 1)(J - 1) - (K - 1) = (K - 1)(J - 2) degrees of freedom (nested models; Agresti 2010, 5.6)."""
+    chi2 with (K - 1)(J - 1) - (K - 1) = (K - 1)(J - 2) degrees of freedom (nested models; Agresti 2010, 5.6).
+
+    ``scores``: a Scores table (:func:`cjstats.read_scores`) or a DataFrame with model, scenario, judge, score.
+    Binary scores (J = 2) have df = 0: the two models are the same and the p-value is NaN."""
+    import pandas as pd
     from scipy.stats import chi2
 
-    from cjstats.stats import build_stats
+    from cjstats.io.read import read_scores
 
+    check_choice("link", link, LINKS, caller="threshold_test")
+    if isinstance(scores, pd.DataFrame):
+        scores = read_scores(scores)
     stats, rows = as_stats(scores)
+    if rows is None:
+        raise CjstatsError("threshold_test needs the score rows: pass the Scores table (or a DataFrame), "
+                           "not the statistics.")
     out = []
-    for g in build_stats(rows) if stats is None else stats:
+    for g in stats:
         gd = rows_for(rows, g)
         p0, f0, _ = fit_unit(gd, link=link, thresholds="shared", nagq=nagq)
         _, f1, _ = fit_unit(gd, link=link, thresholds="judge", nagq=nagq)
