@@ -3,7 +3,8 @@ r"""Maximum-likelihood cumulative link mixed model for discrete scores (``method
 Per model (x criterion): P(Y <= k | alpha_i) = F(theta_k - gamma_l - alpha_i), alpha_i ~ N(0, s_a^2), F the
 probit or logit link (:mod:`.likelihood` for the model and the adaptive Gauss-Hermite quadrature, :mod:`.optimise`
 for the fit). Binary verdicts are the two-category case. Components are on the latent scale: ``scenario`` =
-s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likelihood), ``judge_panel`` =
+s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likelihood, also used for a boundary
+estimate s_a ~ 0, where the Wald interval on log s_a is meaningless), ``judge_panel`` =
 mean(gamma_l^2) of the panel-centred offsets (delta-method Wald interval, truncated at 0), ``judge_population``
 = sum(gamma_l^2)/(K-1) with a chi2_{K-1} interval that ignores the offsets' estimation error, ``residual`` fixed
 by the link (1 for probit, pi^2/3 for logit); ``mu`` on the score scale (the panel's expected score, delta method). No
@@ -14,6 +15,7 @@ so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::g
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -159,12 +161,14 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         k = p.n_judges
         s2 = math.exp(2 * log_s)
         se_ls = math.sqrt(max(cov[0, 0], 0.0))
-        if interval == "profile":
-            lo, hi, _ = profile_scenario(p, uf, ci_level)
-            how = "profile likelihood"
+        if interval == "profile" or uf.at_boundary:     # at s_a ~ 0 the Wald interval on log s_a is meaningless
+            # at the boundary the information of log s_a is ~0 and profile_scenario's step (its Wald se) overflows
+            # exp: a NaN Hessian makes it step by 0.5 in log s_a instead
+            pf = replace(uf, hessian=np.full_like(uf.hessian, np.nan)) if uf.at_boundary else uf
+            lo, hi, _ = profile_scenario(p, pf, ci_level)
+            how = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
         else:
-            lo, hi = (0.0, s2 * math.exp(2 * z * se_ls)) if uf.at_boundary else (
-                s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls))
+            lo, hi = s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls)
             how = "Wald on log s_a"
         mu, se_mu = _mu_delta(p, uf.x, cov_x, values, uf.at_boundary)
         out = [ComponentRow("mu", mu, mu - z * se_mu, mu + z * se_mu, se_mu, f"{method}, Wald (delta method)",
