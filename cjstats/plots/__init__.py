@@ -21,4 +21,5 @@ from cjstats.plots.ordinal import ordinal_plot
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
            "rank_plot", "coverage_plot", "agreement_plot", "ppi_plot", "self_preference_plot", "drift_plot",
-           "diagnosis_plot", "sequence_plot", "slopes_plot", "ordinal_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
+           "diagnosis_plot", "sequence_plot", "slopes_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
+__all__ += ["ordinal_plot"]
