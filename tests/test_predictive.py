@@ -66,27 +66,33 @@ S2A, S2B = 0.5, 0.3
 VALUES = np.arange(1.0, 7.0)
 
 
-def panel_mean_by_quadrature(link="logit"):
-    sd = math.sqrt(S2A + S2B)
+def panel_mean_by_quadrature(link="logit", cuts=CUTS, gamma=GAMMA, s2a=S2A, s2b=S2B, values=VALUES):
+    """The panel mean by adaptive quadrature; ``cuts`` (J-1,) or per judge (K, J-1)."""
+    sd = math.sqrt(s2a + s2b)
     f = stats.logistic.cdf if link == "logit" else stats.norm.cdf
+    cuts = np.asarray(cuts, float)
 
-    def ey(eta):
-        cdf = np.concatenate([[0.0], f(CUTS - eta), [1.0]])
-        return float(VALUES @ np.diff(cdf))
+    def ey(eta, c):
+        cdf = np.concatenate([[0.0], f(c - eta), [1.0]])
+        return float(np.asarray(values, float) @ np.diff(cdf))
 
-    return float(np.mean([integrate.quad(lambda e, g=g: ey(e + g) * stats.norm.pdf(e, 0, sd), -12 * sd,
-                                         12 * sd, epsabs=1e-12)[0] for g in GAMMA]))
+    return float(np.mean([integrate.quad(lambda e, g=g, c=(cuts[l] if cuts.ndim == 2 else cuts): ey(e + g, c)
+                                         * stats.norm.pdf(e, 0, sd), -12 * sd, 12 * sd, epsabs=1e-12)[0]
+                          for l, g in enumerate(gamma)]))
 
 
-def brute_force(strategy, n, m, k, reps, seed, link="logit"):
-    """Squared errors of the mean score, one study at a time with explicit loops over calls."""
+def brute_force(strategy, n, m, k, reps, seed, link="logit", cuts=CUTS, gamma=GAMMA, s2a=S2A, s2b=S2B,
+                values=VALUES):
+    """Squared errors of the mean score, one study at a time with explicit loops over calls (default parameters:
+    the module's draw; ``cuts`` may be per judge, (K, J-1))."""
     rng = np.random.default_rng(seed)
-    kt = len(GAMMA)
-    mu = panel_mean_by_quadrature(link)
+    kt = len(gamma)
+    cuts = np.asarray(cuts, float)
+    mu = panel_mean_by_quadrature(link, cuts, gamma, s2a, s2b, values)
     out = np.empty(reps)
     for r in range(reps):
-        alpha = rng.normal(0, math.sqrt(S2A), n)
-        beta = rng.normal(0, math.sqrt(S2B), (n, m))
+        alpha = rng.normal(0, math.sqrt(s2a), n)
+        beta = rng.normal(0, math.sqrt(s2b), (n, m))
         order = rng.permutation(n)                          # shuffled scenarios for the rotation
         judge_order = rng.permutation(kt)
         scores = []
@@ -101,8 +107,8 @@ def brute_force(strategy, n, m, k, reps, seed, link="logit"):
                     judges = [judge_order[(t + s) % kt] for s in range(k)]
                     t += k
                 for l in judges:
-                    latent = alpha[i] + beta[i, j] + GAMMA[l] + (rng.logistic() if link == "logit" else rng.normal())
-                    scores.append(VALUES[np.searchsorted(CUTS, latent)])
+                    latent = alpha[i] + beta[i, j] + gamma[l] + (rng.logistic() if link == "logit" else rng.normal())
+                    scores.append(values[np.searchsorted(cuts[l] if cuts.ndim == 2 else cuts, latent)])
         out[r] = (np.mean(scores) - mu) ** 2
     return out
 

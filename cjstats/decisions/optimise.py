@@ -711,8 +711,9 @@ def _ordinal_problem(fit: Any, *, model: str | None, criterion: str | None, budg
                            f"likelihood='ordinal' fit (the simulation uses their posterior offsets).")
     nmax = check_positive_int("n_max", n_max if n_max is not None else params["n_scenarios"], caller=caller)
     m_cap = 10**7 if m_max is None else check_positive_int("m_max", m_max, caller=caller)
-    notes = [("ordinal fit: variances are on the score scale, from posterior-predictive simulation of the "
-              f"cumulative-logit model ({OPTIMISE_DRAWS} posterior draws x {OPTIMISE_SIMS} simulated studies per "
+    source = "posterior" if getattr(fit, "posterior", None) else "asymptotic-normal (ML)"
+    notes = [("ordinal fit: variances are on the score scale, from predictive simulation of the cumulative-"
+              f"{params.get('link', 'logit')} model ({OPTIMISE_DRAWS} {source} draws x {OPTIMISE_SIMS} simulated studies per "
               "design); intervals and P(best) include Monte Carlo noise; 'components' are the fit's latent-scale "
               "estimates.")]
     if not params["generation_identifiable"]:

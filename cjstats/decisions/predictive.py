@@ -91,7 +91,10 @@ def _values_from_labels(labels: Sequence[Any], caller: str) -> np.ndarray:
 
 def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None = None,
                   n_draws: int | None = None, caller: str = "ordinal_draws") -> dict[str, Any]:
-    """The posterior draws the simulation needs, from an ordinal Bayesian fit.
+    """The posterior draws the simulation needs, from an ordinal Bayesian fit, or for a maximum-likelihood fit
+    (``method="ordinal"``) draws from the asymptotic normal of its estimates
+    (:func:`cjstats.estimators.ordinal_ml.parameter_draws`, seeded with the fit's seed, 200 draws by default;
+    per-judge thresholds give ``cutpoints`` (D, K, J - 1) and zero offsets, and ``link`` is the fit's).
 
     Returns a dict with ``cutpoints`` (D, J - 1), ``gamma`` (D, K), ``s2_scenario`` (D,), ``s2_generation``
     (D,) (zeros when generation is not identifiable), ``values`` (J,) the category scores (read from the
@@ -104,8 +107,19 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
 
     if not isinstance(fit, VarianceComponents) or not _is_ordinal(fit):
         raise CjstatsError(f"{caller} needs a fit from cjstats.estimate(..., method='bayes', "
-                           f"likelihood='ordinal'); use cjstats.optimise or cjstats.decisions.formulas for score-scale "
+                           f"likelihood='ordinal') or method='ordinal'; use cjstats.optimise or cjstats.decisions.formulas for score-scale "
                            f"(Gaussian) components.")
+    ml = not getattr(fit, "posterior", None) and fit.method == "ordinal"     # ML fit: asymptotic-normal draws
+    if ml:
+        from cjstats.estimators.ordinal_ml import parameter_draws
+
+        model, criterion = fit.resolve_group(model, criterion)
+        key = model if criterion is None else f"{model} / {criterion}"
+        if "x_covariance" not in fit.diagnostics.get(key, {}):
+            raise CjstatsError(f"The method='ordinal' fit passed to {caller} carries no parameter covariance for "
+                               f"'{key}'; refit it with this version of cjstats.")
+        return {**parameter_draws(fit, key, n_draws=200 if n_draws is None else n_draws), "model": model,
+                "criterion": criterion}
     key, model, criterion = _group_key(fit, model, criterion, caller)
     post = fit.posterior[key].posterior
 
@@ -183,9 +197,14 @@ def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
     s2 = np.asarray(params["s2_scenario"], dtype=np.float64) + np.asarray(params["s2_generation"], dtype=np.float64)
     if "s2_scenario_judge" in params:                  # (alpha gamma)_il ~ N(0, s2_sj) shifts judge l's latent mean
         s2 = s2 + np.asarray(params["s2_scenario_judge"], dtype=np.float64)
-    return expected_score(np.asarray(params["cutpoints"], dtype=np.float64),
-                          np.asarray(params["values"], dtype=np.float64),
-                          np.asarray(params["gamma"], dtype=np.float64), s2, link=str(params.get("link", "logit")))
+    cut = np.asarray(params["cutpoints"], dtype=np.float64)
+    values = np.asarray(params["values"], dtype=np.float64)
+    gamma = np.asarray(params["gamma"], dtype=np.float64)
+    link = str(params.get("link", "logit"))
+    if cut.ndim == 3:                                  # per-judge thresholds (D, K, J-1): the mean over judges
+        return np.mean([expected_score(cut[:, j], values, gamma[:, j:j + 1], s2, link=link)
+                        for j in range(cut.shape[1])], axis=0)
+    return expected_score(cut, values, gamma, s2, link=link)
 
 
 def _judges(strategy: str, shape: tuple[int, ...], n: int, m: int, k: int, kt: int,
@@ -231,8 +250,12 @@ def _simulate_squares(params: Mapping[str, Any], mu: np.ndarray, strategy: str, 
         noise = rng.standard_normal(g.shape) if probit else rng.logistic(size=g.shape)
         latent = alpha + beta + g + noise
         score = np.full(latent.shape, values[0])
-        for q in range(cut.shape[1]):                        # v_q = v_0 + sum over passed cutpoints of the steps
-            score += dv[q] * (latent > cut[lo:hi, q, None, None, None, None])
+        if cut.ndim == 3:                                    # per-judge thresholds: judge l's cutpoints
+            cj = cut[lo:hi][np.arange(dd)[:, None, None, None, None], jdx]        # (dd, sims, n, m, k, J-1)
+            score += (np.asarray(latent)[..., None] > cj) @ dv
+        else:
+            for q in range(cut.shape[-1]):                   # v_q = v_0 + sum over passed cutpoints of the steps
+                score += dv[q] * (latent > cut[lo:hi, q, None, None, None, None])
         xbar = score.reshape(dd, n_sims, -1).mean(axis=-1)
         out[lo:hi] = (xbar - mu[lo:hi, None]) ** 2
     return out
@@ -244,7 +267,7 @@ def simulate_design_variance(params: Mapping[str, Any], designs: Any, *, n_sims:
     """Predicted variances of ``designs`` for given latent parameters (the engine of
     :func:`predictive_design_variance`; see the module docstring for the scheme).
 
-    ``params`` holds ``cutpoints`` (D, J - 1), ``gamma`` (D, K), ``s2_scenario`` (D,), ``s2_generation`` (D,)
+    ``params`` holds ``cutpoints`` (D, J - 1) (or (D, K, J - 1): per-judge thresholds), ``gamma`` (D, K), ``s2_scenario`` (D,), ``s2_generation`` (D,)
     and ``values`` (J,), and optionally ``link`` (``"logit"``, the default, or ``"probit"``: the latent
     residual's distribution in step 3, standard logistic or standard normal). Returns the validated design
     frame, the (designs, D) per-draw predicted variances and the (designs, D) Monte Carlo standard errors of

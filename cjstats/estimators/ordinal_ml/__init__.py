@@ -3,16 +3,19 @@ r"""Maximum-likelihood cumulative link mixed model for discrete scores (``method
 Per model (x criterion): P(Y <= k | alpha_i) = F(theta_k - gamma_l - alpha_i), alpha_i ~ N(0, s_a^2), F the
 probit or logit link (:mod:`.likelihood` for the model and the adaptive Gauss-Hermite quadrature, :mod:`.optimise`
 for the fit). Binary verdicts are the two-category case. Components are on the latent scale: ``scenario`` =
-s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likelihood), ``judge_panel`` =
+s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likelihood, also used for a boundary
+estimate s_a ~ 0, where the Wald interval on log s_a is meaningless), ``judge_panel`` =
 mean(gamma_l^2) of the panel-centred offsets (delta-method Wald interval, truncated at 0), ``judge_population``
 = sum(gamma_l^2)/(K-1) with a chi2_{K-1} interval that ignores the offsets' estimation error, ``residual`` fixed
-by the link (1 for probit, pi^2/3 for logit). No generation or scenario x judge term is fitted yet (their rows say
+by the link (1 for probit, pi^2/3 for logit); ``mu`` on the score scale (the panel's expected score, delta method). No
+generation or scenario x judge term is fitted yet (their rows say
 so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::glmer``: docs/ordinal.md.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +28,7 @@ from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
 from cjstats.results.components import ComponentRow
 
-__all__ = ["fit", "fit_unit", "threshold_test"]
+__all__ = ["fit", "fit_unit", "parameter_draws", "threshold_test"]
 
 
 def _problem(g: Any, link: str, thresholds: str, nagq: int):
@@ -57,6 +60,78 @@ def _jacobian(p, x: np.ndarray) -> np.ndarray:
     return jac
 
 
+def _x_cov(cov_x: np.ndarray, at_boundary: bool) -> np.ndarray:
+    """The asymptotic covariance of the optimiser's vector; log s_a held fixed (row and column 0) at a boundary
+    estimate, where the normal approximation does not hold for it."""
+    c = 0.5 * (cov_x + cov_x.T)
+    if at_boundary:
+        c = c.copy()
+        c[0, :] = c[:, 0] = 0.0
+    return c
+
+
+def _natural(p, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(cutpoints (J-1,) or (K, J-1) shifted by the mean offset, panel-centred gamma (K,), s_a^2) of x."""
+    log_s, gamma, theta = unpack(p, x)
+    gbar = gamma.mean()
+    cut = theta[0] - gbar if p.thresholds == "shared" else theta - gbar
+    return cut, gamma - gbar, math.exp(2 * log_s)
+
+
+def _panel_score(p, x: np.ndarray, values: np.ndarray) -> float:
+    r"""mu = (1/K) sum_l E[Y | new scenario, judge l] = (1/K) sum_l int sum_q v_q P(Y = q | a, l) N(a; 0, s_a^2) da
+    (:func:`cjstats.estimators.bayes.ordinal.expected_score`, per judge for per-judge thresholds)."""
+    from cjstats.estimators.bayes.ordinal import expected_score
+
+    cut, gc, s2 = _natural(p, x)
+    if cut.ndim == 1:
+        return float(expected_score(cut[None, :], values, gc[None, :], np.array([s2]), link=p.link)[0])
+    return float(np.mean([expected_score(cut[j][None, :], values, gc[None, j:j + 1], np.array([s2]), link=p.link)[0]
+                          for j in range(cut.shape[0])]))
+
+
+def _mu_delta(p, x: np.ndarray, cov_x: np.ndarray, values: np.ndarray, at_boundary: bool) -> tuple[float, float]:
+    """mu on the score scale and its delta-method standard error sqrt(g' Sigma g), g = d mu / dx (central
+    differences, step 1e-5)."""
+    mu = _panel_score(p, x, values)
+    grad = np.empty(x.size)
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = 1e-5
+        grad[j] = (_panel_score(p, x + e, values) - _panel_score(p, x - e, values)) / 2e-5
+    return mu, math.sqrt(max(float(grad @ _x_cov(cov_x, at_boundary) @ grad), 0.0))
+
+
+def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int | None = None) -> dict[str, Any]:
+    r"""Latent parameters of one unit of an ML ordinal fit in the form of
+    :func:`cjstats.decisions.predictive.ordinal_draws`: ``n_draws`` draws of the optimiser's vector from its
+    asymptotic normal N(x_hat, I(x_hat)^{-1}) (I the observed information; seeded with ``seed``, default the
+    fit's seed), each mapped to cutpoints (D, J-1) (or (D, K, J-1) for per-judge thresholds), panel-centred
+    gamma (D, K) and s2_scenario (D,); a fit without a seed draws with seed 0; ``n_draws=None`` gives the plug-in estimate as one draw (D = 1).
+    No generation effect is fitted: ``s2_generation`` is zero and ``generation_identifiable`` False."""
+    diag = fit.diagnostics[key]
+    opts = fit.provenance.get("options", {})
+    p = make_problem(np.zeros(0), np.zeros(0), np.zeros(0), n_scenarios=diag["n_scenarios"],
+                     n_judges=diag["n_judges"], n_categories=diag["n_categories"], link=diag["link"],
+                     thresholds=diag["thresholds"], nagq=int(opts.get("nagq", 10)))
+    x = np.asarray(diag["x"], dtype=np.float64)
+    if n_draws is None:
+        xs = x[None, :]
+    else:
+        if seed is None:
+            seed = fit.provenance.get("seed")
+        rng = np.random.default_rng(0 if seed is None else seed)
+        cov = np.asarray(diag["x_covariance"], dtype=np.float64)
+        w, v = np.linalg.eigh(cov)
+        xs = x + (rng.standard_normal((int(n_draws), x.size)) * np.sqrt(np.maximum(w, 0.0))) @ v.T
+    nat = [_natural(p, xi) for xi in xs]
+    s2 = np.array([t[2] for t in nat])
+    return {"cutpoints": np.stack([t[0] for t in nat]), "gamma": np.stack([t[1] for t in nat]),
+            "s2_scenario": s2, "s2_generation": np.zeros_like(s2), "s2_scenario_judge": np.zeros_like(s2),
+            "values": np.asarray(diag["values"], dtype=np.float64), "judges": list(diag["judges"]),
+            "link": diag["link"], "generation_identifiable": False, "n_scenarios": int(diag["n_scenarios"])}
+
+
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None, link: str = "probit",
         thresholds: str = "shared", nagq: int = 10, interval: str = "wald") -> Any:
     """ML fit of every model (x criterion); see the module docstring. Needs the score rows."""
@@ -86,14 +161,18 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         k = p.n_judges
         s2 = math.exp(2 * log_s)
         se_ls = math.sqrt(max(cov[0, 0], 0.0))
-        if interval == "profile":
-            lo, hi, _ = profile_scenario(p, uf, ci_level)
-            how = "profile likelihood"
+        if interval == "profile" or uf.at_boundary:     # at s_a ~ 0 the Wald interval on log s_a is meaningless
+            # at the boundary the information of log s_a is ~0 and profile_scenario's step (its Wald se) overflows
+            # exp: a NaN Hessian makes it step by 0.5 in log s_a instead
+            pf = replace(uf, hessian=np.full_like(uf.hessian, np.nan)) if uf.at_boundary else uf
+            lo, hi, _ = profile_scenario(p, pf, ci_level)
+            how = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
         else:
-            lo, hi = (0.0, s2 * math.exp(2 * z * se_ls)) if uf.at_boundary else (
-                s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls))
+            lo, hi = s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls)
             how = "Wald on log s_a"
-        out = [ComponentRow("mu", math.nan, identifiable=False, note="not reported yet by the ML ordinal backend"),
+        mu, se_mu = _mu_delta(p, uf.x, cov_x, values, uf.at_boundary)
+        out = [ComponentRow("mu", mu, mu - z * se_mu, mu + z * se_mu, se_mu, f"{method}, Wald (delta method)",
+                            "panel", mu, False, True, "score scale: the panel's expected score for a new scenario"),
                ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{method}, {how}", "panel", s2,
                             uf.at_boundary, True, "latent scale")]
         out.append(ComponentRow.not_identifiable("generation", "not fitted: the ML ordinal backend has no nested "
@@ -125,7 +204,10 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         diag = {"loglik": uf.loglik, "converged": uf.converged, "message": uf.message, "grad_norm": uf.grad_norm,
                 "at_boundary": uf.at_boundary, "link": link, "nagq": nagq, "thresholds": thresholds,
                 "values": values.tolist(), "thresholds_centred": (theta - gamma.mean()).tolist(),
-                "gamma_centred": gc.tolist(), "hessian": uf.hessian.tolist(), "x": uf.x.tolist()}
+                "gamma_centred": gc.tolist(), "hessian": uf.hessian.tolist(), "x": uf.x.tolist(),
+                "x_covariance": _x_cov(cov_x, uf.at_boundary).tolist(), "n_judges": k,
+                "n_categories": int(values.size), "n_scenarios": int(p.n_scenarios),
+                "judges": [str(j) for j in gd.judge_labels]}
         return GroupFit(out, offsets, diag)
 
     return fit_groups(stats, fit_one, method="ordinal", ci_level=ci_level, seed=seed,
@@ -135,14 +217,24 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
 
 def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10) -> list[dict[str, Any]]:
     """Likelihood-ratio test of shared vs per-judge thresholds, per unit: LR = 2 (l_judge - l_shared) ~
-    chi2 with (K - 1)(J - 1) - (K - 1) = (K - 1)(J - 2) degrees of freedom (nested models; Agresti 2010, 5.6)."""
+    chi2 with (K - 1)(J - 1) - (K - 1) = (K - 1)(J - 2) degrees of freedom (nested models; Agresti 2010, 5.6).
+
+    ``scores``: a Scores table (:func:`cjstats.read_scores`) or a DataFrame with model, scenario, judge, score.
+    Binary scores (J = 2) have df = 0: the two models are the same and the p-value is NaN."""
+    import pandas as pd
     from scipy.stats import chi2
 
-    from cjstats.stats import build_stats
+    from cjstats.io.read import read_scores
 
+    check_choice("link", link, LINKS, caller="threshold_test")
+    if isinstance(scores, pd.DataFrame):
+        scores = read_scores(scores)
     stats, rows = as_stats(scores)
+    if rows is None:
+        raise CjstatsError("threshold_test needs the score rows: pass the Scores table (or a DataFrame), "
+                           "not the statistics.")
     out = []
-    for g in build_stats(rows) if stats is None else stats:
+    for g in stats:
         gd = rows_for(rows, g)
         p0, f0, _ = fit_unit(gd, link=link, thresholds="shared", nagq=nagq)
         _, f1, _ = fit_unit(gd, link=link, thresholds="judge", nagq=nagq)
