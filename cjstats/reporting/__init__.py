@@ -224,12 +224,16 @@ def _se_text(se: float) -> str:
 def _two_ses(alloc: Any) -> tuple[float, float] | None:
     """(SE including scenario sampling, SE on the table's scenarios) of the recommended design, both from
     :func:`cjstats.decisions.formulas.design_variance` with the allocation's components (the first is what the optimiser
-    ranked; the second leaves out sigma2_alpha/n, as the strategy curves do). None for a weighted design."""
+    ranked; the second leaves out sigma2_alpha/n, as the strategy curves do). None for a weighted design, or for
+    a latent-scale fit (its components are not score-scale variances: the optimiser simulated instead)."""
     from cjstats.decisions.formulas import design_variance
 
     r, c = alloc.recommendation, alloc.components
     if str(r["strategy"]) not in ("all", "random", "cyclic") or not {"scenario", "generation", "residual",
                                                                       "judge_panel"} <= set(c):
+        return None
+    if getattr(alloc, "scale", "score") == "latent" or any(
+            not math.isfinite(float(c[k])) for k in ("scenario", "generation", "residual", "judge_panel")):
         return None
     kw = dict(n=int(r["n"]), m=int(r["m"]), k=int(r["judges_per_generation"]), k_total=int(alloc.k_total),
               assignment="random" if r["strategy"] == "random" else "cyclic")
@@ -326,6 +330,25 @@ def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, 
     return result, [f"Joint fit of every model ({method}) on {where}: paired differences (the models share "
                     f"scenarios and judges) and simultaneous rank intervals; method 'auto' chose {method}: {why}.",
                     *result.fit_notes()]
+
+
+def _latent_strategies(fit: Any, model: str, criterion: str | None, group: str, n: int,
+                       seed: int | None) -> dict[str, Any]:
+    """Strategies A, B, C of a latent-scale (ordinal) fit: the SE of the benchmark mean on the score scale by
+    simulation from the fitted model (:func:`cjstats.decisions.predictive.predictive_design_variance`), n = the
+    table's scenarios, one generation, k judges per scenario for k = 1..K (A: all K)."""
+    from cjstats.decisions.predictive import predictive_design_variance
+
+    k_total = int(fit.judge_offsets["judge"].nunique())
+    designs = [{"strategy": "all", "n": n, "m": 1}]
+    designs += [{"strategy": st, "n": n, "m": 1, "judges_per_generation": k}
+                for k in range(1, k_total) for st in ("random", "cyclic")]
+    t = predictive_design_variance(fit, model=model, criterion=criterion, designs=designs, n_sims=200, n_draws=50,
+                                   seed=0 if seed is None else seed)
+    t = t[["strategy", "judges_per_generation", "n", "m", "calls", "se", "variance", "mc_se", "p_best"]]
+    return format_table(t, caption=f"{group}: SE of the mean score (score scale, scenario sampling included) by "
+                        "strategy and judges per scenario, simulated from the latent model (the closed forms of "
+                        "Eqs. 3-5 hold for the linear model only)", se_column="mc_se", value_columns=("variance",))
 
 
 def _audit_sections(scores: Any, **given: Any) -> list[dict[str, Any]]:
@@ -469,10 +492,18 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     if "bayes" in fits:
         items.append(_figure(plots.posterior(fits["bayes"], model=gmodel, criterion=gcrit),
                              f"Posterior densities of the Bayesian components of {group}.", "posterior densities"))
+    latent = getattr(main, "scale", "score") == "latent"
+    if main.method == "ordinal":
+        items.append(_figure(plots.ordinal_plot(main, model=gmodel, criterion=gcrit), f"Each judge's category "
+                             f"boundaries on the latent scale and its offset, {group}: a judge whose boundaries sit "
+                             "apart from the others uses the score scale differently.", "ordinal fit"))
+    scale_text = ("Variances on the latent scale of the cumulative-link model (the residual is fixed by the link: "
+                  "1 for probit, pi^2/3 for logit); mu is the panel's expected score in score points."
+                  if latent else "Variances in score points squared, sd and mu in score points.")
     sections.append({"id": "components", "title": SECTION_TITLES["components"], "intro": [
         "mu is the panel-mean score; scenario, generation, residual are variances; judge_panel is the paper's "
         "sigma2_gamma of this panel (judges fixed); judge_population treats judges as drawn from a population. "
-        "Variances in score points squared, sd and mu in score points."], "items": items})
+        + scale_text], "items": items})
 
     # judges --------------------------------------------------------------------------------------------
     heat_scores = scores.composite() if scores.has_criterion and len(scores.criteria) > 1 else scores
@@ -513,21 +544,28 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
 
         sub = subsample_strategies(scores, model=gmodel, criterion=gcrit, reps=subsample_reps, seed=seed)
         items.append(format_table(sub, caption=f"subsampling experiment, {group}, {subsample_reps} repetitions"))
-    items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit),
-                            f"SE of the mean of {group} on the table's scenarios (scenario set fixed) against "
-                            "judge calls per scenario, from the fitted components (Eqs. 3-5, new generations from "
-                            "the fitted population).",
-                            "strategy curves"))
+    if latent:        # no closed form on the score scale: the strategies simulated from the latent model
+        items.insert(0, _latent_strategies(main, gmodel, gcrit, group, int(grow["n_scenarios"].iloc[0]), seed))
+    else:
+        items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit),
+                                f"SE of the mean of {group} on the table's scenarios (scenario set fixed) against "
+                                "judge calls per scenario, from the fitted components (Eqs. 3-5, new generations "
+                                "from the fitted population).",
+                                "strategy curves"))
     if sub is not None:
         items.insert(1, _figure(plots.strategy_curves(sub), "The subsampling experiment of App. F on this table's "
                                 "own generations (points, +-2 Monte Carlo SE) and its exact predictions for this "
                                 "finite pool (lines).", "subsampling experiment"))
-    sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [
-        which, "A: every judge scores each generation; B: one random judge per generation; C: CyclicJudge, judges "
-        "in one rotation across scenarios. The curves hold the table's scenarios fixed (paper Fig. 1): the y axis "
-        "is the SE of the mean on these scenarios, without the scenario term sigma2_alpha/n; the allocation "
-        "section below adds that term, because there the number of scenarios is a design choice."],
-        "items": items})
+    abc = ("A: every judge scores each generation; B: one random judge per generation; C: CyclicJudge, judges "
+           "in one rotation across scenarios.")
+    how = (" The fit is on the latent scale of a cumulative-link model, where Eqs. 3-5 do not give the score "
+           "scale's variance: the table simulates new studies of the table's size from the fitted model (scenario "
+           "sampling included, as in the allocation section)." if latent else
+           " The curves hold the table's scenarios fixed (paper Fig. 1): the y axis is the SE of the mean on these "
+           "scenarios, without the scenario term sigma2_alpha/n; the allocation section below adds that term, "
+           "because there the number of scenarios is a design choice.")
+    sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [which, abc + how],
+                     "items": items})
 
     # allocation ----------------------------------------------------------------------------------------
     alloc = optimise(main, budget=budget if budget is not None else float(grow["n_rows"].iloc[0]),
