@@ -26,6 +26,7 @@ from cjstats.estimators.base import GroupFit, as_stats, fit_groups, rows_for
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
+from cjstats.io.score_kind import ORDINAL_MAX_LEVELS
 from cjstats.results.components import ComponentRow
 
 __all__ = ["fit", "fit_unit", "parameter_draws", "threshold_test"]
@@ -35,6 +36,10 @@ def _problem(g: Any, link: str, thresholds: str, nagq: int):
     values, cat = np.unique(np.asarray(g.y, dtype=np.float64), return_inverse=True)
     if values.size < 2:
         raise CjstatsError(f"{g.label().capitalize()} has a single score value: the ordinal model needs two.")
+    if values.size > ORDINAL_MAX_LEVELS:
+        raise CjstatsError(f"Column 'score' of {g.label()} takes {values.size} distinct values: method='ordinal' fits "
+                           f"ordered categories (at most {ORDINAL_MAX_LEVELS}, one threshold between each two), so "
+                           f"these scores are continuous; use method='reml', or round them to the rating scale.")
     p = make_problem(cat, g.scenario, g.judge, n_scenarios=g.design.n_scenarios, n_judges=g.design.n_judges,
                      n_categories=values.size, link=link, thresholds=thresholds, nagq=nagq)
     return p, values
