@@ -64,3 +64,23 @@ def test_link_partials_are_derivatives_of_each_other(link):
     np.testing.assert_allclose(d["lD"], cd("u", 0.0, h) + cd("l", 0.0, h), atol=1e-8)
     np.testing.assert_allclose(d["uDD"], both("uD", "lD")(h, 0.0), atol=1e-8)
     np.testing.assert_allclose(d["lDD"], both("uD", "lD")(0.0, h), atol=1e-8)
+
+
+@pytest.mark.parametrize("name,link,nagq", [("ord_a", "probit", 10), ("bin_a", "logit", 1), ("bin_a", "probit", 10)])
+def test_pattern_compression_is_exact(name, link, nagq):
+    from cjstats.estimators.ordinal_ml.likelihood import compress
+    from cjstats.estimators.ordinal_ml.optimise import fit_problem
+
+    p = _problem(name, link, nagq, "shared")
+    pc, inverse = compress(p)
+    assert pc.n_scenarios < p.n_scenarios and pc.scenario_weight.sum() == p.n_scenarios
+    x = start_values(p) + 0.1
+    f, g = neg_loglik_grad(p, x)
+    fc, gc = neg_loglik_grad(pc, x)
+    assert fc == pytest.approx(f, abs=1e-9)
+    np.testing.assert_allclose(gc, g, atol=1e-8)
+    fit = fit_problem(p)
+    assert fit.modes.shape == (p.n_scenarios,)
+    # every scenario's mode is its pattern's mode: re-solve on the full problem at the optimum
+    from cjstats.estimators.ordinal_ml.likelihood import scenario_modes
+    np.testing.assert_allclose(fit.modes, scenario_modes(p, fit.x)[0], atol=1e-8)

@@ -33,8 +33,8 @@ import numpy as np
 
 from cjstats.estimators.ordinal_ml.links import log_prob
 
-__all__ = ["OrdinalProblem", "make_problem", "unpack", "neg_loglik", "neg_loglik_grad", "agq_value_and_grad",
-           "scenario_modes"]
+__all__ = ["OrdinalProblem", "make_problem", "compress", "unpack", "neg_loglik", "neg_loglik_grad",
+           "agq_value_and_grad", "scenario_modes"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -52,6 +52,7 @@ class OrdinalProblem:
     link: str
     thresholds: str           # "shared" | "judge"
     nagq: int
+    scenario_weight: np.ndarray | None = None   # (n,) multiplicity of each scenario (``compress``); None = 1
 
     @property
     def n_sets(self) -> int:
@@ -71,6 +72,32 @@ def make_problem(category, scenario, judge, *, n_scenarios: int, n_judges: int, 
     return OrdinalProblem(np.asarray(category, dtype=np.int64), np.asarray(scenario, dtype=np.int64),
                           np.asarray(judge, dtype=np.int64), int(n_scenarios), int(n_judges), int(n_categories),
                           link, thresholds, int(nagq))
+
+
+def compress(p: OrdinalProblem) -> tuple[OrdinalProblem, np.ndarray]:
+    """Scenarios with the same multiset of (judge, category) rows have the same integrand, mode and
+    contribution to log L (u0 and lo0 depend on the row only through its judge and category), so the
+    likelihood is a weighted sum over the distinct response patterns: returns the problem on one representative
+    scenario per pattern, with ``scenario_weight`` = the pattern's number of scenarios, and ``inverse`` (n,)
+    mapping every original scenario to its pattern. Exact; for few categories and judges the patterns are few
+    (MentalAlign, 4 judges x 1-5: 11-78 patterns among 1,000 scenarios per model)."""
+    kj = p.n_judges * p.n_categories
+    code = p.judge * p.n_categories + p.category
+    w0 = np.ones(p.n_scenarios) if p.scenario_weight is None else np.asarray(p.scenario_weight, dtype=np.float64)
+    counts = np.bincount(p.scenario * kj + code, minlength=p.n_scenarios * kj).reshape(p.n_scenarios, kj)
+    if p.scenario_weight is not None:          # weighted problems are not merged further (weights stay as given)
+        return p, np.arange(p.n_scenarios)
+    _, first, inverse = np.unique(counts, axis=0, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    if first.size == p.n_scenarios:
+        return p, np.arange(p.n_scenarios)
+    new_id = np.full(p.n_scenarios, -1, dtype=np.int64)
+    new_id[first] = np.arange(first.size)
+    keep = new_id[p.scenario] >= 0
+    weight = np.bincount(inverse, weights=w0, minlength=first.size)
+    pc = OrdinalProblem(p.category[keep], new_id[p.scenario[keep]], p.judge[keep], int(first.size), p.n_judges,
+                        p.n_categories, p.link, p.thresholds, p.nagq, weight)
+    return pc, inverse
 
 
 def unpack(p: OrdinalProblem, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -133,8 +160,9 @@ def neg_loglik(p: OrdinalProblem, x: np.ndarray, nagq: int | None = None) -> flo
     q = p.nagq if nagq is None else int(nagq)
     s, u0, lo0 = _bounds(p, x)
     a, h, g = scenario_modes(p, x)
+    wt = 1.0 if p.scenario_weight is None else p.scenario_weight
     if q == 1:
-        return float(-np.sum(g + 0.5 * _LOG_2PI - 0.5 * np.log(h)))
+        return float(-np.sum(wt * (g + 0.5 * _LOG_2PI - 0.5 * np.log(h))))
     z, w = np.polynomial.hermite_e.hermegauss(q)
     sd = 1.0 / np.sqrt(h)
     total = np.empty((q, p.n_scenarios))
@@ -143,7 +171,7 @@ def neg_loglik(p: OrdinalProblem, x: np.ndarray, nagq: int | None = None) -> flo
         total[j] = _log_integrand(p, u0, lo0, nodes[p.scenario], nodes, s * s, 0)[0] + 0.5 * z[j] ** 2 + math.log(w[j])
     m = total.max(axis=0)
     li = m + np.log(np.exp(total - m).sum(axis=0)) - 0.5 * np.log(h)
-    return float(-np.sum(li))
+    return float(-np.sum(wt * li))
 
 
 def _accumulate(p: OrdinalProblem, x: np.ndarray, w_u: np.ndarray, w_l: np.ndarray, d_log_s: float) -> np.ndarray:
@@ -198,7 +226,8 @@ def agq_value_and_grad(p: OrdinalProblem, x: np.ndarray, a: np.ndarray, h: np.nd
     m = total.max(axis=0)
     e = np.exp(total - m)
     li = m + np.log(e.sum(axis=0)) - 0.5 * np.log(h)
-    value = float(-np.sum(li))
+    wt = np.ones(n) if p.scenario_weight is None else np.asarray(p.scenario_weight, dtype=np.float64)
+    value = float(-np.sum(wt * li))
     if not grad:
         return value, None
     pi = e / e.sum(axis=0)                                             # (q, n)
@@ -210,6 +239,7 @@ def agq_value_and_grad(p: OrdinalProblem, x: np.ndarray, a: np.ndarray, h: np.nd
     g3 = -np.bincount(p.scenario, weights=mode["uDD"] + mode["lDD"], minlength=n)   # g_aaa (prior: 0)
     c2 = 0.5 * (1.0 + sig * beta) / h
     c1 = (alpha + c2 * g3) / h
+    pi, c1, c2 = pi * wt, c1 * wt, c2 * wt                             # scenario multiplicities (``compress``)
     pir = pi[:, p.scenario]
     c1r, c2r = c1[p.scenario], c2[p.scenario]
     w_u = (pir * part["u"]).sum(axis=0) - c1r * mode["uD"] + c2r * mode["uDD"]

@@ -10,13 +10,22 @@ L-BFGS-B said it converged, and whether log s_a sits at its lower bound (s_a -> 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, _log_integrand, agq_value_and_grad, unpack
+from cjstats.estimators.ordinal_ml.likelihood import (
+    OrdinalProblem,
+    _bounds,
+    _log_integrand,
+    agq_value_and_grad,
+    compress,
+    unpack,
+)
 from cjstats.estimators.ordinal_ml.links import quantile
 
 __all__ = ["UnitFit", "fit_problem", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
@@ -24,6 +33,30 @@ __all__ = ["UnitFit", "fit_problem", "profile_scenario", "start_values", "LOG_S_
 #: Bounds of log s_a in the optimiser: s_a in [exp(-9), exp(4)] on the latent scale.
 LOG_S_BOUNDS = (-9.0, 4.0)
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+_CONTROLLER: list[Any] = []
+
+
+def _single_thread_blas() -> contextlib.AbstractContextManager:
+    """Limit BLAS to one thread while fitting (if threadpoolctl is installed), as the REML backend does: the
+    optimiser works on vectors of a few dozen parameters, and on a busy machine OpenBLAS's threads make each
+    L-BFGS-B step 50 times slower (measured: 0.15 s vs 0.003 s for 15 steps on 8 parameters)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
+def _blas1(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _single_thread_blas():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 class _Objective:
@@ -50,15 +83,16 @@ class _Objective:
         for _ in range(100):
             step = -g1 / g2
             t = np.ones_like(a)
-            for _half in range(50):
-                new = a + t * step
-                gn = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 0)[0]
+            new = a + step
+            gn, g1n, g2n = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 2)
+            for _half in range(50):          # step halving (rare) where the concave objective would decrease
                 bad = ~(gn >= g - 1e-13 * np.abs(g))
                 if not bad.any():
                     break
                 t = np.where(bad, 0.5 * t, t)
-            a = new
-            g, g1, g2 = _log_integrand(p, u0, lo0, a[p.scenario], a, s2, 2)
+                new = a + t * step
+                gn, g1n, g2n = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 2)
+            a, g, g1, g2 = new, gn, g1n, g2n
             if np.max(np.abs(t * step)) < 1e-10:
                 break
         if np.all(np.isfinite(a)):
@@ -160,8 +194,13 @@ def _minimise(obj: _Objective, x0: np.ndarray, fixed: dict[int, float] | None = 
     return full.copy(), res
 
 
+@_blas1
 def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: bool = True) -> UnitFit:
-    """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information."""
+    """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information.
+    Scenarios with the same response pattern are fitted once, weighted by their number (:func:`.compress`:
+    exact); ``modes`` are returned per original scenario."""
+    full_p = p
+    p, inverse = compress(full_p)
     obj = _Objective(p)
     x, res = _minimise(obj, start_values(p) if x0 is None else x0)
     f = obj(x)
@@ -190,9 +229,11 @@ def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: boo
     msg = (f"L-BFGS-B: {res.message}; max |gradient| {gnorm:.2g}"
            + ("; s_a at its lower bound (scenario variance estimated as ~0: a boundary estimate)" if at_lower else ""))
     return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at_lower),
-                   message=msg, n_eval=obj.n_eval, modes=obj.a.copy())
+                   message=msg, n_eval=obj.n_eval, modes=obj.a[inverse].copy(),
+                   extra={"n_patterns": p.n_scenarios, "n_scenarios": full_p.n_scenarios})
 
 
+@_blas1
 def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[float, float, int]:
     """Profile-likelihood interval for s_a^2: {s^2 : 2 (l_max - l_p(s)) <= chi2_1(level)}; the lower limit is 0
     when the profile at the lower bound of s_a stays inside. Returns (lower, upper, evaluations)."""
@@ -200,6 +241,7 @@ def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[flo
     from scipy.stats import chi2
 
     crit = float(chi2.ppf(level, 1))
+    p = compress(p)[0]
     obj = _Objective(p)
     cache: dict[float, np.ndarray] = {}
     warm = [fit.x.copy()]
