@@ -22,6 +22,9 @@ once: g_i is concave because both links are log-concave) and h_i = -g_i''(a_i),
 
 Optimiser parameters (unconstrained): ``log s_a``, the reference-coded offsets gamma_2..K (shared thresholds
 only) and, per threshold set, theta_0 and log(theta_k - theta_{k-1}).
+
+The gradient is analytic (:func:`agq_value_and_grad`, differentiated through each scenario's mode and curvature)
+and scenarios with the same response pattern are evaluated once (:func:`compress`, exact): docs/ordinal.md, Speed.
 """
 
 from __future__ import annotations
