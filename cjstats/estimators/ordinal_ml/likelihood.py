@@ -22,6 +22,9 @@ once: g_i is concave because both links are log-concave) and h_i = -g_i''(a_i),
 
 Optimiser parameters (unconstrained): ``log s_a``, the reference-coded offsets gamma_2..K (shared thresholds
 only) and, per threshold set, theta_0 and log(theta_k - theta_{k-1}).
+
+The gradient is analytic (:func:`agq_value_and_grad`, differentiated through each scenario's mode and curvature)
+and scenarios with the same response pattern are evaluated once (:func:`compress`, exact): docs/ordinal.md, Speed.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import numpy as np
 
 from cjstats.estimators.ordinal_ml.links import log_prob
 
-__all__ = ["OrdinalProblem", "make_problem", "unpack", "neg_loglik", "scenario_modes"]
+__all__ = ["OrdinalProblem", "make_problem", "compress", "unpack", "neg_loglik", "neg_loglik_grad",
+           "agq_value_and_grad", "scenario_modes"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -51,6 +55,7 @@ class OrdinalProblem:
     link: str
     thresholds: str           # "shared" | "judge"
     nagq: int
+    scenario_weight: np.ndarray | None = None   # (n,) multiplicity of each scenario (``compress``); None = 1
 
     @property
     def n_sets(self) -> int:
@@ -70,6 +75,32 @@ def make_problem(category, scenario, judge, *, n_scenarios: int, n_judges: int, 
     return OrdinalProblem(np.asarray(category, dtype=np.int64), np.asarray(scenario, dtype=np.int64),
                           np.asarray(judge, dtype=np.int64), int(n_scenarios), int(n_judges), int(n_categories),
                           link, thresholds, int(nagq))
+
+
+def compress(p: OrdinalProblem) -> tuple[OrdinalProblem, np.ndarray]:
+    """Scenarios with the same multiset of (judge, category) rows have the same integrand, mode and
+    contribution to log L (u0 and lo0 depend on the row only through its judge and category), so the
+    likelihood is a weighted sum over the distinct response patterns: returns the problem on one representative
+    scenario per pattern, with ``scenario_weight`` = the pattern's number of scenarios, and ``inverse`` (n,)
+    mapping every original scenario to its pattern. Exact; for few categories and judges the patterns are few
+    (MentalAlign, 4 judges x 1-5: 11-78 patterns among 1,000 scenarios per model)."""
+    kj = p.n_judges * p.n_categories
+    code = p.judge * p.n_categories + p.category
+    w0 = np.ones(p.n_scenarios) if p.scenario_weight is None else np.asarray(p.scenario_weight, dtype=np.float64)
+    counts = np.bincount(p.scenario * kj + code, minlength=p.n_scenarios * kj).reshape(p.n_scenarios, kj)
+    if p.scenario_weight is not None:          # weighted problems are not merged further (weights stay as given)
+        return p, np.arange(p.n_scenarios)
+    _, first, inverse = np.unique(counts, axis=0, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    if first.size == p.n_scenarios:
+        return p, np.arange(p.n_scenarios)
+    new_id = np.full(p.n_scenarios, -1, dtype=np.int64)
+    new_id[first] = np.arange(first.size)
+    keep = new_id[p.scenario] >= 0
+    weight = np.bincount(inverse, weights=w0, minlength=first.size)
+    pc = OrdinalProblem(p.category[keep], new_id[p.scenario[keep]], p.judge[keep], int(first.size), p.n_judges,
+                        p.n_categories, p.link, p.thresholds, p.nagq, weight)
+    return pc, inverse
 
 
 def unpack(p: OrdinalProblem, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -132,8 +163,9 @@ def neg_loglik(p: OrdinalProblem, x: np.ndarray, nagq: int | None = None) -> flo
     q = p.nagq if nagq is None else int(nagq)
     s, u0, lo0 = _bounds(p, x)
     a, h, g = scenario_modes(p, x)
+    wt = 1.0 if p.scenario_weight is None else p.scenario_weight
     if q == 1:
-        return float(-np.sum(g + 0.5 * _LOG_2PI - 0.5 * np.log(h)))
+        return float(-np.sum(wt * (g + 0.5 * _LOG_2PI - 0.5 * np.log(h))))
     z, w = np.polynomial.hermite_e.hermegauss(q)
     sd = 1.0 / np.sqrt(h)
     total = np.empty((q, p.n_scenarios))
@@ -142,4 +174,84 @@ def neg_loglik(p: OrdinalProblem, x: np.ndarray, nagq: int | None = None) -> flo
         total[j] = _log_integrand(p, u0, lo0, nodes[p.scenario], nodes, s * s, 0)[0] + 0.5 * z[j] ** 2 + math.log(w[j])
     m = total.max(axis=0)
     li = m + np.log(np.exp(total - m).sum(axis=0)) - 0.5 * np.log(h)
-    return float(-np.sum(li))
+    return float(-np.sum(wt * li))
+
+
+def _accumulate(p: OrdinalProblem, x: np.ndarray, w_u: np.ndarray, w_l: np.ndarray, d_log_s: float) -> np.ndarray:
+    """The gradient in x of sum_r (w_u[r] u0_r + w_l[r] lo0_r) + d_log_s * log s_a (u0, lo0 as in ``_bounds``):
+    per-threshold sums by bincount, then the chain rule through theta_k = raw_0 + sum_{m<=k} exp(raw_m)
+    (a reversed cumulative sum) and gamma (reference-coded; u0 and lo0 fall by gamma_l)."""
+    raw = np.asarray(x[1 + p.n_gamma:], dtype=np.float64).reshape(p.n_sets, p.n_categories - 1)
+    j = p.n_categories
+    s = p.judge if p.thresholds == "judge" else np.zeros_like(p.judge)
+    base = s * (j + 1) + p.category
+    ext = (np.bincount(base + 1, weights=w_u, minlength=p.n_sets * (j + 1))
+           + np.bincount(base, weights=w_l, minlength=p.n_sets * (j + 1))).reshape(p.n_sets, j + 1)
+    dtheta = ext[:, 1:j]                                   # columns 0 and J are the infinite bounds
+    draw = np.cumsum(dtheta[:, ::-1], axis=1)[:, ::-1]
+    draw[:, 1:] *= np.exp(raw[:, 1:])
+    dgamma = -np.bincount(p.judge, weights=w_u + w_l, minlength=p.n_judges)
+    return np.concatenate([[d_log_s], dgamma[1:1 + p.n_gamma], draw.ravel()])
+
+
+def agq_value_and_grad(p: OrdinalProblem, x: np.ndarray, a: np.ndarray, h: np.ndarray, nagq: int | None = None,
+                       *, grad: bool = True) -> tuple[float, np.ndarray | None]:
+    r"""-log L and its exact gradient in x for the adaptive-quadrature approximation, given the scenario modes
+    ``a`` (g_i'(a_i) = 0) and curvatures ``h`` = -g_i''(a_i) at x (from :func:`scenario_modes`).
+
+    With sigma_i = h_i^{-1/2}, nodes a_iq = a_i + z_q sigma_i and pi_iq the normalised terms of the sum,
+
+        d log L_i / dx = sum_q pi_iq [g_x(a_iq) + g_a(a_iq)(a_x + z_q sigma_x)] - h_x / (2 h_i),
+        a_x = g_ax(a_i) / h_i,   h_x = -(g_aax(a_i) + g_aaa(a_i) a_x),   sigma_x = -sigma_i h_x / (2 h_i),
+
+    (implicit differentiation of g_a(a_i; x) = 0, so the nodes move with the mode and the curvature). Collected
+    per scenario: d log L_i = sum_q pi_iq g_x(a_iq) + c1_i g_ax(a_i) + c2_i g_aax(a_i) with
+    c2_i = (1 + sigma_i sum_q pi_iq z_q g_a(a_iq)) / (2 h_i) and c1_i = (sum_q pi_iq g_a(a_iq) + c2_i g_aaa) / h_i.
+    For ``nagq = 1`` (Laplace) this is g_x(a_i) + g_aax/(2h) + g_aaa g_ax/(2h^2), the Laplace derivative.
+    Every row and node is one vectorised array (nodes x rows); per-scenario sums are np.bincount.
+    References: Liu & Pierce (1994); Pinheiro & Bates (1995) section 2; Christensen (2019) ordinal, clmm.
+    """
+    from cjstats.estimators.ordinal_ml.links import log_prob_partials
+
+    q = p.nagq if nagq is None else int(nagq)
+    s, u0, lo0 = _bounds(p, x)
+    s2 = s * s
+    n = p.n_scenarios
+    z, w = np.polynomial.hermite_e.hermegauss(q)
+    sig = 1.0 / np.sqrt(h)
+    nodes = a[None, :] + z[:, None] * sig[None, :]                      # (q, n)
+    an = nodes[:, p.scenario]                                          # (q, N)
+    part = log_prob_partials(u0[None, :] - an, lo0[None, :] - an, p.link, order=1)
+    idx = (np.arange(q)[:, None] * n + p.scenario[None, :]).ravel()
+    g = (np.bincount(idx, weights=part["lp"].ravel(), minlength=q * n).reshape(q, n)
+         - 0.5 * nodes * nodes / s2 - 0.5 * (_LOG_2PI + math.log(s2)))
+    total = g + 0.5 * z[:, None] ** 2 + np.log(w)[:, None]
+    m = total.max(axis=0)
+    e = np.exp(total - m)
+    li = m + np.log(e.sum(axis=0)) - 0.5 * np.log(h)
+    wt = np.ones(n) if p.scenario_weight is None else np.asarray(p.scenario_weight, dtype=np.float64)
+    value = float(-np.sum(wt * li))
+    if not grad:
+        return value, None
+    pi = e / e.sum(axis=0)                                             # (q, n)
+    ga = (np.bincount(idx, weights=-(part["u"] + part["l"]).ravel(), minlength=q * n).reshape(q, n)
+          - nodes / s2)                                                # g_a at the nodes
+    alpha = (pi * ga).sum(axis=0)
+    beta = (pi * ga * z[:, None]).sum(axis=0)
+    mode = log_prob_partials(u0 - a[p.scenario], lo0 - a[p.scenario], p.link, order=3)
+    g3 = -np.bincount(p.scenario, weights=mode["uDD"] + mode["lDD"], minlength=n)   # g_aaa (prior: 0)
+    c2 = 0.5 * (1.0 + sig * beta) / h
+    c1 = (alpha + c2 * g3) / h
+    pi, c1, c2 = pi * wt, c1 * wt, c2 * wt                             # scenario multiplicities (``compress``)
+    pir = pi[:, p.scenario]
+    c1r, c2r = c1[p.scenario], c2[p.scenario]
+    w_u = (pir * part["u"]).sum(axis=0) - c1r * mode["uD"] + c2r * mode["uDD"]
+    w_l = (pir * part["l"]).sum(axis=0) - c1r * mode["lD"] + c2r * mode["lDD"]
+    d_log_s = float(np.sum((pi * (nodes * nodes / s2 - 1.0)).sum(axis=0) + c1 * 2.0 * a / s2 + c2 * 2.0 / s2))
+    return value, -_accumulate(p, x, w_u, w_l, d_log_s)
+
+
+def neg_loglik_grad(p: OrdinalProblem, x: np.ndarray, nagq: int | None = None) -> tuple[float, np.ndarray]:
+    """(-log L, its gradient in x) by adaptive Gauss-Hermite quadrature (:func:`agq_value_and_grad`)."""
+    a, h, _ = scenario_modes(p, x)
+    return agq_value_and_grad(p, x, a, h, nagq)

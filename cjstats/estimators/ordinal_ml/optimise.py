@@ -1,22 +1,31 @@
 r"""Maximum-likelihood fit of one unit: L-BFGS-B on the unconstrained parameters, a Newton polish with the
 observed information, the Hessian, and the profile likelihood of the scenario variance.
 
-The gradient is a central finite difference of the adaptive-quadrature log-likelihood (step 1e-5 (1 + |x|));
-the per-scenario modes are warm-started from the last evaluation and solved to 1e-10, so the objective is
-smooth to about 1e-12 relative and the difference is accurate to ~1e-7. The observed information is the central
-difference of that gradient (step 1e-4). Convergence is reported honestly: the final gradient norm, whether
+The gradient is analytic (:func:`.likelihood.agq_value_and_grad`: exact for the adaptive quadrature,
+differentiated through each scenario's mode and curvature); the per-scenario modes are warm-started from the
+last evaluation and solved to 1e-10. The observed information is the central difference of that gradient
+(step 1e-4 (1 + |x|)), 2 x (number of parameters) gradient evaluations. Convergence is reported honestly: the final gradient norm, whether
 L-BFGS-B said it converged, and whether log s_a sits at its lower bound (s_a -> 0, a boundary estimate).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, _log_integrand, unpack
+from cjstats.estimators.ordinal_ml.likelihood import (
+    OrdinalProblem,
+    _bounds,
+    _log_integrand,
+    agq_value_and_grad,
+    compress,
+    unpack,
+)
 from cjstats.estimators.ordinal_ml.links import quantile
 
 __all__ = ["UnitFit", "fit_problem", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
@@ -24,6 +33,30 @@ __all__ = ["UnitFit", "fit_problem", "profile_scenario", "start_values", "LOG_S_
 #: Bounds of log s_a in the optimiser: s_a in [exp(-9), exp(4)] on the latent scale.
 LOG_S_BOUNDS = (-9.0, 4.0)
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+_CONTROLLER: list[Any] = []
+
+
+def _single_thread_blas() -> contextlib.AbstractContextManager:
+    """Limit BLAS to one thread while fitting (if threadpoolctl is installed), as the REML backend does: the
+    optimiser works on vectors of a few dozen parameters, and on a busy machine OpenBLAS's threads make each
+    L-BFGS-B step 50 times slower (measured: 0.15 s vs 0.003 s for 15 steps on 8 parameters)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
+def _blas1(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _single_thread_blas():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 class _Objective:
@@ -34,8 +67,9 @@ class _Objective:
         self.q = p.nagq if nagq is None else int(nagq)
         self.a = np.zeros(p.n_scenarios)
         self.n_eval = 0
-        z, w = np.polynomial.hermite_e.hermegauss(self.q)
-        self.z, self.logw = z, np.log(w)
+        self._key: bytes | None = None
+        self._f = math.inf
+        self._g: np.ndarray | None = None
 
     def modes(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
         p = self.p
@@ -49,47 +83,47 @@ class _Objective:
         for _ in range(100):
             step = -g1 / g2
             t = np.ones_like(a)
-            for _half in range(50):
-                new = a + t * step
-                gn = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 0)[0]
+            new = a + step
+            gn, g1n, g2n = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 2)
+            for _half in range(50):          # step halving (rare) where the concave objective would decrease
                 bad = ~(gn >= g - 1e-13 * np.abs(g))
                 if not bad.any():
                     break
                 t = np.where(bad, 0.5 * t, t)
-            a = new
-            g, g1, g2 = _log_integrand(p, u0, lo0, a[p.scenario], a, s2, 2)
+                new = a + t * step
+                gn, g1n, g2n = _log_integrand(p, u0, lo0, new[p.scenario], new, s2, 2)
+            a, g, g1, g2 = new, gn, g1n, g2n
             if np.max(np.abs(t * step)) < 1e-10:
                 break
         if np.all(np.isfinite(a)):
             self.a = a
         return a, -g2, g, s2, u0, lo0
 
-    def __call__(self, x: np.ndarray) -> float:
+    def _eval(self, x: np.ndarray, grad: bool) -> tuple[float, np.ndarray | None]:
+        """-log L (and its analytic gradient) at x, cached for the last point."""
+        x = np.asarray(x, dtype=np.float64)
+        key = x.tobytes()
+        if self._key == key and (self._g is not None or not grad):
+            return self._f, self._g
         self.n_eval += 1
-        p = self.p
-        a, h, g, s2, u0, lo0 = self.modes(x)
+        a, h, g, _s2, _u0, _lo0 = self.modes(x)
         if not (np.all(np.isfinite(g)) and np.all(h > 0)):
-            return math.inf
-        if self.q == 1:
-            return float(-np.sum(g + 0.5 * _LOG_2PI - 0.5 * np.log(h)))
-        sd = 1.0 / np.sqrt(h)
-        total = np.empty((self.q, p.n_scenarios))
-        for j in range(self.q):
-            nodes = a + self.z[j] * sd
-            total[j] = (_log_integrand(p, u0, lo0, nodes[p.scenario], nodes, s2, 0)[0]
-                        + 0.5 * self.z[j] ** 2 + self.logw[j])
-        m = total.max(axis=0)
-        return float(-np.sum(m + np.log(np.exp(total - m).sum(axis=0)) - 0.5 * np.log(h)))
+            f, gr = math.inf, (np.full(x.size, np.nan) if grad else None)
+        else:
+            f, gr = agq_value_and_grad(self.p, x, a, h, self.q, grad=grad)
+        self._key, self._f, self._g = key, f, gr
+        return f, gr
+
+    def __call__(self, x: np.ndarray) -> float:
+        return self._eval(x, grad=False)[0]
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = self._eval(x, grad=True)
+        return f, g
 
     def grad(self, x: np.ndarray, f0: float | None = None) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        out = np.empty_like(x)
-        for j in range(x.size):
-            h = 1e-5 * (1.0 + abs(x[j]))
-            e = np.zeros_like(x)
-            e[j] = h
-            out[j] = (self(x + e) - self(x - e)) / (2.0 * h)
-        return out
+        """The analytic gradient of -log L (:func:`.likelihood.agq_value_and_grad`)."""
+        return self._eval(x, grad=True)[1]
 
     def hessian(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
@@ -148,10 +182,10 @@ def _minimise(obj: _Objective, x0: np.ndarray, fixed: dict[int, float] | None = 
 
     def f_and_g(z: np.ndarray) -> tuple[float, np.ndarray]:
         full[free] = z
-        f = obj(full)
+        f, g = obj.value_and_grad(full)
         if not math.isfinite(f):
             return 1e300, np.zeros_like(z)
-        return f, obj.grad(full)[free]
+        return f, g[free]
 
     bounds = [LOG_S_BOUNDS if i == 0 else (None, None) for i in free]
     res = minimize(f_and_g, full[free], jac=True, method="L-BFGS-B", bounds=bounds,
@@ -160,8 +194,13 @@ def _minimise(obj: _Objective, x0: np.ndarray, fixed: dict[int, float] | None = 
     return full.copy(), res
 
 
+@_blas1
 def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: bool = True) -> UnitFit:
-    """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information."""
+    """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information.
+    Scenarios with the same response pattern are fitted once, weighted by their number (:func:`.compress`:
+    exact); ``modes`` are returned per original scenario."""
+    full_p = p
+    p, inverse = compress(full_p)
     obj = _Objective(p)
     x, res = _minimise(obj, start_values(p) if x0 is None else x0)
     f = obj(x)
@@ -190,9 +229,11 @@ def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: boo
     msg = (f"L-BFGS-B: {res.message}; max |gradient| {gnorm:.2g}"
            + ("; s_a at its lower bound (scenario variance estimated as ~0: a boundary estimate)" if at_lower else ""))
     return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at_lower),
-                   message=msg, n_eval=obj.n_eval, modes=obj.a.copy())
+                   message=msg, n_eval=obj.n_eval, modes=obj.a[inverse].copy(),
+                   extra={"n_patterns": p.n_scenarios, "n_scenarios": full_p.n_scenarios})
 
 
+@_blas1
 def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[float, float, int]:
     """Profile-likelihood interval for s_a^2: {s^2 : 2 (l_max - l_p(s)) <= chi2_1(level)}; the lower limit is 0
     when the profile at the lower bound of s_a stays inside. Returns (lower, upper, evaluations)."""
@@ -200,6 +241,7 @@ def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[flo
     from scipy.stats import chi2
 
     crit = float(chi2.ppf(level, 1))
+    p = compress(p)[0]
     obj = _Objective(p)
     cache: dict[float, np.ndarray] = {}
     warm = [fit.x.copy()]
