@@ -191,7 +191,10 @@ register_backend(ModuleBackend(
     "bayes", "cjstats.estimators.bayes", requires=("pymc", "arviz"), extra="bayes",
     capabilities=Capabilities(rows_options={"likelihood": ("ordinal",)}, latent_options={"likelihood": ("ordinal",)},
                               samples=True, option_defaults={"likelihood": "gaussian"})))
-register_backend(ModuleBackend("ordinal", "cjstats.estimators.ordinal_ml", capabilities=Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS, option_defaults={"link": "probit"})))
+register_backend(ModuleBackend(
+    "ordinal", "cjstats.estimators.ordinal_ml",   # cumulative link by AGQ: reads the rows, latent scale
+    capabilities=Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS,
+                              option_defaults={"link": "probit"})))
 
 
 def register_joint_backend(backend: Backend) -> Backend:

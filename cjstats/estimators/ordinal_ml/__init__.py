@@ -22,12 +22,12 @@ import numpy as np
 
 from cjstats._validate import check_choice
 from cjstats.exceptions import CjstatsError
-from cjstats.estimators.base import GroupFit, as_stats, fit_groups, rows_for
+from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, rows_for
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
 from cjstats.io.score_kind import ORDINAL_MAX_LEVELS
-from cjstats.results.components import ComponentRow
+from cjstats.results.components import ComponentRow, ParameterCovariance
 
 __all__ = ["fit", "fit_unit", "parameter_draws", "threshold_test"]
 
@@ -95,16 +95,15 @@ def _panel_score(p, x: np.ndarray, values: np.ndarray) -> float:
                           for j in range(cut.shape[0])]))
 
 
-def _mu_delta(p, x: np.ndarray, cov_x: np.ndarray, values: np.ndarray, at_boundary: bool) -> tuple[float, float]:
-    """mu on the score scale and its delta-method standard error sqrt(g' Sigma g), g = d mu / dx (central
-    differences, step 1e-5)."""
+def _mu_gradient(p, x: np.ndarray, values: np.ndarray) -> tuple[float, np.ndarray]:
+    """mu and d mu / dx (central differences, step 1e-5)."""
     mu = _panel_score(p, x, values)
     grad = np.empty(x.size)
     for j in range(x.size):
         e = np.zeros_like(x)
         e[j] = 1e-5
         grad[j] = (_panel_score(p, x + e, values) - _panel_score(p, x - e, values)) / 2e-5
-    return mu, math.sqrt(max(float(grad @ _x_cov(cov_x, at_boundary) @ grad), 0.0))
+    return mu, grad
 
 
 def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int | None = None) -> dict[str, Any]:
@@ -157,10 +156,11 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
 
     def fit_one(g):
         gd = rows_for(rows, g)
+        one_gen = int(gd.design.generations_max) == 1
         p, uf, values = fit_unit(gd, link=link, thresholds=thresholds, nagq=nagq)
         cov_x = np.linalg.pinv(uf.hessian)
         jac = _jacobian(p, uf.x)
-        cov = jac @ cov_x @ jac.T
+        cov = jac @ _x_cov(cov_x, uf.at_boundary) @ jac.T   # log s_a held fixed at a boundary estimate
         log_s, gamma, theta = unpack(p, uf.x)
         gc = gamma - gamma.mean()
         k = p.n_judges
@@ -175,13 +175,20 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         else:
             lo, hi = s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls)
             how = "Wald on log s_a"
-        mu, se_mu = _mu_delta(p, uf.x, cov_x, values, uf.at_boundary)
+        mu, g_mu = _mu_gradient(p, uf.x, values)
+        # (mu, panel-centred gamma) and their delta-method covariance: the contrast API's parameters
+        lj = np.vstack([g_mu, jac[1:]]) if thresholds == "shared" else g_mu[None, :]
+        loc_cov = lj @ _x_cov(cov_x, uf.at_boundary) @ lj.T
+        se_mu = math.sqrt(max(float(loc_cov[0, 0]), 0.0))
         out = [ComponentRow("mu", mu, mu - z * se_mu, mu + z * se_mu, se_mu, f"{method}, Wald (delta method)",
                             "panel", mu, False, True, "score scale: the panel's expected score for a new scenario"),
                ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{method}, {how}", "panel", s2,
-                            uf.at_boundary, True, "latent scale")]
-        out.append(ComponentRow.not_identifiable("generation", "not fitted: the ML ordinal backend has no nested "
-                                                 "generation effect yet"))
+                            uf.at_boundary, True, "latent scale; " + (
+                                "holds sigma2_alpha + sigma2_beta (m = 1)" if one_gen else
+                                "the generations of a scenario are treated as independent calls (no generation "
+                                "effect fitted)"))]
+        out.append(ComponentRow.not_identifiable("generation", M1_NOTE if one_gen else (
+            "not fitted: the ML ordinal backend has no nested generation effect yet")))
         out.append(ComponentRow.not_identifiable("scenario_judge", "not fitted by the ML ordinal backend"))
         out.append(ComponentRow("residual", resid, resid, resid, 0.0, f"fixed by the {link} link", "panel", resid,
                                 False, True, "latent scale: the unit of the latent scale, not an estimate"))
@@ -213,7 +220,9 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                 "x_covariance": _x_cov(cov_x, uf.at_boundary).tolist(), "n_judges": k,
                 "n_categories": int(values.size), "n_scenarios": int(p.n_scenarios),
                 "judges": [str(j) for j in gd.judge_labels]}
-        return GroupFit(out, offsets, diag)
+        names = ("mu", *(f"gamma[{lab}]" for lab in gd.judge_labels)) if thresholds == "shared" else ("mu",)
+        est = np.concatenate([[mu], gc]) if thresholds == "shared" else np.array([mu])
+        return GroupFit(out, offsets, diag, cov=ParameterCovariance(names, est, 0.5 * (loc_cov + loc_cov.T)))
 
     return fit_groups(stats, fit_one, method="ordinal", ci_level=ci_level, seed=seed,
                       options={"link": link, "thresholds": thresholds, "nagq": nagq, "interval": interval},
