@@ -28,6 +28,7 @@ import pytest
 from scipy import stats
 
 import cjstats as cj
+from cjstats._blas import single_thread_blas
 from cjstats.results.components import COMPONENT_COLUMNS
 from cjstats.estimators.reml import core as rs
 from cjstats.estimators.reml import engine
@@ -334,7 +335,7 @@ def _coverage(g: GroupData, rng: np.random.Generator, r_reps: int, *, s2a: float
     truth_panel = np.empty(r_reps)
     covered = {c: np.zeros(r_reps, dtype=bool) for c in names}
     covered["gamma"] = np.zeros((r_reps, k), dtype=bool)
-    with reml._single_thread_blas():        # as reml.fit does
+    with single_thread_blas():        # as reml.fit does
         for r in range(r_reps):
             if s2_pop is not None:
                 u = rng.standard_normal(k) * math.sqrt(s2_pop)

@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from cjstats._blas import single_thread_blas
 from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, check_judges_scored, check_residual,
@@ -645,24 +646,12 @@ def _kkt_summary(r: FitResult) -> dict[str, Any]:
             "inward": float(k.get("inward", _NAN)), "message": str(k.get("message", ""))}
 
 
-def _single_thread_blas() -> Any:
-    """One BLAS thread while fitting: every product is small, and on a busy machine OpenBLAS's threads made an
-    evaluation 20 times slower (41 ms against 2 ms on MentalAlign)."""
-    import contextlib
-
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") -> JointFit:
     """Joint REML fit (module docstring) from the joint statistics of ``source`` (a table or a joint unit of
     :func:`cjstats.stats.build_stats`); missing cells, unequal generations and unshared scenarios are fine.
     ``model_scenario="per_model"`` gives each model its own variance of (alpha p)_pi (lme4:
     ``(1|scenario) + (0 + d_1|scenario) + ... + (0 + d_P|scenario)``, d_p the dummy of model p)."""
-    with _single_thread_blas():
+    with single_thread_blas():
         return _fit_joint(source, ci_level=ci_level, model_scenario=model_scenario)
 
 

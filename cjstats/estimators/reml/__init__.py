@@ -88,6 +88,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cjstats._blas import single_thread_blas
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
 from cjstats.estimators.reml import core as _rs
@@ -127,24 +128,6 @@ _MAX_SPREAD = 1e10
 
 
 # ------------------------------------------------------------------------------------------ BLAS threads
-_CONTROLLER: list[Any] = []
-
-
-def _single_thread_blas() -> contextlib.AbstractContextManager:
-    """Limit BLAS/LAPACK to one thread while fitting (if threadpoolctl is installed).
-
-    Every evaluation works on K x K matrices; OpenBLAS's threads cost more than they save there, and on a
-    busy machine waking them multiplies the time per evaluation by 3 to 8.
-    """
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
-
-
 # -------------------------------------------------------------------------------------------- the fit
 class _GroupModel:
     """Structured statistics and REML fits of one unit, from its :class:`~cjstats.stats.CellStats`.
@@ -674,7 +657,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
             boots.append((g, boot))
         return gf
 
-    with _single_thread_blas():
+    with single_thread_blas():
         result = fit_groups(stats, fit_one, method="reml", ci_level=ci_level, seed=seed,
                             options={"interval": interval, "n_boot": n_boot if interval == "bootstrap" else None,
                                      "path": path, "scenario_judge": scenario_judge})
