@@ -40,7 +40,7 @@ import numpy as np
 from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, make_problem
 from cjstats.estimators.ordinal_ml.links import log_prob
 
-__all__ = ["NestedProblem", "make_nested", "joint_modes", "laplace_neg_loglik", "fit_nested"]
+__all__ = ["NestedProblem", "make_nested", "joint_modes", "laplace_neg_loglik", "fit_nested", "profile_nested"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -241,3 +241,60 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
                    message=msg, n_eval=obj.n_eval, modes=obj.a.copy(),
                    extra={"generation_at_boundary": bool(at[1]), "cell_modes": obj.b.copy(),
                           "n_scenarios": q.base.n_scenarios})
+
+
+def profile_nested(q: NestedProblem, fit, level: float, index: int, *, at_boundary: bool = False
+                   ) -> tuple[float, float]:
+    """Profile-likelihood interval for s_a^2 (``index`` 0) or s_b^2 (``index`` -1): {s^2 : 2 (l_max - l_p(s)) <=
+    chi2_1(level)}, each profile point an L-BFGS-B fit with that log s held fixed (equal bounds); the lower limit
+    is 0 when the profile at the lower bound of s stays inside (always checked for a boundary estimate)."""
+    from scipy.optimize import brentq, minimize
+    from scipy.stats import chi2
+
+    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, _single_thread_blas
+
+    crit = float(chi2.ppf(level, 1))
+    obj = _NestedObjective(q)
+    idx = index % fit.x.size
+    warm = [fit.x.copy()]
+
+    def dev(log_s: float) -> float:
+        x0 = warm[0].copy()
+        x0[idx] = log_s
+        bounds = [LOG_S_BOUNDS] + [(None, None)] * (x0.size - 2) + [LOG_S_BOUNDS]
+        bounds[idx] = (log_s, log_s)
+
+        def fg(z):
+            f, g = obj.value_and_grad(z)
+            return (1e300, np.zeros_like(z)) if not math.isfinite(f) else (f, g)
+
+        res = minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": 500, "ftol": 1e-12, "gtol": 1e-6})
+        warm[0] = res.x.copy()
+        return 2.0 * (fit.loglik + float(res.fun)) - crit
+
+    with _single_thread_blas():
+        l0 = float(fit.x[idx])
+        cov = np.linalg.pinv(fit.hessian) if np.all(np.isfinite(fit.hessian)) else None
+        se = math.sqrt(max(cov[idx, idx], 1e-8)) if cov is not None and not at_boundary else 0.5
+        step = min(max(se, 0.05), 1.0)
+        hi = min(l0 + step, LOG_S_BOUNDS[1])
+        while dev(hi) < 0 and hi < LOG_S_BOUNDS[1]:
+            hi = min(hi + 2 * step, LOG_S_BOUNDS[1])
+        warm[0] = fit.x.copy()
+        upper = brentq(dev, l0, hi, xtol=1e-3) if dev(hi) > 0 else LOG_S_BOUNDS[1]
+        warm[0] = fit.x.copy()
+        if at_boundary:
+            lower = -math.inf
+        else:
+            lo = l0 - step
+            lower = None
+            while dev(lo) < 0:
+                if lo <= LOG_S_BOUNDS[0] + 1e-9:
+                    lower = -math.inf
+                    break
+                lo = max(lo - 2 * step, LOG_S_BOUNDS[0])
+            if lower is None:
+                warm[0] = fit.x.copy()
+                lower = brentq(dev, lo, l0, xtol=1e-3)
+    return (0.0 if lower == -math.inf else math.exp(2 * lower)), math.exp(2 * upper)
