@@ -102,3 +102,78 @@ def test_laplace_matches_brute_force_integral_for_one_scenario():
         inner.append((pr * norm.pdf(grid, 0, 0.7)[None, :]).sum(axis=1) * dg)
     brute = np.log((np.prod(inner, axis=0) * norm.pdf(grid, 0, 0.8)).sum() * dg)
     assert lap == pytest.approx(brute, abs=1e-2)      # measured: -14.0423 vs -14.0406
+
+
+def _scores(name):
+    import cjstats as cj
+
+    d = pd.read_csv(DATA / f"{name}.csv")
+    d["model"] = "m"
+    return cj.read_scores(d)
+
+
+@pytest.fixture(scope="module")
+def gen_fit():
+    import cjstats as cj
+
+    return cj.estimate(_scores("gen_a"), method="ordinal", link="probit", seed=5)
+
+
+def test_fit_reports_the_generation_row_and_draws(gen_fit):
+    from cjstats.estimators.ordinal_ml import parameter_draws
+
+    r = _ref()["gen_a"]["probit"]
+    c = gen_fit.to_frame().set_index("component")
+    g = c.loc["generation"]
+    assert g["identifiable"] and g["estimate"] == pytest.approx(r["s2_generation"], rel=5e-4)
+    assert "Wald on log s_b" in g["ci_method"] and g["lower"] < g["estimate"] < g["upper"]
+    # Wald on log s_b: the interval is symmetric on the log scale
+    assert np.log(g["upper"] / g["estimate"]) == pytest.approx(np.log(g["estimate"] / g["lower"]), rel=1e-9)
+    assert c.loc["scenario", "estimate"] == pytest.approx(r["s2"], rel=5e-4)
+    p = parameter_draws(gen_fit, list(gen_fit.diagnostics)[0], n_draws=400, seed=1)
+    assert p["generation_identifiable"] and p["s2_generation"].shape == (400,)
+    # draws of log s_b centred on the estimate with the Wald standard error (MC error of a mean of 400: 0.05 sd)
+    lsb = 0.5 * np.log(p["s2_generation"])
+    se = np.log(g["upper"] / g["estimate"]) / (2 * 1.959964)
+    assert abs(lsb.mean() - 0.5 * np.log(g["estimate"])) < 4 * se / 20 and lsb.std() == pytest.approx(se, rel=0.15)
+
+
+def test_generation_false_keeps_the_old_model():
+    import cjstats as cj
+
+    f = cj.estimate(_scores("gen_b"), method="ordinal", link="probit", nagq=1, generation=False)
+    c = f.to_frame().set_index("component")
+    assert not c.loc["generation", "identifiable"] and "generation=False" in c.loc["generation", "note"]
+    # the old model: all rows of a scenario share alpha_i only (the m = 1 likelihood of the same rows)
+    assert list(f.diagnostics.values())[0]["generation"] is False
+
+
+def test_bad_generation_argument_is_one_sentence():
+    import cjstats as cj
+    from cjstats.exceptions import CjstatsError
+
+    with pytest.raises(CjstatsError, match="'generation' argument"):
+        cj.estimate(_scores("gen_b"), method="ordinal", generation="yes")
+
+
+def test_identical_generations_give_a_boundary_estimate():
+    """Generation 1 is a copy of generation 0: s_b^2 ~ 0 is a boundary estimate, its row says so and its
+    interval is the profile likelihood from 0."""
+    import cjstats as cj
+
+    d = pd.read_csv(DATA / "gen_b.csv")
+    d = d[d["generation"] == 0]
+    d = pd.concat([d, d.assign(generation=1)])
+    d["model"] = "m"
+    f = cj.estimate(cj.read_scores(d), method="ordinal", link="logit")
+    g = f.to_frame().set_index("component").loc["generation"]
+    assert g["estimate"] < 1e-6 and g["lower"] == 0.0 and 0 < g["upper"] < 1.0
+    assert "boundary" in g["ci_method"] and "boundary" in g["note"]
+
+
+def test_optimise_considers_several_generations(gen_fit):
+    import cjstats as cj
+
+    a = cj.optimise(gen_fit, budget=120, n_draws=20, seed=2)
+    t = a.to_frame()
+    assert (t["m"] > 1).any() and np.isfinite(t["variance"]).all()
