@@ -177,3 +177,25 @@ def test_optimise_considers_several_generations(gen_fit):
     a = cj.optimise(gen_fit, budget=120, n_draws=20, seed=2)
     t = a.to_frame()
     assert (t["m"] > 1).any() and np.isfinite(t["variance"]).all()
+
+
+@pytest.mark.slow
+def test_profile_interval_of_the_generation_variance(gen_fit):
+    """interval="profile": at each limit of s_b^2 the profile deviance equals chi2_1(0.95) = 3.84 (brentq to
+    1e-3 in log s_b, so the deviance to ~0.05), and the interval is near the Wald one (n = 80, m = 3)."""
+    from scipy.optimize import minimize
+
+    from cjstats.estimators.ordinal_ml.nested import _NestedObjective, fit_nested, profile_nested
+
+    q = _nested("gen_a", "probit")
+    fit = fit_nested(q)
+    lo, hi = profile_nested(q, fit, 0.95, -1)
+    obj = _NestedObjective(q)
+    for lim in (lo, hi):
+        x0 = fit.x.copy()
+        x0[-1] = 0.5 * np.log(lim)
+        bounds = [(-9, 4)] + [(None, None)] * (x0.size - 2) + [(x0[-1], x0[-1])]
+        res = minimize(obj.value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds)
+        assert 2 * (fit.loglik + res.fun) == pytest.approx(3.841, abs=0.05)
+    g = gen_fit.to_frame().set_index("component").loc["generation"]
+    assert lo == pytest.approx(g["lower"], rel=0.2) and hi == pytest.approx(g["upper"], rel=0.2)

@@ -7,9 +7,10 @@ s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likeliho
 estimate s_a ~ 0, where the Wald interval on log s_a is meaningless), ``judge_panel`` =
 mean(gamma_l^2) of the panel-centred offsets (delta-method Wald interval, truncated at 0), ``judge_population``
 = sum(gamma_l^2)/(K-1) with a chi2_{K-1} interval that ignores the offsets' estimation error, ``residual`` fixed
-by the link (1 for probit, pi^2/3 for logit); ``mu`` on the score scale (the panel's expected score, delta method). No
-generation or scenario x judge term is fitted yet (their rows say
-so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::glmer``: docs/ordinal.md.
+by the link (1 for probit, pi^2/3 for logit); ``mu`` on the score scale (the panel's expected score, delta method). With m > 1
+generations (``generation=None`` or True) the nested generation effect beta_ij ~ N(0, s_b^2) is fitted too
+(:mod:`.nested`, Laplace in the joint (a, b) integral) and the ``generation`` row reports s_b^2 (Wald on log s_b;
+profile at a boundary). No scenario x judge term is fitted yet (its row says so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::glmer``: docs/ordinal.md.
 """
 
 from __future__ import annotations
