@@ -7,9 +7,10 @@ s_a^2 (Wald interval on log s_a, or ``interval="profile"``: the profile likeliho
 estimate s_a ~ 0, where the Wald interval on log s_a is meaningless), ``judge_panel`` =
 mean(gamma_l^2) of the panel-centred offsets (delta-method Wald interval, truncated at 0), ``judge_population``
 = sum(gamma_l^2)/(K-1) with a chi2_{K-1} interval that ignores the offsets' estimation error, ``residual`` fixed
-by the link (1 for probit, pi^2/3 for logit); ``mu`` on the score scale (the panel's expected score, delta method). No
-generation or scenario x judge term is fitted yet (their rows say
-so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::glmer``: docs/ordinal.md.
+by the link (1 for probit, pi^2/3 for logit); ``mu`` on the score scale (the panel's expected score, delta method). With m > 1
+generations (``generation=None`` or True) the nested generation effect beta_ij ~ N(0, s_b^2) is fitted too
+(:mod:`.nested`, Laplace in the joint (a, b) integral) and the ``generation`` row reports s_b^2 (Wald on log s_b;
+profile at a boundary). No scenario x judge term is fitted yet (its row says so). Agreement with ``ordinal::clmm``, ``clmm2(nominal = ~judge)`` and ``lme4::glmer``: docs/ordinal.md.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, rows_for
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
+from cjstats.estimators.ordinal_ml.nested import fit_nested, profile_nested
 from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
 from cjstats.io.score_kind import ORDINAL_MAX_LEVELS
 from cjstats.results.components import ComponentRow, ParameterCovariance
@@ -49,6 +51,35 @@ def fit_unit(g: Any, *, link: str = "probit", thresholds: str = "shared", nagq: 
     """Fit one unit's rows (a ``GroupData``); returns (problem, UnitFit, category values)."""
     p, values = _problem(g, link, thresholds, nagq)
     return p, fit_problem(p), values
+
+
+def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared"):
+    """Fit one unit's rows with the nested generation effect (:mod:`.nested`, Laplace); returns (nested problem,
+    UnitFit whose x ends with log s_b, category values)."""
+    from cjstats.estimators.ordinal_ml.nested import NestedProblem
+
+    p, values = _problem(g, link, thresholds, 1)
+    q = NestedProblem(p, np.asarray(g.cell, dtype=np.int64), np.asarray(g.cell_scenario, dtype=np.int64),
+                      int(np.asarray(g.cell_scenario).size))
+    return q, fit_nested(q), values
+
+
+def _fd_grad(fn, x: np.ndarray, h: float = 1e-5) -> tuple[float, np.ndarray]:
+    """fn(x) and its central-difference gradient (step h)."""
+    f0 = fn(x)
+    grad = np.empty(x.size)
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = h
+        grad[j] = (fn(x + e) - fn(x - e)) / (2 * h)
+    return f0, grad
+
+
+def _effective(x_full: np.ndarray) -> np.ndarray:
+    """The m = 1 vector whose s_a^2 is s_a^2 + s_b^2 (a new scenario's single new generation sees both)."""
+    xe = np.array(x_full[:-1], dtype=np.float64)
+    xe[0] = 0.5 * math.log(math.exp(2 * x_full[0]) + math.exp(2 * x_full[-1]))
+    return xe
 
 
 def _jacobian(p, x: np.ndarray) -> np.ndarray:
@@ -112,7 +143,9 @@ def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int 
     asymptotic normal N(x_hat, I(x_hat)^{-1}) (I the observed information; seeded with ``seed``, default the
     fit's seed), each mapped to cutpoints (D, J-1) (or (D, K, J-1) for per-judge thresholds), panel-centred
     gamma (D, K) and s2_scenario (D,); a fit without a seed draws with seed 0; ``n_draws=None`` gives the plug-in estimate as one draw (D = 1).
-    No generation effect is fitted: ``s2_generation`` is zero and ``generation_identifiable`` False."""
+    A fit with the nested generation effect (``generation`` in the diagnostics) also draws ``s2_generation``
+    (log s_b is the vector's last entry) and says ``generation_identifiable`` True; otherwise ``s2_generation``
+    is zero and ``generation_identifiable`` False."""
     diag = fit.diagnostics[key]
     opts = fit.provenance.get("options", {})
     p = make_problem(np.zeros(0), np.zeros(0), np.zeros(0), n_scenarios=diag["n_scenarios"],
@@ -128,17 +161,24 @@ def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int 
         cov = np.asarray(diag["x_covariance"], dtype=np.float64)
         w, v = np.linalg.eigh(cov)
         xs = x + (rng.standard_normal((int(n_draws), x.size)) * np.sqrt(np.maximum(w, 0.0))) @ v.T
-    nat = [_natural(p, xi) for xi in xs]
+    gen = bool(diag.get("generation", False))
+    nat = [_natural(p, xi[:-1] if gen else xi) for xi in xs]
     s2 = np.array([t[2] for t in nat])
+    s2b = np.exp(2 * xs[:, -1]) if gen else np.zeros_like(s2)
     return {"cutpoints": np.stack([t[0] for t in nat]), "gamma": np.stack([t[1] for t in nat]),
-            "s2_scenario": s2, "s2_generation": np.zeros_like(s2), "s2_scenario_judge": np.zeros_like(s2),
+            "s2_scenario": s2, "s2_generation": s2b, "s2_scenario_judge": np.zeros_like(s2),
             "values": np.asarray(diag["values"], dtype=np.float64), "judges": list(diag["judges"]),
-            "link": diag["link"], "generation_identifiable": False, "n_scenarios": int(diag["n_scenarios"])}
+            "link": diag["link"], "generation_identifiable": gen, "n_scenarios": int(diag["n_scenarios"])}
 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None, link: str = "probit",
-        thresholds: str = "shared", nagq: int = 10, interval: str = "wald") -> Any:
-    """ML fit of every model (x criterion); see the module docstring. Needs the score rows."""
+        thresholds: str = "shared", nagq: int = 10, interval: str = "wald", generation: bool | None = None) -> Any:
+    """ML fit of every model (x criterion); see the module docstring. Needs the score rows.
+
+    ``generation``: fit the nested generation effect beta_ij ~ N(0, s_b^2) (:mod:`.nested`, Laplace in the joint
+    (a, b) integral; ``nagq`` then does not apply). None (default): fitted for a unit with m > 1 generations in
+    some scenario, not at m = 1 (where it is not identifiable). False: the generations of a scenario are treated
+    as independent calls given the scenario (the model before the generation effect existed)."""
     from scipy.stats import chi2, norm
 
     check_choice("link", link, LINKS, caller="estimate")
@@ -150,6 +190,9 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     stats, rows = as_stats(stats, rows)
     if rows is None:
         raise CjstatsError("method='ordinal' needs the score rows: pass rows=scores (cjstats.estimate does this).")
+    if generation is not None and not isinstance(generation, bool | np.bool_):
+        raise CjstatsError(f"The 'generation' argument of estimate must be True, False or None (fit the generation "
+                           f"effect when some scenario has several generations). Got {generation!r} instead.")
     z = float(norm.ppf(0.5 + ci_level / 2))
     resid = RESIDUAL_VARIANCE[link]
     method = f"ML cumulative {link} (AGQ {nagq}{', Laplace' if nagq == 1 else ''}; latent scale)"
@@ -157,16 +200,32 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     def fit_one(g):
         gd = rows_for(rows, g)
         one_gen = int(gd.design.generations_max) == 1
-        p, uf, values = fit_unit(gd, link=link, thresholds=thresholds, nagq=nagq)
-        cov_x = np.linalg.pinv(uf.hessian)
-        jac = _jacobian(p, uf.x)
-        cov = jac @ _x_cov(cov_x, uf.at_boundary) @ jac.T   # log s_a held fixed at a boundary estimate
-        log_s, gamma, theta = unpack(p, uf.x)
+        gen = (not one_gen) if generation is None else (bool(generation) and not one_gen)
+        if gen:
+            q, uf, values = fit_unit_nested(gd, link=link, thresholds=thresholds)
+            p, xb = q.base, uf.x[:-1]
+            gen_boundary = bool(uf.extra["generation_at_boundary"])
+            cx = _x_cov(np.linalg.pinv(uf.hessian), uf.at_boundary)
+            if gen_boundary:
+                cx[-1, :] = cx[:, -1] = 0.0
+            jac = np.hstack([_jacobian(p, xb), np.zeros((p.n_judges + 1, 1))])
+            umethod = f"ML cumulative {link} (Laplace in (scenario, generation); latent scale)"
+        else:
+            p, uf, values = fit_unit(gd, link=link, thresholds=thresholds, nagq=nagq)
+            xb = uf.x
+            cx = _x_cov(np.linalg.pinv(uf.hessian), uf.at_boundary)   # log s_a held fixed at a boundary estimate
+            jac = _jacobian(p, uf.x)
+            umethod = method
+        cov = jac @ cx @ jac.T
+        log_s, gamma, theta = unpack(p, xb)
         gc = gamma - gamma.mean()
         k = p.n_judges
         s2 = math.exp(2 * log_s)
         se_ls = math.sqrt(max(cov[0, 0], 0.0))
-        if interval == "profile" or uf.at_boundary:     # at s_a ~ 0 the Wald interval on log s_a is meaningless
+        if gen and (interval == "profile" or uf.at_boundary):
+            lo, hi = profile_nested(q, uf, ci_level, 0, at_boundary=uf.at_boundary)
+            how = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
+        elif interval == "profile" or uf.at_boundary:     # at s_a ~ 0 the Wald interval on log s_a is meaningless
             # at the boundary the information of log s_a is ~0 and profile_scenario's step (its Wald se) overflows
             # exp: a NaN Hessian makes it step by 0.5 in log s_a instead
             pf = replace(uf, hessian=np.full_like(uf.hessian, np.nan)) if uf.at_boundary else uf
@@ -175,20 +234,36 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         else:
             lo, hi = s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls)
             how = "Wald on log s_a"
-        mu, g_mu = _mu_gradient(p, uf.x, values)
+        if gen:   # a new scenario's new generation: the latent location varies by s_a^2 + s_b^2
+            mu, g_mu = _fd_grad(lambda xx: _panel_score(p, _effective(xx), values), uf.x)
+        else:
+            mu, g_mu = _mu_gradient(p, uf.x, values)
         # (mu, panel-centred gamma) and their delta-method covariance: the contrast API's parameters
         lj = np.vstack([g_mu, jac[1:]]) if thresholds == "shared" else g_mu[None, :]
-        loc_cov = lj @ _x_cov(cov_x, uf.at_boundary) @ lj.T
+        loc_cov = lj @ cx @ lj.T
         se_mu = math.sqrt(max(float(loc_cov[0, 0]), 0.0))
-        out = [ComponentRow("mu", mu, mu - z * se_mu, mu + z * se_mu, se_mu, f"{method}, Wald (delta method)",
+        out = [ComponentRow("mu", mu, mu - z * se_mu, mu + z * se_mu, se_mu, f"{umethod}, Wald (delta method)",
                             "panel", mu, False, True, "score scale: the panel's expected score for a new scenario"),
-               ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{method}, {how}", "panel", s2,
+               ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{umethod}, {how}", "panel", s2,
                             uf.at_boundary, True, "latent scale; " + (
                                 "holds sigma2_alpha + sigma2_beta (m = 1)" if one_gen else
-                                "the generations of a scenario are treated as independent calls (no generation "
-                                "effect fitted)"))]
-        out.append(ComponentRow.not_identifiable("generation", M1_NOTE if one_gen else (
-            "not fitted: the ML ordinal backend has no nested generation effect yet")))
+                                "the generation effect is fitted separately" if gen else
+                                "the generations of a scenario are treated as independent calls (generation=False)"))]
+        if gen:
+            s2b = math.exp(2 * uf.x[-1])
+            se_lb = math.sqrt(max(cx[-1, -1], 0.0))
+            if interval == "profile" or gen_boundary:
+                blo, bhi = profile_nested(q, uf, ci_level, -1, at_boundary=gen_boundary)
+                bhow = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
+            else:
+                blo, bhi = s2b * math.exp(-2 * z * se_lb), s2b * math.exp(2 * z * se_lb)
+                bhow = "Wald on log s_b"
+            out.append(ComponentRow("generation", s2b, blo, bhi, 2 * s2b * se_lb, f"{umethod}, {bhow}", "panel", s2b,
+                                    gen_boundary, True, "latent scale; scenario x generation within the model"
+                                    + ("; a boundary estimate (s_b ~ 0)" if gen_boundary else "")))
+        else:
+            out.append(ComponentRow.not_identifiable("generation", M1_NOTE if one_gen else (
+                "not fitted (generation=False): generations treated as independent calls")))
         out.append(ComponentRow.not_identifiable("scenario_judge", "not fitted by the ML ordinal backend"))
         out.append(ComponentRow("residual", resid, resid, resid, 0.0, f"fixed by the {link} link", "panel", resid,
                                 False, True, "latent scale: the unit of the latent scale, not an estimate"))
@@ -197,16 +272,16 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             jp = float(gc @ gc) / k
             se_jp = math.sqrt(max(float((2 * gc / k) @ cg @ (2 * gc / k)), 0.0))
             out.append(ComponentRow("judge_panel", jp, max(jp - z * se_jp, 0.0), jp + z * se_jp, se_jp,
-                                    f"{method}, Wald (delta method)", "panel", jp, False, True,
+                                    f"{umethod}, Wald (delta method)", "panel", jp, False, True,
                                     "latent scale; judges fixed: mean of gamma_l^2"))
             pop = float(gc @ gc) / (k - 1)
             out.append(ComponentRow("judge_population", pop, (k - 1) * pop / chi2.ppf(0.5 + ci_level / 2, k - 1),
                                     (k - 1) * pop / chi2.ppf(0.5 - ci_level / 2, k - 1), math.nan,
-                                    f"{method}, chi2_(K-1)", "population", pop, False, True,
+                                    f"{umethod}, chi2_(K-1)", "population", pop, False, True,
                                     "latent scale; ignores the offsets' estimation error"))
             offsets = [{"judge": lab, "estimate": float(gc[j]), "std_error": math.sqrt(max(cg[j, j], 0.0)),
                         "lower": float(gc[j] - z * math.sqrt(max(cg[j, j], 0.0))),
-                        "upper": float(gc[j] + z * math.sqrt(max(cg[j, j], 0.0))), "ci_method": method}
+                        "upper": float(gc[j] + z * math.sqrt(max(cg[j, j], 0.0))), "ci_method": umethod}
                        for j, lab in enumerate(gd.judge_labels)]
         else:
             note = "thresholds='judge': a judge is its own set of thresholds, not a shift"
@@ -217,7 +292,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                 "at_boundary": uf.at_boundary, "link": link, "nagq": nagq, "thresholds": thresholds,
                 "values": values.tolist(), "thresholds_centred": (theta - gamma.mean()).tolist(),
                 "gamma_centred": gc.tolist(), "hessian": uf.hessian.tolist(), "x": uf.x.tolist(),
-                "x_covariance": _x_cov(cov_x, uf.at_boundary).tolist(), "n_judges": k,
+                "x_covariance": cx.tolist(), "generation": gen, "n_judges": k,
                 "n_categories": int(values.size), "n_scenarios": int(p.n_scenarios),
                 "judges": [str(j) for j in gd.judge_labels]}
         names = ("mu", *(f"gamma[{lab}]" for lab in gd.judge_labels)) if thresholds == "shared" else ("mu",)
@@ -225,7 +300,8 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         return GroupFit(out, offsets, diag, cov=ParameterCovariance(names, est, 0.5 * (loc_cov + loc_cov.T)))
 
     return fit_groups(stats, fit_one, method="ordinal", ci_level=ci_level, seed=seed,
-                      options={"link": link, "thresholds": thresholds, "nagq": nagq, "interval": interval},
+                      options={"link": link, "thresholds": thresholds, "nagq": nagq, "interval": interval,
+                               "generation": generation},
                       scale="latent")
 
 
