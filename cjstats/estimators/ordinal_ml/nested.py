@@ -198,9 +198,10 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
     ``extra["generation_at_boundary"]`` about s_b."""
     from scipy.optimize import minimize
 
-    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, UnitFit, _single_thread_blas, start_values
+    from cjstats._blas import single_thread_blas
+    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, UnitFit, start_values
 
-    with _single_thread_blas():
+    with single_thread_blas():
         obj = _NestedObjective(q)
         if x0 is None:
             x0 = np.concatenate([start_values(q.base), [math.log(0.5)]])
@@ -251,7 +252,8 @@ def profile_nested(q: NestedProblem, fit, level: float, index: int, *, at_bounda
     from scipy.optimize import brentq, minimize
     from scipy.stats import chi2
 
-    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, _single_thread_blas
+    from cjstats._blas import single_thread_blas
+    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS
 
     crit = float(chi2.ppf(level, 1))
     obj = _NestedObjective(q)
@@ -273,7 +275,7 @@ def profile_nested(q: NestedProblem, fit, level: float, index: int, *, at_bounda
         warm[0] = res.x.copy()
         return 2.0 * (fit.loglik + float(res.fun)) - crit
 
-    with _single_thread_blas():
+    with single_thread_blas():
         l0 = float(fit.x[idx])
         cov = np.linalg.pinv(fit.hessian) if np.all(np.isfinite(fit.hessian)) else None
         se = math.sqrt(max(cov[idx, idx], 1e-8)) if cov is not None and not at_boundary else 0.5
