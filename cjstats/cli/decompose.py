@@ -8,13 +8,15 @@ from cjstats.cli._app import (
     DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, format_option, load_source, method_option,
     scenario_judge_option, scenario_judge_text,
 )
+from cjstats.cli._ordinal import ORDINAL_METHODS, fit_ordinal, latent_note, ordinal_kwargs, ordinal_options
 
 __all__ = ["decompose"]
 
 
 @click.command(short_help="Variance components with intervals, per model.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@method_option
+@method_option(choices=ORDINAL_METHODS)
+@ordinal_options
 @scenario_judge_option
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
@@ -23,20 +25,31 @@ __all__ = ["decompose"]
 @engine_options
 @data_options
 @format_option
-def decompose(file: str, method: str, scenario_judge: str, ci_level: float | None, seed: int | None, draws: int | None,
+def decompose(file: str, method: str, link: str | None, thresholds: str | None, scenario_judge: str, ci_level: float | None, seed: int | None, draws: int | None,
               chains: int | None, tune: int | None, offsets: bool, engine: str, memory_limit: str | None,
               data: DataOptions, fmt: str) -> None:
-    """Split the score variance of FILE into scenario, generation, judge and residual components."""
+    """Split the score variance of FILE into scenario, generation, judge and residual components.
+
+    --method ordinal fits the cumulative-link model of ordinal or pass/fail scores instead: its components are
+    variances of a latent score (the residual is fixed by --link), printed with a line saying so.
+    """
     from cjstats.exceptions import CjstatsError
 
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
-    if engine != "numpy" and method == "bayes":
+    if engine != "numpy" and method in ("bayes", "ordinal"):
         raise CjstatsError(f"--engine {engine} fits --method anova or reml (or auto); use --engine numpy for "
-                           f"bayes.")
+                           f"{method}.")
+    ordinal_kwargs(method, link, thresholds)       # --link / --thresholds without --method ordinal: one sentence
     source = load_source(file, data, engine, memory_limit)
-    fit, note = fit_scores(source, method, incomplete=data.incomplete, max_drop=data.max_drop, ci_level=ci_level,
-                           seed=seed, draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
+    if method == "ordinal":
+        fit = fit_ordinal(source, link=link, thresholds=thresholds, incomplete=data.incomplete, max_drop=data.max_drop,
+                          ci_level=ci_level, seed=seed, draws=draws, chains=chains, tune=tune,
+                          scenario_judge=scenario_judge)
+        note = latent_note(link)
+    else:
+        fit, note = fit_scores(source, method, incomplete=data.incomplete, max_drop=data.max_drop, ci_level=ci_level,
+                               seed=seed, draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
     if offsets:
         text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
         emit_frame(fit.judge_offsets, fmt, text=text)
