@@ -8,6 +8,7 @@ from cjstats.cli._app import (
     DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option,
     scenario_judge_option, parse_mapping,
 )
+from cjstats.cli._ordinal import ORDINAL_METHODS, fit_ordinal, ordinal_kwargs, ordinal_options
 
 __all__ = ["allocate"]
 
@@ -22,7 +23,8 @@ __all__ = ["allocate"]
               help="Price of producing one generation.")
 @click.option("--n-max", "n_max", type=int, default=None, help="Scenarios available (default: as in FILE).")
 @click.option("--m-max", "m_max", type=int, default=None, help="Most generations per scenario.")
-@method_option
+@method_option(choices=ORDINAL_METHODS)
+@ordinal_options
 @scenario_judge_option
 @click.option("--model", default=None, help="Only this model.")
 @click.option("--seed", type=int, default=0, show_default=True,
@@ -31,7 +33,8 @@ __all__ = ["allocate"]
 @data_options
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
-             n_max: int | None, m_max: int | None, method: str, scenario_judge: str, model: str | None, seed: int,
+             n_max: int | None, m_max: int | None, method: str, link: str | None, thresholds: str | None,
+             scenario_judge: str, model: str | None, seed: int,
              draws: int | None, chains: int | None, tune: int | None,
              data: DataOptions, fmt: str) -> None:
     """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE.
@@ -39,6 +42,9 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     JSON output is one object: ``designs`` (the ranked designs of every model), ``recommendation`` (one row
     per model, the design to run) and ``shares`` (the judge shares of the weighted strategy, when costs
     differ). ``cjstats plan --from-allocation`` reads it back.
+
+    --method ordinal fits the cumulative-link model (latent scale) and ranks designs by the variance of the mean
+    score it predicts, by simulation (a call budget only: no --costs, --target-se or --generation-cost).
     """
     import pandas as pd
 
@@ -50,6 +56,14 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
                            "money) or a target SE to aim for.")
     if seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
+    ordinal_kwargs(method, link, thresholds)       # --link / --thresholds without --method ordinal: one sentence
+    if method == "ordinal":
+        given = [flag for flag, used in (("--target-se", target_se is not None), ("--costs", bool(costs)),
+                                         ("--generation-cost", generation_cost != 0)) if used]
+        if given:
+            raise CjstatsError(f"The option {given[0]} cannot be used with --method ordinal, whose designs are "
+                               f"simulated for a budget of equal-price judge calls; give --budget in calls, or use "
+                               f"--method auto for the Gaussian fit's closed forms.")
     prices = None
     if costs:
         prices = {}
@@ -60,8 +74,15 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
                 raise CjstatsError(f"The option --costs needs a number for judge '{judge}'. Got {value!r}.") from None
     scores = load_scores(file, data)
     scores = select_model(scores, model)
-    fit, note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
-                           draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
+    if method == "ordinal":
+        fit = fit_ordinal(scores, link=link, thresholds=thresholds, incomplete=data.incomplete,
+                          max_drop=data.max_drop, seed=seed, draws=draws, chains=chains, tune=tune,
+                          scenario_judge=scenario_judge)
+        note = f"Method: ordinal (cumulative {link or 'probit'}, latent scale); designs ranked by the simulated SE " \
+               f"of the mean score."
+    else:
+        fit, note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
+                               draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     frames, texts, recs, shares = [], [], [], []
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):
