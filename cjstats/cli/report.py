@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    METHODS, DataOptions, bayes_kwargs, bayes_options, data_options, load_scores, refuse_drop_options, resolve_method,
+    DataOptions, bayes_kwargs, bayes_options, data_options, load_scores, refuse_drop_options, resolve_method,
 )
+from cjstats.cli._ordinal import ORDINAL_METHODS, ordinal_kwargs, ordinal_options
 
 __all__ = ["report"]
 
@@ -16,9 +17,11 @@ __all__ = ["report"]
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write (.html or .htm; its folder must exist); a name ending in .pdf writes a PDF, "
                    "printed by headless Chromium; other extensions are refused.")
-@click.option("--method", "methods", type=click.Choice(list(METHODS)), multiple=True,
+@click.option("--method", "methods", type=click.Choice(list(ORDINAL_METHODS)), multiple=True,
               default=("auto",), show_default=True, help="Backend(s); repeat for several, e.g. --method anova "
-              "--method reml. auto = anova when every group is complete and balanced, else reml.")
+              "--method reml. auto = anova when every group is complete and balanced, else reml; ordinal = the "
+              "cumulative-link model of ordinal or pass/fail scores (latent scale).")
+@ordinal_options
 @click.option("--budget", type=float, default=None, help="Judge-call budget of the allocation (default: the data's).")
 @click.option("--model", default=None, help="Model drawn in the strategy and allocation sections (default: the first in sorted "
               "order; the report says which).")
@@ -36,7 +39,7 @@ __all__ = ["report"]
               help="With --sequence: the score scale (empirical Bernstein); without it the normal mixture is used.")
 @bayes_options
 @data_options
-def report(file: str, output: str, methods: tuple[str, ...], budget: float | None, model: str | None,
+def report(file: str, output: str, methods: tuple[str, ...], link: str | None, thresholds: str | None, budget: float | None, model: str | None,
            criterion: str | None, ci_level: float | None, seed: int, title: str | None, force: bool,
            doctor: bool, drift_before: str | None, sequence: str | None, bounds: str | None, draws: int | None, chains: int | None, tune: int | None, data: DataOptions) -> None:
     """Design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
@@ -46,6 +49,7 @@ def report(file: str, output: str, methods: tuple[str, ...], budget: float | Non
     refuse_drop_options(data, "report", "its backends keep every call with --method reml (or drop incomplete rows "
                         "yourself with --where)")
     sampling = bayes_kwargs("bayes" in methods, draws=draws, chains=chains, tune=tune)
+    cumulative = ordinal_kwargs("ordinal" if "ordinal" in methods else methods[0], link, thresholds)
     check_output(output, force)          # before reading and fitting: nothing is written on a bad path
     if bounds is not None and sequence is None:
         raise CjstatsError("The option --bounds sets the scale of --sequence A,B; add --sequence or leave it out.")
@@ -56,7 +60,8 @@ def report(file: str, output: str, methods: tuple[str, ...], budget: float | Non
                    ci_level=ci_level)
     make_report(scores, output=output, method=list(methods), budget=budget, model=model, criterion=criterion,
                 ci_level=ci_level, seed=seed, title=title, force=force,
-                backend_options={"bayes": sampling} if sampling else None, **audit)
+                backend_options={k: v for k, v in (("bayes", sampling), ("ordinal", cumulative)) if v} or None,
+                **audit)
     click.echo(f"Wrote {output}", err=True)
 
 
