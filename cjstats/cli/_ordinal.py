@@ -100,5 +100,5 @@ class _NotOrdinal(click.Choice):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value.strip().lower() == "ordinal":
-            self.fail(f"--method ordinal is not offered here: {self.why}", param, ctx)
+            self.fail(f"ordinal is not offered by this command: {self.why}", param, ctx)
         return super().convert(value, param, ctx)

@@ -11,6 +11,7 @@ from cjstats.cli._app import (
     DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_pairs,
     resolve_method,
 )
+from cjstats.cli._ordinal import refuse_ordinal
 
 __all__ = ["compare"]
 
@@ -152,3 +153,10 @@ def _emit(runs, fmt: str) -> None:
             if sp is not None:
                 click.echo("")
                 click.echo(sp.as_text())
+
+
+# --method ordinal: one sentence saying why not here and what to use instead (issue 22)
+refuse_ordinal(compare,
+               'compare fits the models jointly on the score scale (paired differences, ranks), which the '
+               "cumulative-link model does not; cjstats decompose FILE --method ordinal gives each model's latent "
+               'components and mu, its mean score with an interval')

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import bayes_kwargs, bayes_options, method_option
+from cjstats.cli._ordinal import refuse_ordinal
 
 
 @click.command(short_help="Run the whole pipeline on bundled real data and print a report.")
@@ -21,3 +22,9 @@ def demo(dataset: str, method: str, draws: int | None, chains: int | None, tune:
 
     sampling = bayes_kwargs(method == "bayes", draws=draws, chains=chains, tune=tune)
     click.echo(demo_report(dataset, method=method, **sampling))
+
+
+# --method ordinal: one sentence saying why not here and what to use instead (issue 22)
+refuse_ordinal(demo,
+               'demo runs the Gaussian pipeline on a bundled table; fit the ordinal model to one with cjstats '
+               'decompose --dataset mentalalign --method ordinal')

@@ -7,6 +7,7 @@ import click
 from cjstats.cli._app import (
     DataOptions, anova_options, data_options, emit_tables, format_option, load_scores, method_option, resolve_method,
 )
+from cjstats.cli._ordinal import refuse_ordinal
 
 __all__ = ["judges"]
 
@@ -33,3 +34,9 @@ def judges(file: str, method: str, ci_level: float | None, data: DataOptions, fm
     table = judge_table(scores, ci_level=ci_level)
     emit_tables({"f_test": tests, "per_judge": table.table}, fmt,
                 text=(note + "\n" if note else "") + render_judges(tests, table))
+
+
+# --method ordinal: one sentence saying why not here and what to use instead (issue 22)
+refuse_ordinal(judges,
+               "the judge F tests compare score-scale means (ANOVA or REML); the ordinal fit's judge offsets, with "
+               'intervals, are printed by cjstats decompose FILE --method ordinal --offsets')

@@ -12,6 +12,7 @@ from cjstats.cli._app import (
     DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option,
     scenario_judge_option,
 )
+from cjstats.cli._ordinal import refuse_ordinal
 
 __all__ = ["variance"]
 
@@ -82,3 +83,9 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     text = ((method_note + "\n" if method_note else "") + head
             + format_frame(out, na="-").to_string(index=False) + note)
     emit_frame(out, fmt, text=text)
+
+
+# --method ordinal: one sentence saying why not here and what to use instead (issue 22)
+refuse_ordinal(variance,
+               "Proposition 1's closed forms need score-scale components and the ordinal fit's are latent; cjstats "
+               'allocate FILE --method ordinal --budget B simulates the score-scale SE of designs from it')
