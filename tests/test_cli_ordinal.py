@@ -185,3 +185,19 @@ def test_help_offers_ordinal_where_it_fits():
         assert code == 0, err
         assert ("ordinal]" in out) is offered, command
         assert ("--link" in out) is offered and ("--thresholds" in out) is offered, command
+
+
+# ------------------------------------------------------------------------------------ --method auto's advice
+@pytest.mark.parametrize("command, advice", [
+    ("decompose", "(latent scale: --method ordinal)"),
+    ("allocate", "(latent scale: --method ordinal)"),
+    ("judges", "(latent scale: cjstats decompose --method ordinal)"),
+    ("variance", "(latent scale: cjstats decompose --method ordinal)"),
+])
+def test_auto_names_the_ordinal_fit_this_command_can_run(tables, command, advice):
+    extra = ["--budget", "60"] if command == "allocate" else []
+    code, out, err = run_main([command, tables["ordinal"], *extra])
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith("Method: ") and "which suits an ordinal model" in first
+    assert advice in first and "cj.estimate" not in first

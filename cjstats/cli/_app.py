@@ -542,7 +542,8 @@ def resolve_method(scores: Scores, method: str, incomplete: str | None, *, joint
 
     chosen, why = auto_method(scores, incomplete=incomplete, joint=joint, discrete=True)
     flag = f" with --incomplete {incomplete}" if incomplete else ""
-    return chosen, f"Method: {chosen} (--method auto{flag}: {why})."
+    from cjstats.cli._ordinal_choice import ordinal_advice  # issue 22: name --method ordinal where the command offers it
+    return chosen, ordinal_advice(f"Method: {chosen} (--method auto{flag}: {why}).")
 
 
 def anova_options(chosen: str, incomplete: str | None, max_drop: float | None) -> dict[str, Any]:

@@ -16,11 +16,12 @@ Ordinal Categorical Data* (2010), ch. 10. Its components are on the latent scale
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cjstats.cli._app import METHODS, anova_options, bayes_kwargs
+from cjstats.cli._ordinal_choice import ordinal_advice, refuse_ordinal
 from cjstats.exceptions import CjstatsError
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from cjstats.results.components import VarianceComponents
 
 __all__ = ["ORDINAL_METHODS", "LINKS", "THRESHOLDS", "ordinal_options", "ordinal_kwargs", "fit_ordinal",
-           "latent_note", "refuse_ordinal"]
+           "latent_note", "refuse_ordinal", "ordinal_advice"]
 
 #: ``--method`` of the subcommands that read latent fits: the usual choices plus the ML ordinal backend.
 ORDINAL_METHODS: tuple[str, ...] = (*METHODS, "ordinal")
@@ -80,25 +81,3 @@ def latent_note(link: str | None) -> str:
     return (f"Latent scale: scenario, generation and judge_panel are variances of the cumulative-{link} model's "
             f"latent score (residual fixed at {unit} by the link), not score points; mu is on the score scale (for "
             f"0/1 verdicts, the pass rate). Score-scale decisions: cjstats allocate --method ordinal.")
-
-
-def refuse_ordinal(cmd: click.Command, why: str) -> click.Command:
-    """Make ``--method ordinal`` on ``cmd`` fail with one sentence (``why``: the reason and what to use instead),
-    rather than click's list of choices; the choices offered stay as they are."""
-    for p in cmd.params:
-        if p.name == "method" and isinstance(p.type, click.Choice):
-            p.type = _NotOrdinal(list(p.type.choices), why)
-    return cmd
-
-
-class _NotOrdinal(click.Choice):
-    """A ``--method`` choice that answers ``ordinal`` with a sentence saying why not and what instead."""
-
-    def __init__(self, choices: list[str], why: str) -> None:
-        super().__init__(choices)
-        self.why = why
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and value.strip().lower() == "ordinal":
-            self.fail(f"ordinal is not offered by this command: {self.why}", param, ctx)
-        return super().convert(value, param, ctx)

@@ -11,7 +11,7 @@ from cjstats.cli._app import (
     DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_pairs,
     resolve_method,
 )
-from cjstats.cli._ordinal import refuse_ordinal
+from cjstats.cli._ordinal_choice import refuse_ordinal
 
 __all__ = ["compare"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import bayes_kwargs, bayes_options, method_option
-from cjstats.cli._ordinal import refuse_ordinal
+from cjstats.cli._ordinal_choice import refuse_ordinal
 
 
 @click.command(short_help="Run the whole pipeline on bundled real data and print a report.")

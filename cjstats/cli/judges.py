@@ -7,7 +7,7 @@ import click
 from cjstats.cli._app import (
     DataOptions, anova_options, data_options, emit_tables, format_option, load_scores, method_option, resolve_method,
 )
-from cjstats.cli._ordinal import refuse_ordinal
+from cjstats.cli._ordinal_choice import refuse_ordinal
 
 __all__ = ["judges"]
 

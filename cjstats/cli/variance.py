@@ -12,7 +12,7 @@ from cjstats.cli._app import (
     DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option,
     scenario_judge_option,
 )
-from cjstats.cli._ordinal import refuse_ordinal
+from cjstats.cli._ordinal_choice import refuse_ordinal
 
 __all__ = ["variance"]
 
