@@ -34,8 +34,9 @@ TOKEN = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: The rewrite table itself: its replacement strings are templates, not messages.
 NOT_MESSAGES = {("cjstats.cli._app", "_FLAGS")}
 
-_BUDGET_ONLY = ("report calls optimise with a budget only (no costs, target SE, n_max, designs or ordinal fit), so "
-                "optimise's checks of those arguments cannot fire")
+_BUDGET_ONLY = ("report calls optimise with a budget only (no costs, target SE, n_max or designs; an ordinal fit, "
+                "from --method ordinal, is planned for that budget too), so optimise's checks of those arguments "
+                "cannot fire")
 _VERDICT = ("decompose calls optimise only through scenario_judge_verdict, with the data's budget, n_max, no costs "
             "and a score-scale fit, so optimise's checks of the other arguments cannot fire")
 _SIMULATION = ("simulation_study records each fit's error in its replicate table and silences the fits' warnings; "
