@@ -103,8 +103,10 @@ def discrete_note(shape: Mapping[str, Any] | None) -> str | None:
     an ordinal model fits ordered categories; consider cj.estimate(scores, method="ordinal") (maximum
     likelihood) or method="bayes", likelihood="ordinal" (docs/discrete_scores.md)."``
 
-    The models are named as Python calls (double quotes): the command line offers neither (yet), so the advice
-    is not rewritten into ``--method`` flags.
+    The models are named as Python calls (double quotes), which the command line does not rewrite into
+    ``--method`` flags: the note is printed by commands with no ``--method`` (plan, humans, doctor) or whose
+    ``--method`` has no ordinal choice (drift, judges). ``--method auto``'s reason names ``--method ordinal`` where
+    the command offers it (``cjstats.cli._ordinal_choice.ordinal_advice``).
     """
     if not prefers_discrete_model(shape):
         return None
