@@ -201,3 +201,15 @@ def test_auto_names_the_ordinal_fit_this_command_can_run(tables, command, advice
     first = out.splitlines()[0]
     assert first.startswith("Method: ") and "which suits an ordinal model" in first
     assert advice in first and "cj.estimate" not in first
+
+
+def test_continuous_scores_are_refused_with_the_fix(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    p = tmp_path / "continuous.csv"
+    pd.DataFrame({"model": "a", "scenario": np.repeat(np.arange(20), 3), "judge": np.tile(["x", "y", "z"], 20),
+                  "score": rng.normal(size=60)}).to_csv(p, index=False)
+    text = _one_sentence(*run_main(["decompose", str(p), "--method", "ordinal"]))
+    assert "60 distinct values" in text and "--method reml" in text
