@@ -20,6 +20,15 @@ identifiable or not fitted (NaN estimate: ``generation`` at m = 1, ``scenario_ju
 fits. The truth is the data's (:func:`cjstats.studies.data.simulate_replicate`), the same for every method:
 a fit of the paper's model is compared with the within-cell ``residual`` even when the data have a scenario x
 judge interaction, which its residual then holds.
+
+Latent-scale methods (a backend whose options put its components on a latent scale, ``fit.scale == "latent"``:
+``"ordinal"``, ``("bayes", {"likelihood": "ordinal"})``) are scored against the latent truth of the ordinal data
+(:func:`cjstats.studies.latent.latent_truth`: under the data's probit model scenario = s2_scenario/s2_residual,
+generation = s2_generation/s2_residual, judge_panel = mean(gamma^2)/s2_residual, residual = 1; ``mu`` on the
+score scale, the expected clipped, rounded score), in the unit the fit reports (its ``residual`` row: 1 is probit;
+under another link only ``mu`` has a truth). Such a method is skipped, with a warning and a line in
+``settings["skipped"]``, on designs without the ``ordinal`` misspecification (no latent truth) and on designs with
+a scenario x judge interaction (not in the ordinal model); the other methods keep the score-scale truth.
 """
 
 from __future__ import annotations
@@ -535,7 +544,9 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
         ("reml", {"scenario_judge": False}), ("bayes", {"likelihood": "ordinal", "draws": 500, "chains": 2})]``.
         Every method is fitted to the same data set in each replicate (paired comparisons). A method is labelled
         by its name and options (``"reml(scenario_judge=False)"``: the paper's model without the scenario x judge
-        term; plain ``"reml"`` fits the term wherever it is identifiable).
+        term; plain ``"reml"`` fits the term wherever it is identifiable). A latent-scale method (``"ordinal"``)
+        is scored on the latent truth of designs with the ``ordinal`` misspecification and skipped, with a
+        warning, elsewhere (module docstring).
     replicates : int
         Replicates per design.
     ci_level : float, optional
