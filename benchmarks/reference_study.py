@@ -406,7 +406,9 @@ GUIDANCE = """Read the tables below with their Monte Carlo SEs (about {mcse:.3f}
   it covers its truth 0 only 0.71-0.72 of the time), generation 0.66-0.70, scenario 0.86, mu 0.93. On
   bounded scores, read the components as a description of the score scale, not of the latent model, and
   compare with `("bayes", {{"likelihood": "ordinal"}})` (latent scale; not run in this reference study because
-  of its cost) in a study of your own."""
+  of its cost) in a study of your own. The ML ordinal backend (`ordinal ML probit [latent truth]`, rows on the
+  ordinal designs only) fits the latent model and is scored on the latent truth (scenario / s2_residual etc.,
+  residual 1, mu the expected clipped score; docs/ordinal.md)."""
 
 PAGE = PAGE.replace("{guidance}", GUIDANCE)
 
