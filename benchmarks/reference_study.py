@@ -9,6 +9,8 @@ judge_population have a truth.
 
 Run:  .venv/bin/python benchmarks/reference_study.py [--reps 400] [--bayes-reps 100] [--jobs 2] [--save S.parquet]
       .venv/bin/python benchmarks/reference_study.py --render S.parquet   (rewrite the page from a saved run)
+      .venv/bin/python benchmarks/reference_study.py --ordinal-only --ordinal-reps 100   (only the ML ordinal
+      backend on the ordinal designs, scored on the latent truth; prints its table, leaves the page alone)
 
 anova and REML run in one study (paired, ``--reps`` replicates), each twice: with the ``scenario_judge`` term
 (the default, fitted where identifiable) and as the paper's model (``scenario_judge=False``). Bayes runs in a
