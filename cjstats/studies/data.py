@@ -491,6 +491,14 @@ def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -
     calls; elsewhere ``scenario_judge`` is NaN and ``residual`` s2_residual + s2_scenario_judge (module
     docstring).
     """
+    frame, truths, _ = _simulate_replicate(truth, design, rng)
+    return frame, truths
+
+
+def _simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator
+                        ) -> tuple[pd.DataFrame, TruthRecords, dict[tuple[str, str | None], np.ndarray]]:
+    """:func:`simulate_replicate`, and each group's judge offsets gamma_l (score scale), for the latent truth of
+    :mod:`cjstats.studies.latent`."""
     n, m, k = design.n, design.m, design.k
     judges = _judge_names(design)
     base_keep = _schedule_mask(design, rng)
@@ -498,7 +506,7 @@ def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -
         m_i = rng.integers(int(design.misspec["unequal_generations"]), m + 1, size=n)
         gen_keep = np.broadcast_to((np.arange(m)[None, :] < m_i[:, None])[:, :, None], (n, m, k))
         base_keep = gen_keep.copy() if base_keep is None else base_keep & gen_keep
-    frames, truths = [], []
+    frames, truths, offsets = [], [], {}
     i_idx, j_idx, l_idx = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij"))
     groups = [(g, c) for g in truth.groups for c in (truth.criteria or (None,))]
     shared_gamma = {g: _offsets(truth, truth.groups[g], k, rng) for g in truth.groups}
@@ -526,8 +534,9 @@ def simulate_replicate(truth: Truth, design: Design, rng: np.random.Generator) -
              "residual": comp["residual"] + (0.0 if sj_ok else s2_sj),
              "judge_panel": panel, "judge_population": pop}
         truths.extend(((model, crit, c), v) for c, v in t.items())
+        offsets[(model, crit)] = gamma
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    return frame, truths
+    return frame, truths, offsets
 
 
 def _truth_frame(truths: TruthRecords, has_criterion: bool) -> pd.DataFrame:

@@ -20,6 +20,15 @@ identifiable or not fitted (NaN estimate: ``generation`` at m = 1, ``scenario_ju
 fits. The truth is the data's (:func:`cjstats.studies.data.simulate_replicate`), the same for every method:
 a fit of the paper's model is compared with the within-cell ``residual`` even when the data have a scenario x
 judge interaction, which its residual then holds.
+
+Latent-scale methods (a backend whose options put its components on a latent scale, ``fit.scale == "latent"``:
+``"ordinal"``, ``("bayes", {"likelihood": "ordinal"})``) are scored against the latent truth of the ordinal data
+(:func:`cjstats.studies.latent.latent_truth`: under the data's probit model scenario = s2_scenario/s2_residual,
+generation = s2_generation/s2_residual, judge_panel = mean(gamma^2)/s2_residual, residual = 1; ``mu`` on the
+score scale, the expected clipped, rounded score), in the unit the fit reports (its ``residual`` row: 1 is probit;
+under another link only ``mu`` has a truth). Such a method is skipped, with a warning and a line in
+``settings["skipped"]``, on designs without the ``ordinal`` misspecification (no latent truth) and on designs with
+a scenario x judge interaction (not in the ordinal model); the other methods keep the score-scale truth.
 """
 
 from __future__ import annotations
@@ -43,7 +52,9 @@ from cjstats.results.base import Result
 from cjstats._validate import check_choice, check_positive_int, resolve_ci_level
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import Scores
-from cjstats.studies.data import Design, Truth, fingerprint, simulate_replicate
+from cjstats._warnings import warn
+from cjstats.studies.data import Design, Truth, _scenario_judge, _simulate_replicate, fingerprint
+from cjstats.studies.latent import latent_truth
 
 __all__ = ["StudyResult", "simulation_study", "summarise_replicates", "REPLICATE_COLUMNS", "SUMMARY_COLUMNS"]
 
@@ -67,6 +78,7 @@ class _Method:
     name: str
     options: Mapping[str, Any]
     label: str
+    scale: str = "score"
 
 
 def _resolve_methods(methods: Any) -> list[_Method]:
@@ -102,7 +114,7 @@ def _resolve_methods(methods: Any) -> list[_Method]:
         label = name if not options else f"{name}({', '.join(f'{k}={v}' for k, v in options.items())})"
         if any(m.label == label for m in out):
             raise CjstatsError(f"The 'methods' argument of {_CALLER} lists '{label}' twice; give each once.")
-        out.append(_Method(name, options, label))
+        out.append(_Method(name, options, label, get_backend(name).capabilities.scale(options)))
     if not out:
         raise CjstatsError(f"The 'methods' argument of {_CALLER} is empty; name at least one method.")
     return out
@@ -142,19 +154,22 @@ def _run_batch(truth: Truth, design: Design, design_id: int, reps: Sequence[int]
         cols["criterion"] = []
     for r in reps:
         data_ss, fit_ss = np.random.SeedSequence(seed, spawn_key=(design_id, r)).spawn(2)
-        frame, truths = simulate_replicate(truth, design, np.random.default_rng(data_ss))
+        frame, truths, offsets = _simulate_replicate(truth, design, np.random.default_rng(data_ss))
         scores = Scores(frame, provenance={"source": "cjstats.simulate_scores", "design": design.label})
         fit_seed = int(fit_ss.generate_state(1)[0])
         keys = [k for k, _ in truths]
         truth_of = dict(truths)
         for meth in methods:
             t0 = time.perf_counter()
-            err, comp = "", None
+            err, comp, truth_here = "", None, truth_of
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     warnings.simplefilter("ignore", CjstatsWarning)  # cjstats' own are shown under a blanket ignore
-                    comp = estimate(scores, meth.name, ci_level=ci_level, seed=fit_seed, **meth.options).components
+                    fit = estimate(scores, meth.name, ci_level=ci_level, seed=fit_seed, **meth.options)
+                comp = fit.components
+                if getattr(fit, "scale", "score") == "latent":
+                    truth_here = _latent_truths(truth, design, truth_of, offsets, comp)
             except Exception as exc:  # a failed fit is a result of the study, never fatal
                 err = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
             secs = time.perf_counter() - t0
@@ -172,7 +187,7 @@ def _run_batch(truth: Truth, design: Design, design_id: int, reps: Sequence[int]
                 if has_c:
                     cols["criterion"].append(crit)
                 cols["component"].append(component)
-                cols["truth"].append(truth_of.get((model, crit, component), math.nan))
+                cols["truth"].append(truth_here.get((model, crit, component), math.nan))
                 cols["estimate"].append(est)
                 cols["lower"].append(lo)
                 cols["upper"].append(hi)
@@ -180,6 +195,39 @@ def _run_batch(truth: Truth, design: Design, design_id: int, reps: Sequence[int]
                 cols["seconds"].append(secs)
                 cols["error"].append(err)
     return _replicate_frame(cols, has_c)
+
+
+def _latent_truths(truth: Truth, design: Design, truth_of: Mapping[tuple[Any, ...], float],
+                   offsets: Mapping[tuple[str, str | None], np.ndarray], comp: pd.DataFrame
+                   ) -> dict[tuple[Any, ...], float]:
+    """The latent-scale truth of every group (:func:`cjstats.studies.latent.latent_truth`), in the unit the fit
+    reports: its ``residual`` row (1: probit, the data's own latent model; else no exact truth of the variances)."""
+    out: dict[tuple[Any, ...], float] = {}
+    has_c = truth.criteria is not None
+    resid = comp[comp["component"] == "residual"]
+    for (model, crit), gamma in offsets.items():
+        sel = resid["model"] == model
+        if has_c:
+            sel &= resid["criterion"] == crit
+        unit = resid.loc[sel, "estimate"].to_numpy(float)
+        link = "probit" if unit.size and abs(unit[0] - 1.0) < 1e-12 else "logit"
+        lt = latent_truth(truth.groups[model], gamma, m=design.m, n_points=int(design.misspec["ordinal"]), link=link,
+                          judge_population=truth_of.get((model, crit, "judge_population")))
+        out.update({(model, crit, c): v for c, v in lt.items()})
+    return out
+
+
+def _skip_reason(method: _Method, truth: Truth, design: Design) -> str | None:
+    """Why a latent-scale method is not run on a design (None: it is run)."""
+    if method.scale != "latent":
+        return None
+    if "ordinal" not in design.misspec:
+        return (f"method '{method.label}' reports latent-scale components, which have a truth only on ordinal data; "
+                f"design '{design.label}' has no 'ordinal' misspecification, so it is skipped there")
+    if any(_scenario_judge(c, design) > 0 for c in truth.groups.values()):
+        return (f"method '{method.label}' fits no scenario x judge term, so design '{design.label}' (which has one) "
+                f"has no latent truth for it and is skipped")
+    return None
 
 
 def _replicate_frame(cols: Mapping[str, list[Any]], has_c: bool) -> pd.DataFrame:
@@ -496,7 +544,9 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
         ("reml", {"scenario_judge": False}), ("bayes", {"likelihood": "ordinal", "draws": 500, "chains": 2})]``.
         Every method is fitted to the same data set in each replicate (paired comparisons). A method is labelled
         by its name and options (``"reml(scenario_judge=False)"``: the paper's model without the scenario x judge
-        term; plain ``"reml"`` fits the term wherever it is identifiable).
+        term; plain ``"reml"`` fits the term wherever it is identifiable). A latent-scale method (``"ordinal"``)
+        is scored on the latent truth of designs with the ``ordinal`` misspecification and skipped, with a
+        warning, elsewhere (module docstring).
     replicates : int
         Replicates per design.
     ci_level : float, optional
@@ -557,11 +607,18 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
             done = prior[prior["replicate"] < reps]
     finished = set(zip(done["design_id"], done["replicate"])) if len(done) else set()
     size = batch_size or max(1, min(50, math.ceil(reps / (4 * workers))))
-    tasks = []
+    tasks, skipped = [], []
     for d_id, design in enumerate(design_list):
         todo = [r for r in range(reps) if (d_id, r) not in finished]
+        reasons = {m.label: _skip_reason(m, truth, design) for m in method_list}
+        skipped.extend({"design": design.label, "method": lab, "reason": why} for lab, why in reasons.items() if why)
+        run_here = [m for m in method_list if reasons[m.label] is None]
+        if not run_here:
+            continue
         for a in range(0, len(todo), size):
-            tasks.append((truth, design, d_id, todo[a:a + size], method_list, level, seed))
+            tasks.append((truth, design, d_id, todo[a:a + size], run_here, level, seed))
+    for sk in skipped:
+        warn(f"simulation_study: {sk['reason']}.")
     frames = [done] if len(done) else []
     t_start = time.perf_counter()
     with _progress_bar(progress, reps * len(design_list), len(finished)) as bar:
@@ -586,5 +643,5 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
     settings = {"truth": truth.to_dict(), "designs": [d.to_dict() for d in design_list],
                 "methods": [m.label for m in method_list], "replicates": reps, "ci_level": level, "seed": seed,
                 "jobs": jobs if isinstance(jobs, (int, str)) else "dask", "judges": truth.judges,
-                "fingerprint": fp, "seconds": elapsed, "resumed_replicates": len(finished)}
+                "fingerprint": fp, "seconds": elapsed, "resumed_replicates": len(finished), "skipped": skipped}
     return StudyResult(measures=summarise_replicates(rep_table), replicates=rep_table, settings=settings)
