@@ -199,7 +199,7 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
     from scipy.optimize import minimize
 
     from cjstats._blas import single_thread_blas
-    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, UnitFit, start_values
+    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, UnitFit, newton_polish, start_values
 
     with single_thread_blas():
         obj = _NestedObjective(q)
@@ -218,20 +218,7 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
         at = [x[0] <= LOG_S_BOUNDS[0] + 1e-6, x[-1] <= LOG_S_BOUNDS[0] + 1e-6]
         free = np.array([i for i in range(x.size) if not ((i == 0 and at[0]) or (i == x.size - 1 and at[1]))])
         hess = obj.hessian(x) if hessian else np.full((x.size, x.size), np.nan)
-        for _ in range(3 if hessian else 0):
-            g = obj.grad(x)
-            try:
-                step = -np.linalg.solve(hess[np.ix_(free, free)], g[free])
-            except np.linalg.LinAlgError:
-                break
-            trial = x.copy()
-            trial[free] += step
-            ft = obj(trial)
-            if not (ft <= f):
-                break
-            x, f = trial, ft
-            if np.max(np.abs(step)) < 1e-9:
-                break
+        x, f = newton_polish(obj, x, f, hess, free, steps=3 if hessian else 0)
         g = obj.grad(x)
         gnorm = float(np.max(np.abs(g[free])))
     converged = bool(gnorm < 1e-3 and math.isfinite(f))

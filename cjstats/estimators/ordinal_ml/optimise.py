@@ -28,7 +28,7 @@ from cjstats.estimators.ordinal_ml.likelihood import (
 )
 from cjstats.estimators.ordinal_ml.links import quantile
 
-__all__ = ["UnitFit", "fit_problem", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
+__all__ = ["UnitFit", "fit_problem", "newton_polish", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
 
 #: Bounds of log s_a in the optimiser: s_a in [exp(-9), exp(4)] on the latent scale.
 LOG_S_BOUNDS = (-9.0, 4.0)
@@ -180,6 +180,28 @@ def _minimise(obj: _Objective, x0: np.ndarray, fixed: dict[int, float] | None = 
     return full.copy(), res
 
 
+def newton_polish(obj: Any, x: np.ndarray, f: float, hess: np.ndarray, free: np.ndarray, *,
+                  steps: int = 3) -> tuple[np.ndarray, float]:
+    """Up to ``steps`` Newton steps x <- x - H^-1 g on the ``free`` coordinates (the others, e.g. a variance at its
+    bound, stay put), each kept only if it lowers the objective; stops at a step below 1e-9. ``obj(x)`` is the
+    objective and ``obj.grad(x)`` its gradient; ``hess`` the (fixed) Hessian at the start. Returns (x, f)."""
+    for _ in range(steps):
+        g = obj.grad(x)
+        try:
+            step = -np.linalg.solve(hess[np.ix_(free, free)], g[free])
+        except np.linalg.LinAlgError:
+            break
+        trial = x.copy()
+        trial[free] += step
+        ft = obj(trial)
+        if not (ft <= f):
+            break
+        x, f = trial, ft
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    return x, f
+
+
 @_blas1
 def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: bool = True) -> UnitFit:
     """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information.
@@ -193,21 +215,7 @@ def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: boo
     at_lower = x[0] <= LOG_S_BOUNDS[0] + 1e-6
     hess = obj.hessian(x) if hessian else np.full((x.size, x.size), np.nan)
     # Newton polish (free parameters; log s_a stays put at the boundary)
-    for _ in range(3 if hessian else 0):
-        g = obj.grad(x)
-        idx = np.arange(1 if at_lower else 0, x.size)
-        try:
-            step = -np.linalg.solve(hess[np.ix_(idx, idx)], g[idx])
-        except np.linalg.LinAlgError:
-            break
-        trial = x.copy()
-        trial[idx] += step
-        ft = obj(trial)
-        if not (ft <= f):
-            break
-        x, f = trial, ft
-        if np.max(np.abs(step)) < 1e-9:
-            break
+    x, f = newton_polish(obj, x, f, hess, np.arange(1 if at_lower else 0, x.size), steps=3 if hessian else 0)
     g = obj.grad(x)
     free = slice(1, None) if at_lower else slice(None)
     gnorm = float(np.max(np.abs(g[free])))
