@@ -49,6 +49,10 @@ BAYES = ("bayes", {"draws": 500, "tune": 500, "chains": 2, "cores": 1})
 #: latent-scale method on the others, keeping every design's number and so its data), scored on the latent truth.
 ORDINAL = "ordinal"
 ORDINAL_LABEL = "ordinal ML probit [latent truth]"
+#: The Bayesian cumulative-probit model, on the ordinal designs only like the ML one, scored on the same latent
+#: truth; the Gaussian Bayes settings (tune: the ordinal model's default, 500).
+BAYES_ORDINAL = ("bayes", {"likelihood": "ordinal", "link": "probit", "draws": 500, "chains": 2, "cores": 1})
+BAYES_ORDINAL_LABEL = "bayes ordinal probit [latent truth]"
 #: anova and REML, each with the scenario_judge term (the default) and as the paper's model.
 FREQ = [("anova", {"incomplete": "drop"}), ("anova", {"incomplete": "drop", "scenario_judge": False}),
         "reml", ("reml", {"scenario_judge": False})]
@@ -135,13 +139,15 @@ def main() -> None:
                     "it), so that --render can rewrite the page without rerunning the study")
     ap.add_argument("--render", type=Path, help="write the page from a summary saved by --save; run nothing")
     ap.add_argument("--ordinal-reps", type=int, default=200, help="replicates of the ordinal ML backend")
-    ap.add_argument("--ordinal-only", action="store_true", help="run only the ordinal ML backend on the ordinal "
-                    "designs and print its coverage table (Markdown); the page is not rewritten")
+    ap.add_argument("--ordinal-only", action="store_true", help="run only the ordinal backends (ML at "
+                    "--ordinal-reps, Bayes at --bayes-reps) on the ordinal designs and print their coverage table "
+                    "(Markdown); the page is not rewritten")
     args = ap.parse_args()
     if args.ordinal_only:
         summary, minutes = _run_ordinal(args)
         print(_ordinal_table(summary))
-        print(f"\n{args.ordinal_reps} replicates, jobs={args.jobs}, seed {args.seed}, {minutes:.1f} min, "
+        print(f"\n{args.ordinal_reps} (ML) and {args.bayes_reps} (Bayes) replicates, jobs={args.jobs}, seed "
+              f"{args.seed}, {minutes:.1f} min, "
               f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the end")
         return
     if args.render is not None:
@@ -171,37 +177,44 @@ def _run(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
     t1 = time.perf_counter()
     bayes = cj.simulation_study(truth, bayes_designs, [BAYES], args.bayes_reps, seed=args.seed, jobs=args.jobs)
     t2 = time.perf_counter()
-    ordinal, _ = _run_ordinal(args)
-    t2 = time.perf_counter()
+    ordinal, ordinal_min = _run_ordinal(args)
+    t3 = time.perf_counter()
     bayes_m = bayes.measures.assign(method=bayes_label)
     summary = pd.concat([freq.measures, bayes_m, ordinal], ignore_index=True)
     summary["method"] = summary["method"].map(lambda m: LABELS.get(m, m))
     order = _display_order()
     summary = summary.sort_values("design", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
     run = {"reps": args.reps, "bayes_reps": args.bayes_reps, "jobs": args.jobs, "seed": args.seed,
-           "bayes_sj": bayes_sj, "bayes_label": bayes_label, "load": load, "minutes": (t2 - t0) / 60,
-           "freq_min": (t1 - t0) / 60, "bayes_min": (t2 - t1) / 60, "date": dt.date.today().isoformat(),
+           "bayes_sj": bayes_sj, "bayes_label": bayes_label, "load": load, "minutes": (t3 - t0) / 60,
+           "freq_min": (t1 - t0) / 60, "bayes_min": (t2 - t1) / 60, "ordinal_min": ordinal_min,
+           "ordinal_reps": args.ordinal_reps, "date": dt.date.today().isoformat(),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     return summary, run
 
 
 def _run_ordinal(args: argparse.Namespace) -> tuple[pd.DataFrame, float]:
-    """The ML ordinal backend (probit) on the ordinal designs, the same data sets as the others (same seed and
-    design numbers), scored on the latent truth (cjstats.studies.latent); its measures and the minutes it took."""
+    """The ordinal backends (probit; ML at ``--ordinal-reps``, Bayes at ``--bayes-reps`` replicates) on the
+    ordinal designs, the same data sets as the others (same seed and design numbers; simulation_study skips a
+    latent-scale method on the other designs), scored on the latent truth (cjstats.studies.latent); their
+    measures and the minutes they took."""
     warnings.simplefilter("ignore")
     truth = cj.Truth.table3(["Qwen"], judges="population")
     t0 = time.perf_counter()
-    res = cj.simulation_study(truth, _designs(), [ORDINAL], args.ordinal_reps, seed=args.seed, jobs=args.jobs)
-    return res.measures.assign(method=ORDINAL_LABEL), (time.perf_counter() - t0) / 60
+    ml = cj.simulation_study(truth, _designs(), [ORDINAL], args.ordinal_reps, seed=args.seed, jobs=args.jobs)
+    bayes = cj.simulation_study(truth, _designs(), [BAYES_ORDINAL], args.bayes_reps, seed=args.seed,
+                                jobs=args.jobs)
+    out = pd.concat([ml.measures.assign(method=ORDINAL_LABEL), bayes.measures.assign(method=BAYES_ORDINAL_LABEL)],
+                    ignore_index=True)
+    return out, (time.perf_counter() - t0) / 60
 
 
 def _ordinal_table(summary: pd.DataFrame) -> str:
     """Coverage, bias and seconds per fit of the ordinal backend, one row per design x component (Markdown)."""
     s = summary[summary["truth"].notna()]
-    lines = ["| design | component | truth (latent; mu: score) | coverage ± MCSE | bias | median width | sec/fit |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| method | design | component | truth (latent; mu: score) | coverage ± MCSE | bias | median width | "
+             "sec/fit |", "|---|---|---|---|---|---|---|---|"]
     for r in s.itertuples():
-        lines.append(f"| {r.design} | {r.component} | {r.truth:.3f} | {_cov(pd.Series(r._asdict()))} | "
+        lines.append(f"| {r.method} | {r.design} | {r.component} | {r.truth:.3f} | {_cov(pd.Series(r._asdict()))} | "
                      f"{r.bias:+.3f} | {r.median_width:.3f} | {r.seconds_per_fit:.2f} |")
     return "\n".join(lines)
 
@@ -231,6 +244,10 @@ def _page(summary: pd.DataFrame, run: dict) -> str:
         minutes=run["minutes"], freq_min=run["freq_min"], bayes_min=run["bayes_min"], load=run["load"],
         date=run["date"], machine=run["machine"],
         bayes_opts=", ".join(f"{k}={v}" for k, v in BAYES[1].items()),
+        ordinal_label=ORDINAL_LABEL, bayes_ordinal_label=BAYES_ORDINAL_LABEL, ordinal_reps=run["ordinal_reps"],
+        ordinal_min=run["ordinal_min"],
+        bayes_ordinal_opts=", ".join(f"{k}={v}" for k, v in BAYES_ORDINAL[1].items() if k not in ("likelihood",
+                                                                                                   "link")),
         coverage=_matrix(summary, _cov), bias=_matrix(summary, _bias),
         low="\n".join(low_lines), fail="\n".join(fail_lines),
         seconds=_matrix(secs, lambda r: f"{r['seconds_per_fit']:.3f}"),
@@ -277,14 +294,19 @@ truth: judge_panel is the replicate's own mean(gamma^2), judge_population the po
   here); **[paper model]** is `scenario_judge=False`, the paper's model without the term, whose residual then
   holds s2_residual + s2_scenario_judge and is still compared with the within-cell truth (its
   `scenario_judge` row is "not fitted"). `{bayes_label}` ({bayes_opts}) runs on {bayes_reps} replicates per
-  design with the same seed, i.e. on the first {bayes_reps} of the same data sets.{bayes_note} Intervals are
-  95%.
+  design with the same seed, i.e. on the first {bayes_reps} of the same data sets.{bayes_note} On the two
+  ordinal designs only, the latent-scale ordinal backends, scored on the **latent truth** of the data (the
+  cumulative probit that rounding and cutting a normal score is: scenario / s2_residual, generation /
+  s2_residual, judge_panel / s2_residual, residual 1; mu on the score scale, the expected clipped score; see
+  `cjstats.studies.latent`): `{ordinal_label}` (`method="ordinal"`, {ordinal_reps} replicates) and
+  `{bayes_ordinal_label}` (`("bayes", {{"likelihood": "ordinal", "link": "probit"}})`, {bayes_ordinal_opts},
+  {bayes_reps} replicates). Intervals are 95%.
 - Size and time: this run took {minutes:.1f} min ({freq_min:.1f} min anova + REML, {bayes_min:.1f} min
-  Bayes) with `jobs={jobs}` on a shared {machine} (load average {load:.1f} at the start), seed {seed},
+  Bayes, {ordinal_min:.1f} min the two ordinal backends) with `jobs={jobs}` on a shared {machine} (load average {load:.1f} at the start), seed {seed},
   {date}. The Monte Carlo SE of a 95% coverage is about {mcse:.3f} at {reps} replicates and {bayes_mcse:.3f}
   at {bayes_reps}; raise `--reps` for finer answers.{reps_note}
 
-Reproduce: `python benchmarks/reference_study.py --reps {reps} --bayes-reps {bayes_reps} --jobs {jobs}`.
+Reproduce: `python benchmarks/reference_study.py --reps {reps} --bayes-reps {bayes_reps} --ordinal-reps {ordinal_reps} --jobs {jobs}`.
 
 ## Which estimator and which interval to trust where
 

@@ -144,7 +144,8 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
             "s2_scenario_judge": s2sj[idx],
             "values": _values_from_labels(post["cutpoints"].coords["cutpoint"].values, caller),
             "judges": [str(j) for j in post["gamma"].coords["judge"].values],
-            "generation_identifiable": gen_ok, "n_scenarios": n_data, "model": model, "criterion": criterion}
+            "generation_identifiable": gen_ok, "n_scenarios": n_data, "model": model, "criterion": criterion,
+            "link": str(fit.provenance.get("options", {}).get("link", "logit"))}
 
 
 def _designs_frame(designs: Any, k_total: int, gen_ok: bool, caller: str) -> pd.DataFrame:

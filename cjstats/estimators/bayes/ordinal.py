@@ -50,6 +50,10 @@ from cjstats.estimators.bayes.gaussian import NU, half_t_logp
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import GroupData
 
+SQRT2 = math.sqrt(2.0)
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
 __all__ = [
     "LINKS",
     "OrdinalData",
@@ -113,8 +117,18 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _ordinal_loops(theta, n_sig, has_gen, n_scen, n_cells, k, n_cut, basis, s_prior, cut_prior, category, scenario,
-                   cell, judge, nu, out):  # pragma: no cover - compiled by numba when available
-    """:meth:`OrdinalDensity.logp_numpy` as explicit loops (compiled with numba when available)."""
+                   cell, judge, nu, probit, out):  # pragma: no cover - compiled by numba when available
+    """:meth:`OrdinalDensity.logp_numpy` as explicit loops (compiled with numba when available); ``probit``
+    selects the link (0: logit, 1: probit)."""
+
+    def log_ndtr(x):                                        # log Phi(x), stable in both tails
+        if x > 5.0:
+            return np.log1p(-0.5 * math.erfc(x / SQRT2))
+        if x > -20.0:
+            return np.log(0.5 * math.erfc(-x / SQRT2))
+        r = 1.0 / (x * x)                                   # asymptotic series (Abramowitz-Stegun 26.2.12)
+        return -0.5 * x * x - LOG_SQRT_2PI - np.log(-x) + np.log1p(r * (-1.0 + r * (3.0 + r * (-15.0 + 105.0 * r))))
+
     nza = n_scen - 1
     nzb = n_cells if has_gen else 0
     off_za = n_sig
@@ -190,31 +204,70 @@ def _ordinal_loops(theta, n_sig, has_gen, n_scen, n_cells, k, n_cut, basis, s_pr
             eta += s_b * theta[off_zb + cell[r]]
         q = category[r]
         deta = 0.0
-        if q < n_cut:
-            u = cut[q] - eta
-            e = np.exp(-abs(u))
-            if u > 0:                                       # log sigma(u) and sigma(-u)
-                lp -= np.log1p(e)
-                su = e / (1.0 + e)
+        if probit:
+            # P = Phi(u) - Phi(l) from erfc in the tail that keeps both terms away from 1 (upper when l > 0);
+            # beyond 20 latent units, where erfc underflows, in logs (log_ndtr's asymptotic series)
+            du = 0.0
+            dl = 0.0
+            u = cut[q] - eta if q < n_cut else math.inf
+            l = cut[q - 1] - eta if q > 0 else -math.inf
+            if u > -20.0 and l < 20.0:
+                if l > 0.0:
+                    pr = 0.5 * (math.erfc(l / SQRT2) - (math.erfc(u / SQRT2) if q < n_cut else 0.0))
+                else:
+                    pr = 0.5 * ((math.erfc(-u / SQRT2) if q < n_cut else 2.0) - (math.erfc(-l / SQRT2) if q > 0
+                                                                                else 0.0))
+                lpr = np.log(pr)
+                if q < n_cut:
+                    du = np.exp(-0.5 * u * u) * INV_SQRT_2PI / pr
+                if q > 0:
+                    dl = -np.exp(-0.5 * l * l) * INV_SQRT_2PI / pr
             else:
-                lp += u - np.log1p(e)
-                su = 1.0 / (1.0 + e)
-            du = su + igap[q]
-            dcut[q] += du
-            deta -= du
-        if q > 0:
-            l = cut[q - 1] - eta
-            e = np.exp(-abs(l))
-            if l > 0:                                       # log sigma(-l) and sigma(l)
-                lp += -l - np.log1p(e)
-                sl = 1.0 / (1.0 + e)
-            else:
-                lp -= np.log1p(e)
-                sl = e / (1.0 + e)
-            dl = -sl - igap[q]
-            dcut[q - 1] += dl
-            deta -= dl
-        lp += lgap[q]
+                if l > 0.0:
+                    a = log_ndtr(-l)
+                    b = log_ndtr(-u) if q < n_cut else -math.inf
+                else:
+                    a = log_ndtr(u)
+                    b = log_ndtr(l) if q > 0 else -math.inf
+                lpr = a + np.log(-np.expm1(b - a))
+                if q < n_cut:
+                    du = np.exp(-0.5 * u * u - LOG_SQRT_2PI - lpr)
+                if q > 0:
+                    dl = -np.exp(-0.5 * l * l - LOG_SQRT_2PI - lpr)
+            if q < n_cut:
+                dcut[q] += du
+            if q > 0:
+                dcut[q - 1] += dl
+            lp += lpr
+            deta = -(du + dl)
+        else:
+            # log sigma(u) + log sigma(-l) = -max(-u, 0) - max(l, 0) - log((1 + e^-|u|)(1 + e^-|l|)): one log
+            prod = 1.0
+            if q < n_cut:
+                u = cut[q] - eta
+                eu = np.exp(-abs(u))
+                prod = 1.0 + eu
+                if u > 0:                                   # sigma(-u)
+                    su = eu / prod
+                else:
+                    lp += u
+                    su = 1.0 / prod
+                du = su + igap[q]
+                dcut[q] += du
+                deta -= du
+            if q > 0:
+                l = cut[q - 1] - eta
+                el = np.exp(-abs(l))
+                if l > 0:                                   # sigma(l)
+                    lp -= l
+                    sl = 1.0 / (1.0 + el)
+                else:
+                    sl = el / (1.0 + el)
+                prod *= 1.0 + el
+                dl = -sl - igap[q]
+                dcut[q - 1] += dl
+                deta -= dl
+            lp += lgap[q] - np.log(prod)
         d_alpha[scenario[r]] += deta
         d_gamma[judge[r]] += deta
         if has_gen:
@@ -262,9 +315,12 @@ class OrdinalDensity:
     K - 1 zero-sum coordinates of gamma; the J - 1 ordered-transform coordinates of the cutpoints.
     """
 
-    def __init__(self, od: OrdinalData, priors: dict[str, float], *, compiled: bool = True) -> None:
+    def __init__(self, od: OrdinalData, priors: dict[str, float], *, compiled: bool = True,
+                 link: str = "logit") -> None:
         from cjstats.estimators.bayes.gaussian import zerosum_basis
 
+        link_cdf(link)                                      # checks the name
+        self.link = link
         self.od = od
         self.priors = priors
         self.k = od.k
@@ -311,7 +367,7 @@ class OrdinalDensity:
         out = np.empty_like(theta)
         lp = self.kernel(theta, self.n_sig, od.has_generation, od.n_scenarios, od.n_cells, od.k, self.n_cut,
                          self.basis, self.s_prior, self.cut_prior, od.category, od.scenario, od.cell, od.judge, NU,
-                         out)
+                         self.link == "probit", out)
         if not (math.isfinite(lp) and np.all(np.isfinite(out))):
             return -math.inf, np.zeros_like(theta)
         return lp, out
@@ -347,11 +403,25 @@ class OrdinalDensity:
             ig = np.where(np.isfinite(gaps), 1.0 / np.expm1(gaps), 0.0)
         top = q == self.n_cut
         bottom = q == 0
-        lsu = np.where(top, 0.0, _log_sigmoid(np.where(top, 0.0, u)))
-        lsl = np.where(bottom, 0.0, _log_sigmoid(-np.where(bottom, 0.0, lo)))
-        lp += float(np.sum(lsu + lsl + lg[q]))
-        du = np.where(top, 0.0, _sigmoid(-np.where(top, 0.0, u)) + ig[q])
-        dl = np.where(bottom, 0.0, -_sigmoid(np.where(bottom, 0.0, lo)) - ig[q])
+        if self.link == "probit":
+            from scipy.special import log_ndtr
+
+            with np.errstate(over="ignore", invalid="ignore"):
+                flip = lo > 0
+                a = np.where(flip, log_ndtr(-lo), log_ndtr(u))
+                b = np.where(flip, log_ndtr(-u), log_ndtr(lo))
+                lpr = a + np.log(-np.expm1(b - a))
+                lp += float(np.sum(lpr))
+                uu = np.where(top, 0.0, u)
+                ll = np.where(bottom, 0.0, lo)
+                du = np.where(top, 0.0, np.exp(-0.5 * uu * uu - LOG_SQRT_2PI - lpr))
+                dl = np.where(bottom, 0.0, -np.exp(-0.5 * ll * ll - LOG_SQRT_2PI - lpr))
+        else:
+            lsu = np.where(top, 0.0, _log_sigmoid(np.where(top, 0.0, u)))
+            lsl = np.where(bottom, 0.0, _log_sigmoid(-np.where(bottom, 0.0, lo)))
+            lp += float(np.sum(lsu + lsl + lg[q]))
+            du = np.where(top, 0.0, _sigmoid(-np.where(top, 0.0, u)) + ig[q])
+            dl = np.where(bottom, 0.0, -_sigmoid(np.where(bottom, 0.0, lo)) - ig[q])
         deta = -(du + dl)
         dcut = -cut / self.cut_prior**2
         dcut += np.bincount(np.where(top, 0, q), weights=du, minlength=self.n_cut + 1)[:self.n_cut]
@@ -414,7 +484,12 @@ class OrdinalDensity:
         i += m
         freq = np.bincount(od.category, minlength=self.n_cut + 1) / od.n_obs
         cum = np.clip(np.cumsum(freq)[:-1], 1e-3, 1 - 1e-3)
-        cut = np.log(cum / (1 - cum)) + rng.uniform(-0.2, 0.2)
+        if self.link == "probit":
+            from scipy.special import ndtri
+
+            cut = ndtri(cum) + rng.uniform(-0.2, 0.2)
+        else:
+            cut = np.log(cum / (1 - cum)) + rng.uniform(-0.2, 0.2)
         cut = np.maximum.accumulate(cut + np.arange(self.n_cut) * 1e-3)
         theta[i] = cut[0]
         theta[i + 1:] = np.log(np.maximum(np.diff(cut), 1e-3))

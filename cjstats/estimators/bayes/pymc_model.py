@@ -291,8 +291,10 @@ def build_pymc_gaussian_sj(data: SJData, priors: GaussianPriors, judge_labels: t
     return build_pymc_model(spec, likelihood)
 
 
-def build_pymc_ordinal(od: OrdinalData, priors: dict[str, float], judge_labels: tuple[str, ...]) -> Any:
-    """The ordinal model written in PyMC (``pm.OrderedLogistic``), the same density as :class:`OrdinalDensity`."""
+def build_pymc_ordinal(od: OrdinalData, priors: dict[str, float], judge_labels: tuple[str, ...],
+                       link: str = "logit") -> Any:
+    """The ordinal model written in PyMC (``pm.OrderedLogistic``, or ``pm.OrderedProbit`` with unit scale for
+    ``link="probit"``), the same density as :class:`OrdinalDensity`."""
     import pymc as pm
     from pymc.distributions.transforms import ordered
 
@@ -315,7 +317,10 @@ def build_pymc_ordinal(od: OrdinalData, priors: dict[str, float], judge_labels: 
         j = len(od.values)
         cut = pm.Normal("cutpoints", 0.0, priors["cutpoints"], shape=j - 1, transform=ordered,
                         initval=np.linspace(-1.5, 1.5, j - 1))
-        pm.OrderedLogistic("score", eta=eta, cutpoints=cut, observed=od.category)
+        if link == "probit":
+            pm.OrderedProbit("score", eta=eta, cutpoints=cut, sigma=1.0, observed=od.category)
+        else:
+            pm.OrderedLogistic("score", eta=eta, cutpoints=cut, observed=od.category)
         pm.Deterministic("scenario", s_a**2)
         if od.has_generation:
             pm.Deterministic("generation", s_b**2)

@@ -1,0 +1,177 @@
+r"""The ordinal log density handed to nutpie as compiled C callbacks, so that its chains run in parallel.
+
+nutpie calls a Python log density (``nutpie.compiled_pyfunc.from_pyfunc``) under the GIL: with 4 chains on 2
+cores the chains then take turns, and the Python wrapper adds its own cost to every gradient. PyMC models avoid
+both through nutpie's C interface: a numba ``cfunc`` with the signature
+
+    logp(dim, x*, grad_out*, logp_out*, user_data*) -> int      (0: ok; > 0: a point of zero density)
+    expand(dim, n_expanded, x*, out*, user_data*) -> int
+
+called from nutpie's Rust threads with no Python in between. This module builds those two callbacks around the
+ordinal model's compiled kernel (:func:`cjstats.estimators.bayes.ordinal._ordinal_loops`, the same code the
+Python path calls) and wraps them in nutpie's own model class for compiled PyMC models. The data reach the
+callbacks through ``user_data``: one int64 array holding the sizes and the addresses of the data arrays, which
+the model object keeps alive. The callbacks are generic (no data inside), so numba compiles them once and caches
+them on disk.
+
+It depends on nutpie's internals (``nutpie.compile_pymc.CompiledPyMCModel`` and its field names, nutpie 0.16):
+:func:`native_model` returns ``None`` when they differ, or when numba is missing, and the caller then uses the
+Python callback, which gives the same draws more slowly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from cjstats.estimators.bayes.gaussian import LOG_SCALE_BOUND, NU
+from cjstats.estimators.bayes.ordinal import _ordinal_kernel
+
+__all__ = ["native_model"]
+
+# user_data layout (int64): sizes, then addresses of the data arrays
+_N_OBS, _N_SIG, _HAS_GEN, _N_SCEN, _N_CELLS, _K, _N_CUT, _PROBIT, _NDIM = range(9)
+_CATEGORY, _SCENARIO, _CELL, _JUDGE, _BASIS, _S_PRIOR, _FLOATS = range(9, 16)
+_HEADER = 16
+
+
+@intrinsic
+def _as_pointer(typingctx, src):  # pragma: no cover - compiled; an address held in an int64 as a void pointer
+    def codegen(cgctx, builder, sig, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    return types.voidptr(src), codegen
+
+
+_kernel = _ordinal_kernel()          # the dispatcher the Python path calls: one compiled kernel
+_BOUND = float(LOG_SCALE_BOUND)
+_SIG_LOGP = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
+                        types.CPointer(types.double), types.voidptr)
+_SIG_EXPAND = types.int64(types.uint64, types.uint64, types.CPointer(types.double), types.CPointer(types.double),
+                          types.voidptr)
+
+
+@numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
+def _logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+    h = numba.carray(ud_, (_HEADER,), np.int64)
+    ndim = h[_NDIM]
+    if dim != ndim:
+        return -1
+    n_obs, n_sig, k, n_cut = h[_N_OBS], h[_N_SIG], h[_K], h[_N_CUT]
+    x = numba.carray(x_, (ndim,))
+    out = numba.carray(out_, (ndim,))
+    lp_out = numba.carray(logp_, (1,))
+    for i in range(ndim):
+        out[i] = 0.0
+        if not math.isfinite(x[i]):
+            lp_out[0] = -math.inf
+            return 4
+    for i in range(n_sig):
+        if abs(x[i]) > _BOUND:
+            lp_out[0] = -math.inf
+            return 4
+    for i in range(ndim - n_cut + 1, ndim):
+        if x[i] > _BOUND:
+            lp_out[0] = -math.inf
+            return 4
+    category = numba.carray(_as_pointer(h[_CATEGORY]), (n_obs,), np.int64)
+    scenario = numba.carray(_as_pointer(h[_SCENARIO]), (n_obs,), np.int64)
+    cell = numba.carray(_as_pointer(h[_CELL]), (n_obs,), np.int64)
+    judge = numba.carray(_as_pointer(h[_JUDGE]), (n_obs,), np.int64)
+    basis = numba.carray(_as_pointer(h[_BASIS]), (k, k - 1), np.float64)
+    s_prior = numba.carray(_as_pointer(h[_S_PRIOR]), (n_sig,), np.float64)
+    fl = numba.carray(_as_pointer(h[_FLOATS]), (2,), np.float64)
+    lp = _kernel(x, n_sig, h[_HAS_GEN] != 0, h[_N_SCEN], h[_N_CELLS], k, n_cut, basis, s_prior, fl[0],
+                 category, scenario, cell, judge, fl[1], h[_PROBIT] != 0, out)
+    lp_out[0] = lp
+    if not math.isfinite(lp):
+        return 4
+    for i in range(ndim):
+        if not math.isfinite(out[i]):
+            return 3
+    return 0
+
+
+@numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
+def _expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
+    """The expanded draw, in the order of ``OrdinalDensity.expanded_names``: the sigmas, gamma, the
+    cutpoints, scenario, [generation], judge_panel, judge_population."""
+    h = numba.carray(ud_, (_HEADER,), np.int64)
+    ndim = h[_NDIM]
+    if dim != ndim:
+        return -1
+    n_sig, k, n_cut, n_scen = h[_N_SIG], h[_K], h[_N_CUT], h[_N_SCEN]
+    nzb = h[_N_CELLS] if h[_HAS_GEN] != 0 else 0
+    x = numba.carray(x_, (ndim,))
+    out = numba.carray(out_, (n_expanded,))
+    basis = numba.carray(_as_pointer(h[_BASIS]), (k, k - 1), np.float64)
+    for i in range(n_sig):
+        out[i] = math.exp(x[i])
+    o = n_sig
+    zg0 = n_sig + n_scen - 1 + nzb
+    ss = 0.0
+    for j in range(k):                                      # gamma = basis @ z_gamma
+        g = 0.0
+        for a in range(k - 1):
+            g += basis[j, a] * x[zg0 + a]
+        out[o + j] = g
+        ss += g * g
+    o += k
+    x0 = zg0 + k - 1
+    acc = x[x0]
+    out[o] = acc
+    for q in range(1, n_cut):                               # the ordered transform
+        acc += math.exp(x[x0 + q])
+        out[o + q] = acc
+    o += n_cut
+    out[o] = math.exp(2.0 * x[0])                           # scenario
+    o += 1
+    if h[_HAS_GEN] != 0:
+        out[o] = math.exp(2.0 * x[1])                       # generation
+        o += 1
+    out[o] = ss / k                                         # judge_panel
+    out[o + 1] = math.exp(2.0 * x[n_sig - 1])               # judge_population
+    return 0
+
+
+def native_model(density: Any, *, names: list[str], shapes: list[tuple[int, ...]], coords: dict[str, Any],
+                 dims: dict[str, tuple[str, ...]], init: Any) -> Any | None:
+    """nutpie's compiled-model object for an :class:`~cjstats.estimators.bayes.ordinal.OrdinalDensity`, or
+    ``None`` when numba or nutpie's C interface is not usable (the caller falls back to the Python callback)."""
+    if density.kernel is None:
+        return None
+    try:
+        from nutpie.compile_pymc import CompiledPyMCModel
+    except ImportError:  # pragma: no cover - another nutpie layout
+        return None
+    od = density.od
+    keep = {"category": np.ascontiguousarray(od.category, dtype=np.int64),
+            "scenario": np.ascontiguousarray(od.scenario, dtype=np.int64),
+            "cell": np.ascontiguousarray(od.cell, dtype=np.int64),
+            "judge": np.ascontiguousarray(od.judge, dtype=np.int64),
+            "basis": np.ascontiguousarray(density.basis, dtype=np.float64),
+            "s_prior": np.ascontiguousarray(density.s_prior, dtype=np.float64),
+            "floats": np.array([density.cut_prior, NU], dtype=np.float64)}
+    ud = np.zeros(_HEADER, dtype=np.int64)
+    ud[[_N_OBS, _N_SIG, _HAS_GEN, _N_SCEN, _N_CELLS, _K, _N_CUT, _PROBIT, _NDIM]] = [
+        od.n_obs, density.n_sig, int(od.has_generation), od.n_scenarios, od.n_cells, od.k, density.n_cut,
+        int(density.link == "probit"), density.ndim]
+    for slot, key in zip((_CATEGORY, _SCENARIO, _CELL, _JUDGE, _BASIS, _S_PRIOR, _FLOATS), keep):
+        ud[slot] = keep[key].ctypes.data
+    sizes = [int(np.prod(s)) for s in shapes]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    slices = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+    try:
+        model = CompiledPyMCModel(
+            _n_dim=density.ndim, dims=dims, _coords=coords, _shapes=dict(zip(names, shapes)),
+            compiled_logp_func=_logp, compiled_expand_func=_expand, initial_point_func=init,
+            shared_data=keep, shared_var_keys={}, user_data=ud, n_expanded=int(starts[-1]),
+            shape_info=(names, slices, shapes), logp_func=None, expand_func=None)
+    except TypeError:  # pragma: no cover - nutpie changed the class's fields
+        return None
+    return model
