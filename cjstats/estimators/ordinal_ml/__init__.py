@@ -27,6 +27,7 @@ from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, row
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.nested import fit_nested, profile_nested
+from cjstats.estimators.ordinal_ml.numdiff import central_difference
 from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
 from cjstats.io.score_kind import ORDINAL_MAX_LEVELS
 from cjstats.results.components import ComponentRow, ParameterCovariance
@@ -64,17 +65,6 @@ def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared")
     return q, fit_nested(q), values
 
 
-def _fd_grad(fn, x: np.ndarray, h: float = 1e-5) -> tuple[float, np.ndarray]:
-    """fn(x) and its central-difference gradient (step h)."""
-    f0 = fn(x)
-    grad = np.empty(x.size)
-    for j in range(x.size):
-        e = np.zeros_like(x)
-        e[j] = h
-        grad[j] = (fn(x + e) - fn(x - e)) / (2 * h)
-    return f0, grad
-
-
 def _effective(x_full: np.ndarray) -> np.ndarray:
     """The m = 1 vector whose s_a^2 is s_a^2 + s_b^2 (a new scenario's single new generation sees both)."""
     xe = np.array(x_full[:-1], dtype=np.float64)
@@ -83,17 +73,12 @@ def _effective(x_full: np.ndarray) -> np.ndarray:
 
 
 def _jacobian(p, x: np.ndarray) -> np.ndarray:
-    """d(log s_a, gamma_centred (K)) / dx, numerically (linear in x except through exp)."""
+    """d(log s_a, gamma_centred (K)) / dx, numerically (central differences, step 1e-6; linear in x except
+    through exp)."""
     def f(z):
         log_s, gamma, _ = unpack(p, z)
         return np.concatenate([[log_s], gamma - gamma.mean()])
-    base = f(x)
-    jac = np.empty((base.size, x.size))
-    for j in range(x.size):
-        e = np.zeros_like(x)
-        e[j] = 1e-6
-        jac[:, j] = (f(x + e) - f(x - e)) / 2e-6
-    return jac
+    return central_difference(f, x, 1e-6)
 
 
 def _x_cov(cov_x: np.ndarray, at_boundary: bool) -> np.ndarray:
@@ -126,15 +111,12 @@ def _panel_score(p, x: np.ndarray, values: np.ndarray) -> float:
                           for j in range(cut.shape[0])]))
 
 
-def _mu_gradient(p, x: np.ndarray, values: np.ndarray) -> tuple[float, np.ndarray]:
-    """mu and d mu / dx (central differences, step 1e-5)."""
-    mu = _panel_score(p, x, values)
-    grad = np.empty(x.size)
-    for j in range(x.size):
-        e = np.zeros_like(x)
-        e[j] = 1e-5
-        grad[j] = (_panel_score(p, x + e, values) - _panel_score(p, x - e, values)) / 2e-5
-    return mu, grad
+def _mu_gradient(p, x: np.ndarray, values: np.ndarray, *, generation: bool = False) -> tuple[float, np.ndarray]:
+    """mu and d mu / dx (central differences, step 1e-5). With ``generation`` x ends with log s_b and mu is the
+    score of a new scenario's new generation, whose latent location varies by s_a^2 + s_b^2 (:func:`_effective`)."""
+    def score(z: np.ndarray) -> float:
+        return _panel_score(p, _effective(z) if generation else z, values)
+    return score(x), central_difference(score, x, 1e-5)
 
 
 def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int | None = None) -> dict[str, Any]:
@@ -234,10 +216,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         else:
             lo, hi = s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls)
             how = "Wald on log s_a"
-        if gen:   # a new scenario's new generation: the latent location varies by s_a^2 + s_b^2
-            mu, g_mu = _fd_grad(lambda xx: _panel_score(p, _effective(xx), values), uf.x)
-        else:
-            mu, g_mu = _mu_gradient(p, uf.x, values)
+        mu, g_mu = _mu_gradient(p, uf.x, values, generation=gen)
         # (mu, panel-centred gamma) and their delta-method covariance: the contrast API's parameters
         lj = np.vstack([g_mu, jac[1:]]) if thresholds == "shared" else g_mu[None, :]
         loc_cov = lj @ cx @ lj.T

@@ -26,8 +26,9 @@ links), so a Newton step halved where G_i would decrease converges.
 
 Optimiser parameters: the m = 1 vector of :mod:`.likelihood` (log s_a, reference-coded gamma, thresholds) with
 ``log s_b`` appended last, so :func:`.likelihood.unpack` and ``_bounds`` read ``x[:-1]``. The gradient is the
-central difference of the marginal (step 1e-5; the modes are Newton-converged to machine precision, so it is
-accurate to ~1e-8): a first version -- the m = 1 path keeps its analytic AGQ gradient and its speed.
+central difference of the marginal (:func:`.numdiff.central_difference`, step 1e-5; the modes are Newton-converged
+to machine precision, so it is accurate to ~1e-8): a first version -- the m = 1 path keeps its analytic AGQ
+gradient and its speed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import numpy as np
 
 from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, make_problem
 from cjstats.estimators.ordinal_ml.links import log_prob
+from cjstats.estimators.ordinal_ml.numdiff import central_difference
 
 __all__ = ["NestedProblem", "make_nested", "joint_modes", "laplace_neg_loglik", "fit_nested", "profile_nested"]
 
@@ -167,27 +169,21 @@ class _NestedObjective:
             return math.inf, np.full(x.size, np.nan)
         if np.all(np.isfinite(a)) and np.all(np.isfinite(b)):
             self.a, self.b = a, b
-        g = np.empty(x.size)
-        for j in range(x.size):
-            e = np.zeros_like(x)
-            e[j] = h
-            g[j] = (self(x + e) - self(x - e)) / (2.0 * h)
-        return f, g
+        return f, central_difference(self, x, h)   # every evaluation warm-started at x's modes
 
     def grad(self, x: np.ndarray) -> np.ndarray:
         return self.value_and_grad(x)[1]
 
     def hessian(self, x: np.ndarray) -> np.ndarray:
-        """Central differences of the (central-difference) gradient, step 1e-4 (1 + |x_j|)."""
+        """Central differences of the (central-difference) gradient, step 1e-4 (1 + |x_j|); the warm-start modes
+        are restored to those at entry after each coordinate (each gradient call moves them)."""
         x = np.asarray(x, dtype=np.float64)
         a0, b0 = self.a.copy(), self.b.copy()
-        hess = np.empty((x.size, x.size))
-        for j in range(x.size):
-            h = 1e-4 * (1.0 + abs(x[j]))
-            e = np.zeros_like(x)
-            e[j] = h
-            hess[:, j] = (self.grad(x + e) - self.grad(x - e)) / (2.0 * h)
+
+        def restore() -> None:
             self.a, self.b = a0, b0
+
+        hess = central_difference(self.grad, x, 1e-4, relative=True, after_each=restore)
         return 0.5 * (hess + hess.T)
 
 

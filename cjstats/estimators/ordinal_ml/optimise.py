@@ -4,8 +4,9 @@ observed information, the Hessian, and the profile likelihood of the scenario va
 The gradient is analytic (:func:`.likelihood.agq_value_and_grad`: exact for the adaptive quadrature,
 differentiated through each scenario's mode and curvature); the per-scenario modes are warm-started from the
 last evaluation and solved to 1e-10. The observed information is the central difference of that gradient
-(step 1e-4 (1 + |x|)), 2 x (number of parameters) gradient evaluations. Convergence is reported honestly: the final gradient norm, whether
-L-BFGS-B said it converged, and whether log s_a sits at its lower bound (s_a -> 0, a boundary estimate).
+(:func:`.numdiff.central_difference`, step 1e-4 (1 + |x_j|)), 2 x (number of parameters) gradient evaluations.
+Convergence is reported honestly: the final gradient norm, whether L-BFGS-B said it converged, and whether log s_a
+sits at its lower bound (s_a -> 0, a boundary estimate).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from cjstats.estimators.ordinal_ml.likelihood import (
     unpack,
 )
 from cjstats.estimators.ordinal_ml.links import quantile
+from cjstats.estimators.ordinal_ml.numdiff import central_difference
 
 __all__ = ["UnitFit", "fit_problem", "newton_polish", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
 
@@ -112,14 +114,9 @@ class _Objective:
         return self._eval(x, grad=True)[1]
 
     def hessian(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        n = x.size
-        hess = np.empty((n, n))
-        for j in range(n):
-            h = 1e-4 * (1.0 + abs(x[j]))
-            e = np.zeros_like(x)
-            e[j] = h
-            hess[:, j] = (self.grad(x + e) - self.grad(x - e)) / (2.0 * h)
+        """The observed information: central differences of the analytic gradient, step 1e-4 (1 + |x_j|),
+        symmetrised."""
+        hess = central_difference(self.grad, x, 1e-4, relative=True)
         return 0.5 * (hess + hess.T)
 
 
