@@ -89,18 +89,23 @@ def simulate_scores(*, n: int, m: int, k: int, s2_scenario: float, s2_generation
 
 def simulate_ordinal_scores(n: int, m: int, k: int, *, s2a: float, s2b: float, gamma: np.ndarray,
                             cuts: np.ndarray, seed: int | np.random.Generator | None = None,
-                            model: str = "x") -> pd.DataFrame:
-    """Ordinal scores 1..J from the cumulative-logit model with known latent effects.
+                            model: str = "x", link: str = "logit") -> pd.DataFrame:
+    """Ordinal scores 1..J from the cumulative-link model with known latent effects.
 
     eta_ijl = alpha_i + beta_ij + gamma_l with alpha_i ~ N(0, s2a), beta_ij ~ N(0, s2b); the score is
-    1 + #{c : eta_ijl + logistic noise > cuts[c]}, the generative model of ``likelihood="ordinal"``.
+    1 + #{c : eta_ijl + noise > cuts[c]}, the noise standard logistic (``link="logit"``) or standard normal
+    (``"probit"``): the generative model of ``likelihood="ordinal"`` (and ``method="ordinal"``) with that link.
     Judges are named ``j0 .. j{K-1}``.
     """
+    if link not in ("logit", "probit"):
+        raise CjstatsError(f"The 'link' argument of simulate_ordinal_scores must be 'logit' or 'probit'. Got "
+                           f"{link!r} instead.")
     rng = np.random.default_rng(seed)
     a = rng.normal(0.0, np.sqrt(s2a), n)
     b = rng.normal(0.0, np.sqrt(s2b), (n, m))
     i, j, l = np.meshgrid(np.arange(n), np.arange(m), np.arange(k), indexing="ij")
     eta = a[i] + b[i, j] + np.asarray(gamma)[l]
-    score = 1 + (rng.logistic(eta[..., None]) > np.asarray(cuts)).sum(axis=-1)
+    noisy = rng.logistic(eta) if link == "logit" else eta + rng.standard_normal(eta.shape)
+    score = 1 + (noisy[..., None] > np.asarray(cuts)).sum(axis=-1)
     return pd.DataFrame({"model": model, "scenario": i.ravel(), "generation": j.ravel(),
                          "judge": np.char.add("j", l.ravel().astype(str)), "score": score.ravel()})
