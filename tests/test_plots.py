@@ -6,6 +6,8 @@ import dataclasses
 import math
 from types import SimpleNamespace
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,7 +112,29 @@ def test_forest_points_are_the_estimates_of_every_fit(hanna, anova_fit):
                                  + _by_gid(fig, f"boundary:{comp}:{label}")])
             t = fit.components[fit.components["component"] == comp]
             np.testing.assert_allclose(np.sort(xs), np.sort(t["estimate"].to_numpy()))
-    assert fig.axes[0].get_xlabel() == "points²"
+    assert fig.axes[0].get_xlabel() == "score points²"
+
+
+def test_latent_fits_are_labelled_in_latent_units():
+    """An ordinal fit's variances are on the latent scale (residual fixed by the link), not in score points:
+    the forest and the posterior plot say which scale, and a forest mixing the two scales says both."""
+    from cjstats.studies.simulate import panel_offsets, simulate_ordinal_scores
+
+    df = simulate_ordinal_scores(30, 1, 3, s2a=0.5, s2b=0.0, gamma=panel_offsets(3, 0.3),
+                                 cuts=np.array([-1.0, 0.0, 1.0]), seed=4, link="probit")
+    ml = cj.estimate(df, method="ordinal")
+    fig = cp.components_forest(ml, components=["scenario"])
+    assert fig.axes[0].get_xlabel() == "latent units² (probit)"
+    gauss = cj.estimate(df, method="anova")
+    fig = cp.components_forest({"ordinal": ml, "anova": gauss}, components=["scenario"])
+    assert fig.axes[0].get_xlabel() == "latent units² (probit) / score points²"
+    pytest.importorskip("nutpie")
+    pytest.importorskip("arviz_plots")
+    bayes = cj.estimate(df, method="bayes", likelihood="ordinal", draws=100, tune=100, chains=2, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig = cp.posterior(bayes, components=["scenario"])
+    assert {a.get_xlabel() for a in fig.axes if a.get_xlabel()} == {"latent units² (logit)"}
 
 
 def test_frontier_marks_the_recommendation_and_its_interval(anova_fit):

@@ -271,6 +271,20 @@ def _forest_rows(fits: Mapping[str, Any], components: Sequence[str] | None) -> p
     return t
 
 
+def _variance_unit(fits: Any) -> str:
+    """The axis unit of the variance components of ``fits``: score points squared, or the latent scale of an
+    ordinal fit (its residual fixed by the link: 1 for probit, pi^2/3 for logit); a mixture says both."""
+    units = []
+    for f in fits:
+        if getattr(f, "scale", "score") == "latent":
+            link = str(f.provenance.get("options", {}).get("link", "logit"))
+            units.append(f"latent units² ({link})")
+        else:
+            units.append("score points²")
+    units = list(dict.fromkeys(units))
+    return units[0] if len(units) == 1 else " / ".join(units)
+
+
 def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = None, ax: Any = None) -> Any:
     """Forest plot: every component's estimate with its interval, several fits side by side.
 
@@ -344,7 +358,7 @@ def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = No
             if bound.any():
                 a.plot(est[bound], y[bound], "o", mfc="white", color=colours[label], ms=4,
                        gid=f"boundary:{comp}:{label}")
-        unit = "score points" if comp == "mu" else "points²"
+        unit = "score points" if comp == "mu" else _variance_unit(fits.values())
         a.set_title(f"{comp}\n{_SYMBOL[comp]}", fontsize=8)
         a.set_xlabel(unit)
         a.grid(True, axis="x")
@@ -474,7 +488,7 @@ def posterior(fit: Any, components: Sequence[str] | None = None, *, model: str |
     for c in comps:
         a = pc.viz["plot"][c].item()
         a.set_title(f"{c}\n{_SYMBOL[c]}", fontsize=9)
-        a.set_xlabel("score points²")
+        a.set_xlabel(_variance_unit([fit]))
     fig.suptitle(f"Posterior of {key} ({100 * fit.ci_level:g}% {kind.upper()}, dot = posterior mean)", fontsize=9)
     return fig
 
