@@ -143,8 +143,8 @@ def native_model(density: Any, *, names: list[str], shapes: list[tuple[int, ...]
                  dims: dict[str, tuple[str, ...]], init: Any) -> Any | None:
     """nutpie's compiled-model object for an :class:`~cjstats.estimators.bayes.ordinal.OrdinalDensity`, or
     ``None`` when numba or nutpie's C interface is not usable (the caller falls back to the Python callback)."""
-    if density.kernel is None:
-        return None
+    if density.kernel is None or list(names) != density.expanded_names():
+        return None                                         # the expand callback writes exactly that order
     try:
         from nutpie.compile_pymc import CompiledPyMCModel
     except ImportError:  # pragma: no cover - another nutpie layout
