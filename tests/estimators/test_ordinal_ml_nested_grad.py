@@ -10,8 +10,8 @@ Tolerance: the central difference with step 1e-5 of a Laplace value whose joint 
 1e-11 is accurate to ~1e-8 here (measured: largest error 1.5e-8 over these tables and s_b = 0.6, e^-4, e^-9,
 gradients of size 6-63; at step 1e-3 and 1e-4 the error is 0.6-5e-5 and 0.6-5e-7, falling as h^2 (ratio 75-100):
 the truncation error of a correct derivative). The tests take atol 1e-6 and also check that the error falls by a
-factor > 30 from h = 1e-3 to 1e-4, so a wrong term of size down to ~1e-5 fails. Each test's docstring names a mutation of the library that made it fail
-(verified once by hand, then reverted).
+factor > 30 from h = 1e-3 to 1e-4, so a wrong term of size down to ~1e-5 fails. Each test's docstring names a
+mutation of the library that made it fail (verified once by hand, then reverted).
 """
 from pathlib import Path
 

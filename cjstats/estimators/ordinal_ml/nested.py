@@ -25,10 +25,16 @@ cells are one vectorised array (per-cell and per-scenario sums by ``np.bincount`
 links), so a Newton step halved where G_i would decrease converges.
 
 Optimiser parameters: the m = 1 vector of :mod:`.likelihood` (log s_a, reference-coded gamma, thresholds) with
-``log s_b`` appended last, so :func:`.likelihood.unpack` and ``_bounds`` read ``x[:-1]``. The gradient is the
-central difference of the marginal (:func:`.numdiff.central_difference`, step 1e-5; the modes are Newton-converged
-to machine precision, so it is accurate to ~1e-8): a first version -- the m = 1 path keeps its analytic AGQ
-gradient and its speed.
+``log s_b`` appended last, so :func:`.likelihood.unpack` and ``_bounds`` read ``x[:-1]``. The gradient is analytic
+(:func:`laplace_grad`: the envelope theorem for G at the mode plus d/dx of 1/2 log det H, which moves directly with
+x and through the mode, dz*/dx = H^-1 G_zx; one arrow solve per scenario and one pass of the third-order link
+partials, O(rows + cells)). It equals the central difference of -log L to ~1e-8 (gradients of size 6-63;
+tests/estimators/test_ordinal_ml_nested_grad.py) and costs about one Laplace evaluation instead of 2 dim(x) of
+them; the fits equal those with the central difference (``gradient="fd"``, kept reachable) to the optimiser's
+precision. The observed information is the central difference of the gradient (step 1e-4 (1 + |x_j|)).
+Measured (``benchmarks/bench_ordinal_nested.py``, 2 shared cores, load ~2.7): ``cj.estimate(..., method="ordinal")``
+on 80 scenarios x 10 generations x 5 judges, 1-10 (4,000 rows, 15 parameters) 0.13 s (1.67 s with the central
+difference), with ``interval="profile"`` 1.3 s (18 s).
 """
 
 from __future__ import annotations
