@@ -7,9 +7,13 @@ u = +inf for the top category and l = -inf for the bottom one,
     log P(Y = k) = log(F(u) - F(l)),
     d/deta  log P = -(f(u) - f(l)) / P,
     d2/deta2 log P = (f'(u) - f'(l)) / P - (d/deta log P)^2,
+    d3/deta3 log P = -(f''(u) - f''(l)) / P + 3 p_D p_DD - 2 p_D^3,
+    p_D = (f(u) - f(l)) / P,   p_DD = (f'(u) - f'(l)) / P,
 
-with F the standard logistic (``"logit"``) or normal (``"probit"``) distribution, f its density and f' the
-density's derivative (logit: f' = f (1 - 2F); probit: f' = -x f). The logit difference is computed as
+(the third from (log P)''' = P'''/P - 3 P'' P'/P^2 + 2 (P'/P)^3; it is -(lp_uDD + lp_lDD) of
+:func:`log_prob_partials`), with F the standard logistic (``"logit"``) or normal (``"probit"``) distribution,
+f its density and f', f'' the density's derivatives (logit: f' = f (1 - 2F), f'' = f ((1 - 2F)^2 - 2f);
+probit: f' = -x f, f'' = (x^2 - 1) f). The logit difference is computed as
 log sigma(u) + log sigma(-l) + log(1 - exp(l - u)), as in :mod:`cjstats.estimators.bayes.ordinal` (whose
 density is logit-only and fused into its sampler's kernel, so it is not reused here); the probit difference
 is taken in whichever tail keeps both terms away from 1 (log Phi(u) + log(1 - Phi(l)/Phi(u)), or the mirror
@@ -109,8 +113,9 @@ def log_prob(u: np.ndarray, lo: np.ndarray, link: str, *, derivatives: int = 2
 
 
 def log_prob_partials(u: np.ndarray, lo: np.ndarray, link: str, *, order: int = 3) -> dict[str, np.ndarray]:
-    r"""log P = log(F(u) - F(lo)) and its partial derivatives in the two bounds, for the analytic gradient of
-    the adaptive-quadrature likelihood (:func:`cjstats.estimators.ordinal_ml.likelihood.agq_value_and_grad`).
+    r"""log P = log(F(u) - F(lo)) and its partial derivatives in the two bounds, for the analytic gradients of
+    the adaptive-quadrature likelihood (:func:`cjstats.estimators.ordinal_ml.likelihood.agq_value_and_grad`) and of
+    the nested Laplace likelihood (:func:`cjstats.estimators.ordinal_ml.nested.laplace_grad`).
 
     With D = d/du + d/dlo (a common shift of both bounds; d/da = -D for a scenario effect a), r_u = f(u)/P,
     r_l = f(lo)/P, s_. = f'(.)/P, t_. = f''(.)/P, p_D = r_u - r_l and p_DD = s_u - s_l:
@@ -121,7 +126,14 @@ def log_prob_partials(u: np.ndarray, lo: np.ndarray, link: str, *, order: int = 
 
     from the rule for third derivatives of a logarithm in mixed directions,
     (log P)_vwx = P_vwx/P - (P_vw P_x + P_vx P_w + P_wx P_v)/P^2 + 2 P_v P_w P_x/P^3, with P_u = f(u),
-    P_lo = -f(lo) and every mixed partial of P in (u, lo) zero. Entries at an infinite bound are 0.
+    P_lo = -f(lo) and every mixed partial of P in (u, lo) zero. Entries at an infinite bound are 0. The
+    derivatives in the linear predictor eta (d/deta = -D) follow: d log P/deta = -(lp_u + lp_l),
+    d2/deta2 = lp_uD + lp_lD and the third
+
+        d3/deta3 log P = -(lp_uDD + lp_lDD) = -(t_u - t_l) + 3 p_D p_DD - 2 p_D^3
+
+    (tested against central differences of ``log_prob``'s second derivative in
+    tests/estimators/test_ordinal_ml_nested_grad.py).
     ``order`` = 1 returns ``lp``, ``u``, ``l``; 2 adds ``uD``, ``lD``; 3 adds ``uDD``, ``lDD``.
     """
     lp = log_prob(u, lo, link, derivatives=0)[0]

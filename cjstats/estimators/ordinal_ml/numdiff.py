@@ -6,8 +6,9 @@ For fn: R^n -> R (or R^m) and a step h_j per coordinate,
 
 e_j the j-th unit vector; the error is O(h_j^2) (plus rounding ~eps |fn| / h_j). The step is h_j = h (absolute,
 the default) or, with ``relative=True``, h_j = h (1 + |x_j|). Used for the panel score's gradient and the
-Jacobian of the reported parameters (:mod:`cjstats.estimators.ordinal_ml`), the nested model's gradient and
-Hessian (:mod:`.nested`) and the m = 1 Hessian from the analytic gradient (:mod:`.optimise`).
+Jacobian of the reported parameters (:mod:`cjstats.estimators.ordinal_ml`), the nested model's Hessian from its
+analytic gradient (and its gradient with ``gradient="fd"``: :mod:`.nested`) and the m = 1 Hessian from the
+analytic gradient (:mod:`.optimise`).
 """
 
 from __future__ import annotations
