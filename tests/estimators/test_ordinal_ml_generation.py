@@ -4,7 +4,7 @@ only method clmm has with two random terms), and the result reports it.
 
 Fixture: tests/data/ordinal_ml/generation/r_reference_gen.json, made by fit_clmm_gen.R from the CSVs of
 make_inputs.py there (m = 2-3 generations, ordinal 1-5 with a ceiling and binary).
-Tolerances: our optimum has a (finite-difference) gradient ~1e-8; clmm's nlminb stops at "relative convergence"
+Tolerances: our optimum has an (analytic) gradient norm ~1e-13 (1e-8 with the finite-difference gradient); clmm's nlminb stops at "relative convergence"
 with a gradient ~1e-3 (fixture field max_grad), so its log-likelihood is at most ~1e-7 below ours (measured:
 ours higher by 0-3e-8) and its parameters ~1e-4 relative from ours (measured: variances 3e-5 relative,
 thresholds and offsets 2e-5 absolute). We test log-likelihood to 1e-5 (and never below R's by more than 1e-6),
