@@ -552,7 +552,7 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
     """
     caller = "coverage_plot"
     require_packages(caller, "matplotlib")
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
     s = getattr(study, "measures", None)
     require_columns(s, ("design", "method", "component", "coverage", "coverage_mcse", "replicates"),
@@ -595,7 +595,8 @@ def coverage_plot(study: Any, *, nominal: float | None = None, ax: Any = None) -
                             color=PALETTE[j % len(PALETTE)], label=m if comp == comps[0] else None)
             eb.lines[0].set_gid(f"cov:{comp}:{m}")
         a.set_title(comp, fontsize=9)
-        a.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        a.xaxis.set_major_locator(MaxNLocator(nbins=4 if len(comps) <= 4 else 2))   # narrow panels: few ticks
+        a.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
     lows = np.concatenate([np.asarray(s["coverage"], dtype=float) - 2 * np.asarray(s["coverage_mcse"], dtype=float),
                            [level - half if math.isfinite(half) else level]])
     left = float(np.nanmin(lows)) if np.isfinite(lows).any() else 0.0
