@@ -87,9 +87,10 @@ draw: ``generation`` is not identifiable and ``residual`` holds sigma2_beta + si
 Ordinal option
 --------------
 ``likelihood="ordinal"`` treats the scores as ordered categories (judge scores are bounded: the limitation the
-paper states for its linear model) with a cumulative-logit link and the same effects on a latent scale; see
-:mod:`cjstats.estimators.bayes.ordinal`. Its ``scenario``, ``generation``, ``judge_panel``,
-``judge_population`` and ``residual`` (fixed at pi^2/3, the logistic variance) are on the latent scale, and
+paper states for its linear model) with a cumulative-logit (default) or, ``link="probit"``, cumulative-probit
+link and the same effects on a latent scale; see :mod:`cjstats.estimators.bayes.ordinal`. Its ``scenario``,
+``generation``, ``judge_panel``, ``judge_population`` and ``residual`` (fixed at pi^2/3, the logistic variance,
+or 1 for probit) are on the latent scale, and
 ``mu`` is the expected score of the panel on the score scale; every row says so in ``ci_method`` and ``note``,
 and ``draws.attrs["scale"]`` says so for the draws. Latent variances are not score variances: Proposition 1
 applied to them predicts the variance of a latent mean, not of the benchmark's mean score. Allocation on the

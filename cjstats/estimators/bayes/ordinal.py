@@ -1,4 +1,4 @@
-r"""The cumulative-logit (ordinal) model of the Bayesian backend.
+r"""The cumulative-link (ordinal) model of the Bayesian backend: logit (below) or probit.
 
 A helper of :mod:`cjstats.estimators.bayes`, with one public function: :func:`expected_score`, the model's
 score-scale panel mean for given latent parameters, which the backend reports as ``mu`` and the decision
@@ -32,7 +32,12 @@ sum to zero over the n observed scenarios, the cutpoints sit at their mean; each
 the latent location by delta ~ N(0, sigma_alpha^2 / n), the distance between the observed and the population
 mean of alpha, so that mu carries the sigma_alpha^2 / n of Proposition 1 as the Gaussian model's mu does.
 
-Log density: with u = c_k - eta and l = c_{k-1} - eta (u = +inf for the top category, l = -inf for the
+With ``link="probit"`` the logistic F above is the standard normal Phi (latent residual variance 1, the scale
+of the maximum-likelihood ``method="ordinal"``): log P(Y = k) = log(Phi(u) - Phi(l)), taken from erfc in the tail
+that keeps both terms away from 1 (the upper one when l > 0), and beyond 20 latent units, where erfc underflows,
+from the asymptotic series of log Phi; d/du = phi(u) / P, d/dl = -phi(l) / P.
+
+Log density (logit): with u = c_k - eta and l = c_{k-1} - eta (u = +inf for the top category, l = -inf for the
 bottom one), log P(Y = k) = log sigma(u) + log sigma(-l) + log(1 - exp(l - u)), stable at both ends; its
 derivatives are d/du = sigma(-u) + 1/expm1(u - l) and d/dl = -sigma(l) - 1/expm1(u - l), where u - l is the
 cutpoint gap exp(x_k) of the ordered transform.
