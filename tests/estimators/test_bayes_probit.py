@@ -104,3 +104,25 @@ def test_link_is_refused_for_the_gaussian_model(data):
         cj.estimate(data, "bayes", link="probit", draws=50, tune=50, chains=1)
     with pytest.raises(CjstatsError, match="link"):
         cj.estimate(data, "bayes", likelihood="ordinal", link="cloglog", draws=50, tune=50, chains=1)
+
+
+def test_every_group_of_a_table_is_fitted():
+    """Two models x two criteria: one ordinal fit per group, each on its own rows (the loop once reused the
+    name of the score rows for the component rows, so the second group failed with an AttributeError)."""
+    parts = []
+    for i, (model, crit) in enumerate([("a", "c1"), ("a", "c2"), ("b", "c1"), ("b", "c2")]):
+        d = simulate_ordinal_scores(15, 1, 3, s2a=0.5, s2b=0.0, gamma=panel_offsets(3, 0.3),
+                                    cuts=np.array([-0.8, 0.2, 1.0]) + 0.3 * i, seed=20 + i, link="probit",
+                                    model=model)
+        parts.append(d.assign(criterion=crit))
+    import pandas as pd
+
+    df = pd.concat(parts, ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CjstatsWarning)
+        fit = cj.estimate(df, "bayes", likelihood="ordinal", link="probit", seed=3, draws=200, chains=2)
+    mu = fit.components[fit.components["component"] == "mu"].set_index(["model", "criterion"])["estimate"]
+    assert len(mu) == 4
+    for (model, crit), d in zip([("a", "c1"), ("a", "c2"), ("b", "c1"), ("b", "c2")], parts):
+        assert abs(mu[(model, crit)] - d["score"].mean()) < 0.35, (model, crit)   # each group's own scores
+    assert sorted(fit.posterior) == ["a / c1", "a / c2", "b / c1", "b / c2"]

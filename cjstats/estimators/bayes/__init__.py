@@ -666,12 +666,12 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                      "m_min": g.design.generations_min, "m_max": g.design.generations_max,
                      "k": g.design.n_judges, "n_rows": g.design.n_rows,
                      "scenario_judge": "fitted" if sj_fit else sj_note})
-        rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood, sj_note, link=link)
+        comp_rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood, sj_note, link=link)
         _annotate(run.tree, likelihood=likelihood, sampler=run.sampler, g=g)
         loc = np.column_stack((run.components["mu"].ravel(), run.gamma.reshape(-1, run.gamma.shape[-1])))
         cov = ParameterCovariance(params=location_params(g.judge_labels), estimate=loc.mean(axis=0),
                                   cov=np.cov(loc, rowvar=False), draws=loc)
-        fits[group_name(g)] = GroupFit(rows, offsets, diag, cov)
+        fits[group_name(g)] = GroupFit(comp_rows, offsets, diag, cov)
         frames.append(_draws_frame(run, g))
         trees[group_name(g)] = run.tree
 
