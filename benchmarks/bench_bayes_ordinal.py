@@ -4,7 +4,9 @@ Goal (issue 22): 4,000 rows in under 10 s, so that the ordinal model fits in the
 ``simulation_study``. Data: the cumulative-logit model of record (``simulate_ordinal_scores``): 200 scenarios x
 m = 4 generations x K = 5 judges, latent scenario variance 1, generation variance 0.3, judge offsets with panel
 variance 0.16 (``panel_offsets(5, 0.4)``), and either a 1-5 scale with a ceiling (cutpoints -2.5, -1.2, 0, 0.6:
-about 40% of scores at 5) or binary verdicts (one cutpoint, 0.3).
+about 40% of scores at 5) or binary verdicts (one cutpoint, 0.3); and real ratings, MentalAlign's Empathy
+criterion for one model (claude-3.5-haiku; 1,000 scenarios x 4 LLM judges, one generation, 3,999 rows, 1-5 with
+most scores at 5).
 
 Both links (logit, probit) on each table; the data are logit, so the probit fit is the same model on its own
 latent scale (variances about 1/1.7^2 of the logit ones). For each table, link and sampler setting, in one warm
@@ -14,7 +16,7 @@ components (``diagnostics['ess_bulk_min']``), the ESS per second of the worst va
 divergences; and the cost of one evaluation of the log density with its gradient, with the mean number of
 leapfrog steps per draw (the two factors of the sampling time).
 
-    .venv/bin/python benchmarks/bench_bayes_ordinal.py                 # both tables and links, every setting
+    .venv/bin/python benchmarks/bench_bayes_ordinal.py                 # all three tables and both links, every setting
     .venv/bin/python benchmarks/bench_bayes_ordinal.py --quick         # the likert table, logit, defaults only
 
 The machine is shared (2 cores, other workers): wall times vary by a factor up to 2 between runs; the ESS per
@@ -37,6 +39,12 @@ SETTINGS = {"default": (1000, None, 4), "lean": (500, 300, 4), "tune1000": (1000
 
 
 def table(kind: str, seed: int = 0):
+    if kind == "mentalalign":                  # real ratings: one model's Empathy, LLM judges only (m = 1)
+        import cjstats as cj
+
+        df = cj.datasets.load("mentalalign").to_frame()
+        df = df[(df["criterion"] == "Empathy") & (df["model"] == "claude-3.5-haiku")]
+        return df[~df["judge"].astype(str).str.contains("human", case=False)].drop(columns="criterion")
     from cjstats.studies.simulate import panel_offsets, simulate_ordinal_scores
 
     cuts = np.array([0.3]) if kind == "binary" else np.array([-2.5, -1.2, 0.0, 0.6])
@@ -89,9 +97,9 @@ def run(kind: str, setting: str, link: str) -> dict:
                           chains=chains)
     tune = fit.provenance["options"]["tune"]
     wall = time.perf_counter() - t0
-    d = fit.diagnostics["x"]
-    steps = fit.posterior["x"].sample_stats["n_steps"].values
     c = fit.components.set_index("component")
+    d = next(iter(fit.diagnostics.values()))
+    steps = next(iter(fit.posterior.values())).sample_stats["n_steps"].values
     return {"table": kind, "link": link, "setting": setting, "rows": len(df), "draws": draws, "tune": tune, "chains": chains,
             "wall_s": round(wall, 1), "sampling_s": round(float(d.get("seconds", np.nan)), 1),
             "ess_bulk_min": round(d["ess_bulk_min"]), "ess_tail_min": round(d["ess_tail_min"]),
@@ -104,9 +112,12 @@ def run(kind: str, setting: str, link: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tables", default="likert,binary,mentalalign",
+                    help="comma-separated: likert, binary, mentalalign (real ratings, 3,999 rows)")
+    ap.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated: " + ", ".join(SETTINGS))
     args = ap.parse_args()
-    kinds = ["likert"] if args.quick else ["likert", "binary"]
-    settings = ["default"] if args.quick else list(SETTINGS)
+    kinds = ["likert"] if args.quick else args.tables.split(",")
+    settings = ["default"] if args.quick else args.settings.split(",")
     links = ["logit"] if args.quick else ["logit", "probit"]
     import cjstats as cj  # noqa: F401 - import time is not the fit's
 
