@@ -288,7 +288,9 @@ def _sample_pymc(model: Any, *, draws: int, tune: int, chains: int, seed: int, p
                  target_accept: float, cores: int | None) -> Any:
     import pymc as pm
 
-    with warnings.catch_warnings():
+    from cjstats._pytensor import reproducible_compile
+
+    with warnings.catch_warnings(), reproducible_compile():  # same bits from a cold or warm compile cache
         warnings.simplefilter("ignore", FutureWarning)
         return pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=progress,
                          nuts_sampler="pymc", model=model, compute_convergence_checks=False, quiet=not progress,

@@ -36,6 +36,7 @@ from cjstats.results.contrast import JointCovariance
 from cjstats.estimators.joint._joint import (
     JOINT_LABEL, JointData, JointFit, components_frame, joint_data, joint_stats,
 )
+from cjstats._pytensor import reproducible_compile
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
 
@@ -111,7 +112,7 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
         raise CjstatsError(f"Judge '{d.judges[lj]}' never scored model '{d.models[pm_]}', so the model x judge cell "
                            f"means are not estimable. Drop that judge or that model (scores.subset(...)).")
     model, has_gen = build_joint_model(d, model_scenario=model_scenario)
-    with model:
+    with model, reproducible_compile():  # the same bits from a cold or a warm compile cache (cjstats._pytensor)
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
                           target_accept=target_accept, progressbar=False, compute_convergence_checks=False,
                           nuts_sampler=nuts_sampler)
