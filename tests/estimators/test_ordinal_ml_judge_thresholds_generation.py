@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import logsumexp
-from scipy.stats import chi2, norm
+from scipy.stats import norm
 
 import cjstats as cj
 from cjstats.estimators.ordinal_ml import parameter_draws, threshold_test
