@@ -460,6 +460,11 @@ class TestSectionAndErrors:
         text = str(optimise(qwen_fit, budget=450))
         assert text.startswith("Allocation for model 'Qwen': budget 450 calls; K_tot = 5 judges; up to 30 scenarios")
         assert "Recommended: cyclic" in text
+        # two P(best)s with different reference sets: the header's among every ranked design, the strategies
+        # table's among the best design of each strategy; the text names each
+        a = optimise(qwen_fit, budget=450)
+        assert f"P(best) = {a.recommendation['p_best']:.2f} among the {len(a.table)} ranked designs" in text
+        assert f"p_best among these {len(a.strategies)})" in text
 
 
 def test_the_decision_layer_reads_fits_through_decisions_inputs():

@@ -81,8 +81,10 @@ class Allocation(Result):
                  f"Recommended: {r['strategy']}, {r['judges_per_generation']} judge(s) per generation, "
                  f"n = {r['n']} scenarios x m = {r['m']} generations = {r['calls']} calls (cost {r['cost']:g}"
                  + (f", at most {r['max_cost']:g}" if r["max_cost"] > r["cost"] * (1 + _TOL) else "") + "); "
-                 f"predicted SE {r['se']:.4g}{ival}; P(best) = {r['p_best']:.2f}",
-                 "", "Best design per strategy (uncertainty: " + self.uncertainty + ")"]
+                 f"predicted SE {r['se']:.4g}{ival}; P(best) = {r['p_best']:.2f} among the {len(self.table)} "
+                 f"ranked designs",
+                 "", "Best design per strategy (uncertainty: " + self.uncertainty + "; p_best among these "
+                 f"{len(self.strategies)})"]
         cols = ["strategy", "judges_per_generation", "n", "m", "calls", "cost", "max_cost", "se", "variance_lower",
                 "variance_upper", "p_best"]
         show = self.strategies[[c for c in cols if c in self.strategies.columns]].copy()
