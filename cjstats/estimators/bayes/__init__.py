@@ -158,9 +158,6 @@ GAUSSIAN_PRIORS: dict[str, float] = {"mu": 2.5, "sigma_scenario": 1.0, "sigma_ge
 #: Default tuning steps per chain of the ordinal model (the Gaussian model's is 1000).
 ORDINAL_TUNE = 500
 
-#: The latent residual variance each link fixes (the unit of the latent scale).
-_RESIDUAL = {"logit": math.pi**2 / 3.0, "probit": 1.0}
-
 #: Default prior scales of the ordinal model, on the latent (logistic) scale: every sigma ~ HalfStudentT(3, 2),
 #: cutpoints ~ N(0, 5^2) restricted to increasing order.
 ORDINAL_PRIORS: dict[str, float] = {"sigma_scenario": 2.0, "sigma_generation": 2.0, "sigma_judge": 2.0,
@@ -353,6 +350,7 @@ def _run_ordinal(g: GroupData, *, priors: dict[str, float], sampler: str, draws:
     from cjstats.estimators.bayes.ordinal import (
         OrdinalDensity,
         expected_score,
+        RESIDUAL_VARIANCE,
         location_shift,
         ordinal_data,
     )
@@ -387,7 +385,7 @@ def _run_ordinal(g: GroupData, *, priors: dict[str, float], sampler: str, draws:
     tree["posterior"] = post
     comps = ["mu", "scenario", *(["generation"] if od.has_generation else []), "judge_panel", "judge_population"]
     components = {c: _posterior_array(tree, c) for c in comps}
-    components["residual"] = np.full(shape, _RESIDUAL[link])
+    components["residual"] = np.full(shape, RESIDUAL_VARIANCE[link])
     free = ["sigma_scenario", *(["sigma_generation"] if od.has_generation else []), "sigma_judge", "gamma",
             "cutpoints"]
     return _Run(tree=tree, components=components, gamma=gamma, check_vars=free + comps, seconds=seconds,
@@ -499,7 +497,9 @@ def _rows(run: _Run, g: CellStats, level: float, kind: str, likelihood: str, sj_
     else:
         rows.append(ComponentRow.not_identifiable("scenario_judge", sj_note))
     if latent:
-        r = _RESIDUAL[link]
+        from cjstats.estimators.bayes.ordinal import RESIDUAL_VARIANCE
+
+        r = RESIDUAL_VARIANCE[link]
         unit = ("the logistic residual variance pi^2/3" if link == "logit" else
                 "the standard normal residual variance 1")
         rows.append(ComponentRow("residual", r, r, r, 0.0, f"fixed by the {link} link", "panel", r, False, True,

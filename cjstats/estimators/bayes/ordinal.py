@@ -62,6 +62,7 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 __all__ = [
     "LINKS",
     "OrdinalData",
+    "RESIDUAL_VARIANCE",
     "OrdinalDensity",
     "expected_score",
     "link_cdf",
@@ -525,6 +526,8 @@ def expected_score(cutpoints: np.ndarray, values: np.ndarray, gamma: np.ndarray,
 
 #: The links of a cumulative model, P(Y <= k) = F(c_k - eta): name -> F (the latent residual's distribution).
 LINKS: tuple[str, ...] = ("logit", "probit")
+#: The latent residual variance each link fixes (the unit of the latent scale): var of F.
+RESIDUAL_VARIANCE: dict[str, float] = {"logit": math.pi**2 / 3.0, "probit": 1.0}
 
 
 def link_cdf(link: str):

@@ -29,11 +29,12 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
+# the latent residual variance each link fixes: one table for both ordinal backends
+from cjstats.estimators.bayes.ordinal import RESIDUAL_VARIANCE
+
 __all__ = ["LINKS", "RESIDUAL_VARIANCE", "log_prob", "log_prob_partials", "cdf", "quantile"]
 
 LINKS = ("probit", "logit")
-#: The latent residual variance each link fixes (the unit of the latent scale).
-RESIDUAL_VARIANCE = {"probit": 1.0, "logit": math.pi**2 / 3.0}
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
