@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from cjstats.exceptions import CjstatsError, CjstatsWarning, NotEstimableWarning
+from cjstats.exceptions import CjstatsError, CjstatsWarning, IdentificationWarning, NotEstimableWarning
 
 __version__ = "0.1.0"
 
@@ -93,7 +93,7 @@ _MODULES = frozenset({"datasets", "io", "stats", "plots", "tables"})
 __all__ = [
     "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
     "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_test", "judge_table",
-    "CjstatsError", "CjstatsWarning", "NotEstimableWarning",
+    "CjstatsError", "CjstatsWarning", "NotEstimableWarning", "IdentificationWarning",
     "grand_mean_variance", "variance_contributions", "strategy_variance", "design_variance", "pool_variance",
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",
     "cyclic_schedule", "random_schedule", "all_judges_schedule", "schedule_audit", "realised_variance",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CjstatsError", "CjstatsWarning", "NotEstimableWarning"]
+__all__ = ["CjstatsError", "CjstatsWarning", "NotEstimableWarning", "IdentificationWarning"]
 
 
 # numpy scalar reprs (``np.int64(0)``, ``np.str_('a')``, ``np.float64(1.5)``) printed as the plain value
@@ -30,3 +30,8 @@ class CjstatsWarning(UserWarning):
 
 class NotEstimableWarning(CjstatsWarning):
     """A quantity cannot be estimated from the data; the result row carries the reason in ``note``."""
+
+
+class IdentificationWarning(NotEstimableWarning):
+    """Some parameter of a fit is not identified by the data (separation, a variance with too few groups, a
+    parameter that ran off): its rows carry no number and the reason (:mod:`cjstats.estimators.identification`)."""

@@ -116,7 +116,7 @@ import math
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.util import find_spec
 from types import MappingProxyType
 from typing import Any, Literal
@@ -669,6 +669,26 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
                      "k": g.design.n_judges, "n_rows": g.design.n_rows,
                      "scenario_judge": "fitted" if sj_fit else sj_note})
         comp_rows, offsets = _rows(run, g, ci_level, ci_kind, likelihood, sj_note, link=link)
+        if likelihood == "ordinal":        # separation: the priors keep the offsets finite, so they are prior-driven
+            from cjstats.estimators.identification import (
+                as_records,
+                ordinal_separation,
+                prior_driven,
+                warn_findings,
+            )
+
+            gd = rows_for(rows, g)
+            vals, cats = np.unique(np.asarray(gd.y, dtype=np.float64), return_inverse=True)
+            found = [replace(f, fix="the interval of this Bayesian fit is set by the prior (see priors=); drop the "
+                                    "judge to rest on the data alone")
+                     for f in ordinal_separation(cats, np.asarray(gd.judge), gd.judge_labels, vals)]
+            comp_rows = prior_driven(comp_rows, found)
+            sep = {f.judge for f in found}
+            offsets = [{**o, "ci_method": o.get("ci_method", "") + "; prior-driven (separation)"}
+                       if str(o.get("judge")) in sep else o for o in offsets]
+            warn_findings(found, g.label(capital=True), stacklevel=3,
+                          consequence="its posterior, and what depends on it, is set by the prior")
+            diag["identification"] = as_records(found)
         _annotate(run.tree, likelihood=likelihood, sampler=run.sampler, g=g)
         loc = np.column_stack((run.components["mu"].ravel(), run.gamma.reshape(-1, run.gamma.shape[-1])))
         cov = ParameterCovariance(params=location_params(g.judge_labels), estimate=loc.mean(axis=0),

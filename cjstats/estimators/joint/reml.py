@@ -69,7 +69,7 @@ from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, check_judges
 from cjstats.estimators.intervals import noncentral_chi2_interval
 from cjstats.estimators.reml import engine
 from cjstats.estimators.reml.engine import FitResult
-from cjstats.exceptions import CjstatsWarning
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.stats import NestedStats
 
 __all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint"]
@@ -662,6 +662,14 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     check_judges_scored(ns.counts, js.models, js.judge_labels)
     t_full = np.eye(p * k)
     per_model = model_scenario == "per_model"
+    if per_model:       # a model's own variance needs two of its scenarios (identification module)
+        from cjstats.estimators.identification import too_few_scenarios
+
+        few = too_few_scenarios(np.bincount(ns.group_model, minlength=p), [str(m) for m in js.models])
+        if few:
+            raise CjstatsError("model_scenario='per_model' cannot be fitted: " + "; ".join(f.reason for f in few)
+                               + ". Use model_scenario='pooled' (one variance shared by the models), or drop "
+                               + ("that model" if len(few) == 1 else "those models") + ".")
     fit = fit_nested(ns, t_full, reml=True, per_model=per_model)
     check_residual(float(fit.s2), js)
     beta_raw = fit.beta + np.repeat(ns.shift, k)       # the scores were centred by one constant per model

@@ -22,8 +22,19 @@ from typing import Any
 import numpy as np
 
 from cjstats._validate import check_choice
-from cjstats.exceptions import CjstatsError
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, rows_for
+from cjstats._warnings import warn
+from cjstats.estimators.identification import (
+    Finding,
+    as_records,
+    mark,
+    ordinal_separation,
+    run_off,
+    singular,
+    unanimous,
+    warn_findings,
+)
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.nested import fit_nested, profile_nested
@@ -65,10 +76,67 @@ def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared")
     return q, fit_nested(q), values
 
 
+def _pinv(h: np.ndarray) -> np.ndarray:
+    """Moore-Penrose inverse of the observed information (NaN where the Hessian is not finite)."""
+    h = np.asarray(h, dtype=np.float64)
+    return np.linalg.pinv(h) if np.all(np.isfinite(h)) else np.full_like(h, np.nan)
+
+
+def _drop_judges(g: Any, separated: dict[str, Any]) -> Any:
+    """The rows of ``g`` without the separated judges, recoded (judges, scenarios, cells 0-based and dense): the
+    exact limit of the maximum-likelihood fit of everything else (:mod:`cjstats.estimators.identification`).
+    One sentence when nothing is left to fit."""
+    from types import SimpleNamespace
+
+    labels = [str(lab) for lab in g.judge_labels]
+    keep_j = [j for j, lab in enumerate(labels) if lab not in separated]
+    if not keep_j:
+        raise CjstatsError(f"Every judge of {g.label()} gives one score to every item ("
+                           + ", ".join(f"'{lab}' {f.value:g}" for lab, f in separated.items())
+                           + "): no judge offset, threshold or variance can be estimated from these scores; the "
+                           "ordinal model needs judges that use at least two categories.")
+    judge = np.asarray(g.judge)
+    keep = np.isin(judge, keep_j)
+    y = np.asarray(g.y)[keep]
+    if np.unique(y).size < 2:
+        raise CjstatsError(f"After the separated judges of {g.label()} ("
+                           + ", ".join(f"'{lab}'" for lab in separated) + ", each in one category) the other "
+                           f"judges' scores take a single value ({y[0]:g}): nothing identifies the ordinal model; "
+                           f"use method='bayes', whose priors keep the offsets finite, or report the raw rates.")
+    new_j = np.full(len(labels), -1, dtype=np.int64)
+    new_j[keep_j] = np.arange(len(keep_j))
+    s_lab, scen = np.unique(np.asarray(g.scenario)[keep], return_inverse=True)
+    c_lab, cell = np.unique(np.asarray(g.cell)[keep], return_inverse=True)
+    cell_scen = np.zeros(c_lab.size, dtype=np.int64)
+    cell_scen[cell] = scen
+    per = np.bincount(cell_scen, minlength=s_lab.size)
+    design = SimpleNamespace(n_scenarios=int(s_lab.size), n_judges=len(keep_j), generations_max=int(per.max()))
+    return SimpleNamespace(y=y, scenario=scen, judge=new_j[judge[keep]], cell=cell, cell_scenario=cell_scen,
+                           judge_labels=tuple(labels[j] for j in keep_j), design=design, label=g.label)
+
+
+def _mu_interval(mu: float, se: float, lo: float, hi: float, level: float, n: int) -> tuple[float, float, str]:
+    r"""Interval for the panel's expected score mu in (lo, hi), the score range: Wald on the logit of
+    u = (mu - lo)/(hi - lo), se_u = se / ((hi - lo) u (1 - u)) (delta method), with the t quantile on n - 1 df
+    (n scenarios: mu is a mean over scenarios, and a normal quantile covers 0.905 at n = 20), mapped back, so the
+    interval stays inside the score range."""
+    from scipy.stats import t as t_dist
+
+    q = float(t_dist.ppf(0.5 + level / 2, max(n - 1, 1)))
+    u = (mu - lo) / (hi - lo)
+    if not (0.0 < u < 1.0) or not math.isfinite(se):
+        return mu, mu, f"Wald (delta method, logit scale, t_{max(n - 1, 1)}): at the edge of the score range"
+    lu = math.log(u / (1 - u))
+    sl = se / ((hi - lo) * u * (1 - u))
+    a, b = lu - q * sl, lu + q * sl
+    return (lo + (hi - lo) * float(0.5 * (1 + np.tanh(a / 2))), lo + (hi - lo) * float(0.5 * (1 + np.tanh(b / 2))),
+            f"Wald (delta method, logit scale, t_{max(n - 1, 1)})")
+
+
 def _effective(x_full: np.ndarray) -> np.ndarray:
     """The m = 1 vector whose s_a^2 is s_a^2 + s_b^2 (a new scenario's single new generation sees both)."""
     xe = np.array(x_full[:-1], dtype=np.float64)
-    xe[0] = 0.5 * math.log(math.exp(2 * x_full[0]) + math.exp(2 * x_full[-1]))
+    xe[0] = 0.5 * float(np.logaddexp(2 * x_full[0], 2 * x_full[-1]))
     return xe
 
 
@@ -181,21 +249,33 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
 
     def fit_one(g):
         gd = rows_for(rows, g)
-        one_gen = int(gd.design.generations_max) == 1
+        values_all, cat_all = np.unique(np.asarray(gd.y, dtype=np.float64), return_inverse=True)
+        # identification before the fit: a judge in one extreme category is separated (its offset is +-inf) and
+        # the exact limit of the MLE of everything else is the fit without its rows (identification module)
+        findings = ordinal_separation(cat_all, np.asarray(gd.judge), gd.judge_labels, values_all,
+                                      thresholds=thresholds) if values_all.size >= 2 else []
+        separated = {f.judge: f for f in findings if f.judge is not None and not math.isnan(f.value)}
+        if values_all.size >= 2 and unanimous(cat_all, np.asarray(gd.scenario)):
+            raise CjstatsError(f"Every scenario of {gd.label()} has one score from all its judges (each scenario is "
+                               f"unanimous): the ordinal model's scenario variance is unbounded and no judge offset or "
+                               f"threshold is identified by these scores; their mean ({float(np.mean(gd.y)):g}) and "
+                               f"the share of scenarios at each score are all they support.")
+        fd = _drop_judges(gd, separated) if separated else gd
+        one_gen = int(fd.design.generations_max) == 1
         gen = (not one_gen) if generation is None else (bool(generation) and not one_gen)
         if gen:
-            q, uf, values = fit_unit_nested(gd, link=link, thresholds=thresholds)
+            q, uf, values = fit_unit_nested(fd, link=link, thresholds=thresholds)
             p, xb = q.base, uf.x[:-1]
             gen_boundary = bool(uf.extra["generation_at_boundary"])
-            cx = _x_cov(np.linalg.pinv(uf.hessian), uf.at_boundary)
+            cx = _x_cov(_pinv(uf.hessian), uf.at_boundary)
             if gen_boundary:
                 cx[-1, :] = cx[:, -1] = 0.0
             jac = np.hstack([_jacobian(p, xb), np.zeros((p.n_judges + 1, 1))])
             umethod = f"ML cumulative {link} (Laplace in (scenario, generation); latent scale)"
         else:
-            p, uf, values = fit_unit(gd, link=link, thresholds=thresholds, nagq=nagq)
+            p, uf, values = fit_unit(fd, link=link, thresholds=thresholds, nagq=nagq)
             xb = uf.x
-            cx = _x_cov(np.linalg.pinv(uf.hessian), uf.at_boundary)   # log s_a held fixed at a boundary estimate
+            cx = _x_cov(_pinv(uf.hessian), uf.at_boundary)   # log s_a held fixed at a boundary estimate
             jac = _jacobian(p, uf.x)
             umethod = method
         cov = jac @ cx @ jac.T
@@ -204,7 +284,49 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         k = p.n_judges
         s2 = math.exp(2 * log_s)
         se_ls = math.sqrt(max(cov[0, 0], 0.0))
-        if gen and (interval == "profile" or uf.at_boundary):
+        cg = cov[1:, 1:]
+        # identification after the fit: a variance at the top of its search range, or an offset whose
+        # information is singular (quasi-separation the data check cannot see)
+        from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS
+
+        names = ["scenario"] + ([f"gamma[{lab}]" for lab in fd.judge_labels] if thresholds == "shared" and k > 1
+                                else [])
+        xs = [log_s] + ([0.0] * k if len(names) > 1 else [])
+        ses = [0.0 if uf.at_boundary else se_ls] + (list(np.sqrt(np.maximum(np.diag(cg), 0.0))) if len(names) > 1
+                                                      else [])
+        if gen:
+            names.append("generation")
+            xs.append(float(uf.x[-1]))
+            ses.append(0.0 if gen_boundary else math.sqrt(max(cx[-1, -1], 0.0)))
+        after = run_off(names, np.array(xs), np.array(ses), upper={"scenario": LOG_S_BOUNDS[1],
+                                                                   "generation": LOG_S_BOUNDS[1]},
+                        rows={"scenario": ("scenario",), "generation": ("generation",),
+                              **{n: ("judge_panel", "judge_population") for n in names if n.startswith("gamma[")}},
+                        fix="check the table for a judge, scenario or category that explains it (see the "
+                            "identification diagnostics), or use method='bayes', whose priors keep it finite")
+        # a flat or non-maximal direction of the information (no isolated maximum) names its parameters
+        xnames = (["scenario"] + [f"gamma[{lab}]" for lab in fd.judge_labels[1:]] * (thresholds == "shared")
+                  + ["thresholds"] * (p.n_sets * (p.n_categories - 1)) + (["generation"] if gen else []))
+        held = {0} if uf.at_boundary else set()
+        if gen and gen_boundary:
+            held.add(len(xnames) - 1)
+        # per-judge thresholds at +-inf for an unused extreme category are explained before the fit (a boundary:
+        # the judge gives that score with probability 0), and leave mu well defined
+        explained = any(f.parameter.startswith("thresholds[") for f in findings)
+        flat = [n for n in singular(uf.hessian, np.array([i for i in range(len(xnames)) if i not in held]), xnames)
+                if n not in {f.parameter for f in after}]
+        after += [Finding(n, f"the likelihood is flat or not maximal in the direction of {n} (the observed "
+                             f"information is not positive definite there)",
+                          "see diagnostics['message']; a judge or scenario pattern explains it",
+                          rows={"scenario": ("scenario",), "generation": ("generation",),
+                                "thresholds": () if explained else ("mu",)}.get(n, ("judge_panel",
+                                                                                   "judge_population")))
+                  for n in flat]
+        findings = findings + after
+        bad = {f.parameter for f in after}
+        if "scenario" in bad:
+            lo, hi, how = math.nan, math.nan, "not identified"
+        elif gen and (interval == "profile" or uf.at_boundary):
             lo, hi = profile_nested(q, uf, ci_level, 0, at_boundary=uf.at_boundary)
             how = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
         elif interval == "profile" or uf.at_boundary:     # at s_a ~ 0 the Wald interval on log s_a is meaningless
@@ -214,15 +336,24 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             lo, hi, _ = profile_scenario(p, pf, ci_level)
             how = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
         else:
-            lo, hi = s2 * math.exp(-2 * z * se_ls), s2 * math.exp(2 * z * se_ls)
+            lo, hi = s2 * float(np.exp(-2 * z * se_ls)), s2 * float(np.exp(2 * z * se_ls))
             how = "Wald on log s_a"
         mu, g_mu = _mu_gradient(p, uf.x, values, generation=gen)
+        # a separated judge gives its one score with probability 1 in the limit: it enters the panel mean exactly
+        k_all = len(gd.judge_labels)
+        share = k / k_all
+        mu = share * mu + sum(f.value for f in separated.values()) / k_all
+        g_mu = share * g_mu
         # (mu, panel-centred gamma) and their delta-method covariance: the contrast API's parameters
         lj = np.vstack([g_mu, jac[1:]]) if thresholds == "shared" else g_mu[None, :]
         loc_cov = lj @ cx @ lj.T
         se_mu = math.sqrt(max(float(loc_cov[0, 0]), 0.0))
-        out = [ComponentRow("mu", mu, mu - z * se_mu, mu + z * se_mu, se_mu, f"{umethod}, Wald (delta method)",
-                            "panel", mu, False, True, "score scale: the panel's expected score for a new scenario"),
+        mlo, mhi, mhow = _mu_interval(mu, se_mu, float(values_all[0]), float(values_all[-1]), ci_level,
+                                      int(fd.design.n_scenarios))
+        sep_note = ("; judges " + ", ".join(f"'{j}'" for j in separated) + " enter at their one observed score "
+                    "(separated: offset +-inf), taken as exact") if separated else ""
+        out = [ComponentRow("mu", mu, mlo, mhi, se_mu, f"{umethod}, {mhow}", "panel", mu, bool(separated), True,
+                            "score scale: the panel's expected score for a new scenario" + sep_note),
                ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{umethod}, {how}", "panel", s2,
                             uf.at_boundary, True, "latent scale; " + (
                                 "holds sigma2_alpha + sigma2_beta (m = 1)" if one_gen else
@@ -231,11 +362,13 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         if gen:
             s2b = math.exp(2 * uf.x[-1])
             se_lb = math.sqrt(max(cx[-1, -1], 0.0))
-            if interval == "profile" or gen_boundary:
+            if "generation" in bad:
+                blo, bhi, bhow = math.nan, math.nan, "not identified"
+            elif interval == "profile" or gen_boundary:
                 blo, bhi = profile_nested(q, uf, ci_level, -1, at_boundary=gen_boundary)
                 bhow = "profile likelihood" + ("" if interval == "profile" else " (boundary estimate)")
             else:
-                blo, bhi = s2b * math.exp(-2 * z * se_lb), s2b * math.exp(2 * z * se_lb)
+                blo, bhi = s2b * float(np.exp(-2 * z * se_lb)), s2b * float(np.exp(2 * z * se_lb))
                 bhow = "Wald on log s_b"
             out.append(ComponentRow("generation", s2b, blo, bhi, 2 * s2b * se_lb, f"{umethod}, {bhow}", "panel", s2b,
                                     gen_boundary, True, "latent scale; scenario x generation within the model"
@@ -246,35 +379,59 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         out.append(ComponentRow.not_identifiable("scenario_judge", "not fitted by the ML ordinal backend"))
         out.append(ComponentRow("residual", resid, resid, resid, 0.0, f"fixed by the {link} link", "panel", resid,
                                 False, True, "latent scale: the unit of the latent scale, not an estimate"))
-        cg = cov[1:, 1:]
         if thresholds == "shared":
             jp = float(gc @ gc) / k
             se_jp = math.sqrt(max(float((2 * gc / k) @ cg @ (2 * gc / k)), 0.0))
             out.append(ComponentRow("judge_panel", jp, max(jp - z * se_jp, 0.0), jp + z * se_jp, se_jp,
                                     f"{umethod}, Wald (delta method)", "panel", jp, False, True,
                                     "latent scale; judges fixed: mean of gamma_l^2"))
-            pop = float(gc @ gc) / (k - 1)
-            out.append(ComponentRow("judge_population", pop, (k - 1) * pop / chi2.ppf(0.5 + ci_level / 2, k - 1),
-                                    (k - 1) * pop / chi2.ppf(0.5 - ci_level / 2, k - 1), math.nan,
-                                    f"{umethod}, chi2_(K-1)", "population", pop, False, True,
-                                    "latent scale; ignores the offsets' estimation error"))
-            offsets = [{"judge": lab, "estimate": float(gc[j]), "std_error": math.sqrt(max(cg[j, j], 0.0)),
-                        "lower": float(gc[j] - z * math.sqrt(max(cg[j, j], 0.0))),
-                        "upper": float(gc[j] + z * math.sqrt(max(cg[j, j], 0.0))), "ci_method": umethod}
-                       for j, lab in enumerate(gd.judge_labels)]
+            if k > 1:
+                pop = float(gc @ gc) / (k - 1)
+                out.append(ComponentRow("judge_population", pop, (k - 1) * pop / chi2.ppf(0.5 + ci_level / 2, k - 1),
+                                        (k - 1) * pop / chi2.ppf(0.5 - ci_level / 2, k - 1), math.nan,
+                                        f"{umethod}, chi2_(K-1)", "population", pop, False, True,
+                                        "latent scale; ignores the offsets' estimation error"))
+            else:
+                out.append(ComponentRow.not_identifiable("judge_population", "one judge with an identified offset",
+                                                         view="population"))
+            centring = (f"; centred over the judges with an identified offset ({', '.join(fd.judge_labels)})"
+                        if separated else "")
+            se_g = np.sqrt(np.maximum(np.diag(cg), 0.0))
+            offsets = [{"judge": lab, "estimate": float(gc[j]), "std_error": float(se_g[j]),
+                        "lower": float(gc[j] - z * se_g[j]), "upper": float(gc[j] + z * se_g[j]),
+                        "ci_method": umethod + centring}
+                       if f"gamma[{lab}]" not in bad and not any(f.parameter.startswith("gamma[") and f.judge is None
+                                                                 for f in findings) else
+                       {"judge": lab, "estimate": math.nan, "std_error": math.nan, "lower": math.nan,
+                        "upper": math.nan, "ci_method": "not identified (separation or singular information)"}
+                       for j, lab in enumerate(fd.judge_labels)]
+            offsets += [{"judge": lab, "estimate": f.limit, "std_error": math.nan,
+                         "lower": f.limit if f.limit < 0 else math.nan, "upper": f.limit if f.limit > 0 else math.nan,
+                         "ci_method": "not identified (separation: every score of this judge is "
+                                      f"{f.value:g})"} for lab, f in separated.items()]
+            order = {lab: i for i, lab in enumerate(gd.judge_labels)}
+            offsets.sort(key=lambda o: order[o["judge"]])
         else:
             note = "thresholds='judge': a judge is its own set of thresholds, not a shift"
             out.append(ComponentRow.not_identifiable("judge_panel", note))
             out.append(ComponentRow.not_identifiable("judge_population", note, view="population"))
             offsets = []
+        out = mark(out, findings)
+        warn_findings(findings, gd.label(capital=True), stacklevel=4)
+        if not uf.converged:
+            warn(f"{gd.label(capital=True)}: the ordinal fit did not converge ({uf.message}); its numbers are not a "
+                 f"maximum-likelihood estimate. Try link='logit' or 'probit' (the other), thresholds='shared', or "
+                 f"nagq=1; a judge or category that explains it is named in diagnostics['identification'].",
+                 CjstatsWarning, stacklevel=4)
         diag = {"loglik": uf.loglik, "converged": uf.converged, "message": uf.message, "grad_norm": uf.grad_norm,
                 "at_boundary": uf.at_boundary, "link": link, "nagq": nagq, "thresholds": thresholds,
                 "values": values.tolist(), "thresholds_centred": (theta - gamma.mean()).tolist(),
                 "gamma_centred": gc.tolist(), "hessian": uf.hessian.tolist(), "x": uf.x.tolist(),
                 "x_covariance": cx.tolist(), "generation": gen, "n_judges": k,
                 "n_categories": int(values.size), "n_scenarios": int(p.n_scenarios),
-                "judges": [str(j) for j in gd.judge_labels]}
-        names = ("mu", *(f"gamma[{lab}]" for lab in gd.judge_labels)) if thresholds == "shared" else ("mu",)
+                "judges": [str(j) for j in fd.judge_labels], "identification": as_records(findings),
+                "separated_judges": {str(j): f.value for j, f in separated.items()}}
+        names = ("mu", *(f"gamma[{lab}]" for lab in fd.judge_labels)) if thresholds == "shared" else ("mu",)
         est = np.concatenate([[mu], gc]) if thresholds == "shared" else np.array([mu])
         return GroupFit(out, offsets, diag, cov=ParameterCovariance(names, est, 0.5 * (loc_cov + loc_cov.T)))
 

@@ -110,7 +110,10 @@ def unpack(p: OrdinalProblem, x: np.ndarray) -> tuple[float, np.ndarray, np.ndar
     gamma = np.zeros(p.n_judges)
     gamma[1:1 + p.n_gamma] = x[1:1 + p.n_gamma]
     raw = x[1 + p.n_gamma:].reshape(p.n_sets, p.n_categories - 1)
-    theta = np.cumsum(np.concatenate([raw[:, :1], np.exp(raw[:, 1:])], axis=1), axis=1)
+    # a trial step (Newton polish, line search) may ask for a spacing beyond exp's range: it becomes +inf, the
+    # objective is then +inf and the step is refused, so the overflow is harmless and not reported
+    with np.errstate(over="ignore"):
+        theta = np.cumsum(np.concatenate([raw[:, :1], np.exp(raw[:, 1:])], axis=1), axis=1)
     return log_s, gamma, theta
 
 

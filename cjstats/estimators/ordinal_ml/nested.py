@@ -277,7 +277,7 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
     from scipy.optimize import minimize
 
     from cjstats._blas import single_thread_blas
-    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, UnitFit, newton_polish, start_values
+    from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS, UnitFit, kkt_check, newton_polish, start_values
 
     with single_thread_blas():
         obj = _NestedObjective(q, gradient)
@@ -299,9 +299,10 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
         x, f = newton_polish(obj, x, f, hess, free, steps=3 if hessian else 0)
         g = obj.grad(x)
         gnorm = float(np.max(np.abs(g[free])))
-    converged = bool(gnorm < 1e-3 and math.isfinite(f))
+    converged, why = kkt_check(f, g, hess, free, res) if hessian else (bool(gnorm < 1e-3 and math.isfinite(f)), "")
     msg = (f"L-BFGS-B: {res.message}; max |gradient| {gnorm:.2g}"
            + (" (finite differences)" if gradient == "fd" else "")
+           + (f"; not converged: {why}" if why else "")
            + ("; s_a at its lower bound (a boundary estimate)" if at[0] else "")
            + ("; s_b at its lower bound (generation variance ~0: a boundary estimate)" if at[1] else ""))
     return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at[0]),

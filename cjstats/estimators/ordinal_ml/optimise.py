@@ -30,7 +30,7 @@ from cjstats.estimators.ordinal_ml.likelihood import (
 from cjstats.estimators.ordinal_ml.links import quantile
 from cjstats.estimators.ordinal_ml.numdiff import central_difference
 
-__all__ = ["UnitFit", "fit_problem", "newton_polish", "profile_scenario", "start_values", "LOG_S_BOUNDS"]
+__all__ = ["UnitFit", "fit_problem", "newton_polish", "profile_scenario", "start_values", "LOG_S_BOUNDS", "kkt_check"]
 
 #: Bounds of log s_a in the optimiser: s_a in [exp(-9), exp(4)] on the latent scale.
 LOG_S_BOUNDS = (-9.0, 4.0)
@@ -138,6 +138,38 @@ def start_values(p: OrdinalProblem, log_s: float = math.log(0.5)) -> np.ndarray:
     return x
 
 
+def kkt_check(f: float, g: np.ndarray, hess: np.ndarray, free: np.ndarray, res: Any, *,
+              gtol: float = 1e-3) -> tuple[bool, str]:
+    r"""Whether a maximum-likelihood fit reached a maximum, decided from the point itself, never from the
+    optimiser's status (the policy of the REML engine's KKT check): -log L finite; the gradient small on the free
+    parameters (max |g_j| < ``gtol``); the observed information positive definite on them (smallest eigenvalue
+    > 1e-9 x the largest: a flat or indefinite direction means no isolated maximum, e.g. separation); and, for the
+    parameters held at a lower bound (not in ``free``), a gradient of -log L that does not point inside
+    (g_j >= -``gtol``: moving off the bound would not raise the likelihood). An optimiser that stopped at its
+    iteration limit is not converged whatever the gradient says. Returns (converged, the reason when not)."""
+    if not math.isfinite(f):
+        return False, "the log-likelihood is not finite at the final point"
+    g = np.asarray(g, dtype=np.float64)
+    gfree = g[free] if free.size else np.zeros(0)
+    if gfree.size and not np.all(np.isfinite(gfree)):
+        return False, "the gradient is not finite at the final point"
+    if getattr(res, "status", 0) == 1 or "ITERATIONS" in str(getattr(res, "message", "")).upper():
+        return False, f"the optimiser stopped at its iteration limit ({getattr(res, 'nit', '?')} iterations)"
+    gmax = float(np.max(np.abs(gfree))) if gfree.size else 0.0
+    if gmax >= gtol:
+        return False, f"the gradient is not zero at the final point (max |gradient| {gmax:.2g})"
+    held = np.setdiff1d(np.arange(g.size), free)
+    if held.size and np.any(g[held] < -gtol):
+        return False, "a parameter held at its bound would raise the likelihood if moved inside"
+    if free.size and np.all(np.isfinite(hess)):
+        h = np.asarray(hess, dtype=np.float64)[np.ix_(free, free)]
+        w = np.linalg.eigvalsh(0.5 * (h + h.T))
+        if not w[-1] > 0 or w[0] <= 1e-9 * w[-1]:
+            return False, (f"the observed information is not positive definite (eigenvalues {w[0]:.3g} to "
+                           f"{w[-1]:.3g}): the likelihood has no isolated maximum")
+    return True, ""
+
+
 @dataclass
 class UnitFit:
     """One unit's maximum-likelihood fit (optimiser parametrisation)."""
@@ -216,9 +248,11 @@ def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: boo
     g = obj.grad(x)
     free = slice(1, None) if at_lower else slice(None)
     gnorm = float(np.max(np.abs(g[free])))
-    converged = bool(gnorm < 1e-3 and math.isfinite(f))
+    free_idx = np.arange(1 if at_lower else 0, x.size)
+    converged, why = kkt_check(f, g, hess, free_idx, res) if hessian else (bool(gnorm < 1e-3 and math.isfinite(f)), "")
     msg = (f"L-BFGS-B: {res.message}; max |gradient| {gnorm:.2g}"
-           + ("; s_a at its lower bound (scenario variance estimated as ~0: a boundary estimate)" if at_lower else ""))
+           + ("; s_a at its lower bound (scenario variance estimated as ~0: a boundary estimate)" if at_lower else "")
+           + (f"; not converged: {why}" if why else ""))
     return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at_lower),
                    message=msg, n_eval=obj.n_eval, modes=obj.a[inverse].copy(),
                    extra={"n_patterns": p.n_scenarios, "n_scenarios": full_p.n_scenarios})
