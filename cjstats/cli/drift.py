@@ -117,8 +117,8 @@ def drift(before: str, after: str, method: str, ci_level: float | None, adjust: 
 
     names = [x.strip() for x in labels.split(",")]
     if len(names) != 2 or not all(names) or names[0] == names[1]:
-        raise CjstatsError(f"The option --labels takes two different names separated by a comma, e.g. may,june. "
-                           f"Got `{labels}`.")
+        raise CjstatsError(f"The option --labels takes two names separated by a comma, different from each other, "
+                           f"e.g. may,june. Got `{labels}`.")
     if plot is not None and Path(plot).suffix.lower() not in (".png", ".pdf", ".svg"):
         raise CjstatsError(f"The option --plot takes a .png, .pdf or .svg file name; got `{plot}`.")
     if plot is not None and not Path(plot).resolve().parent.is_dir():
