@@ -41,6 +41,12 @@ Tests (all at alpha = 1 - ci_level):
   1 - (1 - alpha/2)^2 (0.0494 at alpha = 0.05); never above alpha in general. No single exact F exists
   (the two parts have different error strata). The ``statistic`` column shows the K-df Wald F of all
   Delta_l for reference (its chi-square p-value in ``p_chisq``), not the statistic of the test.
+
+Degenerate differences. When sum_l sum_sg (D_sgl - mean_sg D_sgl)^2 <= 1e-20 sum(y^2) in a group (every judge's
+D is one number, to rounding), Delta_l = that number exactly: SE 0, interval [Delta_l, Delta_l], no test
+(NaN), verdict ``"exact: no spread in the differences"``, one warning. When only the residual e_sgl is zero (the
+REML backend's RSS <= 1e-12 x within-cell SS), REML is refused and ANOVA tests Delta_l and Delta against the item
+stratum while ``equal_drift`` and ``no_drift`` are NaN (the judge contrasts are exact).
 """
 
 from __future__ import annotations
