@@ -94,7 +94,7 @@ def test_a_plan_and_a_continuing_sequence():
     f = scores.to_frame()
     seq = cj.confidence_sequence(f[f["scenario"].isin(sorted(f["scenario"].unique())[:30])], "GPT", "GPT-2",
                                  method="normal_mixture")
-    plan = cj.sequential_plan(COMPS, delta=0.3, k_total=4, n_max=2000, replicates=40)
+    plan = cj.sequential_plan(COMPS, delta=0.3, k_total=4, bounds=(1, 5), n_max=2000, replicates=40)
     from cjstats.reporting.sections import sequence_items
 
     items = sequence_items({"first 30": seq, "plan": plan})

@@ -164,7 +164,7 @@ def test_time_uniform_coverage_continuous(r):
     assert ((lo <= 0.3) & (hi >= 0.3)).all(axis=1).mean() >= _margin(r)
     covered = 0
     for row in x:
-        df = pd.DataFrame({"model": "a", "scenario": [f"s{i}" for i in range(len(row))], "score": row})
+        df = pd.DataFrame({"model": "a", "scenario": [f"s{i}" for i in range(len(row))], "judge": "j", "score": row})
         res = cj.confidence_sequence(df, "a", method="normal_mixture", null=0.3)
         t = res.table.dropna(subset=["lower"])
         covered += bool(((t["lower"] <= 0.3) & (t["upper"] >= 0.3)).all())
@@ -249,7 +249,7 @@ def test_bad_tables():
     df = _table(np.random.default_rng(8), n=5)
     with pytest.raises(CjstatsError, match="no column 'score'"):
         cj.confidence_sequence(df.drop(columns="score"), "a", "b", bounds=(1, 5))
-    with pytest.raises(CjstatsError, match="missing or non-numeric"):
+    with pytest.raises(CjstatsError, match="1 non-numeric values"):         # read_scores' sentence
         cj.confidence_sequence(df.assign(score=df["score"].astype(object).where(df.index > 0, "x")), "a", "b",
                                bounds=(1, 5))
     with pytest.raises(CjstatsError, match="must be a Scores table"):
@@ -300,7 +300,7 @@ def test_plan_matches_simulated_stopping_times(method):
 
 
 def test_plan_contract_and_bad_input(tmp_path):
-    plan = cj.sequential_plan(COMPS, delta=-0.5, budget=1, k_total=4, n_max=2000, replicates=50)
+    plan = cj.sequential_plan(COMPS, delta=-0.5, budget=1, k_total=4, bounds=(1, 5), n_max=2000, replicates=50)
     assert list(plan.table["strategy"]) == ["all", "random", "cyclic"]
     assert pickle.loads(pickle.dumps(plan)).table.equals(plan.table)
     assert type(plan).load(plan.save(tmp_path / "p")).table.shape == plan.table.shape
@@ -312,7 +312,7 @@ def test_plan_contract_and_bad_input(tmp_path):
     with pytest.raises(CjstatsError, match="'strategies' argument"):
         cj.sequential_plan(COMPS, delta=0.2, k_total=4, strategies=("best",))
     with pytest.raises(CjstatsError, match="needs k_total"):
-        cj.sequential_plan(COMPS, delta=0.2)
+        cj.sequential_plan(COMPS, delta=0.2, bounds=(1, 5))
 
 
 # ---------------------------------------------------------------------------------- CLI and plot

@@ -62,9 +62,15 @@ def _read(path: str, which: str, data: DataOptions):
 
 def verdict(result) -> str:
     """The one-line verdict: the judges that drifted (adjusted), or none, with the global test's p-value."""
+    from cjstats.estimators.drift import EXACT, PANEL
     from cjstats.results.format import format_p
 
     alpha = 1.0 - result.ci_level
+    exact = result.drift[(result.drift["verdict"] == EXACT) & (result.drift["judge"] != PANEL)]
+    if len(exact) == len(result.drift[result.drift["judge"] != PANEL]):
+        moved = [f"{j} {e:+.4g}" for j, e in zip(exact["judge"], exact["estimate"]) if e != 0]
+        return (f"EXACT DRIFT: the differences have no spread, so each judge's change is exact and no test applies "
+                f"({', '.join(moved) if moved else 'no judge moved'}).")
     flagged = result.flagged()
     p_all = result.tests.loc[result.tests["test"] == "no_drift", "p_value"]
     p_text = ", ".join(format_p(p) for p in p_all)
@@ -110,9 +116,9 @@ def drift(before: str, after: str, method: str, ci_level: float | None, adjust: 
     from cjstats.exceptions import CjstatsError
 
     names = [x.strip() for x in labels.split(",")]
-    if len(names) != 2 or not all(names):
-        raise CjstatsError(f"The option --labels takes two names separated by a comma, e.g. may,june. Got "
-                           f"`{labels}`.")
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise CjstatsError(f"The option --labels takes two names separated by a comma, different from each other, "
+                           f"e.g. may,june. Got `{labels}`.")
     if plot is not None and Path(plot).suffix.lower() not in (".png", ".pdf", ".svg"):
         raise CjstatsError(f"The option --plot takes a .png, .pdf or .svg file name; got `{plot}`.")
     if plot is not None and not Path(plot).resolve().parent.is_dir():

@@ -251,19 +251,33 @@ def first_exclusion(lower: np.ndarray, upper: np.ndarray, null: float = 0.0) -> 
 
 
 # ------------------------------------------------------------------------------------------ data -> x_i
-def _frame(scores: Any, caller: str) -> pd.DataFrame:
+def _frame(scores: Any, caller: str, order: Any = None) -> tuple[pd.DataFrame, Any]:
+    """The long table of ``scores`` and the arrival ``order`` to use on it.
+
+    A DataFrame goes through :func:`cjstats.read_scores` (the package's input rules: duplicate judge calls,
+    missing values and column names are refused with its sentences, exactly as for a Scores table). Its rows
+    arrive in table order, or sorted by the column ``order``: both are read off the DataFrame before
+    read_scores sorts it and drops its other columns, and passed on as a list of scenario labels.
+    """
+    from cjstats.io.read import read_scores
     from cjstats.io.scores import Scores
 
     if isinstance(scores, Scores):
-        return scores.to_frame()
-    if isinstance(scores, pd.DataFrame):
-        missing = [c for c in ("model", "scenario", "score") if c not in scores.columns]
-        if missing:
-            raise CjstatsError(f"The 'scores' table passed to {caller} has no column '{missing[0]}' (it needs model, "
-                               f"scenario and score, one row per judge call).")
-        return scores
-    raise CjstatsError(f"The 'scores' argument of {caller} must be a Scores table (cj.read_scores) or a pandas "
-                       f"DataFrame with columns model, scenario, score. Got {type(scores).__name__} instead.")
+        return scores.to_frame(), order
+    if not isinstance(scores, pd.DataFrame):
+        raise CjstatsError(f"The 'scores' argument of {caller} must be a Scores table (cj.read_scores) or a pandas "
+                           f"DataFrame with columns model, scenario, judge, score. Got {type(scores).__name__} "
+                           f"instead.")
+    df = read_scores(scores).to_frame()
+    if order is None or (isinstance(order, str) and order in scores.columns and order not in df.columns):
+        raw = scores.assign(_scenario=scores["scenario"].astype(str))
+        arrival = list(dict.fromkeys(raw["_scenario"])) if order is None else \
+            list(raw.groupby("_scenario", sort=False)[order].min().sort_values(kind="stable").index)
+        have = list(dict.fromkeys(df["scenario"].astype(str)))
+        known = set(have)
+        order = [x for x in arrival if x in known]
+        order += [x for x in have if x not in set(order)]
+    return df, order
 
 
 def scenario_differences(scores: Any, model_a: str, model_b: str | None = None, *, order: Any = None,
@@ -272,9 +286,16 @@ def scenario_differences(scores: Any, model_a: str, model_b: str | None = None, 
 
     Only scenarios scored for both models are kept (paired). Arrival order is ``order``: None (first appearance
     in the table), the name of a column (scenarios sorted by its first value, e.g. a timestamp) or a sequence
-    of scenario labels. Returns columns ``scenario, mean_a, [mean_b,] x``.
+    of scenario labels. A DataFrame is read by :func:`cjstats.read_scores` first. Returns columns
+    ``scenario, mean_a, [mean_b,] x``.
     """
-    df = _frame(scores, caller)
+    df, order = _frame(scores, caller, order)
+    return _scenario_differences(df, model_a, model_b, order=order, criterion=criterion, caller=caller)
+
+
+def _scenario_differences(df: pd.DataFrame, model_a: str, model_b: str | None, *, order: Any,
+                          criterion: str | None, caller: str) -> pd.DataFrame:
+    """:func:`scenario_differences` of a validated long table ``df`` (from :func:`_frame`)."""
     if "criterion" in df.columns:
         crits = list(dict.fromkeys(df["criterion"].dropna().astype(str)))
         if criterion is None and len(crits) > 1:
@@ -385,8 +406,8 @@ def confidence_sequence(scores: Any, model_a: str, model_b: str | None = None, *
     method = check_choice("method", method, METHODS, caller=caller)
     null = check_number("null", null, caller=caller)
     n_opt = check_positive_int("n_opt", n_opt, caller=caller)
-    df = _frame(scores, caller)
-    d = scenario_differences(df, model_a, model_b, order=order, criterion=criterion, caller=caller)
+    df, order = _frame(scores, caller, order)
+    d = _scenario_differences(df, model_a, model_b, order=order, criterion=criterion, caller=caller)
     x = d["x"].to_numpy(dtype=float)
     n = len(x)
     notes: list[str] = []
@@ -515,6 +536,48 @@ def _stopping_times(v: float, delta: float, alpha: float, method: str, *, n_max:
     return out
 
 
+def _observed_range(fit: Any) -> tuple[float, float] | None:
+    """(min, max) of the scores a fit saw, from its recorded score shape (``diagnostics`` of a joint fit,
+    ``provenance`` of a VarianceComponents); None for a mapping of variances or a fit without one."""
+    for name in ("diagnostics", "provenance"):
+        info = getattr(fit, name, None)
+        shape = info.get("score_shape") if isinstance(info, Mapping) else None
+        if isinstance(shape, Mapping):
+            lo, hi = shape.get("min"), shape.get("max")
+            if lo is not None and hi is not None and math.isfinite(float(lo)) and math.isfinite(float(hi)):
+                return float(lo), float(hi)
+    return None
+
+
+def _plan_bounds(bounds: Any, fit: Any, method: str, caller: str) -> tuple[float, float, tuple[str, ...]]:
+    """The score scale (lo, hi) of a plan: ``bounds`` when given (refused when it does not contain the fit's
+    observed scores), else the fit's observed range; a mapping without bounds is refused for the
+    empirical-Bernstein CS, which needs the scale (the normal mixture does not: NaN)."""
+    seen = _observed_range(fit)
+    if bounds is None:
+        if seen is None or not seen[1] > seen[0]:
+            if method == "empirical_bernstein":
+                raise CjstatsError(f"{caller} needs the score scale for the empirical-Bernstein CS, and "
+                                   f"{'a mapping of variances' if isinstance(fit, Mapping) else 'this fit'} does not "
+                                   f"record it; pass bounds=(lowest, highest) possible score, e.g. bounds=(1, 5).")
+            return math.nan, math.nan, ()
+        return seen[0], seen[1], (f"Score scale [{seen[0]:g}, {seen[1]:g}]: the range of the scores the fit saw; pass "
+                                  f"bounds=(lowest, highest) for the scale's end points.",)
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise CjstatsError(f"The 'bounds' argument of {caller} must be a pair (lowest, highest) possible score, e.g. "
+                           f"(1, 5). Got {bounds!r} instead.") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise CjstatsError(f"The 'bounds' argument of {caller} must be (lowest, highest) with lowest < highest. "
+                           f"Got {bounds!r} instead.")
+    if seen is not None and (seen[0] < lo or seen[1] > hi):
+        raise CjstatsError(f"The 'bounds' argument of {caller} is ({lo:g}, {hi:g}), but the fit's scores run from "
+                           f"{seen[0]:g} to {seen[1]:g}; give the scale's true end points, which contain "
+                           f"[{seen[0]:g}, {seen[1]:g}].")
+    return lo, hi, ()
+
+
 def sequential_plan(components_or_fit: Any, *, delta: float, alpha: float = 0.05,
                     strategies: Sequence[str] = ("all", "random", "cyclic"), budget: int = 1,
                     k_total: int | None = None, schedule: str = "shared", models: tuple[str, str] | None = None,
@@ -531,8 +594,11 @@ def sequential_plan(components_or_fit: Any, *, delta: float, alpha: float = 0.05
       truncated at ``n_max``; ``expected_n_se`` its Monte Carlo error, ``p_stop`` the share stopped by n_max);
     * ``n_fixed``: the fixed-n sample size of a two-sided z test with 80% power, (z_{1-alpha/2} + z_0.8)^2 v/delta^2.
 
-    ``bounds`` (the score scale, default (1, 5)) sets the range of x for the empirical-Bernstein CS. Returns a
-    :class:`cjstats.results.sequential.SequentialPlan`.
+    ``bounds = (lo, hi)``, the score scale, sets the range [lo - hi, hi - lo] of x for the empirical-Bernstein
+    CS. Without it the scale is the range of the scores the fit saw (a joint fit records it,
+    ``fit.diagnostics["score_shape"]``; the plan's notes say so); a mapping of variances carries no scale, so
+    the empirical-Bernstein plan then needs ``bounds=``. Bounds that do not contain the fit's scores are
+    refused. Returns a :class:`cjstats.results.sequential.SequentialPlan`.
     """
     from scipy import stats
 
@@ -553,15 +619,12 @@ def sequential_plan(components_or_fit: Any, *, delta: float, alpha: float = 0.05
         strategies = (strategies,)
     for s in strategies:
         check_choice("strategies", s, STRATEGIES, caller=caller)
-    lo, hi = (1.0, 5.0) if bounds is None else tuple(float(b) for b in bounds)
-    if not hi > lo:
-        raise CjstatsError(f"The 'bounds' argument of {caller} must be (lowest, highest) with lowest < highest. "
-                           f"Got {bounds!r} instead.")
     if not (hasattr(components_or_fit, "cell_means") or (isinstance(components_or_fit, Mapping)
                                                             and "s2_model_scenario" in components_or_fit)):
         raise CjstatsError(f"The first argument of {caller} must be a joint fit (cj.fit_joint) or a mapping of "
                            f"difference_variance inputs (s2_model_scenario, s2_generation, s2_residual, "
                            f"s2_judge_panel, s2_judge_difference). Got {type(components_or_fit).__name__} instead.")
+    lo, hi, bound_notes = _plan_bounds(bounds, components_or_fit, method, caller)
     span = (lo - hi, hi - lo)
     ma, mb = (None, None) if models is None else models
     z = stats.norm.ppf(1 - a / 2) + stats.norm.ppf(0.8)
@@ -586,7 +649,7 @@ def sequential_plan(components_or_fit: Any, *, delta: float, alpha: float = 0.05
                      "median_n": float(np.median(tt)), "p_stop": float(stopped.mean()),
                      "n_fixed": int(math.ceil(z * z * v / (delta * delta)))})
     table = pd.DataFrame(rows)
-    notes = []
+    notes = list(bound_notes)
     if (table["p_stop"] < 1).any():
         notes.append(f"Some runs had not stopped by n_max = {n_max}; their expected_n counts them at n_max (a lower "
                      f"bound). Raise n_max.")

@@ -41,6 +41,12 @@ Tests (all at alpha = 1 - ci_level):
   1 - (1 - alpha/2)^2 (0.0494 at alpha = 0.05); never above alpha in general. No single exact F exists
   (the two parts have different error strata). The ``statistic`` column shows the K-df Wald F of all
   Delta_l for reference (its chi-square p-value in ``p_chisq``), not the statistic of the test.
+
+Degenerate differences. When sum_l sum_sg (D_sgl - mean_sg D_sgl)^2 <= 1e-20 sum(y^2) in a group (every judge's
+D is one number, to rounding), Delta_l = that number exactly: SE 0, interval [Delta_l, Delta_l], no test
+(NaN), verdict ``"exact: no spread in the differences"``, one warning. When only the residual e_sgl is zero (the
+REML backend's RSS <= 1e-12 x within-cell SS), REML is refused and ANOVA tests Delta_l and Delta against the item
+stratum while ``equal_drift`` and ``no_drift`` are NaN (the judge contrasts are exact).
 """
 
 from __future__ import annotations
@@ -68,7 +74,13 @@ DRIFT_COLUMNS = ("group", "judge", "estimate", "std_error", "df", "t", "p_value"
                  "verdict", "n_items", "ci_level", "method")
 DRIFT_TEST_COLUMNS = ("group", "test", "statistic", "df1", "df2", "p_value", "p_chisq")
 PANEL = "(panel mean)"
+#: The verdict of a drift measured without error: every difference of a judge is the same number.
+EXACT = "exact: no spread in the differences"
 _SEP = " | "
+#: Differences whose within-judge sum of squares is below this share of sum(y_before^2 + y_after^2) are exact:
+#: the rounding of one difference is about 1e-16 |y|, so its square about 1e-32 y^2, far below; a real spread
+#: of relative size 1e-10 is above it.
+_EXACT_TOL = 1e-20
 
 
 def _as_frame(scores: Any, name: str) -> pd.DataFrame:
@@ -76,7 +88,10 @@ def _as_frame(scores: Any, name: str) -> pd.DataFrame:
         raise CjstatsError(f"judge_drift needs two runs of the same anchor items; the '{name}' run is missing. "
                            f"Pass judge_drift(before, after) with a score table for each run.")
     if isinstance(scores, pd.DataFrame):
-        scores = read_scores(scores)
+        try:                                 # the package's input rules (duplicates, missing values, columns)
+            scores = read_scores(scores)
+        except CjstatsError as exc:
+            raise CjstatsError(f"The '{name}' run: {exc}") from None
     if not isinstance(scores, Scores):
         raise CjstatsError(f"The '{name}' argument of judge_drift takes a Scores table (from read_scores) or a "
                            f"DataFrame. Got {type(scores).__name__} instead.")
@@ -116,6 +131,16 @@ def _differences(before: pd.DataFrame, after: pd.DataFrame, *, unshared: str, by
     if m.empty:
         raise CjstatsError("No judge scored the same item in both runs; drift needs each judge's score of an item "
                            "in both runs.")
+    if not by_model:                # the pooled item label model | scenario must stay one label per item
+        pooled = m["model"].astype(str) + _SEP + m["scenario"].astype(str)
+        pairs = pd.DataFrame({"pooled": pooled, "model": m["model"].astype(str),
+                              "scenario": m["scenario"].astype(str)}).drop_duplicates()
+        clash = pairs[pairs.duplicated("pooled", keep=False)]
+        if len(clash):
+            a, b = clash.iloc[0], clash.iloc[1]
+            raise CjstatsError(f"Model '{a['model']}' scenario '{a['scenario']}' and model '{b['model']}' scenario "
+                               f"'{b['scenario']}' both become the anchor item '{a['pooled']}' when the models are "
+                               f"pooled; pass by_model=True or rename labels that contain '{_SEP.strip()}'.")
     out = pd.DataFrame({"model": m["model"].astype(str) if by_model else "drift",
                         "scenario": m["scenario"].astype(str) if by_model
                         else m["model"].astype(str) + _SEP + m["scenario"].astype(str),
@@ -126,6 +151,70 @@ def _differences(before: pd.DataFrame, after: pd.DataFrame, *, unshared: str, by
     if not out["score"].to_numpy().any():
         raise CjstatsError(f"The two runs give the same score on all {len(out)} shared judge calls: no judge changed, "
                            "and identical runs leave no variance to test; check that 'after' is the new run.")
+    return out
+
+
+def _check_labels(labels: Any) -> tuple[str, str]:
+    """The two run names: a pair of distinct non-empty strings (a string such as "may" is refused: it would
+    iterate to 'm', 'a', 'y')."""
+    names: tuple[Any, ...] | None = None
+    if not isinstance(labels, (str, bytes)):
+        try:
+            names = tuple(labels)
+        except TypeError:
+            names = None
+    if names is None or len(names) != 2 or not all(str(x).strip() for x in names) \
+            or str(names[0]).strip() == str(names[1]).strip():
+        raise CjstatsError(f"labels must be two run names, e.g. labels=('may', 'june'); got {labels!r}.")
+    return str(names[0]).strip(), str(names[1]).strip()
+
+
+def _group_name(mod: str, crit: str, *, by_model: bool, has_criterion: bool) -> str:
+    return _SEP.join([*([mod] if by_model else []), *([crit] if has_criterion else [])]) or "all"
+
+
+def _exact_groups(diff: pd.DataFrame, size: float) -> list[tuple[str, str]]:
+    """The groups (model, criterion or "") in which every judge's differences D_sgl are one number: the
+    within-judge sum of squares of D is at most ``_EXACT_TOL * size`` (``size`` = sum of y^2 over both runs)."""
+    keys = ["model"] + (["criterion"] if "criterion" in diff.columns else [])
+    dev = diff["score"] - diff.groupby([*keys, "judge"], sort=False)["score"].transform("mean")
+    ss = (dev * dev).groupby([diff[k] for k in keys], sort=False).sum()
+    out = []
+    for key, value in ss.items():
+        key = key if isinstance(key, tuple) else (key,)
+        if value <= _EXACT_TOL * size:
+            out.append((str(key[0]), str(key[1]) if len(key) > 1 else ""))
+    return out
+
+
+def _exact_rows(sub: pd.DataFrame, group: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows of a group whose differences have no spread: Delta_l is the common difference of judge l, exactly
+    (standard error 0, interval [Delta_l, Delta_l]); Delta = mean_l Delta_l; no test applies (NaN)."""
+    n_items = int(sub[["scenario", "generation"]].drop_duplicates().shape[0])
+    per = sub.groupby(sub["judge"].astype(str))["score"].mean().sort_index()
+    rows = []
+    for name, est in [*per.items(), (PANEL, float(per.mean()))]:
+        rows.append({"group": group, "judge": name, "estimate": float(est), "std_error": 0.0, "df": math.nan,
+                     "t": math.nan, "p_value": math.nan, "p_adjusted": math.nan, "lower": float(est),
+                     "upper": float(est), "verdict": EXACT, "n_items": n_items})
+    k = len(per)
+    tests = [{"group": group, "test": t, "statistic": math.nan, "df1": df1, "df2": math.nan, "p_value": math.nan,
+              "p_chisq": math.nan} for t, df1 in (("panel_mean", 1), ("equal_drift", k - 1), ("no_drift", k))]
+    return rows, tests
+
+
+def _zero_residual_groups(diff: pd.DataFrame, groups: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The ``groups`` whose differences have no residual variation: within every (scenario, generation) cell
+    they differ only by a constant judge offset (the REML backend's test, RSS <= 1e-12 x within-cell SS)."""
+    from cjstats.stats import build_stats
+
+    out = []
+    for u in build_stats(diff).units:
+        key = (str(u.model), "" if u.criterion is None else str(u.criterion))
+        if key in groups:
+            rss, within = u.within_cell_rss()
+            if not rss > 1e-12 * within:
+                out.append(key)
     return out
 
 
@@ -146,20 +235,22 @@ class DriftResult(Result):
     components : DataFrame
         The variance components of the paired differences (``scenario_judge``: the change of the judge x
         scenario pattern; ``residual``: twice the noise variance of one call).
-    fit : VarianceComponents
-        The fit of the differences (``fit.contrast("gamma[a] - gamma[b]", model=...)`` compares two drifts).
+    fit : VarianceComponents or None
+        The fit of the differences (``fit.contrast("gamma[a] - gamma[b]", model=...)`` compares two drifts);
+        None when every group's differences have no spread (the drift is exact and nothing is fitted).
     labels : tuple of str
         The names of the two runs.
     adjust : str
         The multiplicity adjustment.
     diagnostics : Mapping
-        Item counts.
+        Item counts; ``exact_groups`` and ``zero_residual_groups`` (the degenerate groups) and ``notes`` (the
+        sentences that explain their NaN p-values).
     """
 
     drift: pd.DataFrame
     tests: pd.DataFrame
     components: pd.DataFrame
-    fit: VarianceComponents
+    fit: VarianceComponents | None
     labels: tuple[str, str]
     method: str
     ci_level: float
@@ -175,7 +266,8 @@ class DriftResult(Result):
 
     def flagged(self) -> list[str]:
         """The judges (``group | judge`` when there are several groups) whose adjusted test rejects."""
-        d = self.drift[(self.drift["judge"] != PANEL) & (self.drift["p_adjusted"] < 1 - self.ci_level)]
+        exact = (self.drift["verdict"] == EXACT) & (self.drift["estimate"] != 0)
+        d = self.drift[(self.drift["judge"] != PANEL) & ((self.drift["p_adjusted"] < 1 - self.ci_level) | exact)]
         multi = self.drift["group"].nunique() > 1
         return [f"{g}{_SEP}{j}" if multi else str(j) for g, j in zip(d["group"], d["judge"])]
 
@@ -189,6 +281,7 @@ class DriftResult(Result):
                  format_frame(t, na="-", p_columns=(*P_COLUMNS, "p_chisq")).to_string(index=False)]
         flagged = self.flagged()
         lines += ["", f"drifted at level {1 - self.ci_level:g}: {', '.join(flagged) if flagged else 'none'}"]
+        lines += [str(n) for n in self.diagnostics.get("notes", ())]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -275,7 +368,8 @@ def judge_drift(before: Scores | pd.DataFrame, after: Scores | pd.DataFrame | No
     adjust : {"holm", "bonferroni", "bh", "none"}
         Adjustment of the per-judge p-values across the judges of a group.
     labels : (str, str)
-        Names of the two runs, for the tables.
+        Names of the two runs, for the tables: two distinct non-empty strings (a string such as "may" is
+        refused, since it would iterate to its letters).
     unshared : {"error", "drop"}
         Items judged in one run only: refuse (default) or keep the shared items with a warning.
     by_model : bool
@@ -302,15 +396,58 @@ def judge_drift(before: Scores | pd.DataFrame, after: Scores | pd.DataFrame | No
     check_choice("method", method, ("reml", "anova"), caller="judge_drift")
     check_choice("adjust", adjust, ("holm", "bonferroni", "bh", "none"), caller="judge_drift")
     check_choice("unshared", unshared, ("error", "drop"), caller="judge_drift")
+    names = _check_labels(labels)
     level = resolve_ci_level(ci_level)
     fb, fa = _as_frame(before, "before"), _as_frame(after, "after")
     diff = _differences(fb, fa, unshared=unshared, by_model=by_model)
-    fit = estimate(diff, method, ci_level=level, **options)
-    alpha = 1.0 - level
+    has_crit = "criterion" in diff.columns
+    gkey = diff["model"].astype(str) + "\0" + (diff["criterion"].astype(str) if has_crit else "")
+    size = float(np.sum(fb["score"].to_numpy(float) ** 2) + np.sum(fa["score"].to_numpy(float) ** 2))
+    exact = _exact_groups(diff, size)
+    notes: list[str] = []
     rows, tests = [], []
-    for gk, pc in (fit.covariance or {}).items():
+    what = f"the differences {names[1]} - {names[0]}"
+
+    def where(keys: list[tuple[str, str]]) -> str:
+        groups = [_group_name(m, c, by_model=by_model, has_criterion=has_crit) for m, c in keys]
+        return "" if groups == ["all"] else f" in group{'s' if len(groups) > 1 else ''} {', '.join(groups)}"
+
+    if exact:
+        note = (f"{what[0].upper()}{what[1:]} have no spread within any judge{where(exact)} (each judge changed "
+                f"by the same amount on every anchor item), so the drift is exact: standard error 0, no test "
+                f"applies (p-values NaN), rows marked '{EXACT}'.")
+        notes.append(note)
+        warn(f"judge_drift: {note}", stacklevel=2)
+        for mod, crit in exact:
+            sub = diff[gkey == f"{mod}\0{crit}"]
+            r_, t_ = _exact_rows(sub, _group_name(mod, crit, by_model=by_model, has_criterion=has_crit))
+            rows += r_
+            tests += t_
+    keep = ~gkey.isin([f"{m}\0{c}" for m, c in exact])
+    fit = None
+    flat: list[tuple[str, str]] = []
+    if keep.any():
+        diff_fit = diff[keep]
+        flat = _zero_residual_groups(diff_fit, {(str(m), str(c)) for m, c in
+                                                zip(diff_fit["model"], diff_fit["criterion"] if has_crit
+                                                    else [""] * len(diff_fit))})
+        if flat and method == "reml":
+            raise CjstatsError(f"{what[0].upper()}{what[1:]} have no residual variation{where(flat)}: on every "
+                               f"anchor item the judges' changes differ by the same constants, so REML is "
+                               f"undefined; method='anova' (every judge on every item) tests the changes against "
+                               f"the spread between items.")
+        if flat:
+            note = (f"{what[0].upper()}{what[1:]} have no residual variation{where(flat)}: on every anchor item the "
+                    f"judges' changes differ by the same constants, so the judges moved by exactly different "
+                    f"amounts; the per-judge and panel tests use the spread between items, and equal_drift and "
+                    f"no_drift have no p-value (NaN).")
+            notes.append(note)
+            warn(f"judge_drift: {note}", stacklevel=2)
+        fit = estimate(diff_fit, method, ci_level=level, **options)
+    alpha = 1.0 - level
+    for gk, pc in ((fit.covariance or {}) if fit is not None else {}).items():
         mod, _, crit = str(gk).partition(" / ")
-        group = _SEP.join([*([mod] if by_model else []), *([crit] if fit.has_criterion else [])]) or "all"
+        group = _group_name(mod, crit, by_model=by_model, has_criterion=fit.has_criterion)
         judges = [p[len("gamma["):-1] for p in pc.params if p.startswith("gamma[")]
         k = len(judges)
         sub = diff
@@ -335,14 +472,29 @@ def judge_drift(before: Scores | pd.DataFrame, after: Scores | pd.DataFrame | No
             else:
                 r["verdict"] = "drifted up" if r["estimate"] > 0 else "drifted down"
         rows += grp_rows
-        tests += _global_tests(fit, pc, cmat[:k], grp_rows[k], group=group, model=mod, criterion=crit or None)
+        g_tests = _global_tests(fit, pc, cmat[:k], grp_rows[k], group=group, model=mod, criterion=crit or None)
+        if (str(mod), str(crit)) in flat:       # no within-item error: the judge contrasts are exact
+            for t in g_tests:
+                if t["test"] != "panel_mean":
+                    t.update(statistic=math.nan, df2=math.nan, p_value=math.nan, p_chisq=math.nan,
+                             df1=k - 1 if t["test"] == "equal_drift" else k)
+        tests += g_tests
     out = pd.DataFrame(rows)
     out["ci_level"] = level
-    out["method"] = fit.method
-    comps = fit.components.copy()
+    out["method"] = fit.method if fit is not None else method
+    if fit is not None:
+        comps = fit.components.copy()
+    else:
+        from cjstats.results.components import COMPONENT_COLUMNS
+
+        comps = pd.DataFrame(columns=list(COMPONENT_COLUMNS))
     diag = {"n_pairs": int(len(diff)), "n_items_before": int(fb[["model", "scenario", "generation"]]
                                                                .drop_duplicates().shape[0]),
-            "n_items_after": int(fa[["model", "scenario", "generation"]].drop_duplicates().shape[0])}
+            "n_items_after": int(fa[["model", "scenario", "generation"]].drop_duplicates().shape[0]),
+            "exact_groups": tuple(_group_name(m, c, by_model=by_model, has_criterion=has_crit) for m, c in exact),
+            "zero_residual_groups": tuple(_group_name(m, c, by_model=by_model, has_criterion=has_crit)
+                                          for m, c in flat),
+            "notes": tuple(notes)}
     return DriftResult(drift=out[list(DRIFT_COLUMNS)], tests=pd.DataFrame(tests)[list(DRIFT_TEST_COLUMNS)],
-                       components=comps, fit=fit, labels=(str(labels[0]), str(labels[1])), method=fit.method,
+                       components=comps, fit=fit, labels=names, method=str(out["method"].iloc[0]),
                        ci_level=level, adjust=adjust, diagnostics=diag)

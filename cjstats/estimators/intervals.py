@@ -17,21 +17,43 @@ _NAN = float("nan")
 
 
 def _invert_noncentral(cdf, df1: float, x_obs: float, level: float) -> tuple[float, float]:
-    """Bounds on lambda with cdf(x_obs; lambda_L) = 1 - a and cdf(x_obs; lambda_U) = a (cdf decreases in lambda)."""
+    """Bounds on lambda with cdf(x_obs; lambda_L) = 1 - a and cdf(x_obs; lambda_U) = a (cdf decreases in lambda).
+
+    A bound is NaN, never an exception, when it is undefined: ``x_obs`` not finite, or negative (a negative mean
+    square; the statistic is a ratio of sums of squares), or the CDF cannot be evaluated or does not bracket the
+    target below lambda = 1e12 (an F ratio over a zero-to-rounding residual mean square, e.g. 1e32, where
+    scipy's noncentral CDFs return NaN). The callers word the reason next to the interval.
+    """
     a = (1.0 - level) / 2.0
-    if not np.isfinite(x_obs):
+    if not np.isfinite(x_obs) or x_obs < 0:
         return _NAN, _NAN
 
+    def gap(lam: float, target: float) -> float:
+        value = cdf(lam)
+        return value - target if np.isfinite(value) else _NAN
+
     def solve(target: float) -> float:
-        if cdf(0.0) <= target:
+        at0 = gap(0.0, target)
+        if not np.isfinite(at0):
+            return _NAN
+        if at0 <= 0:
             return 0.0
         # lambda is near x_obs - df1 in expectation; grow an upper bracket from there.
         hi = max(10.0, 2.0 * x_obs + 10.0)
-        while cdf(hi) > target:
+        if hi > 1e12:
+            return _NAN
+        at_hi = gap(hi, target)
+        while at_hi > 0:
             hi *= 2.0
             if hi > 1e12:
                 return _NAN
-        return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
+            at_hi = gap(hi, target)
+        if not np.isfinite(at_hi):          # NaN from the CDF: no bracket to search
+            return _NAN
+        try:
+            return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
+        except (ValueError, RuntimeError):  # a NaN inside the bracket, or no convergence
+            return _NAN
 
     return solve(1 - a), solve(a)
 
