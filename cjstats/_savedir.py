@@ -156,8 +156,8 @@ def read_meta(file: Path, *, fmt: str, version: int, what: str) -> dict[str, Any
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise CjstatsError(f"'{file}' has no valid format_version (found {v!r}); save the {what} again.")
     if v > version:
-        raise CjstatsError(f"'{file}' was written in {fmt} format version {v}, newer than this cjstats reads "
-                           f"(up to {version}); upgrade cjstats.")
+        raise CjstatsError(f"'{file}' was written in {fmt} format version {v} (this cjstats reads up to version "
+                           f"{version}), which this cjstats version cannot read; upgrade cjstats.")
     return head
 
 
