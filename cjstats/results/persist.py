@@ -56,6 +56,7 @@ RESULT_TYPES: dict[str, str] = {
     "SequenceResult": "cjstats.results.sequential",
     "SequentialPlan": "cjstats.results.sequential",
     "JointFit": "cjstats.estimators.joint._joint",
+    "CovariateFit": "cjstats.estimators.joint.covariates",
     "ModelComparison": "cjstats.estimators.joint.models",
     "SelfPreference": "cjstats.estimators.joint.self_preference",
     "JudgeTable": "cjstats.estimators.judges",
