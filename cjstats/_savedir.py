@@ -109,7 +109,11 @@ def write_directory(path: Any, write: Callable[[Path], dict[str, Any]], *, meta:
     The folder is a fresh sibling of ``path``, renamed to ``path`` when complete; an earlier save there (the same
     ``fmt``, holding only its manifest's files) or an empty folder is replaced, anything else is refused.
     """
-    path = Path(path)
+    given = Path(path)
+    path = Path(os.path.abspath(given))      # "." or "fit/" name a folder with a parent, so it has siblings
+    if os.path.lexists(path) and Path.cwd().resolve().is_relative_to(path.resolve()):
+        raise CjstatsError(f"The path '{given}' is the working directory (or holds it), which save would have to "
+                           f"move; save to a new sub-folder instead, e.g. '{given / 'saved'}'.")
     owned = _owned(path, meta, fmt, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _sibling(path, "new")
@@ -120,7 +124,7 @@ def write_directory(path: Any, write: Callable[[Path], dict[str, Any]], *, meta:
         (tmp / meta).write_text(json.dumps(head, indent=1, allow_nan=False, default=default), encoding="utf-8")
         if owned is None:
             os.rename(tmp, path)
-            return path
+            return given
         old = _sibling(path, "old")
         os.rename(path, old)
         try:
@@ -132,7 +136,7 @@ def write_directory(path: Any, write: Callable[[Path], dict[str, Any]], *, meta:
         shutil.rmtree(tmp, ignore_errors=True)     # the temporary folder holds only what this call wrote
         raise
     _remove_owned(old, owned)
-    return path
+    return given
 
 
 def read_meta(file: Path, *, fmt: str, version: int, what: str) -> dict[str, Any]:

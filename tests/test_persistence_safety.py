@@ -131,6 +131,16 @@ def test_a_failure_while_writing_leaves_the_old_save_and_no_temporary_folder(fit
     assert _siblings(tmp_path) == ["fit"]
 
 
+def test_save_refuses_to_move_the_working_directory(fits, tmp_path, monkeypatch):
+    """Swapping the folder in would move the folder the process runs in, so '.' (even empty) is refused."""
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    for target in (".", "./", ".."):
+        with pytest.raises(CjstatsError, match="is the working directory"):
+            fits["anova"].save(target)
+    assert fits["anova"].save("fit") == Path("fit") and _siblings(Path.cwd()) == ["fit"]
+
+
 # ------------------------------------------------------------------------------------------------- hostile
 EVIL = """
 from pathlib import Path
