@@ -215,47 +215,50 @@ class Scores:
         """Write the table to the directory ``path`` (Parquet + JSON, no pickle) so that :meth:`load` rebuilds it.
 
         ``scores.parquet`` is the validated long table, ``reference.parquet`` the reference ratings (if any) and
-        ``scores.json`` the format, the cjstats version, the provenance and the duplicate-cell counts. An
-        existing directory is replaced only when it holds a saved table; any other existing path is refused.
+        ``scores.json`` the format, the cjstats version, the provenance, the duplicate-cell counts and the list of
+        files written. The save is written to a sibling temporary folder and renamed to ``path``; an existing
+        ``path`` is replaced only when it is empty or an earlier saved table holding only its own files, and a
+        folder with anything else in it is refused (:func:`cjstats._savedir.write_directory`).
         """
-        import json
-        import shutil
-        from pathlib import Path
-
         from cjstats import __version__
+        from cjstats._savedir import write_directory
 
-        path = Path(path)
-        if path.exists():
-            if not (path.is_dir() and (path / _SCORES_META).exists()):
-                raise CjstatsError(f"The path '{path}' exists and is not a saved score table; choose a new directory.")
-            shutil.rmtree(path)
-        path.mkdir(parents=True)
-        self._frame.to_parquet(path / "scores.parquet")
-        if self._reference is not None:
-            self._reference.to_parquet(path / "reference.parquet")
-        dups = [[g.model, g.criterion, int(g.design.n_duplicates)] for g in self._groups if g.design.n_duplicates]
-        meta = {"format": "cjstats-scores", "format_version": 1, "cjstats_version": __version__,
-                "provenance": {k: v for k, v in self._provenance.items() if k != "reference"}, "duplicates": dups}
-        (path / _SCORES_META).write_text(json.dumps(meta, indent=1, default=_json_default))
-        return path
+        def write(where: Any) -> dict[str, Any]:
+            self._frame.to_parquet(where / "scores.parquet")
+            if self._reference is not None:
+                self._reference.to_parquet(where / "reference.parquet")
+            dups = [[g.model, g.criterion, int(g.design.n_duplicates)] for g in self._groups
+                    if g.design.n_duplicates]
+            return {"format": "cjstats-scores", "format_version": 1, "cjstats_version": __version__,
+                    "provenance": {k: v for k, v in self._provenance.items() if k != "reference"},
+                    "duplicates": dups}
+
+        return write_directory(path, write, meta=_SCORES_META, fmt="cjstats-scores", what="score table",
+                               default=_json_default)
 
     @classmethod
     def load(cls, path: Any) -> Scores:
-        """Read a table written by :meth:`save` (one sentence when ``path`` is not one)."""
-        import json
+        """Read a table written by :meth:`save` (one sentence naming the file when ``path`` is not one, or is
+        damaged)."""
         from pathlib import Path
 
+        from cjstats._savedir import read_data, read_meta
+
         path = Path(path)
-        if not (path / _SCORES_META).exists():
+        if not (path / _SCORES_META).is_file():
             raise CjstatsError(f"The directory '{path}' holds no saved score table (no {_SCORES_META}); write one "
                                f"with scores.save(path).")
-        meta = json.loads((path / _SCORES_META).read_text())
-        if meta.get("format") != "cjstats-scores" or int(meta.get("format_version", 0)) > 1:
-            raise CjstatsError(f"'{path}' was written in format {meta.get('format')} version "
-                               f"{meta.get('format_version')}, which this cjstats version cannot read; upgrade cjstats.")
-        frame = pd.read_parquet(path / "scores.parquet")
-        ref = pd.read_parquet(path / "reference.parquet") if (path / "reference.parquet").exists() else None
-        dups = {(m, c): int(n) for m, c, n in meta.get("duplicates", [])}
+        file = path / _SCORES_META
+        meta = read_meta(file, fmt="cjstats-scores", version=1, what="score table")
+        frame = read_data(path / "scores.parquet", file, "a Parquet table", pd.read_parquet)
+        files = meta.get("files")            # the manifest (saves before it: whether the file is there)
+        has_ref = "reference.parquet" in files if isinstance(files, list) else (path / "reference.parquet").exists()
+        ref = read_data(path / "reference.parquet", file, "a Parquet table", pd.read_parquet) if has_ref else None
+        try:
+            dups = {(m, c): int(n) for m, c, n in meta.get("duplicates", [])}
+        except (TypeError, ValueError) as exc:
+            raise CjstatsError(f"'{file}' is damaged: its 'duplicates' entry cannot be read ({exc}); save the "
+                               f"table again.") from None
         return cls(frame, provenance=meta.get("provenance"), _n_duplicates=dups, _reference=ref)
 
     def __len__(self) -> int:

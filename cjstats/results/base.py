@@ -118,19 +118,15 @@ class Result:
         return self.summary().as_html()
 
     def save(self, path: Any) -> Any:
-        """Write the result to the directory ``path`` (created; replaced if it holds a saved result)."""
+        """Write the result to the directory ``path`` (created; an earlier save there is replaced, a folder
+        holding anything else is refused; :func:`cjstats.results.persist.save`)."""
         from cjstats.results.persist import save
 
         return save(self, path)
 
     @classmethod
     def load(cls, path: Any) -> Any:
-        """Read a result written by :meth:`save` (one sentence if the directory holds another type)."""
-        from cjstats.exceptions import CjstatsError
+        """Read a result written by :meth:`save` (one sentence if the directory holds another type or is damaged)."""
         from cjstats.results.persist import load
 
-        out = load(path)
-        if cls is not Result and not isinstance(out, cls):
-            raise CjstatsError(f"The directory '{path}' holds a {type(out).__name__}, not a {cls.__name__}; load it "
-                               f"with cjstats.results.persist.load.")
-        return out
+        return load(path, expected=None if cls is Result else cls)
