@@ -61,8 +61,11 @@ def _problem(g: Any, link: str, thresholds: str, nagq: int):
 
 def fit_unit(g: Any, *, link: str = "probit", thresholds: str = "shared", nagq: int = 10):
     """Fit one unit's rows (a ``GroupData``); returns (problem, UnitFit, category values)."""
+    from cjstats.estimators.ordinal_ml.optimise import limit_thresholds
+
     p, values = _problem(g, link, thresholds, nagq)
-    return p, fit_problem(p), values
+    fixed, x0 = limit_thresholds(p)
+    return p, fit_problem(p, x0, fixed=fixed), values
 
 
 def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared"):
@@ -76,10 +79,16 @@ def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared")
     return q, fit_nested(q), values
 
 
-def _pinv(h: np.ndarray) -> np.ndarray:
-    """Moore-Penrose inverse of the observed information (NaN where the Hessian is not finite)."""
+def _pinv(h: np.ndarray, held: Any = ()) -> np.ndarray:
+    """Moore-Penrose inverse of the observed information on the entries not ``held`` (those fixed at a limit:
+    rows and columns 0); NaN where the Hessian is not finite."""
     h = np.asarray(h, dtype=np.float64)
-    return np.linalg.pinv(h) if np.all(np.isfinite(h)) else np.full_like(h, np.nan)
+    if not np.all(np.isfinite(h)):
+        return np.full_like(h, np.nan)
+    free = np.array([i for i in range(h.shape[0]) if i not in set(held)], dtype=np.int64)
+    out = np.zeros_like(h)
+    out[np.ix_(free, free)] = np.linalg.pinv(h[np.ix_(free, free)])
+    return out
 
 
 def _drop_judges(g: Any, separated: dict[str, Any]) -> Any:
@@ -275,7 +284,8 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         else:
             p, uf, values = fit_unit(fd, link=link, thresholds=thresholds, nagq=nagq)
             xb = uf.x
-            cx = _x_cov(_pinv(uf.hessian), uf.at_boundary)   # log s_a held fixed at a boundary estimate
+            # log s_a held fixed at a boundary estimate, per-judge thresholds of unused categories at their limits
+            cx = _x_cov(_pinv(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
             jac = _jacobian(p, uf.x)
             umethod = method
         cov = jac @ cx @ jac.T
@@ -307,7 +317,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         # a flat or non-maximal direction of the information (no isolated maximum) names its parameters
         xnames = (["scenario"] + [f"gamma[{lab}]" for lab in fd.judge_labels[1:]] * (thresholds == "shared")
                   + ["thresholds"] * (p.n_sets * (p.n_categories - 1)) + (["generation"] if gen else []))
-        held = {0} if uf.at_boundary else set()
+        held = ({0} if uf.at_boundary else set()) | set(uf.extra.get("fixed", ()))
         if gen and gen_boundary:
             held.add(len(xnames) - 1)
         # per-judge thresholds at +-inf for an unused extreme category are explained before the fit (a boundary:

@@ -30,7 +30,8 @@ from cjstats.estimators.ordinal_ml.likelihood import (
 from cjstats.estimators.ordinal_ml.links import quantile
 from cjstats.estimators.ordinal_ml.numdiff import central_difference
 
-__all__ = ["UnitFit", "fit_problem", "newton_polish", "profile_scenario", "start_values", "LOG_S_BOUNDS", "kkt_check"]
+__all__ = ["UnitFit", "fit_problem", "newton_polish", "profile_scenario", "start_values", "LOG_S_BOUNDS", "kkt_check",
+           "limit_thresholds"]
 
 #: Bounds of log s_a in the optimiser: s_a in [exp(-9), exp(4)] on the latent scale.
 LOG_S_BOUNDS = (-9.0, 4.0)
@@ -232,30 +233,90 @@ def newton_polish(obj: Any, x: np.ndarray, f: float, hess: np.ndarray, free: np.
 
 
 @_blas1
-def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: bool = True) -> UnitFit:
+def fit_problem(p: OrdinalProblem, x0: np.ndarray | None = None, *, hessian: bool = True,
+                fixed: dict[int, float] | None = None) -> UnitFit:
     """Maximise the marginal likelihood of one unit; polish with Newton steps on the observed information.
     Scenarios with the same response pattern are fitted once, weighted by their number (:func:`.compress`:
-    exact); ``modes`` are returned per original scenario."""
+    exact); ``modes`` are returned per original scenario. ``fixed`` holds entries of the optimiser's vector at
+    given values (:func:`limit_thresholds`: per-judge thresholds at their limits); they are not free in the
+    convergence check, and ``extra["fixed"]`` lists them."""
     full_p = p
     p, inverse = compress(full_p)
     obj = _Objective(p)
-    x, res = _minimise(obj, start_values(p) if x0 is None else x0)
+    fixed = dict(fixed or {})
+    start = start_values(p) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
+    if fixed and start.size != p.n_params:
+        raise ValueError("x0 does not match the problem")
+    for i, v in fixed.items():
+        start[i] = v
+    x, res = _minimise(obj, start, fixed=fixed)
     f = obj(x)
     at_lower = x[0] <= LOG_S_BOUNDS[0] + 1e-6
     hess = obj.hessian(x) if hessian else np.full((x.size, x.size), np.nan)
-    # Newton polish (free parameters; log s_a stays put at the boundary)
-    x, f = newton_polish(obj, x, f, hess, np.arange(1 if at_lower else 0, x.size), steps=3 if hessian else 0)
+    # Newton polish (free parameters; log s_a stays put at the boundary, fixed entries stay put)
+    free_idx = np.array([i for i in range(x.size) if i not in fixed and not (i == 0 and at_lower)], dtype=np.int64)
+    x, f = newton_polish(obj, x, f, hess, free_idx, steps=3 if hessian else 0)
     g = obj.grad(x)
-    free = slice(1, None) if at_lower else slice(None)
-    gnorm = float(np.max(np.abs(g[free])))
-    free_idx = np.arange(1 if at_lower else 0, x.size)
+    gnorm = float(np.max(np.abs(g[free_idx]))) if free_idx.size else 0.0
     converged, why = kkt_check(f, g, hess, free_idx, res) if hessian else (bool(gnorm < 1e-3 and math.isfinite(f)), "")
     msg = (f"L-BFGS-B: {res.message}; max |gradient| {gnorm:.2g}"
            + ("; s_a at its lower bound (scenario variance estimated as ~0: a boundary estimate)" if at_lower else "")
+           + (f"; {len(fixed)} per-judge thresholds held at their limits (unused categories)" if fixed else "")
            + (f"; not converged: {why}" if why else ""))
     return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at_lower),
                    message=msg, n_eval=obj.n_eval, modes=obj.a[inverse].copy(),
-                   extra={"n_patterns": p.n_scenarios, "n_scenarios": full_p.n_scenarios})
+                   extra={"n_patterns": p.n_scenarios, "n_scenarios": full_p.n_scenarios,
+                          "fixed": sorted(int(i) for i in fixed)})
+
+
+#: Latent distance standing in for an infinite threshold, and log of the spacing standing in for two coinciding
+#: ones (:func:`limit_thresholds`): F(-40) is below 4e-18 for both links, so the limit is reached to double precision.
+_FAR = 40.0
+
+
+def limit_thresholds(p: OrdinalProblem, x0: np.ndarray | None = None) -> tuple[dict[int, float], np.ndarray]:
+    r"""Per-judge thresholds (``thresholds="judge"``) of categories a judge never uses, held at their limits, and
+    a start vector that agrees with them.
+
+    For judge l the likelihood has no maximum in those thresholds: an unused bottom category sends theta_{l,0} to
+    -inf, an unused top category sends theta_{l,J-2} to +inf, an unused middle category k makes theta_{l,k-1} and
+    theta_{l,k} coincide; the supremum is the likelihood with the judge's probabilities of its unused categories
+    at 0, which these values reach to double precision (a threshold 40 latent units beyond its used neighbour,
+    a spacing of exp(-40); F(-40) < 4e-18 for both links). Returns ({index in the optimiser's vector: value},
+    start) in the raw layout of :func:`.likelihood.unpack` (theta_0, then log spacings); ({}, start) for shared
+    thresholds. ``x0``: the start to adapt (default :func:`start_values`)."""
+    from cjstats.estimators.ordinal_ml.likelihood import unpack
+
+    x = (start_values(p) if x0 is None else np.asarray(x0, dtype=np.float64)).copy()
+    if p.thresholds != "judge":
+        return {}, x
+    j = p.n_categories
+    used = np.zeros((p.n_judges, j), dtype=bool)
+    used[p.judge, p.category] = True
+    _, _, theta = unpack(p, x)
+    out: dict[int, float] = {}
+    for lab in range(p.n_judges):
+        u = np.flatnonzero(used[lab])
+        if u.size < 2 or u.size == j:   # one category: left out before the fit (identification); all: nothing to do
+            continue
+        a, b = int(u[0]), int(u[-1])
+        th = theta[lab].copy()
+        for k in range(a + 1, b):         # an unused middle category: its two thresholds coincide
+            if not used[lab, k]:
+                th[k] = th[k - 1]
+        th[:a] = th[a] - _FAR             # thresholds below the first used category: -inf, coinciding
+        th[b:] = th[b - 1] + _FAR         # thresholds above the last used category: +inf, coinciding
+        raw = np.concatenate([[th[0]], np.log(np.maximum(np.diff(th), np.exp(-_FAR)))])
+        base = 1 + p.n_gamma + lab * (j - 1)
+        x[base:base + j - 1] = raw
+        held = list(range(a)) + [k for k in range(a + 1, b) if not used[lab, k]] + list(range(b, j - 1))
+        for k in held:
+            # raw[0] is theta_0 itself (held when the bottom category is unused); raw[k] (k >= 1) the log spacing
+            # theta_k - theta_{k-1}: held at exp(-40) inside an unused run, at 40 at the edge of the used range
+            out[base + k] = float(raw[k])
+        if a > 0:                         # the spacing that leads back up to the first used threshold stays free
+            out.pop(base + a, None)
+    return out, x
 
 
 @_blas1
@@ -271,8 +332,10 @@ def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[flo
     cache: dict[float, np.ndarray] = {}
     warm = [fit.x.copy()]
 
+    held = {i: float(fit.x[i]) for i in fit.extra.get("fixed", [])}
+
     def dev(log_s: float) -> float:
-        x, _ = _minimise(obj, warm[0], fixed={0: log_s})
+        x, _ = _minimise(obj, warm[0], fixed={**held, 0: log_s})
         cache[log_s] = x
         return 2.0 * (fit.loglik + obj(x)) - crit
 
