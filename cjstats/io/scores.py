@@ -255,6 +255,7 @@ class Scores:
                                f"{meta.get('format_version')}, which this cjstats version cannot read; upgrade cjstats.")
         frame = pd.read_parquet(path / "scores.parquet")
         ref = pd.read_parquet(path / "reference.parquet") if (path / "reference.parquet").exists() else None
+        _check_saved(frame, path)
         dups = {(m, c): int(n) for m, c, n in meta.get("duplicates", [])}
         return cls(frame, provenance=meta.get("provenance"), _n_duplicates=dups, _reference=ref)
 
@@ -519,6 +520,23 @@ def _sorted_frame(frame: pd.DataFrame, order: np.ndarray,
         else:
             cols[name] = col.iloc[order].reset_index(drop=True)
     return pd.DataFrame(cols, columns=frame.columns)
+
+
+def _check_saved(frame: pd.DataFrame, path: Any) -> None:
+    """The input rules of :func:`cjstats.read_scores` on a saved table (its warnings were given when it was read):
+    a table edited after :meth:`Scores.save` (a judge call twice, a missing value) is refused, never averaged."""
+    import warnings
+
+    from cjstats.exceptions import CjstatsWarning
+    from cjstats.io.read import read_scores
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            read_scores(frame.reset_index(drop=True))
+    except CjstatsError as exc:
+        raise CjstatsError(f"The saved table '{path}/scores.parquet' was changed after scores.save: "
+                           f"{str(exc)[0].lower()}{str(exc)[1:]}") from None
 
 
 def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mapping[tuple, int],
