@@ -176,9 +176,18 @@ def other_separator(found: Sequence[Any]) -> tuple[str, str, list[str]] | None:
 
 def json_cut_short(text: str, pos: int, msg: str) -> bool:
     """Whether a JSON decoding error (``json.JSONDecodeError``'s ``pos`` and ``msg``) means the text ends inside
-    a value: the error is at the end of the text (trailing spaces left out), or a string runs to the end (the
-    decoder reports an unterminated string at its opening quote)."""
-    return pos >= len(text.rstrip()) or msg.startswith("Unterminated string")
+    a value: the error is at the end of the text (trailing spaces left out), a string runs to the end (the
+    decoder reports an unterminated string, or an escape, at its start) or the text ends inside a word or a
+    number (``tru``, ``4.``, ``1e``). A file broken anywhere else is not cut short."""
+    rest = text[pos:].rstrip()
+    return (pos >= len(text.rstrip()) or msg.startswith("Unterminated string")
+            or any(word.startswith(rest) and word != rest for word in _JSON_WORDS)
+            or re.fullmatch(r"-|\.|[eE][+-]?", rest) is not None
+            or (msg.startswith("Invalid \\uXXXX escape") and '"' not in rest))
+
+
+#: The JSON words (and Python's extensions) that a file cut short can end inside (``tru``, ``-``).
+_JSON_WORDS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
 
 
 def msg_cut_short_json(path: Any, line: int) -> str:
