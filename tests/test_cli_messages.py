@@ -98,8 +98,6 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ("study", "--columns"): "known gap: study --truth FILE passes read_scores' advice on; study has no data options",
     ("study", "--duplicates"): "known gap: study --truth FILE passes read_scores' advice on; study has no data options",
     ("monitor", "--exclude-judges"): _SPARSE,
-    ("monitor", "--columns"): "monitor reads FILE with pandas in file order and passes a DataFrame, never a Scores",
-    ("monitor", "--duplicates"): "monitor reads FILE with pandas in file order and passes a DataFrame, never a Scores",
     ("drift", "--dataset"): "drift checks that BEFORE and AFTER are files before load_scores, whose FILE-or-dataset "
                             "advice then cannot fire",
     ("drift", "--draws"): "drift offers --method reml or anova: no Bayesian fit runs",

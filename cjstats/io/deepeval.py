@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cjstats.exceptions import CjstatsError
-from cjstats.io._evaltools import files_of, load_json, to_scores
+from cjstats.io import rules
+from cjstats.io._evaltools import AT, files_of, load_json, to_scores
 from cjstats.io.scores import Scores
 
 __all__ = ["read_deepeval", "looks_like_deepeval"]
@@ -52,10 +53,13 @@ def _rows(doc: Any, path: Path, model: str | None, counts: dict[str, int]) -> li
         raise CjstatsError(f"`{path}` is not a DeepEval test run: it has no `testCases` list; give the JSON "
                            f"DeepEval saves (e.g. `.deepeval/.latest_run_full.json`).")
     hyper = run.get("hyperparameters") if isinstance(run.get("hyperparameters"), Mapping) else {}
-    name = model or hyper.get("model") or path.stem
-    cases = list(run.get("testCases") or []) + list(run.get("conversationalTestCases") or [])
+    name = str(model or hyper.get("model") or path.stem).strip()
+    if not name:
+        raise CjstatsError(rules.msg_no_model(path, "read_deepeval"))
+    cases = [(f"{key}[{k}]", case) for key in ("testCases", "conversationalTestCases")
+             for k, case in enumerate(run.get(key) or [])]
     records = []
-    for i, case in enumerate(cases):
+    for i, (at, case) in enumerate(cases):
         if not isinstance(case, Mapping):
             raise CjstatsError(f"Test case {i} of `{path}` is not a JSON object, so the file is not a DeepEval "
                                f"test run.")
@@ -65,13 +69,14 @@ def _rows(doc: Any, path: Path, model: str | None, counts: dict[str, int]) -> li
                 counts["metrics_without_score"] += 1
                 continue
             counts["passed"] += bool(metric.get("success"))
-            records.append({"model": str(name), "scenario": case.get("name", f"test_case_{i}"), "generation": 0,
+            records.append({"model": name, "scenario": case.get("name", f"test_case_{i}"), "generation": 0,
                             "judge": metric.get("evaluationModel") or metric.get("name"),
-                            "criterion": metric.get("name"), "score": float(score)})
+                            "criterion": metric.get("name"), "score": float(score), AT: f"{at} of `{path}`"})
     return records
 
 
-def read_deepeval(path: str | Path | Sequence[str | Path], *, model: str | None = None) -> Scores:
+def read_deepeval(path: str | Path | Sequence[str | Path], *, model: str | None = None,
+                  duplicates: Literal["error", "mean"] = "error") -> Scores:
     """Read DeepEval test runs into one score table (one row per metric of each test case).
 
     model = ``hyperparameters['model']`` (or ``model=``, or the file name), scenario = test case name, judge =
@@ -84,6 +89,9 @@ def read_deepeval(path: str | Path | Sequence[str | Path], *, model: str | None 
         One test-run JSON file per model (or a folder of them); all are stacked into one table.
     model : str, optional
         The model's name when the run logged no ``hyperparameters={"model": ...}`` (one file only).
+    duplicates : {"error", "mean"}
+        A judge call read twice (the same model, test case, judge and metric, e.g. two runs of one model):
+        refused with the two places (default), or averaged and counted, as in :func:`read_scores`.
 
     Examples
     --------
@@ -100,4 +108,4 @@ def read_deepeval(path: str | Path | Sequence[str | Path], *, model: str | None 
     provenance = {"source": str(files[0]) if len(files) == 1 else [str(f) for f in files], "format": "deepeval",
                   "mapping": "model=hyperparameters.model (or file name), scenario=test case name, generation=0, "
                              "judge=metric evaluationModel, criterion=metric name, score=metric score", **counts}
-    return to_scores(records, provenance, where=where)
+    return to_scores(records, provenance, where=where, caller="read_deepeval", duplicates=duplicates)

@@ -8,8 +8,12 @@ key per metric holding the document's value.
 
 Mapping onto the long table (one row per metric and filter of each line):
 
-- ``model`` = ``model=`` if given, else ``model_name`` of the ``results_<date>.json`` beside the samples file
-  (the one with the same date), else the folder's name (lm-eval names it after the model);
+- ``model`` = ``model=`` if given, else the ``results_<date>.json`` beside the samples file (the one with the
+  same date first): its ``model_name``, else the model in its ``config.model_args`` (``pretrained=``, ``model=``,
+  ``path=``, ... as lm-eval reads it), else its ``model_name_sanitized``; else the name of the folder that holds
+  the file, resolved (lm-eval names it after the model, ``/`` written as ``__``; a file given as
+  ``samples_x.jsonl`` is in the current folder); a model name is never empty: without any of these the reader
+  asks for ``model=``;
 - ``scenario`` = ``doc_id``; ``generation`` = 0 (lm-eval stores repeats already scored into one value);
 - ``judge`` = ``"<metric>,<filter>"``, lm-eval's own key (``exact_match,strict-match``): each metric under each
   answer-extraction filter scores the same answer, as a judge does; an LLM-as-judge task whose metric values
@@ -21,14 +25,14 @@ Mapping onto the long table (one row per metric and filter of each line):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cjstats.exceptions import CjstatsError
-from cjstats.io._evaltools import files_of, load_json, to_scores
+from cjstats.io import rules
+from cjstats.io._evaltools import AT, files_of, json_lines, load_json, to_scores
 from cjstats.io.scores import Scores
 
 __all__ = ["read_lm_eval_samples", "sample_file_parts"]
@@ -43,43 +47,61 @@ def sample_file_parts(path: Path) -> tuple[str, str] | None:
     return (match["task"], match["date"]) if match else None
 
 
+#: The keys of ``model_args`` that name the model, in the order lm-eval's own ``_get_model_name`` tries them.
+_MODEL_ARGS = ("peft", "delta", "pretrained", "model", "path", "engine")
+
+
+def _name_in_results(doc: Any) -> str | None:
+    """The model an lm-eval ``results_<date>.json`` names: ``model_name``, else ``config.model_args``
+    (a ``key=value,...`` string or a mapping), else ``model_name_sanitized``; None when it names none."""
+    if not isinstance(doc, Mapping):
+        return None
+    if str(doc.get("model_name") or "").strip():
+        return str(doc["model_name"]).strip()
+    config = doc.get("config") if isinstance(doc.get("config"), Mapping) else {}
+    args = config.get("model_args")
+    if isinstance(args, str):
+        args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+    if isinstance(args, Mapping):
+        for key in _MODEL_ARGS:
+            if str(args.get(key) or "").strip():
+                return str(args[key]).strip()
+    sanitized = str(doc.get("model_name_sanitized") or "").strip()
+    return sanitized.replace("__", "/") if sanitized else None
+
+
 def _model_of(path: Path) -> str:
+    """The model of a samples file: its results file's (see :func:`_name_in_results`), else the name of the
+    folder holding it (resolved: ``samples_x.jsonl`` alone is in the current folder); never empty."""
     parts = sample_file_parts(path)
     candidates = [path.parent / f"results_{parts[1]}.json"] if parts else []
     candidates += sorted(path.parent.glob("results_*.json"))
     for results in candidates:
         if results.is_file():
             try:
-                doc = load_json(results, what="lm-eval results")
+                name = _name_in_results(load_json(results, what="lm-eval results"))
             except CjstatsError:
                 continue
-            if isinstance(doc, Mapping) and doc.get("model_name"):
-                return str(doc["model_name"])
-    return path.parent.name.replace("__", "/")
+            if name:
+                return name
+    folder = path.resolve().parent.name.replace("__", "/").strip()
+    if not folder:
+        raise CjstatsError(rules.msg_no_model(path, "read_lm_eval_samples"))
+    return folder
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
+def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     out = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}), so the file is "
-                                       f"not an lm-eval samples file.") from None
-                if not isinstance(rec, Mapping) or "doc_id" not in rec or not isinstance(rec.get("metrics"), list):
-                    raise CjstatsError(f"Line {lineno} of `{path}` has no `doc_id` and `metrics` list: this is not "
-                                       f"an lm-eval samples file (lm-eval writes one per task with its log_samples option).")
-                out.append(rec)
-    except UnicodeDecodeError:
-        raise CjstatsError(f"`{path}` is not UTF-8 text, so it is not an lm-eval samples file.") from None
+    for lineno, rec in json_lines(path, what=_WHAT):
+        if not isinstance(rec, Mapping) or "doc_id" not in rec or not isinstance(rec.get("metrics"), list):
+            raise CjstatsError(f"Line {lineno} of `{path}` has no `doc_id` and `metrics` list: this is not "
+                               f"an lm-eval samples file (lm-eval writes one per task with its log_samples option).")
+        out.append((lineno, rec))
     return out
 
 
-def read_lm_eval_samples(path: str | Path | Sequence[str | Path], *, model: str | None = None) -> Scores:
+def read_lm_eval_samples(path: str | Path | Sequence[str | Path], *, model: str | None = None,
+                         duplicates: Literal["error", "mean"] = "error") -> Scores:
     """Read lm-evaluation-harness ``samples_<task>_<date>.jsonl`` files into one score table.
 
     scenario = ``doc_id``, judge = ``"<metric>,<filter>"``, criterion = task (when several), model from the
@@ -91,6 +113,9 @@ def read_lm_eval_samples(path: str | Path | Sequence[str | Path], *, model: str 
         Samples files, or the ``--output_path`` folder (searched recursively for ``samples_*.jsonl``).
     model : str, optional
         The model's name, overriding what the results file and folder say.
+    duplicates : {"error", "mean"}
+        A judge call read twice (the same model, task, doc_id, metric and filter, e.g. one file given twice):
+        refused with the two lines (default), or averaged and counted, as in :func:`read_scores`.
 
     Examples
     --------
@@ -104,7 +129,7 @@ def read_lm_eval_samples(path: str | Path | Sequence[str | Path], *, model: str 
         parts = sample_file_parts(f)
         task = parts[0] if parts else f.stem
         name = model or _model_of(f)
-        for rec in _lines(f):
+        for lineno, rec in _lines(f):
             filt = rec.get("filter", "none")
             for metric in rec["metrics"]:
                 value = rec.get(metric)
@@ -116,9 +141,9 @@ def read_lm_eval_samples(path: str | Path | Sequence[str | Path], *, model: str 
                         counts["non_numeric_values"] += 1
                         continue
                     records.append({"model": name, "scenario": rec["doc_id"], "generation": 0, "judge": str(judge),
-                                    "criterion": task, "score": float(v)})
+                                    "criterion": task, "score": float(v), AT: f"line {lineno} of `{f}`"})
     where = f"`{files[0]}`" if len(files) == 1 else f"the {len(files)} lm-eval samples files"
     provenance = {"source": str(files[0]) if len(files) == 1 else [str(f) for f in files], "format": "lm-eval-samples",
                   "mapping": "model=results json model_name (or folder), scenario=doc_id, generation=0, "
                              "judge='metric,filter', criterion=task, score=metric value (bool as 1/0)", **counts}
-    return to_scores(records, provenance, where=where)
+    return to_scores(records, provenance, where=where, caller="read_lm_eval_samples", duplicates=duplicates)

@@ -29,10 +29,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cjstats.exceptions import CjstatsError
-from cjstats.io._evaltools import files_of, load_json, to_scores
+from cjstats.io._evaltools import AT, files_of, load_json, to_scores
 from cjstats.io.scores import Scores
 
 __all__ = ["read_promptfoo", "MODEL_GRADED", "looks_like_promptfoo"]
@@ -82,9 +82,10 @@ def _default_grader(doc: Mapping[str, Any]) -> str | None:
 def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
     summary = _summary(doc)
     if summary is None or not looks_like_promptfoo(doc):
-        raise CjstatsError(f"`{path}` is not a promptfoo results file: it has no `results.results` list of eval "
-                           f"results with `provider` and `testIdx`; write one with `promptfoo eval --output "
-                           f"results.json`.")
+        lacks = ("no `results` key" if not isinstance(doc, Mapping) or "results" not in doc else
+                 "no `results.results` list of eval results with `provider` and `testIdx`")
+        raise CjstatsError(f"`{path}` is not a promptfoo results file: it has {lacks}; write one with `promptfoo "
+                           f"eval --output results.json`.")
     default_grader = _default_grader(doc)
     results = summary["results"]
     prompt_ids = {r.get("promptId") or r.get("promptIdx", 0) for r in results}  # promptIdx is the grid column
@@ -128,11 +129,13 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
                 score = 1.0 if comp.get("pass") else 0.0
                 counts["scored_from_pass"] += 1
             records.append({"model": model, "scenario": scenario, "generation": generation,
-                            "judge": judge, "criterion": assertion.get("metric") or "all", "score": float(score)})
+                            "judge": judge, "criterion": assertion.get("metric") or "all", "score": float(score),
+                            AT: f"results.results[{i}] of `{path}`"})
     return records
 
 
-def read_promptfoo(path: str | Path | Sequence[str | Path]) -> Scores:
+def read_promptfoo(path: str | Path | Sequence[str | Path], *,
+                   duplicates: Literal["error", "mean"] = "error") -> Scores:
     """Read promptfoo eval results (``promptfoo eval --output results.json``) into one score table.
 
     One row per assertion of each (provider, test case) result: model = provider, scenario = test index,
@@ -143,6 +146,9 @@ def read_promptfoo(path: str | Path | Sequence[str | Path]) -> Scores:
     ----------
     path : path, folder, glob pattern or list of them
         One ``--output`` JSON file, a folder of them, or a list; all are stacked into one table.
+    duplicates : {"error", "mean"}
+        A judge call read twice (the same model, scenario, generation, judge and criterion, e.g. one file given
+        twice): refused with the two places (default), or averaged and counted, as in :func:`read_scores`.
 
     Examples
     --------
@@ -158,4 +164,4 @@ def read_promptfoo(path: str | Path | Sequence[str | Path]) -> Scores:
                              "generation=repeat index, "
                              "judge=grader of model-graded assertions else assertion type, score=component score "
                              "(pass/fail written as 1/0)", **counts}
-    return to_scores(records, provenance, where=where)
+    return to_scores(records, provenance, where=where, caller="read_promptfoo", duplicates=duplicates)

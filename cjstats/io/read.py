@@ -343,8 +343,15 @@ def _first_row(mask: np.ndarray, index: pd.Index) -> Any:
 
 
 def _unit(df: pd.DataFrame) -> str:
-    """How messages point at a row: ``line`` (of the file) when the index holds line numbers, else ``row``."""
-    return "line" if df.index.name == "line" else "row"
+    """How messages point at a row: ``line`` (of the file) when the index holds line numbers, ``source`` when
+    it holds whole places (``result 3 of `x.json```, written by the readers of other tools), else ``row``."""
+    return df.index.name if df.index.name in ("line", "source") else "row"
+
+
+def _at(unit: str, *where: Any) -> str:
+    """``line 12`` (``lines 12 and 40`` for two), or the places themselves when ``unit`` is ``source``."""
+    places = " and ".join(map(str, where))
+    return places if unit == "source" else f"{unit}{'s' if len(where) > 1 else ''} {places}"
 
 
 def _check_ids(df: pd.DataFrame, cols: list[str]) -> None:
@@ -353,10 +360,10 @@ def _check_ids(df: pd.DataFrame, cols: list[str]) -> None:
             nested = df[col].map(lambda v: isinstance(v, (dict, list, tuple, set))).to_numpy()
             if nested.any():
                 kind = type(df[col].iloc[int(np.flatnonzero(nested)[0])]).__name__
-                raise CjstatsError(rules.msg_nested_ids(col, kind, f"{_unit(df)} {_first_row(nested, df.index)}"))
+                raise CjstatsError(rules.msg_nested_ids(col, kind, _at(_unit(df), _first_row(nested, df.index))))
         bad = df[col].isna().to_numpy()
         if bad.any():
-            raise CjstatsError(rules.msg_missing_ids(col, int(bad.sum()), f"{_unit(df)} {_first_row(bad, df.index)}"))
+            raise CjstatsError(rules.msg_missing_ids(col, int(bad.sum()), _at(_unit(df), _first_row(bad, df.index))))
 
 
 def _plain(value: Any) -> Any:
@@ -499,26 +506,26 @@ def _check_scores(df: pd.DataFrame) -> pd.Series:
         if nonnum.any():
             i = int(np.flatnonzero(nonnum)[0])
             first = _plain(raw.iloc[i])
-            raise CjstatsError(rules.msg_nonnumeric(int(nonnum.sum()), first, f"{_unit(df)} {df.index[i]}"))
+            raise CjstatsError(rules.msg_nonnumeric(int(nonnum.sum()), first, _at(_unit(df), df.index[i])))
         values = num.to_numpy(dtype=np.float64)
     nan = np.isnan(values)
     if nan.any():
-        raise CjstatsError(rules.msg_nan(int(nan.sum()), f"{_unit(df)} {_first_row(nan, df.index)}"))
+        raise CjstatsError(rules.msg_nan(int(nan.sum()), _at(_unit(df), _first_row(nan, df.index))))
     inf = np.isinf(values)
     if inf.any():
-        raise CjstatsError(rules.msg_inf(int(inf.sum()), f"{_unit(df)} {_first_row(inf, df.index)}"))
+        raise CjstatsError(rules.msg_inf(int(inf.sum()), _at(_unit(df), _first_row(inf, df.index))))
     # A sum of n squares stays finite only when every |score| < sqrt(max_float / n); keep a factor 16 spare for
     # the sums of squares of the mean-square decomposition.
     limit = math.sqrt(np.finfo(np.float64).max / (16.0 * max(len(values), 1)))
     huge = np.abs(values) > limit
     if huge.any():
         i = int(np.flatnonzero(huge)[0])
-        raise CjstatsError(rules.msg_huge(int(huge.sum()), values[i], f"{_unit(df)} {df.index[i]}"))
+        raise CjstatsError(rules.msg_huge(int(huge.sum()), values[i], _at(_unit(df), df.index[i])))
     sentinel = values == -1
     if sentinel.any() and (values[~sentinel] >= 0).all():
         from cjstats import _warnings as warnings  # shown under a blanket ignore
 
-        warnings.warn(rules.msg_sentinel(int(sentinel.sum()), f"{_unit(df)} {_first_row(sentinel, df.index)}"),
+        warnings.warn(rules.msg_sentinel(int(sentinel.sum()), _at(_unit(df), _first_row(sentinel, df.index))),
                       CjstatsWarning, stacklevel=3)
     return pd.Series(values, index=df.index, name="score")
 
@@ -705,7 +712,7 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
             first = df.iloc[rows[0]]
             same = rows[(df.iloc[rows][key_cols] == first[key_cols]).all(axis=1).to_numpy()]
             n_cells = int(df[dup].groupby(key_cols, sort=False, observed=True).ngroups)
-            rows_text = f"{unit}s {where_in_source[same[0]]} and {where_in_source[same[1]]}"
+            rows_text = _at(unit, where_in_source[same[0]], where_in_source[same[1]])
             raise CjstatsError(rules.msg_duplicates(n_cells, {c: _plain(first[c]) for c in key_cols}, rows_text))
         grp_cols = ["model"] + (["criterion"] if "criterion" in df.columns else [])
         dups = df[dup].groupby(key_cols, sort=False, observed=True).ngroups

@@ -24,7 +24,8 @@ from cjstats.exceptions import CjstatsError
 __all__ = ["ID_COLUMNS", "LABEL_COLUMNS", "REQUIRED", "SYNONYMS", "KINDS", "TEXT_KINDS", "NA_STRINGS", "INT_TEXT",
            "file_kind", "suggest_mapping", "check_mapping", "missing_columns", "wide_pattern",
            "msg_missing_column", "msg_empty", "msg_no_file", "msg_empty_file", "msg_missing_ids", "msg_nested_ids",
-           "msg_bool_score", "msg_nonnumeric", "msg_nan", "msg_inf", "msg_huge", "msg_sentinel", "msg_duplicates"]
+           "msg_bool_score", "msg_nonnumeric", "msg_nan", "msg_inf", "msg_huge", "msg_sentinel", "msg_duplicates",
+           "other_separator", "json_cut_short", "msg_cut_short_json", "msg_no_model"]
 
 #: The id columns of a judge call; with ``score`` (and optionally ``criterion``) they make a long table.
 ID_COLUMNS: tuple[str, ...] = ("model", "scenario", "generation", "judge")
@@ -138,10 +139,18 @@ def wide_pattern(numeric: Mapping[str, bool]) -> str | None:
 # ---------------------------------------------------------------------------------------------- messages
 def msg_missing_column(missing: Sequence[str], found: Sequence[str],
                        numeric: Callable[[], Mapping[str, bool]] | None = None) -> str:
-    """The sentence for a table that lacks ``missing[0]``: a wide table (no ``judge`` and no ``score`` but one
-    number column per judge, asked of ``numeric()`` only then) is told to use ``judge_columns=``; otherwise
-    a ``columns=`` mapping is suggested from the synonyms of the names ``found``."""
+    """The sentence for a table that lacks ``missing[0]``: a header split at the wrong separator (a column name
+    that is several names joined by ``;``, tab or ``|``: :func:`other_separator`) is named as such; a wide table
+    (no ``judge`` and no ``score`` but one number column per judge, asked of ``numeric()`` only then) is told
+    to use ``judge_columns=``; otherwise a ``columns=`` mapping is suggested from the synonyms of ``found``."""
     found = [str(c) for c in found]
+    split = other_separator(found)
+    if split is not None:
+        sep, name, parts = split
+        shown = "tab" if sep == "\t" else sep
+        return (f"scores has no column '{missing[0]}', but the file looks `{shown}`-separated: its column name "
+                f"`{name}` splits at `{shown}` into {', '.join(parts)}; save it with one separator throughout (a "
+                f"`,` in a column name makes a .csv read as comma-separated).")
     if numeric is not None and {"judge", "score"} <= set(missing):
         wide = wide_pattern(numeric())
         if wide is not None:
@@ -152,6 +161,45 @@ def msg_missing_column(missing: Sequence[str], found: Sequence[str],
             f"Map yours with read_scores(path, columns={guess!r}).")
 
 
+def other_separator(found: Sequence[Any]) -> tuple[str, str, list[str]] | None:
+    """``(separator, column name, its parts)`` when a column name is a whole header joined by another separator
+    (``;``, tab or ``|``): the file was split at the wrong character. A name counts when splitting it gives at
+    least two of the required columns (:data:`REQUIRED`) or their synonyms; None otherwise."""
+    known = set(REQUIRED) | {"generation", "criterion"} | {s for syns in SYNONYMS.values() for s in syns}
+    for name in map(str, found):
+        for sep in (";", "\t", "|"):
+            parts = [p.strip().strip('"') for p in name.split(sep)]
+            if len(parts) > 1 and sum(p.lower() in known for p in parts) >= 2:
+                return sep, name, parts
+    return None
+
+
+def json_cut_short(text: str, pos: int, msg: str) -> bool:
+    """Whether a JSON decoding error (``json.JSONDecodeError``'s ``pos`` and ``msg``) means the text ends inside
+    a value: the error is at the end of the text (trailing spaces left out), a string runs to the end (the
+    decoder reports an unterminated string, or an escape, at its start) or the text ends inside a word or a
+    number (``tru``, ``4.``, ``1e``). A file broken anywhere else is not cut short."""
+    rest = text[pos:].rstrip()
+    return (pos >= len(text.rstrip()) or msg.startswith("Unterminated string")
+            or any(word.startswith(rest) and word != rest for word in _JSON_WORDS)
+            or re.fullmatch(r"-|\.|[eE][+-]?", rest) is not None
+            or (msg.startswith("Invalid \\uXXXX escape") and '"' not in rest))
+
+
+#: The JSON words (and Python's extensions) that a file cut short can end inside (``tru``, ``-``).
+_JSON_WORDS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+
+
+def msg_cut_short_json(path: Any, line: int) -> str:
+    return (f"`{path}` is cut short at line {line} (the file ends inside a JSON value): rewrite it or re-run the "
+            f"eval.")
+
+
+def msg_no_model(path: Any, reader: str) -> str:
+    return (f"The model of `{path}` is unknown: the file names none and neither does its folder; give it with "
+            f"{reader}(path, model='<model name>').")
+
+
 def msg_empty() -> str:
     return "scores is empty: it has the columns but no rows to analyse."
 
@@ -160,8 +208,8 @@ def msg_no_file(path: Any) -> str:
     return f"The score file `{path}` does not exist."
 
 
-def msg_empty_file(path: Any) -> str:
-    return f"The score file `{path}` is empty: it has no header and no rows."
+def msg_empty_file(path: Any, what: str = "score", holds: str = "no header and no rows") -> str:
+    return f"The {what} file `{path}` is empty: it has {holds}."
 
 
 def msg_missing_ids(col: str, count: int, where: str) -> str:

@@ -254,6 +254,7 @@ class Scores:
         files = meta.get("files")            # the manifest (saves before it: whether the file is there)
         has_ref = "reference.parquet" in files if isinstance(files, list) else (path / "reference.parquet").exists()
         ref = read_data(path / "reference.parquet", file, "a Parquet table", pd.read_parquet) if has_ref else None
+        _check_saved(frame, path)
         try:
             dups = {(m, c): int(n) for m, c, n in meta.get("duplicates", [])}
         except (TypeError, ValueError) as exc:
@@ -522,6 +523,42 @@ def _sorted_frame(frame: pd.DataFrame, order: np.ndarray,
         else:
             cols[name] = col.iloc[order].reset_index(drop=True)
     return pd.DataFrame(cols, columns=frame.columns)
+
+
+def _check_saved(frame: pd.DataFrame, path: Any) -> None:
+    """The input rules of :func:`cjstats.read_scores` that an edit of a saved table can break, in its words
+    (:mod:`cjstats.io.rules`): a missing column, id or score, or a judge call twice (the same key columns on two
+    rows, found with the key codes read_scores uses) is refused, never averaged into the cell."""
+    from cjstats.io import rules
+
+    def refuse(msg: str) -> None:
+        raise CjstatsError(f"The saved table '{path}/scores.parquet' was changed after scores.save: "
+                           f"{msg[0].lower()}{msg[1:]}")
+
+    frame = frame.reset_index(drop=True)
+    missing = rules.missing_columns(list(frame.columns))
+    if missing:
+        refuse(rules.msg_missing_column(missing, list(frame.columns)))
+    has_crit = "criterion" in frame.columns
+    for col in (*ID_COLUMNS, *(["criterion"] if has_crit else [])):
+        bad = frame[col].isna().to_numpy() if col in frame.columns else np.zeros(len(frame), dtype=bool)
+        if bad.any():
+            refuse(rules.msg_missing_ids(col, int(bad.sum()), f"row {int(np.flatnonzero(bad)[0])}"))
+    y = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=np.float64)
+    for bad, msg in ((np.isnan(y), rules.msg_nan), (np.isinf(y), rules.msg_inf)):
+        if bad.any():
+            refuse(msg(int(bad.sum()), f"row {int(np.flatnonzero(bad)[0])}"))
+    codes = _key_codes(frame, has_crit)
+    dup = codes.sorted_duplicate_mask()
+    if dup.any():
+        rows = np.sort(codes.order[dup] if codes.order is not None else np.flatnonzero(dup))
+        keys = ["model", *(["criterion"] if has_crit else []), "scenario", "generation", "judge"]
+        first = frame.iloc[rows[0]]
+        same = rows[(frame.iloc[rows][keys] == first[keys]).all(axis=1).to_numpy()]
+        cell = {c: first[c].item() if isinstance(first[c], np.generic) else first[c] for c in keys}
+        n_cells = int(frame.iloc[rows].groupby(keys, sort=False, observed=True).ngroups)
+        refuse(rules.msg_duplicates(n_cells, cell, f"rows {same[0]} and {same[1]}").replace(
+            "Average them with read_scores(..., duplicates='mean')", "Save the table again from its source"))
 
 
 def _index_groups(frame: pd.DataFrame, has_criterion: bool, n_duplicates: Mapping[tuple, int],
