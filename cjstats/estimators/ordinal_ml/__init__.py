@@ -327,7 +327,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                 if n not in {f.parameter for f in after}]
         after += [Finding(n, f"the likelihood is flat or not maximal in the direction of {n} (the observed "
                              f"information is not positive definite there)",
-                          "see diagnostics['message']; a judge or scenario pattern explains it",
+                          "a judge, category or scenario pattern explains it (see the fit's convergence message)",
                           rows={"scenario": ("scenario",), "generation": ("generation",),
                                 "thresholds": () if explained else ("mu",)}.get(n, ("judge_panel",
                                                                                    "judge_population")))
@@ -430,8 +430,9 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         warn_findings(findings, gd.label(capital=True), stacklevel=4)
         if not uf.converged:
             warn(f"{gd.label(capital=True)}: the ordinal fit did not converge ({uf.message}); its numbers are not a "
-                 f"maximum-likelihood estimate. Try link='logit' or 'probit' (the other), thresholds='shared', or "
-                 f"nagq=1; a judge or category that explains it is named in diagnostics['identification'].",
+                 f"maximum-likelihood estimate. Try the other link (link='logit' or link='probit') or "
+                 f"thresholds='shared'; a judge or category that explains it is named in the fit's identification "
+                 f"diagnostics.",
                  CjstatsWarning, stacklevel=4)
         diag = {"loglik": uf.loglik, "converged": uf.converged, "message": uf.message, "grad_norm": uf.grad_norm,
                 "at_boundary": uf.at_boundary, "link": link, "nagq": nagq, "thresholds": thresholds,
