@@ -307,7 +307,8 @@ class CellStats:
                 raise CjstatsError(
                     f"{self.label(capital=True)} is incomplete: {d.n_missing} judge calls are missing in {n_bad} "
                     f"(scenario, generation) cells{first}. Pass incomplete='drop' to keep only complete cells, or use "
-                    f"method='reml'.")
+                    f"method='reml' (what method='auto', the command line's default, chooses for an incomplete "
+                    f"table).")
             if full.size == 0:
                 raise CjstatsError(f"{self.label(capital=True)} has no (scenario, generation) cell that every judge "
                                    f"scored, so incomplete='drop' leaves nothing. Use method='reml'.")

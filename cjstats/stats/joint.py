@@ -254,7 +254,8 @@ class JointStats:
             raise CjstatsError(
                 f"The ANOVA joint fit needs a complete balanced table (every model x judge on every scenario, "
                 f"the same number of generations): {n_bad} scenarios are not ({reason}). Pass incomplete='drop' "
-                f"to drop those scenarios, or use method='reml'.")
+                f"to drop those scenarios, or use method='reml' (what method='auto', the command line's default, "
+                f"chooses for an incomplete table).")
         p_n, k, n = self.n_models, self.k, self.n_scenarios
         if n < 2:
             raise CjstatsError("Fewer than 2 scenarios are complete for every model and judge, so the ANOVA joint "

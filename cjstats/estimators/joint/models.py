@@ -103,7 +103,8 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
     model_scenario : {"pooled", "per_model"}
         One variance of the model x scenario effects (alpha p)_pi for all models (the paper's joint model), or
         one per model (``method="reml"`` only): a ``model_scenario`` row per model, so that each pair's standard
-        error reflects its two models (with two models on a complete table it is the paired t). Either way the
+        error reflects its two models (with two models on a complete table it is the paired t, off the variance
+        boundary: a REML variance at 0 makes the SE differ from the paired t's). Either way the
         REML fit tests pooled against per-model (``fit.tests["model_scenario"]``, with a recommendation).
     covariates : list of str, optional
         Numeric item columns of the table (one value per model x scenario x generation), ``method="reml"`` only:

@@ -32,7 +32,7 @@ from cjstats._validate import resolve_ci_level
 from cjstats.estimators.joint._joint import JointFit
 from cjstats.estimators.intervals import adjust_p
 from cjstats.estimators.joint.models import _t_ppf, _t_sf2, fit_joint
-from cjstats.exceptions import CjstatsError
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import Scores
 from cjstats.results.base import Result
 
@@ -204,6 +204,14 @@ def self_preference(scores: Scores | pd.DataFrame, families: Mapping[str, str | 
         fit = fit_joint(source, method, ci_level=level, seed=seed, **options)
     fam = _normalise(families, fit)
     p, k = fit.cell_means.shape
+    everyone = [m for m in fit.models if all(m in fam.get(j, ()) for j in fit.judges)]
+    if everyone:
+        from cjstats._warnings import warn
+
+        warn(f"Every judge of the panel belongs to the family of {', '.join(repr(m) for m in everyone)}: each "
+             f"self-preference contrast compares a judge with other judges of the same family, who may prefer "
+             f"{'that model' if len(everyone) == 1 else 'those models'} as well, so a contrast near 0 is no evidence "
+             f"of fairness; add judges from outside the family to measure it.", CjstatsWarning, stacklevel=2)
     rows = []
     a = (1 - level) / 2
     for judge, own in fam.items():
