@@ -27,6 +27,8 @@ def _invert_noncentral(cdf, df1: float, x_obs: float, level: float) -> tuple[flo
             return 0.0
         # lambda is near x_obs - df1 in expectation; grow an upper bracket from there.
         hi = max(10.0, 2.0 * x_obs + 10.0)
+        if np.isnan(cdf(hi)):   # x_obs beyond what the distribution function evaluates (e.g. 1e33): no bound
+            return _NAN
         while cdf(hi) > target:
             hi *= 2.0
             if hi > 1e12:
