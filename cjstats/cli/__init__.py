@@ -1,7 +1,8 @@
 """The ``cjstats`` command line. Each subcommand lives in its own module and mirrors one library function.
 
-Results go to stdout, messages to stderr. A user error ends with exit code 1 and one sentence; a traceback
-appears only with ``CJSTATS_DEBUG=1``.
+Results go to stdout, messages to stderr. A user error ends with exit code 1 and one sentence; an internal error
+(a bug in cjstats) with exit code 2 and one sentence naming the exception; a traceback appears only with
+``CJSTATS_DEBUG=1``.
 """
 
 from __future__ import annotations

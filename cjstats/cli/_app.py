@@ -77,8 +77,15 @@ def abort(message: str) -> None:
     sys.exit(1)
 
 
+#: Exit code of an exception cjstats did not turn into a user-error sentence: a bug (user errors exit 1).
+INTERNAL_ERROR = 2
+
+
 def run_group(group: click.Group) -> None:
-    """Run the CLI, turning user errors into one sentence on stderr (traceback only with CJSTATS_DEBUG=1)."""
+    """Run the CLI, turning user errors into one sentence on stderr (traceback only with CJSTATS_DEBUG=1).
+
+    Any other exception is a bug: it ends in one sentence naming its type that says so, with exit code
+    :data:`INTERNAL_ERROR` (``tests/test_cli_edges.py`` fails on that sentence, so it hides nothing)."""
     import warnings
 
     def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
@@ -107,6 +114,14 @@ def run_group(group: click.Group) -> None:
             where = f" `{exc.filename}`" if getattr(exc, "filename", None) else ""
             abort(f"Could not use{where}: {exc.strerror or exc}.")
         abort(as_flags(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - last resort only: every known bad input has its own sentence
+        if os.environ.get("CJSTATS_DEBUG") == "1":
+            raise
+        what = " ".join(str(exc).split())[:200]
+        click.echo(f"cjstats stopped on an internal error ({type(exc).__name__}{': ' + what if what else ''}), which "
+                   f"is a bug in cjstats: please report it with the command you ran (CJSTATS_DEBUG=1 prints the "
+                   f"traceback).", err=True)
+        sys.exit(INTERNAL_ERROR)
 
 
 # -------------------------------------------------------------------------------------------- output

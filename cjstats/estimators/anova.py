@@ -233,9 +233,17 @@ def satterthwaite_interval(c1: float, ms1: float, df1: float, c2: float, ms2: fl
 
 
 # ---------------------------------------------------------------------------------------------- F test
+def _no_residual(ms: MeanSquares) -> bool:
+    """SS_W <= 1e-12 (SS_J + SS_W): the residual is 0 up to rounding (the within-cell scores differ only by a judge
+    offset), the rule REML's "no residual variation" uses. An exact judge shift added in floating point leaves
+    SS_W ~ 1e-30, whose F ratio ~ 1e33 no distribution function evaluates."""
+    return not ms.ss_residual > 1e-12 * (ms.ss_residual + ms.ss_judge)
+
+
 def judge_f_test(ms: MeanSquares) -> dict[str, float]:
-    """F test of the judge main effect (paper App. G, ``app:anova``): F = MS_J/MS_W on (K-1, (nm-1)(K-1)) df."""
-    f = ms.ms_judge / ms.ms_residual if ms.ms_residual > 0 else math.inf
+    """F test of the judge main effect (paper App. G, ``app:anova``): F = MS_J/MS_W on (K-1, (nm-1)(K-1)) df
+    (infinite when the residual is 0 up to rounding)."""
+    f = math.inf if _no_residual(ms) else ms.ms_judge / ms.ms_residual
     return {"F": f, "df1": ms.df_judge, "df2": ms.df_residual, "p_value": float(stats.f.sf(f, ms.df_judge,
                                                                                            ms.df_residual))}
 
@@ -324,7 +332,7 @@ def _group_rows(ms: MeanSquares, level: float, interval: str, ss_sj: float | Non
     # judge_panel: fixed judges; lambda = nm K judge_panel / s2_eps
     raw_panel = (k - 1) * (ms.ms_judge - ms.ms_residual) / (k * nm)
     est_panel, b_panel = _truncate(raw_panel)
-    if ms.ms_residual > 0:
+    if not _no_residual(ms):
         f_obs = ms.ms_judge / ms.ms_residual
         lam_lo, lam_hi = noncentral_chi2_interval(ms.ss_judge / ms.ms_residual, ms.df_judge, level)
         scale = ms.ms_residual / (nm * k)

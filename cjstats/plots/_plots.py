@@ -109,7 +109,9 @@ def judge_bias_heatmap(scores_or_fit: Any, *, criterion: str | None = None, ax: 
         t = t[t["criterion"] == crit]
     grid = t.pivot_table(index="model", columns="judge", values="estimate", aggfunc="first", sort=False)
     values = grid.to_numpy(dtype=float)
-    lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
+    lim = float(np.nanmax(np.abs(values[np.isfinite(values)]))) if np.isfinite(values).any() else 1.0
+    if not lim > 0:     # every offset is 0 (judges that agree call for call): any symmetric scale shows it
+        lim = 1.0
     # room for the model labels at the left and the judge labels (turned 30 degrees, so about half their
     # length stands below the axes)
     size = (1.6 + 0.95 * grid.shape[1] + label_inches(grid.index),
