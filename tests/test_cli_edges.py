@@ -188,13 +188,10 @@ def _check(code: int, out: str, err: str, args: list[str]) -> None:
         assert out.strip() or "Wrote" in err, f"{where} exited 0 and printed nothing"
 
 
-#: Known failures whose fix belongs to a file another helper is editing: (command, variant, table) -> reason.
-_OVERFLOW = ("ordinal_ml.parameter_draws: math.exp(2 * log_s) overflows (OverflowError) when the scenario variance of "
-             "a model passing 1,198 of 1,199 calls runs off; fix belongs in cjstats/estimators/ordinal_ml (not ours)")
-XFAIL: dict[tuple[str, str, str], str] = {
-    ("allocate", "ordinal", "binary_strong_model_1198_of_1199"): _OVERFLOW,
-    ("report", "ordinal", "binary_strong_model_1198_of_1199"): _OVERFLOW,
-}
+#: Known failures whose fix belongs elsewhere: (command, variant, table) -> reason (none left: the overflow in
+#: ordinal_ml.parameter_draws on a model passing 1,198 of 1,199 calls is now one sentence naming what the data do not
+#: identify).
+XFAIL: dict[tuple[str, str, str], str] = {}
 
 #: Cases left to ``-m slow`` to keep the file under a minute in CI: a report takes 3-5 s (its figures), and these
 #: reach no code path the other report cases miss (the same rows as ``normal``; tables without a report-specific edge).

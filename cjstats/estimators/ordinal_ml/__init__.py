@@ -173,7 +173,7 @@ def _natural(p, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     log_s, gamma, theta = unpack(p, x)
     gbar = gamma.mean()
     cut = theta[0] - gbar if p.thresholds == "shared" else theta - gbar
-    return cut, gamma - gbar, math.exp(2 * log_s)
+    return cut, gamma - gbar, float(np.exp(2 * log_s))
 
 
 def _panel_score(p, x: np.ndarray, values: np.ndarray) -> float:
@@ -206,6 +206,13 @@ def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int 
     (log s_b is the vector's last entry) and says ``generation_identifiable`` True; otherwise ``s2_generation``
     is zero and ``generation_identifiable`` False."""
     diag = fit.diagnostics[key]
+    found = [f for f in diag.get("identification", []) if f.get("judge") and f.get("value") == f.get("value")
+             or set(f.get("rows", ())) & {"scenario", "generation", "mu"}]
+    if found:
+        raise CjstatsError(f"The ordinal fit of {key} has parameters the data do not identify ("
+                           + "; ".join(f"{f['parameter']}: {f['reason']}" for f in found[:2])
+                           + "), so its designs cannot be simulated from it: drop the judge or merge the categories "
+                           "named there and fit again.")
     opts = fit.provenance.get("options", {})
     p = make_problem(np.zeros(0), np.zeros(0), np.zeros(0), n_scenarios=diag["n_scenarios"],
                      n_judges=diag["n_judges"], n_categories=diag["n_categories"], link=diag["link"],
@@ -310,7 +317,8 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             ses.append(0.0 if gen_boundary else math.sqrt(max(cx[-1, -1], 0.0)))
         after = run_off(names, np.array(xs), np.array(ses), upper={"scenario": LOG_S_BOUNDS[1],
                                                                    "generation": LOG_S_BOUNDS[1]},
-                        rows={"scenario": ("scenario",), "generation": ("generation",),
+                        # mu (a new scenario's expected score) integrates over the scenario and generation effects
+                        rows={"scenario": ("scenario", "mu"), "generation": ("generation", "mu"),
                               **{n: ("judge_panel", "judge_population") for n in names if n.startswith("gamma[")}},
                         fix="check the table for a judge, scenario or category that explains it (see the "
                             "identification diagnostics), or use method='bayes', whose priors keep it finite")
@@ -328,7 +336,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         after += [Finding(n, f"the likelihood is flat or not maximal in the direction of {n} (the observed "
                              f"information is not positive definite there)",
                           "a judge, category or scenario pattern explains it (see the fit's convergence message)",
-                          rows={"scenario": ("scenario",), "generation": ("generation",),
+                          rows={"scenario": ("scenario", "mu"), "generation": ("generation", "mu"),
                                 "thresholds": () if explained else ("mu",)}.get(n, ("judge_panel",
                                                                                    "judge_population")))
                   for n in flat]
@@ -410,10 +418,11 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             offsets = [{"judge": lab, "estimate": float(gc[j]), "std_error": float(se_g[j]),
                         "lower": float(gc[j] - z * se_g[j]), "upper": float(gc[j] + z * se_g[j]),
                         "ci_method": umethod + centring}
-                       if f"gamma[{lab}]" not in bad and not any(f.parameter.startswith("gamma[") and f.judge is None
-                                                                 for f in findings) else
+                       if f"gamma[{lab}]" not in bad and k > 1 and not any(
+                           f.parameter.startswith("gamma[") and f.judge is None for f in findings) else
                        {"judge": lab, "estimate": math.nan, "std_error": math.nan, "lower": math.nan,
-                        "upper": math.nan, "ci_method": "not identified (separation or singular information)"}
+                        "upper": math.nan, "ci_method": "not identified (separation, singular information, or the "
+                                                        "only judge with a finite offset)"}
                        for j, lab in enumerate(fd.judge_labels)]
             offsets += [{"judge": lab, "estimate": f.limit, "std_error": math.nan,
                          "lower": f.limit if f.limit < 0 else math.nan, "upper": f.limit if f.limit > 0 else math.nan,
