@@ -350,6 +350,19 @@ def _scenario_differences(df: pd.DataFrame, model_a: str, model_b: str | None, *
     return out.reset_index(drop=True)
 
 
+def _bounds_pair(bounds: Any, caller: str) -> tuple[float, float]:
+    """``bounds`` as two finite floats lowest < highest, or one sentence naming the argument and the fix."""
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise CjstatsError(f"The 'bounds' argument of {caller} must be a pair (lowest, highest) possible score, e.g. "
+                           f"(1, 5). Got {bounds!r} instead.") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise CjstatsError(f"The 'bounds' argument of {caller} must be two finite numbers with lowest < highest, "
+                           f"e.g. (1, 5). Got {bounds!r} instead.")
+    return lo, hi
+
+
 def _bounds(bounds: Any, df: pd.DataFrame, caller: str) -> tuple[float, float]:
     if bounds is None:
         lo, hi = float(df["score"].min()), float(df["score"].max())
@@ -359,14 +372,7 @@ def _bounds(bounds: Any, df: pd.DataFrame, caller: str) -> tuple[float, float]:
             raise CjstatsError(f"Every score passed to {caller} equals {lo:g}; pass bounds=(lowest, highest) "
                                f"possible score.")
         return lo, hi
-    try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise CjstatsError(f"The 'bounds' argument of {caller} must be a pair (lowest, highest) possible score, e.g. "
-                           f"(1, 5). Got {bounds!r} instead.") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-        raise CjstatsError(f"The 'bounds' argument of {caller} must be two finite numbers with lowest < highest, "
-                           f"e.g. (1, 5). Got {bounds!r} instead.")
+    lo, hi = _bounds_pair(bounds, caller)
     y = pd.to_numeric(df["score"], errors="coerce")
     if (y < lo).any() or (y > hi).any():
         raise CjstatsError(f"The 'bounds' argument of {caller} is ({lo:g}, {hi:g}), but scores run from "
@@ -563,14 +569,7 @@ def _plan_bounds(bounds: Any, fit: Any, method: str, caller: str) -> tuple[float
             return math.nan, math.nan, ()
         return seen[0], seen[1], (f"Score scale [{seen[0]:g}, {seen[1]:g}]: the range of the scores the fit saw; pass "
                                   f"bounds=(lowest, highest) for the scale's end points.",)
-    try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise CjstatsError(f"The 'bounds' argument of {caller} must be a pair (lowest, highest) possible score, e.g. "
-                           f"(1, 5). Got {bounds!r} instead.") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-        raise CjstatsError(f"The 'bounds' argument of {caller} must be (lowest, highest) with lowest < highest. "
-                           f"Got {bounds!r} instead.")
+    lo, hi = _bounds_pair(bounds, caller)
     if seen is not None and (seen[0] < lo or seen[1] > hi):
         raise CjstatsError(f"The 'bounds' argument of {caller} is ({lo:g}, {hi:g}), but the fit's scores run from "
                            f"{seen[0]:g} to {seen[1]:g}; give the scale's true end points, which contain "

@@ -58,19 +58,11 @@ def load_json(path: Path, *, what: str) -> Any:
 def json_lines(path: Path, *, what: str) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed line)`` of a JSON Lines file, blank lines skipped; one sentence for an empty file,
     a last line cut short (:func:`cjstats.io.rules.json_cut_short`) or a line that is not JSON."""
-    lines = _text(path, what).splitlines()
-    last = max(i for i, line in enumerate(lines, start=1) if line.strip())
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if lineno == last and rules.json_cut_short(line, exc.pos, exc.msg):
-                raise CjstatsError(rules.msg_cut_short_json(path, lineno)) from None
-            raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}), so the file is not an "
-                               f"{what} file.") from None
-        yield lineno, rec
+    from cjstats.io.read import json_lines as lines_of
+
+    yield from lines_of(_text(path, what).splitlines(), path,
+                        not_json=lambda n, msg: f"Line {n} of `{path}` is not valid JSON ({msg}), so the file is not an "
+                                                f"{what} file.")
 
 
 def to_scores(records: list[dict[str, Any]], provenance: dict[str, Any], *, where: str, caller: str = "read_scores",

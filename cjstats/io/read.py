@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -86,11 +86,10 @@ def _cut_short(path: Path) -> CjstatsError:
                         f"file, so copy or download it again.")
 
 
-def _read_jsonl(path: Path) -> pd.DataFrame:
-    """Read JSON Lines one line at a time, so an error names the line that is wrong."""
-    records, numbers = [], []
-    with open_text(path) as fh:
-        lines = fh.read().splitlines()
+def json_lines(lines: Sequence[str], path: Any, *, not_json: Callable[[int, str], str]) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed line)`` of JSON Lines text, blank lines skipped: the one loop of every JSONL reader
+    (``read_scores`` and the eval-tool readers). A last line that ends inside a value is named as cut short
+    (:func:`cjstats.io.rules.json_cut_short`); any other bad line gets ``not_json(line number, decoder message)``."""
     last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -98,9 +97,19 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
-            where = " (the last line: the file may be cut short)" if lineno == last else ""
-            raise CjstatsError(f"Line {lineno} of `{path}` is not valid JSON ({exc.msg}){where}; fix or remove "
-                               f"that line.") from None
+            if lineno == last and rules.json_cut_short(line, exc.pos, exc.msg):
+                raise CjstatsError(rules.msg_cut_short_json(path, lineno)) from None
+            raise CjstatsError(not_json(lineno, exc.msg)) from None
+        yield lineno, rec
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    """Read JSON Lines one line at a time, so an error names the line that is wrong."""
+    records, numbers = [], []
+    with open_text(path) as fh:
+        lines = fh.read().splitlines()
+    for lineno, rec in json_lines(lines, path, not_json=lambda n, msg: f"Line {n} of `{path}` is not valid JSON "
+                                                                         f"({msg}); fix or remove that line."):
         if not isinstance(rec, dict):
             what = "a JSON array" if isinstance(rec, list) else f"a JSON {type(rec).__name__}"
             raise CjstatsError(f"Line {lineno} of `{path}` is {what}, not an object: JSON Lines holds one record per "
