@@ -51,6 +51,8 @@ for (name in c("balanced", "unbalanced", "missing", "generations", "two_covariat
     emmeans = list(model = as.character(em$model), mean = em$emmean, se = em$SE),
     pairs = list(contrast = as.character(pw$contrast), estimate = pw$estimate, se = pw$SE),
     reml_criterion = unname(REMLcrit(f)),
+    # log|X'X| of lme4's X: the REML criterion of another basis X T of the same columns differs by 2 log|det T|
+    logdet_xtx = as.numeric(determinant(crossprod(getME(f, "X")), logarithm = TRUE)$modulus),
     lme4_version = as.character(packageVersion("lme4")), emmeans_version = as.character(packageVersion("emmeans")))
 }
 write(toJSON(out, digits = NA, auto_unbox = TRUE, pretty = TRUE), file.path(here, "lme4_covariates_reference.json"))
