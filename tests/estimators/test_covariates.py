@@ -1,6 +1,7 @@
-"""Covariates in the joint REML fit (cjstats.estimators.joint.covariates): equal to lme4 on five simulated
-tables (balanced, unbalanced, a model missing from scenarios, two generations, two covariates), known-truth recovery of the
-judges' length slopes and of the model difference at equal length, and the input refusals.
+"""Covariates in the joint REML fit (cjstats.estimators.joint.covariates): equal to lme4 on nine simulated
+tables (balanced, unbalanced, models missing from scenarios, two generations, two covariates, a covariate in a
+large unit), known-truth recovery of the judges' length slopes and of the model difference at equal length, and
+the input refusals.
 
 References: tests/data/lme4_covariates (make_inputs.py, fit_lme4_covariates.R: lme4 + emmeans)."""
 
@@ -25,9 +26,9 @@ NAMES = sorted(REF)
 
 @pytest.fixture(scope="module")
 def fits() -> dict[str, CovariateFit]:
-    covs = {"two_covariates": ["length", "fluency"]}
-    return {name: cj.fit_joint(pd.read_csv(DATA / f"{name}.csv"), "reml", covariates=covs.get(name, ["length"]))
-            for name in NAMES}
+    tables = {name: pd.read_csv(DATA / f"{name}.csv") for name in NAMES}
+    return {name: cj.fit_joint(d, "reml", covariates=[c for c in ("length", "fluency") if c in d.columns])
+            for name, d in tables.items()}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -14,22 +14,25 @@ a model that writes longer answers no longer gains what a length-rewarding judge
 part spans the same column space as lme4's ``model * judge + judge * length`` (any contrasts), so the fitted
 values, variances and every estimable contrast are identical.
 
-H = V/s2 is block-diagonal by scenario and nested inside a block (cells c in (model, scenario) groups g in
-scenarios i). For any columns a, b of Z = [X, y] with cell sums a_c, the nested Woodbury identities give
-(theta = variances / s2)::
-
-    a'H^{-1}b = a'b - sum_c theta_b w_c a_c b_c - sum_g theta_ms d_g f_g(a) f_g(b) - sum_i theta_a d_i F_i(a) F_i(b)
-    w_c = 1/(1 + n_c theta_b), f_g(a) = sum_{c in g} w_c a_c, q_g = sum_{c in g} n_c w_c, d_g = 1/(1 + theta_ms q_g),
-    F_i(a) = sum_{g in i} d_g f_g(a), Q_i = sum_{g in i} d_g q_g, d_i = 1/(1 + theta_a Q_i),
-    log|H| = sum_c log(1 + n_c theta_b) - sum_g log d_g - sum_i log d_i,
-
-and the profiled REML criterion (N - r)(1 + log(2 pi rss/(N - r))) + log|H| + log|X'H^{-1}X| is minimised over
-theta >= 0 by the package's REML engine (:func:`cjstats.estimators.reml.engine.minimize_bounded`) with a central
-difference gradient. The covariate columns vary inside a (model, scenario) group only through the cell sums,
-so the table is read once into per-cell sums of Z and Z'Z.
+The fit is the joint REML fit itself (:func:`cjstats.estimators.joint.reml.fit_nested`, one criterion and one
+optimiser for both): the criterion gains the C K slope columns in its fixed effects (X = [model x judge cell
+indicators, X_e], column (c, l) of X_e the centred x^(c) on judge l's rows; :class:`~cjstats.estimators.joint.reml.
+ExtraColumns`, built by :func:`slope_columns`), and nothing about the variance parameters changes. The nested
+Woodbury identities of :mod:`cjstats.estimators.joint.reml` need of any column only its row-level cross-products
+and its sums per (model, scenario, generation) cell, so every cell's vector [D_c; Y_c] (judge counts, score sum)
+becomes [D_c; E_c; Y_c], E_c the cell sums of X_e (x^(c) is constant within a cell, so E_c = (x^(c)_c - xbar_c)
+D_c): O(rows) once, then per evaluation the pooled fit's cost with P K + C K instead of P K fixed columns. The
+profiled REML criterion (N - r)(1 + log(2 pi rss/(N - r))) + log|H| + log|X'H^{-1}X| (r = P K + C K) and its exact
+gradient and Hessian in theta = (variances)/s2 are minimised over theta >= 0 by the REML engine
+(:func:`cjstats.estimators.reml.engine.fit`: Newton steps on the exact Hessian, boundary faces), and
+``diagnostics["converged"]`` is its KKT check (``diagnostics["kkt"]``); a fit that fails it warns.
 
 Variance components: REML estimates with Wald intervals on the log scale, v exp(-+ z se/v), se from
-2 H^{-1} with H the central-difference Hessian of the REML deviance in the variances (none at a boundary).
+2 H^{-1} with H the exact Hessian of the REML deviance in the variances (:func:`cjstats.estimators.reml.engine.
+variance_hessian`; none at a boundary).
+
+The slopes must be estimable: the rank of X is read from its scaled cross-product (unit diagonal, so it does not
+depend on a covariate's unit; :func:`check_slopes_estimable`).
 
 Inference (t with containment degrees of freedom, as the joint REML fit): a judge's slope and the panel slope
 (mean of the judges' slopes) use the between-group df (model x scenario groups - scenarios - (P - 1) - C);
@@ -50,13 +53,16 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, View, as_scores, check_residual,
-                                             components_frame, joint_stats)
-from cjstats.estimators.joint.reml import _effect_row, _population_rows
-from cjstats.estimators.reml import engine
-from cjstats.exceptions import CjstatsError
+from cjstats._blas import single_thread_blas
+from cjstats._warnings import warn
+from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, View, as_scores, check_judges_scored,
+                                             check_residual, components_frame, joint_stats)
+from cjstats.estimators.joint.reml import (ExtraColumns, _effect_row, _kkt_summary, _population_rows, _wald_cov,
+                                           fit_nested)
+from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast
+from cjstats.stats import NestedStats
 
 __all__ = ["CovariateFit", "fit_joint_covariates", "cell_covariates", "refuse_covariates", "SLOPE_COLUMNS"]
 
@@ -128,135 +134,106 @@ def refuse_covariates(method: str, engine: str | None, options: Mapping[str, Any
         raise CjstatsError(f"fit_joint with covariates takes no option {', '.join(map(repr, options))}; drop it.")
 
 
-# ------------------------------------------------------------------------------------------- criterion
-@dataclass(frozen=True)
-class _Design:
-    """Per-cell sums of Z = [X, y] and what the nested Woodbury identities need (module docstring)."""
-
-    zz: np.ndarray          # Z'Z, (q+1, q+1)
-    zc: np.ndarray          # per-cell sums of Z, (C, q+1)
-    n_c: np.ndarray         # rows per cell
-    cell_group: np.ndarray  # group of each cell
-    group_scen: np.ndarray  # scenario of each group
-    n_groups: int
-    n_scen: int
-    n: int
-    r: int                  # columns of X
-    has_generation: bool
+# --------------------------------------------------------------------------------------- extra columns
+def _sum_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Column sums of ``values`` (rows, L) per ``index`` value (0..size-1): (size, L)."""
+    return np.stack([np.bincount(index, weights=values[:, j], minlength=size) for j in range(values.shape[1])],
+                    axis=1)
 
 
-def _gram(theta: np.ndarray, d: _Design) -> tuple[np.ndarray, float]:
-    """Z'H^{-1}Z and log|H| at theta = (theta_a, theta_ms, theta_b)."""
-    ta, tm, tb = (float(t) for t in theta)
-    w = 1.0 / (1.0 + d.n_c * tb)
-    m = d.zz - tb * (d.zc * w[:, None]).T @ d.zc
-    f = np.zeros((d.n_groups, d.zc.shape[1]))
-    np.add.at(f, d.cell_group, d.zc * w[:, None])
-    q = np.bincount(d.cell_group, weights=d.n_c * w, minlength=d.n_groups)
-    dg = 1.0 / (1.0 + tm * q)
-    m -= tm * (f * dg[:, None]).T @ f
-    fs = np.zeros((d.n_scen, d.zc.shape[1]))
-    np.add.at(fs, d.group_scen, f * dg[:, None])
-    qs = np.bincount(d.group_scen, weights=q * dg, minlength=d.n_scen)
-    di = 1.0 / (1.0 + ta * qs)
-    m -= ta * (fs * di[:, None]).T @ fs
-    logdet = float(np.log1p(d.n_c * tb).sum() - np.log(dg).sum() - np.log(di).sum())
-    return m, logdet
+def _labels_index(labels: Any, values: pd.Series) -> np.ndarray:
+    """Position of each of ``values`` in ``labels`` (compared as strings); a value not found is an error."""
+    idx = pd.Index(np.asarray(labels).astype(str)).get_indexer(values.astype(str))
+    if (idx < 0).any():
+        raise CjstatsError("The covariates could not be matched to the validated score rows (the model, scenario "
+                           "or judge labels changed when the table was read); pass a table whose key columns "
+                           "are plain strings or integers.")
+    return idx
 
 
-def _profiled(theta: np.ndarray, d: _Design) -> tuple[float, np.ndarray, np.ndarray, float]:
-    """REML deviance, beta, (X'H^{-1}X)^{-1} and s2 at theta."""
-    m, logdet = _gram(theta, d)
-    r = d.r
-    a = m[:r, :r]
-    chol = np.linalg.cholesky(a)
-    ainv = np.linalg.inv(a)
-    beta = ainv @ m[:r, r]
-    rss = float(m[r, r] - m[r, :r] @ beta)
-    nu = d.n - r
-    dev = nu * (1 + math.log(2 * math.pi * rss / nu)) + logdet + 2 * float(np.log(np.diag(chol)).sum())
-    return dev, beta, ainv, rss / nu
+def slope_columns(js: Any, ns: NestedStats, frame: pd.DataFrame, xc: np.ndarray) -> ExtraColumns:
+    r"""The judges' slope columns as fixed columns of the joint REML criterion (:class:`ExtraColumns`).
+
+    Column (c, l) of X_e is the centred covariate x^(c) - xbar_c on judge l's rows and 0 elsewhere (C K columns,
+    covariate-major), so b_lc is its coefficient. Every row of the validated table ``frame`` (with the centred
+    covariates ``xc``, (rows, C)) contributes u = [D (judge indicator, K), X_e row (C K), y - shift_p]; the cell sums
+    of u, their per-model and per-size outer products and their per-group sums are laid out in the order of ``ns``
+    (``js.for_joint_reml()``: its models, judges, scenarios, cell sizes and groups; y centred as there).
+    """
+    p, k, nc = ns.n_models, ns.n_judges, xc.shape[1]
+    pk, e = p * k, nc * k
+    n = len(frame)
+    q = _labels_index(js.models, frame["model"])
+    jl = _labels_index(js.judge_labels, frame["judge"])
+    sc = _labels_index(js.scenario_labels, frame["scenario"])
+    g = pd.Index(ns.group_model * ns.n_scenarios + ns.group_scen).get_indexer(q * ns.n_scenarios + sc)
+    gen, _ = pd.factorize(frame["generation"], sort=True)
+    cell, _ = pd.factorize(g.astype(np.int64) * (int(gen.max()) + 1) + gen, sort=True)
+    u = np.zeros((n, k + e + 1))
+    u[np.arange(n), jl] = 1.0
+    u[np.arange(n)[:, None], k + np.arange(nc) * k + jl[:, None]] = xc
+    u[:, -1] = frame["score"].to_numpy(np.float64) - ns.shift[q]
+    shared = u[:, k:]                                                   # X_e and y
+    gram = np.zeros((pk + e + 1, pk + e + 1))
+    a = q * k + jl
+    gram[np.arange(pk), np.arange(pk)] = np.bincount(a, minlength=pk)
+    gram[:pk, pk:] = _sum_by(a, shared, pk)
+    gram[pk:, :pk] = gram[:pk, pk:].T
+    gram[pk:, pk:] = shared.T @ shared
+    n_cells = int(cell.max()) + 1
+    uc = _sum_by(cell, u, n_cells)                                      # [D_c; E_c; Y_c]
+    n_c = np.bincount(cell, minlength=n_cells)
+    c_group = np.zeros(n_cells, dtype=np.int64)
+    c_group[cell] = g
+    s = np.searchsorted(ns.sizes, n_c)
+    n_s = len(ns.sizes)
+    if n_cells != ns.n_cells or (g < 0).any() or not np.array_equal(ns.sizes[np.minimum(s, n_s - 1)], n_c):
+        raise CjstatsError("The covariates could not be matched to the validated score rows (the model, scenario "
+                           "or generation labels changed when the table was read); pass a table whose key "
+                           "columns are plain strings or integers.")
+    key = ns.group_model[c_group] * n_s + s                             # (model, size) of each cell
+    cell_aug = np.zeros((p * n_s, k + e + 1, k + e + 1))
+    order = np.argsort(key, kind="stable")
+    bounds = np.searchsorted(key[order], np.arange(p * n_s + 1))
+    for b in range(p * n_s):
+        v = uc[order[bounds[b]:bounds[b + 1]]]
+        cell_aug[b] = v.T @ v
+    group_aug = _sum_by(c_group * n_s + s, uc, ns.n_groups * n_s).reshape(ns.n_groups, n_s, k + e + 1)
+    return ExtraColumns(n=e, gram=gram, cell_aug=cell_aug.reshape(p, n_s, k + e + 1, k + e + 1),
+                        group_aug=group_aug)
 
 
-def _full_deviance(v: np.ndarray, d: _Design) -> float:
-    """REML deviance (up to a constant) at variances v = (residual, scenario, model_scenario, generation)."""
-    s2 = v[0]
-    m, logdet = _gram(v[1:] / s2, d)
-    r = d.r
-    a = m[:r, :r]
-    beta = np.linalg.solve(a, m[:r, r])
-    rss = float(m[r, r] - m[r, :r] @ beta)
-    return (d.n - r) * math.log(s2) + logdet + float(np.linalg.slogdet(a)[1]) + rss / s2
+def check_slopes_estimable(gram: np.ndarray, r: int, covariates: Sequence[str]) -> None:
+    r"""Refuse covariates collinear with the model x judge cells or with each other, on the scaled cross-product.
+
+    The rank is read from C = S^{-1} X'X S^{-1} with S = diag(X'X)^{1/2} (unit diagonal: the correlation-type
+    cross-product of the columns, which no change of a covariate's unit alters): X has full column rank when
+    the smallest eigenvalue of C exceeds 1e-10 times its largest (well above the rounding of X'X, ~ rows x 1e-16).
+    """
+    xx = gram[:r, :r]
+    d = np.sqrt(np.diag(xx))
+    ok = bool(np.all(d > 0))
+    if ok:
+        ev = np.linalg.eigvalsh(xx / np.outer(d, d))
+        ok = bool(ev[0] > 1e-10 * ev[-1])
+    if not ok:
+        raise CjstatsError(f"The covariates {list(covariates)!r} are collinear with the model x judge cells (or with "
+                           f"each other), so the judges' slopes are not estimable; leave one out.")
 
 
-def _variance_intervals(v: np.ndarray, free: np.ndarray, d: _Design, level: float) -> tuple[np.ndarray, ...]:
-    """Wald standard errors (2 H^{-1}, H the central-difference Hessian of the REML deviance in the free
-    variances) and intervals on the log scale, v exp(-+ z se/v); NaN for a variance at 0 or not free."""
-    idx = np.flatnonzero(free & (v > 0))
-    se = np.full(v.size, _NAN)
-    lo, hi = np.full(v.size, _NAN), np.full(v.size, _NAN)
-    hs = 1e-4 * v[idx]
-    h = np.zeros((idx.size, idx.size))
-    f0 = _full_deviance(v, d)
-    for a_, i in enumerate(idx):
-        for b_, j in enumerate(idx[a_:], start=a_):
-            def at(si: float, sj: float) -> float:
-                x = v.copy()
-                x[i] += si * hs[a_]
-                x[j] += sj * hs[b_]
-                return _full_deviance(x, d)
-            if i == j:
-                h[a_, a_] = (at(1, 0) - 2 * f0 + at(-1, 0)) / hs[a_] ** 2
-            else:
-                h[a_, b_] = h[b_, a_] = (at(1, 1) - at(1, -1) - at(-1, 1) + at(-1, -1)) / (4 * hs[a_] * hs[b_])
-    try:
-        cov = 2 * np.linalg.inv(h)
-    except np.linalg.LinAlgError:
-        return se, lo, hi
+
+def _wald_log_intervals(v: np.ndarray, cov: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
+    """Wald standard errors sqrt(diag cov) of the variances v (cov = 2 H^{-1} from the exact REML Hessian,
+    :func:`cjstats.estimators.joint.reml._wald_cov`) and intervals on the log scale, v exp(-+ z se/v); NaN for a
+    variance at 0 (its row of cov is NaN)."""
     z = float(special.ndtri(0.5 + level / 2))
-    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    se[idx] = sd
-    lo[idx] = v[idx] * np.exp(-z * sd / v[idx])
-    hi[idx] = v[idx] * np.exp(z * sd / v[idx])
+    d = np.diag(cov)
+    ok = (v > 0) & np.isfinite(d) & (d >= 0)
+    se = np.where(ok, np.sqrt(np.where(ok, d, 0.0)), _NAN)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.where(ok, v * np.exp(-z * se / v), _NAN)
+        hi = np.where(ok, v * np.exp(z * se / v), _NAN)
     return se, lo, hi
-
-
-def _fit_theta(d: _Design) -> tuple[np.ndarray, float, dict[str, Any]]:
-    """Minimise the profiled REML deviance over theta >= 0 (generation fixed at 0 when not identifiable)."""
-    free = np.array([True, True, d.has_generation])
-
-    def full(x: np.ndarray) -> np.ndarray:
-        th = np.zeros(3)
-        th[free] = x
-        return th
-
-    def value(x: np.ndarray) -> float:
-        try:
-            return _profiled(full(x), d)[0]
-        except np.linalg.LinAlgError:
-            return math.inf
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        fx = value(x)
-        g = np.empty_like(x)
-        for i in range(x.size):
-            h = 1e-6 * max(1.0, abs(x[i]))
-            e = np.zeros_like(x)
-            e[i] = h
-            if x[i] - h >= 0:
-                g[i] = (value(x + e) - value(x - e)) / (2 * h)
-            else:     # one-sided (second order) at the boundary
-                g[i] = (-3 * fx + 4 * value(x + e) - value(x + 2 * e)) / (2 * h)
-        return fx, g
-
-    best = None
-    nfree = int(free.sum())
-    for start in (0.5, 0.05, 2.0):
-        x, fx, info = engine.minimize_bounded(fun, np.full(nfree, start), np.zeros(nfree), tol=1e-13)
-        if best is None or fx < best[1] - 1e-10:
-            best = (x, fx, info)
-    x, fx, info = best
-    return full(x), fx, info
 
 
 # ---------------------------------------------------------------------------------------------- result
@@ -397,56 +374,40 @@ def fit_joint_covariates(table: pd.DataFrame, covariates: Sequence[str], *, ci_l
     x = cell_covariates(table, covariates, f)
     models, judges = tuple(js.models), tuple(js.judge_labels)
     p, k, nc = len(models), len(judges), x.shape[1]
-    mcode = pd.Categorical(f["model"].astype(str), categories=list(models)).codes.astype(np.int64)
-    jcode = pd.Categorical(f["judge"].astype(str), categories=list(judges)).codes.astype(np.int64)
-    scode, _ = pd.factorize(f["scenario"], sort=True)
-    gcode, _ = pd.factorize(f["generation"], sort=True)
-    group, _ = pd.factorize(mcode * (scode.max() + 1) + scode, sort=True)
-    cell, _ = pd.factorize(group.astype(np.int64) * (gcode.max() + 1) + gcode, sort=True)
+    ns = js.for_joint_reml()
+    check_judges_scored(ns.counts, models, judges)
     xbar = x.mean(axis=0)
     xc = x - xbar
     for c in range(nc):
         if np.ptp(x[:, c]) == 0:
             raise CjstatsError(f"The covariate column '{covariates[c]}' is constant ({x[0, c]:g}): it has no "
                                f"slope to estimate; leave it out of covariates.")
-    n = len(f)
+    n = ns.n_rows
     r = p * k + k * nc
-    z = np.zeros((n, r + 1))
-    z[np.arange(n), mcode * k + jcode] = 1.0
-    for c in range(nc):
-        z[np.arange(n), p * k + c * k + jcode] = xc[:, c]
-    z[:, r] = f["score"].to_numpy(np.float64)
-    n_cells = int(cell.max()) + 1
-    zc = np.zeros((n_cells, r + 1))
-    np.add.at(zc, cell, z)
-    n_c = np.bincount(cell, minlength=n_cells).astype(float)
-    cell_group = np.zeros(n_cells, dtype=np.int64)
-    cell_group[cell] = group
-    n_groups = int(group.max()) + 1
-    group_scen = np.zeros(n_groups, dtype=np.int64)
-    group_scen[group] = scode
-    has_gen = n_cells > n_groups
-    d = _Design(zz=z.T @ z, zc=zc, n_c=n_c, cell_group=cell_group, group_scen=group_scen, n_groups=n_groups,
-                n_scen=int(scode.max()) + 1, n=n, r=r, has_generation=has_gen)
-    if np.linalg.matrix_rank(d.zz[:r, :r]) < r:
-        raise CjstatsError(f"The covariates {covariates!r} are collinear with the model x judge cells (or with each "
-                           f"other), so the judges' slopes are not estimable; leave one out.")
-    theta, dev, info = _fit_theta(d)
-    dev, beta, ainv, s2 = _profiled(theta, d)
-    check_residual(s2, js)
-    cov = s2 * ainv
+    extra = slope_columns(js, ns, f, xc)
+    check_slopes_estimable(extra.gram, r, covariates)
+    t_cells = np.eye(p * k)
+    with single_thread_blas():
+        fit = fit_nested(ns, t_cells, reml=True, extra=extra)
+        check_residual(float(fit.s2), js)
+        vv, vcov, _ = _wald_cov(fit, ns, t_cells, extra)
+    theta, s2, dev = fit.theta, float(fit.s2), float(fit.deviance)
+    beta = fit.beta + np.r_[np.repeat(ns.shift, k), np.zeros(k * nc)]   # the scores were centred per model
+    cov = fit.cov_beta
+    n_cells, n_groups, n_scen = ns.n_cells, ns.n_groups, ns.n_scenarios
+    has_gen = ns.has_generation
     eta = beta[:p * k].reshape(p, k)
     slopes = beta[p * k:].reshape(nc, k).T                  # (K, C)
     level = ci_level
     df_within = n - n_cells - p * (k - 1) - nc * (k - 1)
-    df_between = n_groups - d.n_scen - (p - 1) - nc
+    df_between = n_groups - n_scen - (p - 1) - nc
     df_slope, df_diff = float(max(df_between, 1)), float(max(df_within, 1))
     at = ", ".join(f"{c} = {m:.4g}" for c, m in zip(covariates, xbar))
     at_note = f"at {at}, the mean{'s' if nc > 1 else ''}"
     # components
     rows: list[tuple[str, ComponentRow]] = []
     a = (1 - level) / 2
-    n_scen_model = np.bincount(np.unique(np.c_[mcode, scode], axis=0)[:, 0], minlength=p)
+    n_scen_model = np.bincount(ns.group_model, minlength=p)
     for q, name in enumerate(models):
         c = np.zeros(r)
         c[q * k:(q + 1) * k] = 1.0 / k
@@ -455,8 +416,7 @@ def fit_joint_covariates(table: pd.DataFrame, covariates: Sequence[str], *, ci_l
         tq = float(special.stdtrit(dfq, 1 - a))
         rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
                                         "panel", est, note=f"model mean {at_note}")))
-    vv = np.r_[s2, theta * s2]          # residual, scenario, model_scenario, generation
-    v_se, v_lo, v_hi = _variance_intervals(vv, np.array([True, True, True, has_gen]), d, level)
+    v_se, v_lo, v_hi = _wald_log_intervals(vv, vcov, level)
     for comp, i in (("scenario", 1), ("model_scenario", 2), ("generation", 3), ("residual", 0)):
         if comp == "generation" and not has_gen:
             rows.append((JOINT_LABEL, ComponentRow.not_identifiable(
@@ -499,17 +459,22 @@ def fit_joint_covariates(table: pd.DataFrame, covariates: Sequence[str], *, ci_l
         tests[f"slopes[{cname}]"] = {"test": "Wald F", "statistic": fstat, "df1": float(k - 1), "df2": df_diff,
                                      "p_value": float(stats.f.sf(fstat, k - 1, df_diff)),
                                      "hypothesis": f"every judge has the same slope on {cname}"}
-    diag = {"theta": theta.tolist(), "s2_residual": s2, "reml_deviance": dev,
-            "converged": bool(info.get("success", False)) or bool(info.get("nit", 0) < 200),
-            "message": str(info.get("message", "")), "n": d.n_scen, "p": p, "k": k, "n_cells": n_cells,
+    diag = {"theta": theta.tolist(), "s2_residual": s2, "reml_deviance": dev, "converged": fit.converged,
+            "message": fit.result.message, "kkt": _kkt_summary(fit.result), "n_evaluations": fit.n_evaluations,
+            "n": n_scen, "p": p, "k": k, "n_cells": n_cells,
             "has_generation": has_gen, "df_within": df_within, "df_between": df_between,
             "model_scenario": "pooled", "covariates": list(covariates), "covariate_means": xbar.tolist(),
             "covariate_note": (f"covariates {', '.join(covariates)}: model means and differences are {at_note} "
                                f"(compared at equal covariate values; each judge's slope is in fit.slopes).")}
     jcov = JointCovariance.reml(ce, p, k, s2_judge_model=max(jm_pop.raw_estimate, 0.0),
                                 s2_judge=max(jpop.raw_estimate, 0.0),
-                                df_structure=(d.n_scen - 1, max(df_between, 1), max(df_within, 1)),
+                                df_structure=(n_scen - 1, max(df_between, 1), max(df_within, 1)),
                                 df_population=max(dfi, 1))
+    if not fit.converged:
+        warn(f"The joint REML fit with covariates {', '.join(covariates)} did not reach a minimum "
+             f"({fit.result.message}); its numbers are not trustworthy: put each covariate in units of order 1 to "
+             f"100 (e.g. length in hundreds of tokens), check the table for models or judges with very few scores, "
+             f"or compare with the fit without covariates.", CjstatsWarning, stacklevel=3)
     return CovariateFit(method="reml", models=models, judges=judges, cell_means=eta,
                         components=components_frame(rows, method="reml", ci_level=ci_level), tests=tests,
                         ci_level=ci_level, diagnostics=diag, covariance=jcov, covariates=tuple(covariates),

@@ -72,7 +72,7 @@ from cjstats.estimators.reml.engine import FitResult
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.stats import NestedStats
 
-__all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint"]
+__all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint", "ExtraColumns"]
 
 _NAN = float("nan")
 
@@ -85,15 +85,16 @@ def _block_index(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _subtract_blocks(blocks: np.ndarray, p: int, k: int, out: np.ndarray) -> None:
-    """out -= blocks[..., q, :, :] in model q's [judges, y] rows and columns (blocks (..., P, K+1, K+1), y last;
-    out (..., P K + 1, P K + 1), the leading axes matching)."""
+    """out -= blocks[..., q, :, :] in model q's [judges, shared] rows and columns (blocks (..., P, K+L, K+L): the
+    model's K judges, then L columns shared by every model, the E extra fixed columns and y last; out
+    (..., P K + L, P K + L), the leading axes matching)."""
     y = p * k
     r, c = _block_index(p, k)
     lead = blocks.shape[:-3]
     out[..., r, c] -= blocks[..., :k, :k].reshape(lead + (-1,))
-    out[..., :y, y] -= blocks[..., :k, k].reshape(lead + (-1,))
-    out[..., y, :y] -= blocks[..., k, :k].reshape(lead + (-1,))
-    out[..., y, y] -= blocks[..., k, k].sum(axis=-1)
+    out[..., :y, y:] -= blocks[..., :k, k:].reshape(lead + (y, -1))
+    out[..., y:, :y] -= np.swapaxes(blocks[..., k:, :k], -3, -2).reshape(lead + (-1, y))
+    out[..., y:, y:] -= blocks[..., k:, k:].sum(axis=-3)
 
 
 def _per_model_outer(ns: NestedStats) -> Any:
@@ -110,6 +111,29 @@ def _per_model_outer(ns: NestedStats) -> Any:
         return outer
     bounds = list(zip(ns.group_starts, [*ns.group_starts[1:], g]))
     return lambda a, b: np.stack([np.swapaxes(a[..., i:j, :], -1, -2) @ b[..., i:j, :] for i, j in bounds], axis=-3)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraColumns:
+    r"""Fixed-effect columns beside the P K cell indicators (the hook of :class:`NestedCriterion`; e.g. each
+    judge's slope on an item covariate, :mod:`cjstats.estimators.joint.covariates`).
+
+    The nested identities of the module docstring need of any column a only a'b (row level) and its cell sums
+    a_c, so E extra columns X_e enter by widening every cell's vector [D_c; Y_c] to [D_c; E_c; Y_c] (E_c the
+    cell sums of X_e), the extra columns shared by every model like y. With X = [cell indicators, X_e] (P K + E
+    columns), everything downstream (beta, rss, log|X'H^{-1}X| and their exact derivatives) is unchanged, and
+    nothing about the variance parameters changes. Arrays, in the order of the :class:`NestedStats` they go with
+    (its models, judges, sizes and groups; y centred by its ``shift``):
+
+    - ``gram`` (P K + E + 1)^2: [X, X_e, y]'[X, X_e, y] over the rows;
+    - ``cell_aug`` (P, S, K+E+1, K+E+1): per model and cell size, sum_c [D_c; E_c; Y_c][D_c; E_c; Y_c]';
+    - ``group_aug`` (G, S, K+E+1): per group and cell size, sum_c [D_c; E_c; Y_c].
+    """
+
+    n: int
+    gram: np.ndarray
+    cell_aug: np.ndarray
+    group_aug: np.ndarray
 
 
 class _Jets:
@@ -181,7 +205,8 @@ class _Jets:
         return self.fn(x, np.log1p(x[0]), r, -r * r)
 
 
-def _weighted_gram(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None) -> tuple[np.ndarray, float]:
+def _weighted_gram(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
+                   extra: ExtraColumns | None = None) -> tuple[np.ndarray, float]:
     """[X, y]'H^{-1}[X, y] and log|H| at relative variances theta = (theta_a, theta_ms, theta_b).
 
     Computed in the cell-means basis (P K columns + y), where the generation and (model, scenario) levels are
@@ -189,12 +214,12 @@ def _weighted_gram(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None) -> 
     w_h = 1/(1 + h theta_b), so the cell level is sum_h theta_b w_h sum_c [D_c; Y_c][D_c; Y_c]' per model and
     f_g = sum_h w_h sum_{c in g, size h} [D_c; Y_c]: the per-size sums of :class:`~cjstats.stats.NestedStats`.
     """
-    (m,), (logdet,) = _weighted_gram_jet(theta, ns, t, (), 0)
+    (m,), (logdet,) = _weighted_gram_jet(theta, ns, t, (), 0, extra)
     return m, float(logdet)
 
 
 def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None, dirs: tuple[int, ...],
-                       order: int) -> tuple[np.ndarray, np.ndarray]:
+                       order: int, extra: ExtraColumns | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Jets (:class:`_Jets`) of M = [X, y]'H^{-1}[X, y] and log|H| along theta[dirs], up to ``order`` (0-2).
 
     theta = (theta_a, theta_ms, theta_b), or (theta_a, theta_ms[1..P], theta_b) with one model x scenario variance
@@ -202,7 +227,8 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     differentiated by the chain rule through (d/dtheta_b) w_h = -h w_h^2, (theta_b w_h)' = w_h^2, f_g, q_g,
     d_g = 1/(1 + theta_ms q_g), (theta_ms d_g), F_i, Q_i, d_i = 1/(1 + theta_a Q_i), (theta_a d_i) and log|H|;
     the second derivatives likewise (the product rule of :class:`_Jets`), so M's derivatives are exact to
-    rounding, with no step size. Returns the stacked jets of M ((J, q+1, q+1)) and of log|H| ((J,)).
+    rounding, with no step size. Returns the stacked jets of M ((J, q+1, q+1)) and of log|H| ((J,)). With
+    ``extra`` (:class:`ExtraColumns`) X gains its E columns after the P K (t) columns: q = t columns + E.
     """
     jt = _Jets(len(dirs), order)
     p, k = ns.n_models, ns.n_judges
@@ -217,38 +243,46 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
               theta[ib] > 0 or ib in dirs]
     nj = jt.size
     pk = p * k
-    m = np.zeros((nj, pk + 1, pk + 1))
-    m[0, np.arange(pk), np.arange(pk)] = ns.counts
-    m[0, :pk, pk] = m[0, pk, :pk] = ns.sums
-    m[0, pk, pk] = ns.yy
+    ne = 0 if extra is None else extra.n
+    dim = pk + ne + 1                                                  # cells, extra columns, y
+    m = np.zeros((nj, dim, dim))
+    if extra is None:
+        m[0, np.arange(pk), np.arange(pk)] = ns.counts
+        m[0, :pk, pk] = m[0, pk, :pk] = ns.sums
+        m[0, pk, pk] = ns.yy
+        cell_aug, group_aug = ns.cell_aug, ns.group_aug
+    else:
+        m[0] = extra.gram
+        cell_aug, group_aug = extra.cell_aug, extra.group_aug
     sizes = ns.sizes.astype(float)
     scal = lambda a, b: a[:, None] * b                                 # noqa: E731 - (J,) scalars times (J, n)
     htb = tb[:, None] * sizes                                          # h theta_b, (J, S)
     w = jt.inv1p(htb)                                                  # w_h
     if active[2]:
         u = jt.mul(tb, w, scal)                                        # theta_b w_h, (J, S)
-        _subtract_blocks(np.tensordot(u, ns.cell_aug, axes=([1], [1])), p, k, m)
-    f = sum(w[:, h, None, None] * ns.group_aug[None, :, h] for h in range(len(sizes)))   # f_g, (J, G, K+1)
+        _subtract_blocks(np.tensordot(u, cell_aug, axes=([1], [1])), p, k, m)
+    f = sum(w[:, h, None, None] * group_aug[None, :, h] for h in range(len(sizes)))   # f_g, (J, G, K+E+1)
     qg = (w * sizes) @ ns.group_cnt.T                                  # q_g, (J, G)
     tq = jt.mul(tm, qg)
     dg = jt.inv1p(tq)
     rows = lambda a, b: b * a[..., None]                               # noqa: E731 - scale the rows of b by a
     fd = jt.mul(dg, f, rows)                                           # d_g f_g
     if active[1]:
-        outer = jt.mul(fd, f, _per_model_outer(ns))                   # sum_g a_g b_g' per model, (J, P, K+1, K+1)
+        outer = jt.mul(fd, f, _per_model_outer(ns))           # sum_g a_g b_g' per model, (J, P, K+E+1, K+E+1)
         _subtract_blocks(jt.mul(tm_p, outer, lambda a, b: a[..., None, None] * b), p, k, m)
     n_scen = ns.n_scenarios
-    flat = ((ns.group_scen * (pk + 1) + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, PK+1)
+    flat = ((ns.group_scen * dim + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, dim)
     scen_of = (np.arange(nj)[:, None] * n_scen + ns.group_scen[None, :]).ravel()
 
     def scen_sum(c: np.ndarray) -> np.ndarray:
         """(J, G) -> (J, n): sums over each scenario's groups."""
         return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
-    fs = np.zeros((nj, n_scen * (pk + 1)))                             # F_i, (J, n, PK+1)
+    fs = np.zeros((nj, n_scen * dim))                                  # F_i, (J, n, dim)
     fs[:, flat] = fd[:, :, :k].reshape(nj, -1)
-    fs = fs.reshape(nj, n_scen, pk + 1)
-    fs[:, :, pk] = scen_sum(fd[:, :, k])
+    fs = fs.reshape(nj, n_scen, dim)
+    for j in range(ne + 1):                                            # the shared columns: extra, then y
+        fs[:, :, pk + j] = scen_sum(fd[:, :, k + j])
     qs = scen_sum(jt.mul(qg, dg))                                      # Q_i, (J, n)
     ts = jt.mul(ta, qs, scal)
     if active[0]:
@@ -258,15 +292,15 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     logdet = jt.log1p(htb) @ cells_per_size + jt.log1p(tq).sum(axis=-1) + jt.log1p(ts).sum(axis=-1)
     if t is not None and not (t.shape[0] == t.shape[1] and np.array_equal(t, np.eye(pk))):
         q = t.shape[1]
-        tt = np.zeros((pk + 1, q + 1))
+        tt = np.zeros((dim, q + ne + 1))
         tt[:pk, :q] = t
-        tt[pk, q] = 1.0
+        tt[pk:, q:] = np.eye(ne + 1)
         m = tt.T @ m @ tt
     return m, logdet
 
 
-def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[int, ...] = (), order: int = 0
-               ) -> dict:
+def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[int, ...] = (), order: int = 0,
+               extra: ExtraColumns | None = None) -> dict:
     r"""rss(theta), log|H|, log|A| (A = X'H^{-1}X), beta, and their derivatives along theta[dirs].
 
     With M = [X y]'H^{-1}[X y] = [[A, b], [b', c]], beta = A^{-1}b, rss = c - b'beta and z = (-beta, 1):
@@ -275,10 +309,10 @@ def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[in
         d_i log|A| = tr(A^{-1} A_i),    d_ij log|A| = tr(A^{-1} A_ij) - tr(A^{-1} A_i A^{-1} A_j)
 
     (envelope theorem: beta minimises z'Mz, and d_j beta = A^{-1} (M_j z)_X). Entries ``g_*`` are gradients
-    (len(dirs),) for ``order >= 1``, ``h_*`` Hessians for ``order == 2``.
+    (len(dirs),) for ``order >= 1``, ``h_*`` Hessians for ``order == 2``. X has the E ``extra`` columns after t's.
     """
-    m, ld = _weighted_gram_jet(theta, ns, t, dirs, order)
-    q = t.shape[1]
+    m, ld = _weighted_gram_jet(theta, ns, t, dirs, order, extra)
+    q = t.shape[1] + (0 if extra is None else extra.n)
     m0 = m[0]
     a, b, c = m0[:q, :q], m0[:q, q], m0[q, q]
     chol = np.linalg.cholesky(a)
@@ -343,15 +377,17 @@ class NestedCriterion:
 
     theta is the free part of (theta_a, theta_ms, theta_b) (generation dropped when not identifiable), or with
     ``per_model`` of (theta_a, theta_ms[1..P], theta_b) with one model x scenario variance per model; rss, L =
-    log|H| [+ log|X'H^{-1}X|] and their exact derivatives come from :func:`_gls_terms`.
+    log|H| [+ log|X'H^{-1}X|] and their exact derivatives come from :func:`_gls_terms`. ``extra``
+    (:class:`ExtraColumns`) adds fixed columns after t's (beta then holds t's coefficients, then theirs).
     """
 
-    def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True, per_model: bool = False) -> None:
-        self.ns, self.t, self.reml = ns, t, reml
+    def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True, per_model: bool = False,
+                 extra: ExtraColumns | None = None) -> None:
+        self.ns, self.t, self.reml, self.extra = ns, t, reml, extra
         self.n_ms = ns.n_models if per_model else 1
         self.free = np.array([True] * (1 + self.n_ms) + [ns.has_generation])
         self.dirs = tuple(int(i) for i in np.flatnonzero(self.free))
-        self.nu = ns.n_rows - (t.shape[1] if reml else 0)
+        self.nu = ns.n_rows - (t.shape[1] + (0 if extra is None else extra.n) if reml else 0)
         self._count = 0
 
     @property
@@ -367,7 +403,7 @@ class NestedCriterion:
     def parts(self, x: np.ndarray, hess: bool = False, grad: bool = True) -> dict[str, Any]:
         self._count += 1
         order = 2 if hess else (1 if grad else 0)
-        g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order)
+        g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order, self.extra)
         la = g["logdet_a"] if self.reml else 0.0
         out = {"rss": g["rss"], "logdet": g["logdet"] + la, "beta": g["beta"], "a": g["a"]}
         if order >= 1:
@@ -459,13 +495,13 @@ class NestedFit:
 
 
 def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.ndarray | None = None,
-               per_model: bool = False) -> NestedFit:
+               per_model: bool = False, extra: ExtraColumns | None = None) -> NestedFit:
     """Minimise the profiled criterion over theta >= 0 with the REML engine (:func:`engine.fit`, exact Newton
     steps on theta, KKT check on the variance scale), generation fixed at 0 when not identifiable. Starts: the
     moment solution (:func:`moment_start`), then theta = 0.5 and 0.02 in every variance when the first optimum is
     on the boundary (a refit from ``start``, a related fit's optimum, takes the others only when the KKT check
-    fails)."""
-    crit = NestedCriterion(ns, t, reml=reml, per_model=per_model)
+    fails). ``extra``: fixed columns beside t's (:class:`ExtraColumns`; beta and cov_beta then cover both)."""
+    crit = NestedCriterion(ns, t, reml=reml, per_model=per_model, extra=extra)
     free = crit.free
     first = moment_start(ns, per_model) if start is None else np.asarray(start, dtype=float)
     starts = [first[free], np.full(int(free.sum()), 0.5), np.full(int(free.sum()), 0.02)]
@@ -495,11 +531,12 @@ def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: 
     return (n - q) * math.log(s2) + logdet + 2 * float(np.log(np.diag(chol)).sum()) + rss / s2
 
 
-def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> np.ndarray:
+def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.ndarray,
+                      extra: ExtraColumns | None = None) -> np.ndarray:
     r"""Exact Hessian of the non-profiled REML deviance in the variances phi = (s2_eps, s2_eps theta[free]): the
     engine's :func:`engine.variance_hessian` on :class:`NestedCriterion` (the chain rule from (s2, theta) to phi
     is written there once for every REML fit)."""
-    crit = NestedCriterion(ns, t, per_model=len(fit.theta) > 3)
+    crit = NestedCriterion(ns, t, per_model=len(fit.theta) > 3, extra=extra)
     return engine.variance_hessian(crit, _AtTheta(np.asarray(fit.theta)[free], float(fit.s2)))
 
 
@@ -511,13 +548,14 @@ class _AtTheta:
     s2: float
 
 
-def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray,
+              extra: ExtraColumns | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Variances (s2_eps, s2_a, s2_ms..., s2_b)[free], their Wald covariance (:func:`engine.wald_covariance`: NaN rows
     and columns for variances at the boundary, all NaN when the Hessian is singular) and the exact Hessian of the
     REML deviance in them (:func:`_variance_hessian`), which the profiles reuse."""
     free = np.r_[np.ones(len(fit.theta) - 1, dtype=bool), ns.has_generation]
     v = np.r_[fit.s2, fit.s2 * fit.theta][np.r_[True, free]]
-    h = _variance_hessian(fit, ns, t, free)
+    h = _variance_hessian(fit, ns, t, free, extra)
     try:
         cov = engine.wald_covariance(h, fit.theta[free])
     except np.linalg.LinAlgError:

@@ -2,20 +2,21 @@
 # lme4 references for tests/estimators/test_covariates.py (run once; the JSON is checked in):
 #   Rscript tests/data/lme4_covariates/fit_lme4_covariates.R
 # Model: score ~ model * judge + judge * length + (1|scenario) + (1|scenario:model)
-#        [+ (1|scenario:model:generation) for 'generations'], REML, length centred at its mean over the rows.
+#        [+ (1|scenario:model:generation) for tables with two generations], REML, length centred at its mean.
 suppressPackageStartupMessages({library(lme4); library(jsonlite); library(emmeans)})
 args <- commandArgs(trailingOnly = FALSE)
 here <- dirname(normalizePath(sub("--file=", "", args[grep("--file=", args)])))
 options(contrasts = c("contr.sum", "contr.poly"))
 out <- list()
-for (name in c("balanced", "unbalanced", "missing", "generations", "two_covariates")) {
+for (name in c("balanced", "unbalanced", "missing", "generations", "two_covariates", "unbalanced_b",
+               "missing_block", "two_covariates_b", "length_1e6")) {
   d <- read.csv(file.path(here, paste0(name, ".csv")))
   d$model <- factor(d$model); d$judge <- factor(d$judge)
   d$scenario <- factor(d$scenario); d$generation <- factor(d$generation)
   d$lc <- d$length - mean(d$length)
   two <- "fluency" %in% names(d)
   if (two) d$fc <- d$fluency - mean(d$fluency)
-  re <- if (name == "generations") "(1|scenario) + (1|scenario:model) + (1|scenario:model:generation)" else
+  re <- if (length(unique(d$generation)) > 1) "(1|scenario) + (1|scenario:model) + (1|scenario:model:generation)" else
     "(1|scenario) + (1|scenario:model)"
   ctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(maxfun = 1e5), check.conv.singular = "ignore")
   fixed <- if (two) "score ~ model * judge + judge * lc + judge * fc +" else "score ~ model * judge + judge * lc +"
@@ -50,6 +51,8 @@ for (name in c("balanced", "unbalanced", "missing", "generations", "two_covariat
     emmeans = list(model = as.character(em$model), mean = em$emmean, se = em$SE),
     pairs = list(contrast = as.character(pw$contrast), estimate = pw$estimate, se = pw$SE),
     reml_criterion = unname(REMLcrit(f)),
+    # log|X'X| of lme4's X: the REML criterion of another basis X T of the same columns differs by 2 log|det T|
+    logdet_xtx = as.numeric(determinant(crossprod(getME(f, "X")), logarithm = TRUE)$modulus),
     lme4_version = as.character(packageVersion("lme4")), emmeans_version = as.character(packageVersion("emmeans")))
 }
 write(toJSON(out, digits = NA, auto_unbox = TRUE, pretty = TRUE), file.path(here, "lme4_covariates_reference.json"))

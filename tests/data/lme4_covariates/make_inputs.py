@@ -4,6 +4,10 @@
 Each table: P models x n scenarios x K judges (one generation, or two in 'generations'), an answer length per
 (model, scenario, generation) that depends on the model (longer writers), judges with different length slopes;
 'unbalanced' and 'missing' drop rows (whole judge calls) so the design is unbalanced with empty cells.
+Added for the covariate fit on the joint REML engine (issue 32/31): 'unbalanced_b' (4 models, 30% of the rows
+dropped), 'missing_block' (two models each missing a block of scenarios), 'two_covariates_b' (two generations and
+a second covariate that one judge rewards) and 'length_1e6' (the 'unbalanced' table with length in a unit 1e6
+times smaller, e.g. tokens x 1e6: the slopes are 1e6 times smaller, nothing else changes).
 """
 from pathlib import Path
 
@@ -48,3 +52,15 @@ if __name__ == "__main__":
     cell = d.groupby(["model", "scenario", "generation"]).ngroup()
     d["fluency"] = np.round(np.random.default_rng(5).normal(0, 1, cell.max() + 1)[cell], 4)
     d.to_csv(HERE / "two_covariates.csv", index=False)
+    simulate(11, p=4, n=40, drop=0.3).to_csv(HERE / "unbalanced_b.csv", index=False)
+    d = simulate(12, p=4, drop=0.1)
+    d = d[~((d.model == "m2") & (d.scenario < "s15")) & ~((d.model == "m3") & (d.scenario >= "s20"))]
+    d.to_csv(HERE / "missing_block.csv", index=False)
+    d = simulate(13, k=4, m=2, drop=0.1)
+    cell = d.groupby(["model", "scenario", "generation"]).ngroup()
+    d["fluency"] = np.round(np.random.default_rng(14).normal(0, 1, cell.max() + 1)[cell], 4)
+    d["score"] = (d["score"] + 0.3 * d["fluency"] * (d["judge"] == "j1")).round(6)
+    d.to_csv(HERE / "two_covariates_b.csv", index=False)
+    d = simulate(2, drop=0.15)
+    d["length"] = d["length"] * 1e6
+    d.to_csv(HERE / "length_1e6.csv", index=False)
