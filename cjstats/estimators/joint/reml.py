@@ -36,7 +36,7 @@ Reported (``components``):
 - ``scenario``, ``model_scenario``, ``generation``, ``residual``: the REML variances; interval: Wald on the
   log scale from the exact Hessian of the REML deviance in the variances (``_variance_hessian``; none at a
   boundary, where the row says so).
-- ``mu`` per model: the row mean of the GLS cell means, t interval with (scenarios of the model - 1) df.
+- ``mu`` per model: the row mean of the GLS cell means, t interval with Satterthwaite df (below).
 - ``judge_panel`` and ``judge_model`` (panel view): mean of the squared estimated effects minus the mean of
   their sampling variances, (|g|^2 - tr Cov g)/count, with g the judge (or judge x model interaction) effects
   of the GLS cell means. Interval: W = g'Cov(g)^+ g is noncentral chi-square(df, lambda) and
@@ -46,9 +46,17 @@ Reported (``components``):
 - The test of no judge x model interaction is the likelihood-ratio test of ``model * judge`` against
   ``model + judge``, both fitted by ML, on (P - 1)(K - 1) df.
 
-Contrasts of the cell means use the GLS covariance s2_eps (X'H^{-1}X)^{-1}, with containment degrees of freedom
-that reproduce the ANOVA's on balanced data: N - cells - P(K - 1) for interaction contrasts (within-model
-sums zero), (model, scenario) groups - scenarios - (P - 1) for contrasts between models, scenarios - 1 otherwise.
+Contrasts c'eta of the cell means use the GLS covariance Sigma = s2_eps (X'H^{-1}X)^{-1} with Satterthwaite's degrees
+of freedom, lmerTest's rule: nu = 2 (c'Sigma c)^2 / (g'Ag), g_j = c' dSigma/dphi_j c over the variances phi =
+(s2_eps, s2_eps theta) (``_cov_derivatives``: dSigma/dphi_i = -A^{-1} A_i A^{-1}, dSigma/ds2_eps = A^{-1} +
+sum_i theta_i A^{-1} A_i A^{-1}, A = X'H^{-1}X, A_i = dA/dtheta_i exact from the jets) and A = 2 H^{-1} from the exact
+Hessian of the REML deviance (:func:`engine.satterthwaite_covariance`). So each pair of models gets its own df
+when the model x scenario variance is per model, and so does any contrast whose variance mixes components (a
+model's mean mixes the scenario and model x scenario variances). On balanced data with one pooled variance it
+reproduces the containment df, which remain the fallback where the formula is undefined: N - cells - P(K - 1)
+for interaction contrasts (within-model sums zero), (model, scenario) groups - scenarios - (P - 1) for contrasts
+between models, scenarios - 1 otherwise. (lmerTest differentiates in the standard deviations, where a variance
+at 0 drops out; here it stays in A, as in the per-model fits.)
 """
 
 from __future__ import annotations
@@ -525,6 +533,23 @@ def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray) -> tuple[np.ndarra
     return v, cov, h
 
 
+def _cov_derivatives(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> np.ndarray:
+    r"""dSigma/dphi_j, (1 + free variances, q, q): the derivatives of Sigma = Cov(beta_hat) = s2 A^{-1}(theta) in the
+    variances phi = (s2_eps, s2_eps theta[free]) (the order of :func:`_wald_cov`). With A_i = dA/dtheta_i (the
+    first-order jets of :func:`_weighted_gram_jet`) and theta_i = phi_i/s2_eps:
+
+        dSigma/dphi_i = -A^{-1} A_i A^{-1},    dSigma/ds2_eps = A^{-1} + sum_i theta_i A^{-1} A_i A^{-1}
+
+    (Sigma is homogeneous of degree 1 in phi, so sum_j phi_j dSigma/dphi_j = Sigma)."""
+    dirs = tuple(int(i) for i in np.flatnonzero(free))
+    m, _ = _weighted_gram_jet(np.asarray(fit.theta, dtype=float), ns, t, dirs, 1)
+    q = t.shape[1]
+    ainv = fit.cov_beta / fit.s2
+    d = np.stack([-ainv @ m[1 + i][:q, :q] @ ainv for i in range(len(dirs))])
+    d0 = ainv - np.tensordot(np.asarray(fit.theta)[free], d, axes=1)
+    return np.concatenate([d0[None], d])
+
+
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
                 scale: float = 1.0, view: str = "panel", note: str = "") -> ComponentRow:
     """(|g|^2 - tr Cov g)/count (times scale) with the noncentral chi-square interval of the module docstring."""
@@ -678,15 +703,23 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     level = ci_level
     rows: list[tuple[str, ComponentRow]] = []
     n_scen_model = np.bincount(ns.group_model, minlength=p)
+    df_within = ns.n_rows - ns.n_cells - p * (k - 1)
+    df_between = ns.n_groups - ns.n_scenarios - (p - 1)
+    amat, keep, df_rule = engine.satterthwaite_covariance(h_var, fit.theta[free])
+    df_args = {"df_structure": (ns.n_scenarios - 1, df_between, df_within), "df_population": max((p - 1) * (k - 1), 1),
+               "dcov": None if amat is None else _cov_derivatives(fit, ns, t_full, free)[keep],
+               "var_cov": amat, "df_capped": df_rule != "full"}
+    cs_mu = np.kron(np.eye(p), np.full((1, k), 1.0 / k)).reshape(p, p, k)
+    _, df_mu = JointCovariance.reml(cov, p, k, s2_judge_model=0.0, s2_judge=0.0, **df_args).variance_df(cs_mu)
+    df_mu = np.where(np.isfinite(df_mu) & (df_mu > 0), df_mu, np.maximum(n_scen_model - 1, 1))
     a = (1 - level) / 2
     for q, name in enumerate(js.models):
         c = np.zeros(p * k)
         c[q * k:(q + 1) * k] = 1.0 / k
         est = float(c @ beta_raw)
         se = math.sqrt(float(c @ cov @ c))
-        df = max(int(n_scen_model[q]) - 1, 1)
-        tq = float(special.stdtrit(df, 1 - a))
-        rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
+        tq = float(special.stdtrit(float(df_mu[q]), 1 - a))
+        rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, Satterthwaite df)",
                                         "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     crit = NestedCriterion(ns, t_full, per_model=per_model)
@@ -720,7 +753,6 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     dfi = (p - 1) * (k - 1)
     rows.append((JOINT_LABEL, _effect_row("judge_panel", g_judge, cov_judge, k, k - 1, level)))
     jm_panel = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level)
-    df_within = ns.n_rows - ns.n_cells - p * (k - 1)
     jm_pop, jpop = _population_rows(g_judge, cov_judge, g_int, cov_int, p, k, df_within, level)
     rows.append((JOINT_LABEL, jpop))
     rows.append((JOINT_LABEL, jm_panel))
@@ -737,8 +769,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(stats.chi2.sf(lr, dfi)),
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
     tests = {"judge_model": test, "model_scenario": _model_scenario_test(ns, t_full, fit, per_model)}
-    n_cells, n_groups, n_scen = ns.n_cells, ns.n_groups, ns.n_scenarios
-    df_between = n_groups - n_scen - (p - 1)
+    n_cells, n_scen = ns.n_cells, ns.n_scenarios
     s2_jm_pop = max(jm_pop.raw_estimate, 0.0)
     s2_j_pop = max(raw_pop_j, 0.0)
 
@@ -765,8 +796,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests=tests, ci_level=ci_level, diagnostics=diag,
                     covariance=JointCovariance.reml(cov, p, k, s2_judge_model=s2_jm_pop, s2_judge=s2_j_pop,
-                                                    df_structure=(n_scen - 1, df_between, df_within),
-                                                    df_population=max(dfi, 1)))
+                                                    **df_args))
 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None,
