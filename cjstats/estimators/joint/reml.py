@@ -41,8 +41,11 @@ Reported (``components``):
   their sampling variances, (|g|^2 - tr Cov g)/count, with g the judge (or judge x model interaction) effects
   of the GLS cell means. Interval: W = g'Cov(g)^+ g is noncentral chi-square(df, lambda) and
   lambda = count x value / mean nonzero eigenvalue of Cov(g); on balanced data this is the ANOVA interval.
-- ``judge_model`` (population view): the same fixed-effects estimator scaled to a variance,
-  count/df x panel value; ``judge_population``: (|gamma|^2 - tr Cov gamma)/(K - 1) - judge_model/P, no interval.
+- ``judge_model`` and ``judge_population`` (population view): the REML variances of (1|judge:model) and
+  (1|judge) in the model with judges random (``_judges_random_deviance``: the judge columns lie in the span of
+  the cell means, so the criterion reuses the fixed-judge quantities; on heavily incomplete tables the moment
+  values (|h|^2 - tr Cov h)/df of the GLS effects differ from it), with the MLS intervals of those moments
+  (``_population_rows``).
 - The test of no judge x model interaction is the likelihood-ratio test of ``model * judge`` against
   ``model + judge``, both fitted by ML, on (P - 1)(K - 1) df.
 
@@ -61,6 +64,7 @@ at 0 drops out; here it stays in A, as in the per-model fits.)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -609,6 +613,105 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
     return jm, jp
 
 
+def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float, np.ndarray, float]:
+    r"""Profiled REML criterion of the joint model with judges random (lme4: ``score ~ 0 + model + (1|judge) +
+    (1|judge:model) + <the scenario terms>``) at x = (the free nested theta of ``crit``, theta_jm, theta_j), its
+    exact gradient, and s2_eps at x.
+
+    The judge and judge x model columns lie in the span of the cell indicators X, Z = X T_z (T_z = [I_PK,
+    1_P (x) I_K]), and the model columns are X T_r (T_r = I_P (x) 1_K). So with the fixed-judge quantities at the
+    nested theta (first-order jets of :func:`_weighted_gram_jet`: A = X'H_0^{-1}X, eta = A^{-1}X'H_0^{-1}y, rss_0,
+    log|H_0|) and W = A^{-1} + T_z D T_z' (D = diag(theta_jm I_PK, theta_j I_K)):
+
+        log|H| = log|H_0| + log|A| + log|W|,   X_r'H^{-1}X_r = T_r'W^{-1}T_r,
+        rss = rss_0 + Q,  Q = min_b (eta - T_r b)'W^{-1}(eta - T_r b),
+
+    D = nu (1 + log(2 pi rss/nu)) + log|H| + log|T_r'W^{-1}T_r| with nu = N - P, O(groups) per evaluation (the
+    scores' per-model centring is absorbed by T_r). With R = W^{-1} - W^{-1}T_r(T_r'W^{-1}T_r)^{-1}T_r'W^{-1} and
+    e = R eta: d(log|W| + log|T_r'W^{-1}T_r|) = tr(R dW), dQ = 2 e'd eta - e'dW e, where along a nested theta_i
+    dW = -A^{-1}A_i A^{-1} and d eta = A^{-1}(M_i z)_X (z = (-eta, 1)), and along theta_jm, theta_j dW = T T'."""
+    if np.any(x < 0):
+        return math.inf, np.zeros(len(x)), _NAN
+    ns = crit.ns
+    p, k = ns.n_models, ns.n_judges
+    q = p * k
+    nn = len(crit.dirs)
+    try:
+        m, ld = _weighted_gram_jet(crit.expand(x[:nn]), ns, crit.t, crit.dirs, 1)
+        a, bvec = m[0, :q, :q], m[0, :q, q]
+        ca = np.linalg.cholesky(a)
+        ainv = np.linalg.solve(ca.T, np.linalg.solve(ca, np.eye(q)))
+        eta = ainv @ bvec
+        z = np.r_[-eta, 1.0]
+        tj = np.kron(np.ones((p, 1)), np.eye(k))
+        tr = np.kron(np.eye(p), np.ones((k, 1)))
+        w = ainv + x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
+        wi = np.linalg.inv(w)
+        cw = np.linalg.cholesky(w)
+        bm = tr.T @ wi @ tr
+        cb = np.linalg.cholesky(bm)
+    except np.linalg.LinAlgError:
+        return math.inf, np.zeros(len(x)), _NAN
+    rmat = wi - wi @ tr @ np.linalg.solve(bm, tr.T @ wi)
+    e = rmat @ eta
+    rss = max(float(m[0, q, q] - bvec @ eta) + float(eta @ e), 1e-300)
+    nu = ns.n_rows - p
+    logdet = (float(ld[0]) + 2 * float(np.log(np.diag(ca)).sum()) + 2 * float(np.log(np.diag(cw)).sum())
+              + 2 * float(np.log(np.diag(cb)).sum()))
+    g_rss, g_ld = np.zeros(len(x)), np.zeros(len(x))
+    for i in range(nn):
+        mi = m[1 + i]
+        ai = mi[:q, :q]
+        dw = -ainv @ ai @ ainv
+        deta = ainv @ (mi @ z)[:q]
+        g_rss[i] = float(z @ mi @ z) + 2 * float(e @ deta) - float(e @ dw @ e)
+        g_ld[i] = float(ld[1 + i]) + float(np.sum(ainv * ai)) + float(np.sum(rmat * dw))
+    for i, dw in ((nn, np.eye(q)), (nn + 1, tj @ tj.T)):
+        g_rss[i] = -float(e @ dw @ e)
+        g_ld[i] = float(np.sum(rmat * dw))
+    dev = nu * (1 + math.log(2 * math.pi * rss / nu)) + logdet
+    return dev, nu * g_rss / rss + g_ld, rss / nu
+
+
+def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: tuple[float, float]
+                       ) -> tuple[float, float, bool]:
+    """REML s2_judge_model and s2_judge of the joint model with judges random (:func:`_judges_random_deviance`),
+    by projected Newton steps on theta >= 0 (:func:`engine.minimize_bounded`, the exact gradient, Hessians from its
+    differences) from the fixed-judge optimum with the moment values ``start``, and again with 0.01 in the judge
+    variances; the lower criterion wins. Returns the two variances and whether the search converged."""
+    crit = NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
+    th0 = np.maximum(np.asarray(fit.theta)[crit.free], 0.0)
+    fun = lambda x: _judges_random_deviance(x, crit)[:2]         # noqa: E731
+    best = None
+    for js in (np.maximum(np.asarray(start, dtype=float) / fit.s2, 0.01), np.full(2, 0.01)):
+        x, fx, info = engine.minimize_bounded(fun, np.r_[th0, js], np.zeros(len(th0) + 2))
+        if best is None or fx < best[1]:
+            best = (x, fx, info)
+    x, _, info = best
+    s2 = _judges_random_deviance(x, crit)[2]
+    return float(s2 * x[-2]), float(s2 * x[-1]), bool(info.get("success", False))
+
+
+def _population_reml(ns: NestedStats, fit: NestedFit, per_model: bool, jm: ComponentRow, jp: ComponentRow
+                     ) -> tuple[ComponentRow, ComponentRow]:
+    """The population-view ``judge_model`` and ``judge_population`` rows with the REML estimates of the model with
+    judges random (:func:`_fit_judges_random`; on balanced data they equal the moment estimates of
+    :func:`_population_rows` unless one is truncated at 0), the MLS intervals kept. If the search does not
+    converge the moment rows stay, and say so."""
+    s2_jm, s2_j, ok = _fit_judges_random(ns, fit, per_model, (max(jm.raw_estimate, 0.0),
+                                                               max(jp.raw_estimate, 0.0)))
+    if not ok:
+        why = "moment estimate (the REML fit with judges random did not converge)"
+        return (dataclasses.replace(jm, note=f"{jm.note}; {why}" if jm.note else why),
+                dataclasses.replace(jp, note=f"{jp.note}; {why}" if jp.note else why))
+    how = "REML with judges random; interval MLS from the GLS effects"
+    out = []
+    for row, v in ((jm, s2_jm), (jp, s2_j)):
+        note = f"{row.note}; {how}" if row.note else how
+        out.append(dataclasses.replace(row, estimate=v, raw_estimate=v, at_boundary=v <= 0, note=note))
+    return out[0], out[1]
+
+
 def _variance_row(component: str, est: float, se: float, bounds: tuple[float, float], boundary: bool,
                   note: str = "") -> ComponentRow:
     """A joint variance with its profile-likelihood interval (the Wald standard error beside it; none at 0)."""
@@ -754,6 +857,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     rows.append((JOINT_LABEL, _effect_row("judge_panel", g_judge, cov_judge, k, k - 1, level)))
     jm_panel = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level)
     jm_pop, jpop = _population_rows(g_judge, cov_judge, g_int, cov_int, p, k, df_within, level)
+    jm_pop, jpop = _population_reml(ns, fit, per_model, jm_pop, jpop)
     rows.append((JOINT_LABEL, jpop))
     rows.append((JOINT_LABEL, jm_panel))
     rows.append((JOINT_LABEL, jm_pop))

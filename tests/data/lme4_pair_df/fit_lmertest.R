@@ -52,7 +52,7 @@ variances <- function(f, models) {
     pick(vc$grp == "scenario:model")
   list(scenario = pick(grepl("^scenario(\\.[0-9]+)?$", vc$grp) & vc$var1 %in% "(Intercept)"),
        model_scenario = ms, generation = pick(grepl("generation", vc$grp)),
-       judge = pick(vc$grp == "judge"), judge_model = pick(vc$grp == "judge:model"),
+       judge = pick(vc$grp == "judge"), judge_model = pick(vc$grp %in% c("judge:model", "judge.model")),
        residual = pick(vc$grp == "Residual"))
 }
 
