@@ -30,7 +30,8 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 
-__all__ = ["ContrastResult", "JointCovariance", "parse_contrast", "CONTRAST_COLUMNS", "contrast_result"]
+__all__ = ["ContrastResult", "JointCovariance", "parse_contrast", "CONTRAST_COLUMNS", "contrast_result",
+           "satterthwaite_df"]
 
 View = Literal["panel", "population"]
 
@@ -116,6 +117,23 @@ def contrast_result(label: str, est: float, var: float, df: float, level: float,
                           view, method)
 
 
+def satterthwaite_df(cs: np.ndarray, cov: np.ndarray, dcov: np.ndarray, var_cov: np.ndarray) -> np.ndarray:
+    r"""Satterthwaite degrees of freedom of c'theta_hat for each row c of ``cs`` (N, q) (lmerTest's rule):
+
+        nu_c = 2 (c'Sigma c)^2 / (g_c' A g_c),    g_c = (c' dSigma/dphi_j c)_j,
+
+    with Sigma = ``cov`` (q, q) the covariance of theta_hat, ``dcov`` (Q, q, q) its derivatives in the Q variance
+    parameters phi and ``var_cov`` = A (Q, Q) their asymptotic covariance. The df is invariant to how phi is
+    parameterised at an interior optimum (g and A transform together), so variances and lmerTest's
+    (theta, sigma) give the same nu there. NaN where g'Ag is 0 (the callers fall back to a design df)."""
+    cs = np.atleast_2d(np.asarray(cs, dtype=np.float64))
+    var = np.einsum("ni,ij,nj->n", cs, cov, cs)
+    grad = np.einsum("ni,qij,nj->nq", cs, dcov, cs)
+    denom = np.einsum("nq,qr,nr->n", grad, var_cov, grad)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denom > 0, 2.0 * var * var / np.where(denom > 0, denom, 1.0), _NAN)
+
+
 # -------------------------------------------------------------------------------------------------- parse
 _TERM = re.compile(r"\s*(?P<sign>[+-])?\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*\*?\s*)?"
                    r"(?P<name>[A-Za-z_]\w*)\s*(?:\[(?P<label>[^\[\]]*)\])?\s*")
@@ -188,9 +206,12 @@ class JointCovariance:
       ``ms``, ``ms_df``) and the four quadratic forms Q_b of :func:`_structure` (weights ``weights[0]`` panel,
       ``weights[1]`` population); nu = V^2 / sum_q (w_q'inv(c) MS_q)^2 / df_q (Welch-Satterthwaite), a
       single mean square giving its own df exactly; coefficients below 1e-14 max(1, c'c) are rounding and dropped.
-    - ``"reml"`` (GLS): nu = ``df_structure[0]`` (scenarios - 1) when sum c != 0, ``[1]`` (between) when a
-      model's weights do not sum to 0, else ``[2]`` (within); the population term adds its own df
-      ``df_population`` by Satterthwaite.
+    - ``"reml"`` (GLS): nu is Satterthwaite's (:func:`satterthwaite_df`, lmerTest's rule) from ``dcov``, the
+      derivatives of ``cov`` in the REML variances, and ``var_cov``, their asymptotic covariance (capped by the
+      containment df below when ``df_capped``: the REML Hessian was not positive definite). Without them, or
+      where the formula is undefined, the containment df: ``df_structure[0]`` (scenarios - 1) when sum c != 0,
+      ``[1]`` (between) when a model's weights do not sum to 0, else ``[2]`` (within), which Satterthwaite's
+      reproduces on balanced data. The population term adds its own df ``df_population`` by Satterthwaite.
     - ``"draws"`` (posterior): Var = the sample variance of c'eta over ``draws`` (S, P, K) plus the population
       term; nu = inf.
     """
@@ -206,6 +227,9 @@ class JointCovariance:
     df_structure: tuple[float, float, float] = (math.inf, math.inf, math.inf)
     df_population: float = math.inf
     draws: np.ndarray | None = None
+    dcov: np.ndarray | None = None
+    var_cov: np.ndarray | None = None
+    df_capped: bool = False
 
     # ------------------------------------------------------------------------------ constructors per backend
     @classmethod
@@ -233,11 +257,16 @@ class JointCovariance:
 
     @classmethod
     def reml(cls, cov: np.ndarray, p: int, k: int, *, s2_judge_model: float, s2_judge: float,
-             df_structure: tuple[float, float, float], df_population: float) -> JointCovariance:
-        """From the GLS covariance of the cell means and the population-view variances."""
+             df_structure: tuple[float, float, float], df_population: float, dcov: np.ndarray | None = None,
+             var_cov: np.ndarray | None = None, df_capped: bool = False) -> JointCovariance:
+        """From the GLS covariance of the cell means and the population-view variances (with ``dcov`` and
+        ``var_cov``, Satterthwaite df; class docstring)."""
         pop = s2_judge_model * np.eye(p * k) + s2_judge * np.kron(np.ones((p, p)), np.eye(k))
+        sat = dcov is not None and var_cov is not None
         return cls((p, k), np.asarray(cov, dtype=np.float64), pop, "reml",
-                   df_structure=tuple(float(x) for x in df_structure), df_population=float(df_population))
+                   df_structure=tuple(float(x) for x in df_structure), df_population=float(df_population),
+                   dcov=np.asarray(dcov, dtype=np.float64) if sat else None,
+                   var_cov=np.asarray(var_cov, dtype=np.float64) if sat else None, df_capped=bool(df_capped))
 
     @classmethod
     def from_draws(cls, draws: np.ndarray, *, s2_judge_model: float, s2_judge: float) -> JointCovariance:
@@ -279,6 +308,10 @@ class JointCovariance:
         rows = np.abs(cs.sum(axis=2)).max(axis=1) > 1e-12
         d_tot, d_between, d_within = self.df_structure
         dof = np.where(tot, d_tot, np.where(rows, d_between, d_within)).astype(np.float64)
+        if self.dcov is not None and self.var_cov is not None:
+            sat = satterthwaite_df(flat, self.cov, self.dcov, self.var_cov)
+            ok = np.isfinite(sat) & (sat > 0)
+            dof = np.where(ok, np.minimum(sat, dof) if self.df_capped else sat, dof)
         if view == "population":
             pos = add > 0
             with np.errstate(divide="ignore", invalid="ignore"):

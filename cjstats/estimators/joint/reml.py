@@ -36,23 +36,35 @@ Reported (``components``):
 - ``scenario``, ``model_scenario``, ``generation``, ``residual``: the REML variances; interval: Wald on the
   log scale from the exact Hessian of the REML deviance in the variances (``_variance_hessian``; none at a
   boundary, where the row says so).
-- ``mu`` per model: the row mean of the GLS cell means, t interval with (scenarios of the model - 1) df.
+- ``mu`` per model: the row mean of the GLS cell means, t interval with Satterthwaite df (below).
 - ``judge_panel`` and ``judge_model`` (panel view): mean of the squared estimated effects minus the mean of
   their sampling variances, (|g|^2 - tr Cov g)/count, with g the judge (or judge x model interaction) effects
   of the GLS cell means. Interval: W = g'Cov(g)^+ g is noncentral chi-square(df, lambda) and
   lambda = count x value / mean nonzero eigenvalue of Cov(g); on balanced data this is the ANOVA interval.
-- ``judge_model`` (population view): the same fixed-effects estimator scaled to a variance,
-  count/df x panel value; ``judge_population``: (|gamma|^2 - tr Cov gamma)/(K - 1) - judge_model/P, no interval.
+- ``judge_model`` and ``judge_population`` (population view): the REML variances of (1|judge:model) and
+  (1|judge) in the model with judges random (``_judges_random_deviance``: the judge columns lie in the span of
+  the cell means, so the criterion reuses the fixed-judge quantities; on heavily incomplete tables the moment
+  values (|h|^2 - tr Cov h)/df of the GLS effects differ from it), with the MLS intervals of those moments
+  (``_population_rows``).
 - The test of no judge x model interaction is the likelihood-ratio test of ``model * judge`` against
   ``model + judge``, both fitted by ML, on (P - 1)(K - 1) df.
 
-Contrasts of the cell means use the GLS covariance s2_eps (X'H^{-1}X)^{-1}, with containment degrees of freedom
-that reproduce the ANOVA's on balanced data: N - cells - P(K - 1) for interaction contrasts (within-model
-sums zero), (model, scenario) groups - scenarios - (P - 1) for contrasts between models, scenarios - 1 otherwise.
+Contrasts c'eta of the cell means use the GLS covariance Sigma = s2_eps (X'H^{-1}X)^{-1} with Satterthwaite's degrees
+of freedom, lmerTest's rule: nu = 2 (c'Sigma c)^2 / (g'Ag), g_j = c' dSigma/dphi_j c over the variances phi =
+(s2_eps, s2_eps theta) (``_cov_derivatives``: dSigma/dphi_i = -A^{-1} A_i A^{-1}, dSigma/ds2_eps = A^{-1} +
+sum_i theta_i A^{-1} A_i A^{-1}, A = X'H^{-1}X, A_i = dA/dtheta_i exact from the jets) and A = 2 H^{-1} from the exact
+Hessian of the REML deviance (:func:`engine.satterthwaite_covariance`). So each pair of models gets its own df
+when the model x scenario variance is per model, and so does any contrast whose variance mixes components (a
+model's mean mixes the scenario and model x scenario variances). On balanced data with one pooled variance it
+reproduces the containment df, which remain the fallback where the formula is undefined: N - cells - P(K - 1)
+for interaction contrasts (within-model sums zero), (model, scenario) groups - scenarios - (P - 1) for contrasts
+between models, scenarios - 1 otherwise. (lmerTest differentiates in the standard deviations, where a variance
+at 0 drops out; here it stays in A, as in the per-model fits.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -563,6 +575,23 @@ def _wald_cov(fit: NestedFit, ns: NestedStats, t: np.ndarray,
     return v, cov, h
 
 
+def _cov_derivatives(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> np.ndarray:
+    r"""dSigma/dphi_j, (1 + free variances, q, q): the derivatives of Sigma = Cov(beta_hat) = s2 A^{-1}(theta) in the
+    variances phi = (s2_eps, s2_eps theta[free]) (the order of :func:`_wald_cov`). With A_i = dA/dtheta_i (the
+    first-order jets of :func:`_weighted_gram_jet`) and theta_i = phi_i/s2_eps:
+
+        dSigma/dphi_i = -A^{-1} A_i A^{-1},    dSigma/ds2_eps = A^{-1} + sum_i theta_i A^{-1} A_i A^{-1}
+
+    (Sigma is homogeneous of degree 1 in phi, so sum_j phi_j dSigma/dphi_j = Sigma)."""
+    dirs = tuple(int(i) for i in np.flatnonzero(free))
+    m, _ = _weighted_gram_jet(np.asarray(fit.theta, dtype=float), ns, t, dirs, 1)
+    q = t.shape[1]
+    ainv = fit.cov_beta / fit.s2
+    d = np.stack([-ainv @ m[1 + i][:q, :q] @ ainv for i in range(len(dirs))])
+    d0 = ainv - np.tensordot(np.asarray(fit.theta)[free], d, axes=1)
+    return np.concatenate([d0[None], d])
+
+
 def _effect_row(component: str, g: np.ndarray, cov: np.ndarray, count: int, df: int, level: float, *,
                 scale: float = 1.0, view: str = "panel", note: str = "") -> ComponentRow:
     """(|g|^2 - tr Cov g)/count (times scale) with the noncentral chi-square interval of the module docstring."""
@@ -620,6 +649,107 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
     jp = mls_row("judge_population", 1.0, max(ms3, 1e-300), df3, ms1 / p, df1, level, view="population",
                  note=f"judges random: {k} judges give {k - 1} degrees of freedom")
     return jm, jp
+
+
+def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float, np.ndarray, float]:
+    r"""Profiled REML criterion of the joint model with judges random (lme4: ``score ~ 0 + model + (1|judge) +
+    (1|judge:model) + <the scenario terms>``) at x = (the free nested theta of ``crit``, theta_jm, theta_j), its
+    exact gradient, and s2_eps at x.
+
+    The judge and judge x model columns lie in the span of the cell indicators X, Z = X T_z (T_z = [I_PK,
+    1_P (x) I_K]), and the model columns are X T_r (T_r = I_P (x) 1_K). So with the fixed-judge quantities at the
+    nested theta (first-order jets of :func:`_weighted_gram_jet`: A = X'H_0^{-1}X, eta = A^{-1}X'H_0^{-1}y, rss_0,
+    log|H_0|) and W = A^{-1} + T_z D T_z' (D = diag(theta_jm I_PK, theta_j I_K)):
+
+        log|H| = log|H_0| + log|A| + log|W|,   X_r'H^{-1}X_r = T_r'W^{-1}T_r,
+        rss = rss_0 + Q,  Q = min_b (eta - T_r b)'W^{-1}(eta - T_r b),
+
+    D = nu (1 + log(2 pi rss/nu)) + log|H| + log|T_r'W^{-1}T_r| with nu = N - P, O(groups) per evaluation (the
+    scores' per-model centring is absorbed by T_r). With R = W^{-1} - W^{-1}T_r(T_r'W^{-1}T_r)^{-1}T_r'W^{-1} and
+    e = R eta: d(log|W| + log|T_r'W^{-1}T_r|) = tr(R dW), dQ = 2 e'd eta - e'dW e, where along a nested theta_i
+    dW = -A^{-1}A_i A^{-1} and d eta = A^{-1}(M_i z)_X (z = (-eta, 1)), and along theta_jm, theta_j dW = T T'."""
+    if np.any(x < 0):
+        return math.inf, np.zeros(len(x)), _NAN
+    ns = crit.ns
+    p, k = ns.n_models, ns.n_judges
+    q = p * k
+    nn = len(crit.dirs)
+    try:
+        m, ld = _weighted_gram_jet(crit.expand(x[:nn]), ns, crit.t, crit.dirs, 1)
+        a, bvec = m[0, :q, :q], m[0, :q, q]
+        ca = np.linalg.cholesky(a)
+        ainv = np.linalg.solve(ca.T, np.linalg.solve(ca, np.eye(q)))
+        eta = ainv @ bvec
+        z = np.r_[-eta, 1.0]
+        tj = np.kron(np.ones((p, 1)), np.eye(k))
+        tr = np.kron(np.eye(p), np.ones((k, 1)))
+        w = ainv + x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
+        wi = np.linalg.inv(w)
+        cw = np.linalg.cholesky(w)
+        bm = tr.T @ wi @ tr
+        cb = np.linalg.cholesky(bm)
+    except np.linalg.LinAlgError:
+        return math.inf, np.zeros(len(x)), _NAN
+    rmat = wi - wi @ tr @ np.linalg.solve(bm, tr.T @ wi)
+    e = rmat @ eta
+    rss = max(float(m[0, q, q] - bvec @ eta) + float(eta @ e), 1e-300)
+    nu = ns.n_rows - p
+    logdet = (float(ld[0]) + 2 * float(np.log(np.diag(ca)).sum()) + 2 * float(np.log(np.diag(cw)).sum())
+              + 2 * float(np.log(np.diag(cb)).sum()))
+    g_rss, g_ld = np.zeros(len(x)), np.zeros(len(x))
+    for i in range(nn):
+        mi = m[1 + i]
+        ai = mi[:q, :q]
+        dw = -ainv @ ai @ ainv
+        deta = ainv @ (mi @ z)[:q]
+        g_rss[i] = float(z @ mi @ z) + 2 * float(e @ deta) - float(e @ dw @ e)
+        g_ld[i] = float(ld[1 + i]) + float(np.sum(ainv * ai)) + float(np.sum(rmat * dw))
+    for i, dw in ((nn, np.eye(q)), (nn + 1, tj @ tj.T)):
+        g_rss[i] = -float(e @ dw @ e)
+        g_ld[i] = float(np.sum(rmat * dw))
+    dev = nu * (1 + math.log(2 * math.pi * rss / nu)) + logdet
+    return dev, nu * g_rss / rss + g_ld, rss / nu
+
+
+def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: tuple[float, float]
+                       ) -> tuple[float, float, bool]:
+    """REML s2_judge_model and s2_judge of the joint model with judges random (:func:`_judges_random_deviance`),
+    by projected Newton steps on theta >= 0 (:func:`engine.minimize_bounded`, the exact gradient, Hessians from its
+    differences) from the fixed-judge optimum with the moment values ``start``, and again with 0.01 in the judge
+    variances; the lower criterion wins. The search stops at a Newton decrement of 1e-22 (not the engine's 1e-16),
+    which resolves the variances to ~1e-10 relative: on balanced data they equal the moment values to 1e-8
+    (tests/comparisons/test_joint_reml_engine.py). Returns the two variances and whether the search converged."""
+    crit = NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
+    th0 = np.maximum(np.asarray(fit.theta)[crit.free], 0.0)
+    fun = lambda x: _judges_random_deviance(x, crit)[:2]         # noqa: E731
+    best = None
+    for js in (np.maximum(np.asarray(start, dtype=float) / fit.s2, 0.01), np.full(2, 0.01)):
+        x, fx, info = engine.minimize_bounded(fun, np.r_[th0, js], np.zeros(len(th0) + 2), tol=1e-22)
+        if best is None or fx < best[1]:
+            best = (x, fx, info)
+    x, _, info = best
+    s2 = _judges_random_deviance(x, crit)[2]
+    return float(s2 * x[-2]), float(s2 * x[-1]), bool(info.get("success", False))
+
+
+def _population_reml(ns: NestedStats, fit: NestedFit, per_model: bool, jm: ComponentRow, jp: ComponentRow
+                     ) -> tuple[ComponentRow, ComponentRow]:
+    """The population-view ``judge_model`` and ``judge_population`` rows with the REML estimates of the model with
+    judges random (:func:`_fit_judges_random`; on balanced data they equal the moment estimates of
+    :func:`_population_rows` unless one is truncated at 0), the MLS intervals kept. If the search does not
+    converge the moment rows stay, and say so."""
+    s2_jm, s2_j, ok = _fit_judges_random(ns, fit, per_model, (max(jm.raw_estimate, 0.0),
+                                                               max(jp.raw_estimate, 0.0)))
+    if not ok:
+        why = "moment estimate (the REML fit with judges random did not converge)"
+        return (dataclasses.replace(jm, note=f"{jm.note}; {why}" if jm.note else why),
+                dataclasses.replace(jp, note=f"{jp.note}; {why}" if jp.note else why))
+    how = "REML with judges random; interval MLS from the GLS effects"
+    out = []
+    for row, v in ((jm, s2_jm), (jp, s2_j)):
+        note = f"{row.note}; {how}" if row.note else how
+        out.append(dataclasses.replace(row, estimate=v, raw_estimate=v, at_boundary=v <= 0, note=note))
+    return out[0], out[1]
 
 
 def _variance_row(component: str, est: float, se: float, bounds: tuple[float, float], boundary: bool,
@@ -724,15 +854,23 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     level = ci_level
     rows: list[tuple[str, ComponentRow]] = []
     n_scen_model = np.bincount(ns.group_model, minlength=p)
+    df_within = ns.n_rows - ns.n_cells - p * (k - 1)
+    df_between = ns.n_groups - ns.n_scenarios - (p - 1)
+    amat, keep, df_rule = engine.satterthwaite_covariance(h_var, fit.theta[free])
+    df_args = {"df_structure": (ns.n_scenarios - 1, df_between, df_within), "df_population": max((p - 1) * (k - 1), 1),
+               "dcov": None if amat is None else _cov_derivatives(fit, ns, t_full, free)[keep],
+               "var_cov": amat, "df_capped": df_rule != "full"}
+    cs_mu = np.kron(np.eye(p), np.full((1, k), 1.0 / k)).reshape(p, p, k)
+    _, df_mu = JointCovariance.reml(cov, p, k, s2_judge_model=0.0, s2_judge=0.0, **df_args).variance_df(cs_mu)
+    df_mu = np.where(np.isfinite(df_mu) & (df_mu > 0), df_mu, np.maximum(n_scen_model - 1, 1))
     a = (1 - level) / 2
     for q, name in enumerate(js.models):
         c = np.zeros(p * k)
         c[q * k:(q + 1) * k] = 1.0 / k
         est = float(c @ beta_raw)
         se = math.sqrt(float(c @ cov @ c))
-        df = max(int(n_scen_model[q]) - 1, 1)
-        tq = float(special.stdtrit(df, 1 - a))
-        rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, scenarios - 1 df)",
+        tq = float(special.stdtrit(float(df_mu[q]), 1 - a))
+        rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, Satterthwaite df)",
                                         "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
     crit = NestedCriterion(ns, t_full, per_model=per_model)
@@ -766,8 +904,8 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     dfi = (p - 1) * (k - 1)
     rows.append((JOINT_LABEL, _effect_row("judge_panel", g_judge, cov_judge, k, k - 1, level)))
     jm_panel = _effect_row("judge_model", g_int, cov_int, p * k, dfi, level)
-    df_within = ns.n_rows - ns.n_cells - p * (k - 1)
     jm_pop, jpop = _population_rows(g_judge, cov_judge, g_int, cov_int, p, k, df_within, level)
+    jm_pop, jpop = _population_reml(ns, fit, per_model, jm_pop, jpop)
     rows.append((JOINT_LABEL, jpop))
     rows.append((JOINT_LABEL, jm_panel))
     rows.append((JOINT_LABEL, jm_pop))
@@ -783,8 +921,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(stats.chi2.sf(lr, dfi)),
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
     tests = {"judge_model": test, "model_scenario": _model_scenario_test(ns, t_full, fit, per_model)}
-    n_cells, n_groups, n_scen = ns.n_cells, ns.n_groups, ns.n_scenarios
-    df_between = n_groups - n_scen - (p - 1)
+    n_cells, n_scen = ns.n_cells, ns.n_scenarios
     s2_jm_pop = max(jm_pop.raw_estimate, 0.0)
     s2_j_pop = max(raw_pop_j, 0.0)
 
@@ -811,8 +948,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
                     components=components_frame(rows, method="reml", ci_level=ci_level),
                     tests=tests, ci_level=ci_level, diagnostics=diag,
                     covariance=JointCovariance.reml(cov, p, k, s2_judge_model=s2_jm_pop, s2_judge=s2_j_pop,
-                                                    df_structure=(n_scen - 1, df_between, df_within),
-                                                    df_population=max(dfi, 1)))
+                                                    **df_args))
 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None,

@@ -91,6 +91,7 @@ from scipy import stats
 from cjstats._blas import single_thread_blas
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
+from cjstats.results.contrast import satterthwaite_df
 from cjstats.estimators.reml import core as _rs
 from cjstats.estimators.reml import scenario_judge as _sj
 from cjstats.estimators.base import (
@@ -195,33 +196,17 @@ def _satterthwaite_df(fe: dict[str, Any], hess: np.ndarray | None, theta: np.nda
     variance in the variances phi = (s2_residual, s2_scenario[, s2_generation]) and A = 2 H^{-1} their Wald
     covariance, H the Hessian of -2 l_R in phi. On balanced data it is exact: Var(mu_hat) is MS_S/(nmK), so
     nu = n - 1, and Cov(gamma_hat) is MS_W L/(nm), so nu = (nm - 1)(K - 1), the ANOVA backend's degrees of
-    freedom. A variance at the boundary stays in A (its uncertainty is real: dropping it, as if s2_scenario
-    were known to be 0, gave mu intervals covering 74% of the time when the scenario variance fell on the
-    boundary). If H is not positive definite (possible at the boundary), A covers the free variances only and
-    nu is capped by ``design_df`` (n - 1 for mu, the within-cell df for gamma); so it is when nu cannot be
-    formed at all. Returns nu and which rule gave it (``"full"``, ``"free, capped"`` or ``"design"``).
+    freedom. A is :func:`engine.satterthwaite_covariance` (a variance at the boundary stays in it); when H is not
+    positive definite it covers the free variances only and nu is capped by ``design_df`` (n - 1 for mu, the
+    within-cell df for gamma); so it is when nu cannot be formed at all. The formula is
+    :func:`cjstats.results.contrast.satterthwaite_df`, shared with the joint fits. Returns nu and which rule
+    gave it (``"full"``, ``"free, capped"`` or ``"design"``).
     """
-    if hess is None:
-        return np.asarray(design_df, dtype=float), "design"
-    try:
-        how = "full"
-        if np.linalg.eigvalsh(hess).min() <= 0:
-            raise np.linalg.LinAlgError
-        amat = 2.0 * np.linalg.inv(hess)
-        free = np.ones(len(hess), dtype=bool)
-    except np.linalg.LinAlgError:
-        how = "free, capped"
-        try:
-            cov = _rs.wald_covariance(hess, theta)
-        except np.linalg.LinAlgError:
-            return np.asarray(design_df, dtype=float), "design"
-        free = np.isfinite(np.diag(cov))
-        amat = cov[np.ix_(free, free)]
-    var = np.einsum("ck,kl,cl->c", contrasts, fe["cov_eta"], contrasts)
-    grad = np.einsum("ck,jkl,cl->cj", contrasts, fe["dcov_eta"][free], contrasts)
-    denom = np.einsum("cj,jh,ch->c", grad, amat, grad)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = 2.0 * var * var / denom
+    design_df = np.asarray(design_df, dtype=float)
+    amat, free, how = (None, None, "design") if hess is None else _rs.engine.satterthwaite_covariance(hess, theta)
+    if amat is None:
+        return design_df, "design"
+    df = satterthwaite_df(contrasts, fe["cov_eta"], fe["dcov_eta"][free], amat)
     ok = np.isfinite(df) & (df > 0)
     if how != "full":
         df = np.minimum(df, design_df)

@@ -38,7 +38,8 @@ from scipy import optimize, stats
 from scipy.linalg.lapack import dpotrf as _potrf
 
 __all__ = ["Criterion", "FitResult", "fit", "kkt_check", "minimize_bounded", "profiled_hessian",
-           "variance_hessian", "fd_variance_hessian", "wald_covariance", "profile_interval"]
+           "variance_hessian", "fd_variance_hessian", "wald_covariance", "satterthwaite_covariance",
+           "profile_interval"]
 
 _NAN = math.nan
 KKT_DECREMENT = 1e-6      # largest Newton decrement (deviance units) of a converged interior optimum
@@ -434,6 +435,33 @@ def wald_covariance(hess: np.ndarray, theta: np.ndarray) -> np.ndarray:
     out = np.full(hess.shape, math.nan)
     out[np.ix_(free, free)] = 2.0 * np.linalg.inv(hess[np.ix_(free, free)])
     return out
+
+
+def satterthwaite_covariance(hess: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, str]:
+    """The covariance A of the variances phi = (s2_residual, s2_residual * theta) that Satterthwaite's degrees of
+    freedom use (:func:`cjstats.results.contrast.satterthwaite_df`), and which rule gave it.
+
+    ``"full"``: A = 2 H^{-1} over every variance when H (:func:`variance_hessian`) is positive definite, a variance
+    at the boundary included (its uncertainty is real: dropping it, as if s2_scenario were known to be 0, gave mu
+    intervals covering 74% of the time when the scenario variance fell on the boundary; lmerTest, whose Hessian
+    is in the standard deviations, drops it). ``"free, capped"``: the Wald covariance over the free variances
+    (:func:`wald_covariance`) when H is not positive definite; the caller caps the df by its design df.
+    ``"design"``: neither exists (A is None). Returns A over the kept variances, the mask of the kept variances
+    and the rule.
+    """
+    hess = np.asarray(hess, dtype=float)
+    keep = np.ones(len(hess), dtype=bool)
+    try:
+        if np.linalg.eigvalsh(hess).min() > 0:
+            return 2.0 * np.linalg.inv(hess), keep, "full"
+    except np.linalg.LinAlgError:
+        pass
+    try:
+        cov = wald_covariance(hess, theta)
+    except np.linalg.LinAlgError:
+        return None, keep, "design"
+    keep = np.isfinite(np.diag(cov))
+    return cov[np.ix_(keep, keep)], keep, "free, capped"
 
 
 def profile_interval(crit: Criterion, fit: FitResult, which: int, level: float,
