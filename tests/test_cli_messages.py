@@ -50,6 +50,11 @@ _LAZY_FRAME = ("a summary's text reads Scores.to_frame, whose lazy frame is buil
                "graph resolves that build by name to the DuckDB engine's, which plan never runs")
 _JOINT_FIT = ("compare fits the joint backends; the per-model Bayesian fit's convergence advice is reached only "
               "because the per-model and joint registries both call a module's fit")
+_PER_MODEL = ("the identification check's advice for a model on one scenario, and the pooled-vs-per-model test's, are "
+              "reached only by a joint REML fit, which only compare runs (with --model-scenario)")
+_ORDINAL_FIT = ("the ordinal ML fit's not-converged advice is shown only by the commands that fit --method ordinal "
+                "(decompose, allocate, report), which have --link and --thresholds; the others reach the fit only "
+                "through the backend registry's shared name")
 #: (subcommand, option) -> why the graph reaches a message naming the option that the subcommand cannot show.
 UNREACHABLE: dict[tuple[str, str], str] = {
     ("allocate", "--judges-per-generation"): _DESIGNS_ROWS,
@@ -108,6 +113,10 @@ UNREACHABLE: dict[tuple[str, str], str] = {
                           "fire",
     ("drift", "--output"): "the promptfoo reader's advice names promptfoo's own `promptfoo eval --output`, not a "
                            "cjstats option",
+    **{(cmd, "--model-scenario"): _PER_MODEL for cmd in ("allocate", "decompose", "demo", "drift", "judges", "report",
+                                                          "study", "variance")},
+    **{(cmd, opt): _ORDINAL_FIT for cmd in ("compare", "demo", "drift", "judges", "study", "variance")
+       for opt in ("--link", "--thresholds")},
 }
 
 

@@ -44,6 +44,8 @@ _FLAGS: list[tuple[str, Any]] = [
     (r"read_scores\(\)", "cjstats"),
     (r"\bincomplete='(\w+)'", r"--incomplete \1"),
     (r"\bmax_drop=", "--max-drop "),
+    (r"cj\.estimate\(scores, method=\"ordinal\"\) \(maximum likelihood\) or method=\"bayes\", likelihood=\"ordinal\"",
+     "cjstats decompose FILE --method ordinal (maximum likelihood)"),
     (r"\bmethod='(\w+)'", r"--method \1"),
     (r"\bmethod=\"(\w+)\"", r"--method \1"),
     (r"\bmodel_scenario=['\"](\w+)['\"]", lambda m: f"--model-scenario {m.group(1).replace('_', '-')}"),
