@@ -1,7 +1,7 @@
 """Levels and coverage at small n (issue 31): the threshold test, the model_scenario LR test, ordinal ``mu``.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_small_n_levels.py [--reps 400] [--jobs 2] [--quick]
-        [--boot-reps 200] [--n-boot 49] [--parts threshold model_scenario mu] [--out small_n_levels.json]
+        [--boot-reps 200] [--n-boot 19] [--parts threshold threshold_boot model_scenario mu] [--out small_n_levels.json]
 
 - ``threshold``: :func:`cjstats.estimators.ordinal_ml.threshold_test` under shared thresholds (4 judges, 5
   categories, cutpoints (-1.2, -0.4, 0.4, 1.2), offsets (-0.3, 0, 0.1, 0.2), s2_a = 0.8, one generation; probit
@@ -9,8 +9,9 @@
   reference (``--boot-reps`` tables, each with ``--n-boot`` bootstrap tables; probit, n = 20); also counts the
   replicates that emitted a RuntimeWarning.
 - ``model_scenario``: the pooled vs per-model REML LR test (``fit_joint``'s ``tests["model_scenario"]``) on
-  tables of the pooled model (P = 3 models x 4 judges, m = 2, s2 scenario 0.5, model x scenario 0.2, generation
-  0.1, residual 1; n = 20 and 80): chi2 (``--reps``) and bootstrap (``--boot-reps`` x ``--n-boot``) levels.
+  tables of the pooled model (P = 3 models x 4 judges, s2 scenario 0.5, residual 1; ``MS_DESIGNS``: m = 2 with
+  model x scenario 0.2 and generation 0.1, and m = 1 with model x scenario 0.05, where per-model variances sit
+  at 0 often; n = 20 and 80): chi2 (``--reps``) and bootstrap (``--boot-reps`` x ``--n-boot``) levels.
 - ``mu``: coverage of the 95% ``mu`` interval of ``cj.estimate(..., method="ordinal")`` on probit tables (the
   design of ``threshold``), truth = the panel's expected score for a new scenario at the true parameters
   (:func:`cjstats.estimators.bayes.ordinal.expected_score`).
@@ -38,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 GAMMA = (-0.3, 0.0, 0.1, 0.2)
 CUTS = (-1.2, -0.4, 0.4, 1.2)
 S2A = 0.8
-JOINT = dict(mu=[0.0, 0.3, 0.1], gamma=[-0.2, 0.0, 0.1, 0.2], s2_scenario=0.5, s2_model_scenario=0.2,
-             s2_generation=0.1, s2_residual=1.0)
+JOINT = dict(mu=[0.0, 0.3, 0.1], gamma=[-0.2, 0.0, 0.1, 0.2], s2_scenario=0.5, s2_residual=1.0)
+#: model_scenario designs: (m, s2_model_scenario, s2_generation); the second puts per-model variances at 0 often
+MS_DESIGNS = {"m2 ms0.2": (2, 0.2, 0.1), "m1 ms0.05": (1, 0.05, 0.0)}
 
 
 def ordinal_table(n: int, link: str, seed: int):
@@ -48,10 +50,11 @@ def ordinal_table(n: int, link: str, seed: int):
     return simulate_latent(n, GAMMA, CUTS, S2A, link=link, seed=seed)
 
 
-def joint_table(n: int, seed: int):
+def joint_table(n: int, seed: int, design: str = "m2 ms0.2"):
     from cjstats.studies.simulate_joint import simulate_joint
 
-    return simulate_joint(n=n, m=2, rng=seed, **JOINT)
+    m, ms, gen = MS_DESIGNS[design]
+    return simulate_joint(n=n, m=m, s2_model_scenario=ms, s2_generation=gen, rng=seed, **JOINT)
 
 
 def true_mu(link: str) -> float:
@@ -78,8 +81,8 @@ def _threshold(args: tuple) -> dict:
 def _model_scenario(args: tuple) -> dict:
     from cjstats.estimators.joint.reml import model_scenario_test
 
-    n, seed, reference, n_boot = args
-    r = model_scenario_test(joint_table(n, seed), reference=reference, n_boot=n_boot, seed=seed)
+    n, seed, reference, n_boot, design = args
+    r = model_scenario_test(joint_table(n, seed, design), reference=reference, n_boot=n_boot, seed=seed)
     return {"p": r["p_value"], "lr": r["statistic"], "warned": False}
 
 
@@ -97,20 +100,20 @@ def _mu(args: tuple) -> dict:
 def _level(res: list[dict]) -> dict:
     p = np.array([r["p"] for r in res], dtype=float)
     ok = np.isfinite(p)
-    a = float(np.mean(p[ok] < 0.05))
+    a = float(np.mean(p[ok] <= 0.05 + 1e-12))     # a Monte Carlo p-value k/(B+1) rejects at <= 0.05
     return {"level": a, "mc_se": math.sqrt(0.05 * 0.95 / ok.sum()), "reps": int(ok.sum()),
             "mean_lr": float(np.mean([r["lr"] for r in res])),
-            "warned": int(sum(r["warned"] for r in res))}
+            "warned": int(sum(r["warned"] for r in res)), "p_values": p.tolist()}
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=400)
     ap.add_argument("--boot-reps", type=int, default=200)
-    ap.add_argument("--n-boot", type=int, default=49)
+    ap.add_argument("--n-boot", type=int, default=19, help="(n_boot + 1) x 0.05 an integer: 19, 39, 199")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="40 replicates, 20 bootstrap tables: a smoke run")
-    ap.add_argument("--parts", nargs="+", default=["threshold", "model_scenario", "mu"])
+    ap.add_argument("--parts", nargs="+", default=["threshold", "threshold_boot", "model_scenario", "mu"])
     ap.add_argument("--out", default="small_n_levels.json")
     a = ap.parse_args(argv)
     if a.quick:
@@ -126,18 +129,20 @@ def main(argv: list[str] | None = None) -> dict:
                 for link in ("probit", "logit"):
                     r = _level(run(_threshold, [(n, link, 10_000 + i, "chi2", 0) for i in range(a.reps)]))
                     out["rows"].append({"part": "threshold", "n": n, "link": link, "reference": "chi2", **r})
+        if "threshold_boot" in a.parts:
             r = _level(run(_threshold, [(20, "probit", 20_000 + i, "bootstrap", a.n_boot)
                                         for i in range(a.boot_reps)]))
             out["rows"].append({"part": "threshold", "n": 20, "link": "probit",
                                 "reference": f"bootstrap ({a.n_boot})", **r})
         if "model_scenario" in a.parts:
-            for n in (20, 80):
-                r = _level(run(_model_scenario, [(n, 30_000 + i, "chi2", 1) for i in range(a.reps)]))
-                out["rows"].append({"part": "model_scenario", "n": n, "link": "", "reference": "chi2", **r})
-                r = _level(run(_model_scenario, [(n, 40_000 + i, "bootstrap", a.n_boot)
-                                                 for i in range(a.boot_reps)]))
-                out["rows"].append({"part": "model_scenario", "n": n, "link": "",
-                                    "reference": f"bootstrap ({a.n_boot})", **r})
+            for design in MS_DESIGNS:
+                for n in (20, 80):
+                    r = _level(run(_model_scenario, [(n, 30_000 + i, "chi2", 1, design) for i in range(a.reps)]))
+                    out["rows"].append({"part": "model_scenario", "n": n, "link": design, "reference": "chi2", **r})
+                    r = _level(run(_model_scenario, [(n, 40_000 + i, "bootstrap", a.n_boot, design)
+                                                     for i in range(a.boot_reps)]))
+                    out["rows"].append({"part": "model_scenario", "n": n, "link": design,
+                                        "reference": f"bootstrap ({a.n_boot})", **r})
         if "mu" in a.parts:
             truth = true_mu("probit")
             for n in (20, 80):
@@ -147,9 +152,9 @@ def main(argv: list[str] | None = None) -> dict:
                                     "level": cov, "mc_se": math.sqrt(0.95 * 0.05 / len(res)), "reps": len(res),
                                     "mean_width": float(np.mean([r["width"] for r in res]))})
     out["seconds"] = time.time() - t0
-    print(f"{'part':<15}{'n':>4} {'link':<7}{'reference':<16}{'rate':>7}{'MC SE':>7}{'reps':>6}{'warned':>8}")
+    print(f"{'part':<15}{'n':>4} {'link':<10}{'reference':<16}{'rate':>7}{'MC SE':>7}{'reps':>6}{'warned':>8}")
     for r in out["rows"]:
-        print(f"{r['part']:<15}{r['n']:>4} {r['link']:<7}{r['reference']:<16}{r['level']:>7.3f}{r['mc_se']:>7.3f}"
+        print(f"{r['part']:<15}{r['n']:>4} {r['link']:<10}{r['reference']:<16}{r['level']:>7.3f}{r['mc_se']:>7.3f}"
               f"{r['reps']:>6}{r.get('warned', ''):>8}")
     print(f"{out['seconds']:.0f} s")
     Path(a.out).write_text(json.dumps(out, indent=1))

@@ -144,7 +144,7 @@ def test_levels_full_run(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from bench_small_n_levels import main
 
-    out = main(["--reps", "400", "--boot-reps", "150", "--n-boot", "29", "--jobs", "2",
+    out = main(["--reps", "400", "--boot-reps", "150", "--n-boot", "19", "--jobs", "2",
                 "--out", str(tmp_path / "levels.json")])
     for r in out["rows"]:
         if r["part"] == "mu coverage":

@@ -684,7 +684,7 @@ def _lr_pooled_vs_per_model(ns: NestedStats, t: np.ndarray, pooled: NestedFit | 
 
 
 def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_model: bool, *,
-                         reference: str = "chi2", n_boot: int = 200, seed: int | None = 0) -> dict[str, Any]:
+                         reference: str = "chi2", n_boot: int = 199, seed: int | None = 0) -> dict[str, Any]:
     r"""REML likelihood-ratio test of one pooled model x scenario variance against one per model (same fixed
     effects, so REML criteria compare): LR = D_pooled - D_per_model on P - 1 df.
 
@@ -741,7 +741,7 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
             "deviance_per_model": d_per, "converged": bool(conv), "recommendation": advice}
 
 
-def model_scenario_test(source: Any, *, reference: str = "bootstrap", n_boot: int = 200, seed: int | None = 0,
+def model_scenario_test(source: Any, *, reference: str = "bootstrap", n_boot: int = 199, seed: int | None = 0,
                         model_scenario: str = "pooled") -> dict[str, Any]:
     """The pooled vs per-model model x scenario variance test of :func:`fit_joint` (``fit.tests["model_scenario"]``)
     with a choice of reference: ``"bootstrap"`` (default here: ``n_boot`` parametric-bootstrap tables under the
@@ -754,7 +754,7 @@ def model_scenario_test(source: Any, *, reference: str = "bootstrap", n_boot: in
     check_choice("model_scenario", model_scenario, ("pooled", "per_model"), caller="model_scenario_test")
     if not isinstance(n_boot, int | np.integer) or isinstance(n_boot, bool) or n_boot < 1:
         raise CjstatsError(f"The 'n_boot' argument of model_scenario_test must be a positive integer (tables drawn "
-                           f"for the bootstrap reference; 200 is usual). Got {n_boot!r} instead.")
+                           f"for the bootstrap reference; 199 is usual: (n_boot + 1) x 0.05 an integer). Got {n_boot!r} instead.")
     js, _ = joint_stats(source, "model_scenario_test")
     ns = js.for_joint_reml()
     t = np.eye(ns.n_models * ns.n_judges)
