@@ -596,9 +596,11 @@ def _variance_row(component: str, est: float, se: float, bounds: tuple[float, fl
 
 _PER_MODEL_TEST_BUDGET = 300_000     # groups x second-order jet entries: above it a pooled fit skips the test
 
-#: Level of the chi2_{P-1} reference at a nominal 5% (P = 3 models x 4 judges, m = 2, s2 scenario 0.5, model x
-#: scenario 0.2, generation 0.1, residual 1; ``benchmarks/bench_small_n_levels.py``, 400 replicates): conservative,
-#: 0.018 at 20 scenarios in issue 31; the bootstrap reference (:func:`model_scenario_test`) holds its level.
+#: The chi2_{P-1} reference's label. Its level at a nominal 5% (3 models x 4 judges, s2 scenario 0.5, residual 1;
+#: ``benchmarks/bench_small_n_levels.py``, 400 replicates, MC SE 0.011): 0.043 / 0.055 at 20 / 80 scenarios with
+#: m = 2 and model x scenario 0.2; 0.005 / 0.020 with m = 1 and model x scenario 0.05 (per-model variances at 0).
+#: The bootstrap reference (:func:`model_scenario_test`; 150 replicates x 19 tables, MC SE 0.018): 0.080 / 0.040
+#: and 0.020 / 0.013 (docs/comparisons.md).
 CHI2_LABEL = "LR (REML), chi2_(P-1) reference (conservative at small n: per-model variances at 0)"
 
 
