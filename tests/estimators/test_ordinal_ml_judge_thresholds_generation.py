@@ -377,11 +377,11 @@ def test_threshold_test_at_several_generations(tables, optima, name, reject):
     239.1, judge_m3 175.8 / 169.1 (p < 1e-34), shared_m2 1.87 (p = 0.76) / 2.26 (p = 0.69). Breaks if
     (verified): threshold_test's per-judge fit uses shared thresholds (LR = 0, p = 1)."""
     r = threshold_test(tables[name], link="probit")[0]
-    assert r["df"] == (K - 1) * (J - 2) and r["model"].startswith("scenario + generation")
+    assert r["df"] == (K - 1) * (J - 2) and r["random_effects"].startswith("scenario + generation")
     lr_nested = _nested_lr(optima, name)
     assert r["statistic"] == pytest.approx(max(lr_nested, 0.0), abs=1e-6)
     flat = threshold_test(tables[name], link="probit", generation=False)[0]
-    assert flat["model"] == "scenario (AGQ 10)"
+    assert flat["random_effects"] == "scenario (AGQ 10)"
     if reject:
         assert r["p_value"] < 0.01 and flat["p_value"] < 0.01, (r, flat)
     else:

@@ -84,7 +84,7 @@ from cjstats.estimators.reml.engine import FitResult
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.stats import NestedStats
 
-__all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint", "ExtraColumns"]
+__all__ = ["reml_deviance", "fit_nested", "NestedFit", "fit_joint", "ExtraColumns", "model_scenario_test"]
 
 _NAN = float("nan")
 
@@ -764,34 +764,138 @@ def _variance_row(component: str, est: float, se: float, bounds: tuple[float, fl
 
 _PER_MODEL_TEST_BUDGET = 300_000     # groups x second-order jet entries: above it a pooled fit skips the test
 
+#: The chi2_{P-1} reference's label. Its level at a nominal 5% (3 models x 4 judges, s2 scenario 0.5, residual 1;
+#: ``benchmarks/bench_small_n_levels.py``, 400 replicates, MC SE 0.011): 0.043 / 0.055 at 20 / 80 scenarios with
+#: m = 2 and model x scenario 0.2; 0.005 / 0.020 with m = 1 and model x scenario 0.05 (per-model variances at 0).
+#: The bootstrap reference (:func:`model_scenario_test`; 150 replicates x 19 tables, MC SE 0.018): 0.080 / 0.040
+#: and 0.020 / 0.013 (docs/comparisons.md).
+CHI2_LABEL = "LR (REML), chi2_(P-1) reference (conservative at small n: per-model variances at 0)"
 
-def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_model: bool) -> dict[str, Any]:
+
+def _row_design(ns: NestedStats) -> tuple[dict[str, np.ndarray], bool]:
+    """A row-level design with the statistics' cell structure: every group's cells of each size, each cell given
+    judges so that the per-(group, size) judge counts (``group_aug``) are met (greedy: the judges with the most
+    rows left, one row each, while the cell has room). Returns index arrays per row (``cell``, ``group``,
+    ``scenario``, ``model``, ``judge``), per cell (``cell_ps`` = model x size index) and whether the design's
+    per-(model, size) judge cross-products reproduce ``cell_aug`` (True on complete tables and at m = 1, where
+    the cells are the groups; otherwise a design with the same counts)."""
+    k, n_s = ns.n_judges, len(ns.sizes)
+    rows_cell, rows_judge, cell_group, cell_size = [], [], [], []
+    c = 0
+    for g in range(ns.n_groups):
+        for si in range(n_s):
+            n_c = int(round(ns.group_cnt[g, si]))
+            if n_c == 0:
+                continue
+            left = np.rint(ns.group_aug[g, si, :k]).astype(np.int64)
+            h = int(ns.sizes[si])
+            for _ in range(n_c):
+                taken = np.zeros(k, dtype=np.int64)
+                for _r in range(h):
+                    j = int(np.argmax(np.where(taken == 0, left, left - 10**9)))  # a new judge first
+                    taken[j] += 1
+                    left[j] -= 1
+                    rows_cell.append(c)
+                    rows_judge.append(j)
+                cell_group.append(g)
+                cell_size.append(si)
+                c += 1
+    cell = np.asarray(rows_cell, dtype=np.int64)
+    judge = np.asarray(rows_judge, dtype=np.int64)
+    cg = np.asarray(cell_group, dtype=np.int64)
+    cs = np.asarray(cell_size, dtype=np.int64)
+    group = cg[cell]
+    d = np.zeros((c, k))
+    np.add.at(d, (cell, judge), 1.0)
+    ps = ns.group_model[cg] * n_s + cs
+    dd = np.zeros((ns.n_models * n_s, k, k))
+    np.add.at(dd, ps, d[:, :, None] * d[:, None, :])
+    exact = bool(np.allclose(dd.reshape(ns.n_models, n_s, k, k), ns.cell_aug[:, :, :k, :k]))
+    return {"cell": cell, "judge": judge, "group": group, "scenario": ns.group_scen[group],
+            "model": ns.group_model[group], "cell_ps": ps, "cell_group": cg, "cell_d": d, "n_cells": c}, exact
+
+
+def _simulate_nested(ns: NestedStats, design: dict[str, np.ndarray], theta: np.ndarray,
+                     rng: np.random.Generator) -> NestedStats:
+    r"""The statistics of one table drawn from the pooled model on ``design`` (:func:`_row_design`) with relative
+    variances theta = (theta_a, theta_ms, theta_b), s2_eps = 1 and fixed effects 0: y = a_i + (a p)_g + b_c + e.
+    The REML LR is invariant to the fixed effects and to the scale of y, so these are the only parameters."""
+    from dataclasses import replace
+
+    k, n_s, p = ns.n_judges, len(ns.sizes), ns.n_models
+    ta, tm, tb = (math.sqrt(max(float(v), 0.0)) for v in theta)
+    y = (ta * rng.standard_normal(ns.n_scenarios)[design["scenario"]]
+         + tm * rng.standard_normal(ns.n_groups)[design["group"]]
+         + tb * rng.standard_normal(design["n_cells"])[design["cell"]] + rng.standard_normal(design["cell"].size))
+    yc = np.bincount(design["cell"], weights=y, minlength=design["n_cells"])
+    aug = np.array(ns.cell_aug, dtype=np.float64).reshape(p * n_s, k + 1, k + 1)
+    cross = np.zeros((p * n_s, k))
+    np.add.at(cross, design["cell_ps"], design["cell_d"] * yc[:, None])
+    aug[:, :k, k] = aug[:, k, :k] = cross
+    aug[:, k, k] = np.bincount(design["cell_ps"], weights=yc * yc, minlength=p * n_s)
+    g_aug = np.array(ns.group_aug, dtype=np.float64)
+    gs = design["cell_group"] * n_s + design["cell_ps"] % n_s
+    g_aug[:, :, k] = np.bincount(gs, weights=yc, minlength=ns.n_groups * n_s).reshape(ns.n_groups, n_s)
+    sums = np.bincount(design["model"] * k + design["judge"], weights=y, minlength=p * k)
+    return replace(ns, cell_aug=aug.reshape(ns.cell_aug.shape), group_aug=g_aug, sums=sums, yy=float(y @ y),
+                   shift=np.zeros(p))
+
+
+def _lr_pooled_vs_per_model(ns: NestedStats, t: np.ndarray, pooled: NestedFit | None = None
+                            ) -> tuple[float, float, float, bool]:
+    """(LR, D_pooled, D_per_model, both converged): the pooled fit (from the moment start unless given), then the
+    per-model fit started at the pooled optimum, as :func:`_model_scenario_test` does for a pooled fit."""
+    p = ns.n_models
+    fit = fit_nested(ns, t, reml=True) if pooled is None else pooled
+    th = np.asarray(fit.theta)
+    other = fit_nested(ns, t, reml=True, start=np.maximum(np.r_[th[0], np.full(p, th[1]), th[2]], 0.01),
+                       per_model=True)
+    return max(fit.deviance - other.deviance, 0.0), fit.deviance, other.deviance, other.converged and fit.converged
+
+
+def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_model: bool, *,
+                         reference: str = "chi2", n_boot: int = 199, seed: int | None = 0) -> dict[str, Any]:
     r"""REML likelihood-ratio test of one pooled model x scenario variance against one per model (same fixed
-    effects, so REML criteria compare): LR = D_pooled - D_per_model on P - 1 df. Where per-model variances sit at
-    0 the chi-square reference is conservative (the null is on the boundary only in part). The other form is
-    fitted from the one at hand; a pooled fit of a large table skips it (the per-model refit costs seconds there:
-    its exact Hessian carries (P + 2)(P + 3)/2 second-order entries per group) and says how to run it."""
+    effects, so REML criteria compare): LR = D_pooled - D_per_model on P - 1 df.
+
+    ``reference="chi2"``: chi2_{P-1}. Where per-model variances sit at 0 it is conservative (the null is on the
+    boundary only in part); measured in ``benchmarks/bench_small_n_levels.py`` (docs/comparisons.md), and the row's
+    ``test`` says so. ``reference="bootstrap"``: the parametric bootstrap of LR under the pooled REML fit
+    (:func:`_simulate_nested` on the table's design, :func:`_row_design`), p = (1 + #{LR* >= LR})/(1 + n_boot),
+    seeded; about n_boot x 25 ms at 20-80 scenarios x 3 models x 4 judges (:func:`model_scenario_test`).
+    The other form is fitted from the one at hand; a pooled fit of a large table skips it (the per-model refit
+    costs seconds there: its exact Hessian carries (P + 2)(P + 3)/2 second-order entries per group) and says how
+    to run it."""
     p = ns.n_models
     th = np.asarray(fit.theta)
     pairs = (p + 2) * (p + 3) // 2
-    if not per_model and ns.n_groups * pairs > _PER_MODEL_TEST_BUDGET:
-        return {"test": "LR (REML)", "statistic": _NAN, "df1": p - 1, "p_value": _NAN, "converged": False,
+    if not per_model and ns.n_groups * pairs > _PER_MODEL_TEST_BUDGET and reference == "chi2":
+        return {"test": CHI2_LABEL, "statistic": _NAN, "df1": p - 1, "p_value": _NAN, "converged": False,
                 "recommendation": f"not tested by default on a table this large ({ns.n_groups} model x scenario "
                                   f"groups, {p} models); fit with model_scenario='per_model' to test it"}
     if per_model:
         other = fit_nested(ns, t, reml=True, start=np.maximum(np.r_[th[0], th[1:-1].mean(), th[-1]], 0.01))
         d_pool, d_per = other.deviance, fit.deviance
         conv = other.converged and fit.converged
+        pooled = other
     else:
-        other = fit_nested(ns, t, reml=True, start=np.maximum(np.r_[th[0], np.full(p, th[1]), th[2]], 0.01),
-                           per_model=True)
-        d_pool, d_per = fit.deviance, other.deviance
-        conv = other.converged and fit.converged
+        lr, d_pool, d_per, conv = _lr_pooled_vs_per_model(ns, t, fit)
+        pooled = fit
     lr = max(d_pool - d_per, 0.0)
     from cjstats.results.format import format_p
 
     df = p - 1
-    pval = float(stats.chi2.sf(lr, df)) if df > 0 else _NAN
+    if reference == "bootstrap" and df > 0:
+        design, exact = _row_design(ns)
+        rng = np.random.default_rng(seed)
+        boot = np.array([_lr_pooled_vs_per_model(_simulate_nested(ns, design, pooled.theta, rng), t)[0]
+                         for _ in range(int(n_boot))])
+        pval = float((1 + np.sum(boot >= lr - 1e-9 * max(lr, 1.0))) / (1 + boot.size))
+        label = (f"LR (REML), parametric bootstrap under the pooled fit ({int(n_boot)} tables, seed {seed}"
+                 + ("" if exact else "; cell design reconstructed from the statistics") + ")")
+    else:
+        pval = float(stats.chi2.sf(lr, df)) if df > 0 else _NAN
+        label = CHI2_LABEL
     if not conv:
         advice = "one of the two REML fits did not converge; the test is not reliable"
     elif pval < 0.05:
@@ -803,8 +907,31 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
         advice = (f"no evidence that the model x scenario variance differs between models (LR {lr:.3g} on {df} df, "
                   f"p = {format_p(pval)}): the pooled variance is adequate"
                   + (" (model_scenario='pooled' gives narrower intervals)" if per_model else ""))
-    return {"test": "LR (REML)", "statistic": lr, "df1": df, "p_value": pval, "deviance_pooled": d_pool,
+    return {"test": label, "statistic": lr, "df1": df, "p_value": pval, "deviance_pooled": d_pool,
             "deviance_per_model": d_per, "converged": bool(conv), "recommendation": advice}
+
+
+def model_scenario_test(source: Any, *, reference: str = "bootstrap", n_boot: int = 199, seed: int | None = 0,
+                        model_scenario: str = "pooled") -> dict[str, Any]:
+    """The pooled vs per-model model x scenario variance test of :func:`fit_joint` (``fit.tests["model_scenario"]``)
+    with a choice of reference: ``"bootstrap"`` (default here: ``n_boot`` parametric-bootstrap tables under the
+    pooled REML fit, seeded; holds its level at 20 scenarios where the chi2 is conservative) or ``"chi2"`` (what
+    ``fit_joint`` reports). ``source`` as in :func:`fit_joint`."""
+    from cjstats._validate import check_choice
+    from cjstats.exceptions import CjstatsError
+
+    check_choice("reference", reference, ("chi2", "bootstrap"), caller="model_scenario_test")
+    check_choice("model_scenario", model_scenario, ("pooled", "per_model"), caller="model_scenario_test")
+    if not isinstance(n_boot, int | np.integer) or isinstance(n_boot, bool) or n_boot < 1:
+        raise CjstatsError(f"The 'n_boot' argument of model_scenario_test must be a positive integer (tables drawn "
+                           f"for the bootstrap reference; 199 is usual: (n_boot + 1) x 0.05 an integer). Got {n_boot!r} instead.")
+    js, _ = joint_stats(source, "model_scenario_test")
+    ns = js.for_joint_reml()
+    t = np.eye(ns.n_models * ns.n_judges)
+    with single_thread_blas():
+        fit = fit_nested(ns, t, reml=True, per_model=model_scenario == "per_model")
+        return _model_scenario_test(ns, t, fit, model_scenario == "per_model", reference=reference,
+                                    n_boot=int(n_boot), seed=seed)
 
 
 def _kkt_summary(r: FitResult) -> dict[str, Any]:

@@ -461,42 +461,5 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                       scale="latent")
 
 
-def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10,
-                   generation: bool | None = None) -> list[dict[str, Any]]:
-    """Likelihood-ratio test of shared vs per-judge thresholds, per unit: LR = 2 (l_judge - l_shared) ~
-    chi2 with (K - 1)(J - 1) - (K - 1) = (K - 1)(J - 2) degrees of freedom (nested models; Agresti 2010, 5.6).
 
-    ``scores``: a Scores table (:func:`cjstats.read_scores`) or a DataFrame with model, scenario, judge, score.
-    Binary scores (J = 2) have df = 0: the two models are the same and the p-value is NaN. ``generation`` as in
-    :func:`fit`: with several generations per scenario (``None`` or True) both models have the nested generation
-    effect (Laplace), the model :func:`fit` reports; ``False`` compares the scenario-only models (AGQ ``nagq``).
-    Each row says which in ``model``."""
-    import pandas as pd
-    from scipy.stats import chi2
-
-    from cjstats.io.read import read_scores
-
-    check_choice("link", link, LINKS, caller="threshold_test")
-    if isinstance(scores, pd.DataFrame):
-        scores = read_scores(scores)
-    stats, rows = as_stats(scores)
-    if rows is None:
-        raise CjstatsError("threshold_test needs the score rows: pass the Scores table (or a DataFrame), "
-                           "not the statistics.")
-    out = []
-    for g in stats:
-        gd = rows_for(rows, g)
-        one_gen = int(gd.design.generations_max) == 1
-        if (not one_gen) if generation is None else (bool(generation) and not one_gen):
-            q0, f0, _ = fit_unit_nested(gd, link=link, thresholds="shared")
-            _, f1, _ = fit_unit_nested(gd, link=link, thresholds="judge")
-            p0, model = q0.base, "scenario + generation (Laplace)"
-        else:
-            p0, f0, _ = fit_unit(gd, link=link, thresholds="shared", nagq=nagq)
-            _, f1, _ = fit_unit(gd, link=link, thresholds="judge", nagq=nagq)
-            model = f"scenario (AGQ {nagq})"
-        df = (p0.n_judges - 1) * (p0.n_categories - 2)
-        lr = max(2 * (f1.loglik - f0.loglik), 0.0)
-        out.append({**g.key, "statistic": lr, "df": df,
-                    "p_value": float(chi2.sf(lr, df)) if df > 0 else math.nan, "model": model})
-    return out
+from cjstats.estimators.ordinal_ml.threshold_test import threshold_test  # noqa: E402  (re-export; imports fit_unit lazily)

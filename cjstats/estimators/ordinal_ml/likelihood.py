@@ -40,6 +40,11 @@ __all__ = ["OrdinalProblem", "make_problem", "compress", "unpack", "neg_loglik",
            "agq_value_and_grad", "scenario_modes"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+#: Threshold gaps are exp(raw) with raw capped here (a gap of e^300 is an infinite one on the latent scale, whose
+#: unit is the link's residual): an optimiser's trial step toward a category no row of a judge uses sent raw
+#: past ~709 and exp overflowed (inf thresholds, then inf * 0 = NaN in the gradient). The capped map is the one
+#: differentiated (its derivative is 0 beyond the cap), so value and gradient stay consistent.
+MAX_LOG_GAP = 300.0
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,7 @@ def unpack(p: OrdinalProblem, x: np.ndarray) -> tuple[float, np.ndarray, np.ndar
     gamma = np.zeros(p.n_judges)
     gamma[1:1 + p.n_gamma] = x[1:1 + p.n_gamma]
     raw = x[1 + p.n_gamma:].reshape(p.n_sets, p.n_categories - 1)
-    # a trial step (Newton polish, line search) may ask for a spacing beyond exp's range: it becomes +inf, the
-    # objective is then +inf and the step is refused, so the overflow is harmless and not reported
-    with np.errstate(over="ignore"):
-        theta = np.cumsum(np.concatenate([raw[:, :1], np.exp(raw[:, 1:])], axis=1), axis=1)
+    theta = np.cumsum(np.concatenate([raw[:, :1], np.exp(np.minimum(raw[:, 1:], MAX_LOG_GAP))], axis=1), axis=1)
     return log_s, gamma, theta
 
 
@@ -192,7 +194,7 @@ def _accumulate(p: OrdinalProblem, x: np.ndarray, w_u: np.ndarray, w_l: np.ndarr
            + np.bincount(base, weights=w_l, minlength=p.n_sets * (j + 1))).reshape(p.n_sets, j + 1)
     dtheta = ext[:, 1:j]                                   # columns 0 and J are the infinite bounds
     draw = np.cumsum(dtheta[:, ::-1], axis=1)[:, ::-1]
-    draw[:, 1:] *= np.exp(raw[:, 1:])
+    draw[:, 1:] *= np.where(raw[:, 1:] < MAX_LOG_GAP, np.exp(np.minimum(raw[:, 1:], MAX_LOG_GAP)), 0.0)
     dgamma = -np.bincount(p.judge, weights=w_u + w_l, minlength=p.n_judges)
     return np.concatenate([[d_log_s], dgamma[1:1 + p.n_gamma], draw.ravel()])
 
