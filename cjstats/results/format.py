@@ -90,8 +90,11 @@ def value_decimals(values: Iterable[float], sig: int = 3) -> int:
 
 
 def fixed(v: Any, decimals: int, *, na: str = NA, signed: bool = False) -> str:
-    """``v`` with ``decimals`` decimals (a dash for NaN; ``-0.000`` is written ``0.000``)."""
+    """``v`` with ``decimals`` decimals (a dash for NaN, ``+inf``/``-inf`` for an infinite value such as a separated
+    judge's offset; ``-0.000`` is written ``0.000``)."""
     if not _finite(v):
+        if isinstance(v, float | np.floating) and math.isinf(float(v)):
+            return "+inf" if float(v) > 0 else "-inf"
         return na
     s = f"{float(v):+.{decimals}f}" if signed else f"{float(v):.{decimals}f}"
     if float(s) == 0:                      # no "-0.00"
