@@ -233,3 +233,4 @@ def test_cli_prints_no_number_for_a_separated_judge(tmp_path):
     assert "Traceback" not in out + err
     assert "separation" in out + err
     assert "judge_panel" in out
+    assert "+inf" in out                       # the separated judge's offset, not a missing number
