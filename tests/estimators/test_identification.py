@@ -234,3 +234,21 @@ def test_cli_prints_no_number_for_a_separated_judge(tmp_path):
     assert "separation" in out + err
     assert "judge_panel" in out
     assert "+inf" in out                       # the separated judge's offset, not a missing number
+
+
+def test_per_judge_thresholds_with_generations_hold_unused_categories_at_their_limits():
+    rng = np.random.default_rng(2)
+    rows = []
+    for i in range(30):
+        a = rng.normal()
+        for g in range(3):
+            b = rng.normal(0, 0.5)
+            for l in range(3):
+                y = int(np.clip(np.round(a + b + rng.logistic() * 0.8 + 3), 1, 5 if l == 0 else 4))
+                rows.append(("m", f"s{i}", f"g{g}", f"j{l}", y))      # only j0 ever gives 5
+    df = pd.DataFrame(rows, columns=["model", "scenario", "generation", "judge", "score"])
+    fit, w = _fit(df, thresholds="judge")
+    d = fit.diagnostics["m"]
+    assert d["converged"], d["message"]                # was: not converged (information not positive definite)
+    assert len(d["x"]) == 1 + 3 * 4 + 1 and w           # log s_a, 3 judges x 4 thresholds, log s_b; j1, j2 named
+    assert all(_row(fit, c)["identifiable"] for c in ("mu", "scenario", "generation"))

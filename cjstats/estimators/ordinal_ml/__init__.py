@@ -74,9 +74,12 @@ def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared")
     from cjstats.estimators.ordinal_ml.nested import NestedProblem
 
     p, values = _problem(g, link, thresholds, 1)
+    from cjstats.estimators.ordinal_ml.optimise import limit_thresholds
+
     q = NestedProblem(p, np.asarray(g.cell, dtype=np.int64), np.asarray(g.cell_scenario, dtype=np.int64),
                       int(np.asarray(g.cell_scenario).size))
-    return q, fit_nested(q), values
+    fixed, x0 = limit_thresholds(p)
+    return q, fit_nested(q, np.concatenate([x0, [math.log(0.5)]]), fixed=fixed), values
 
 
 def _pinv(h: np.ndarray, held: Any = ()) -> np.ndarray:
@@ -283,7 +286,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             q, uf, values = fit_unit_nested(fd, link=link, thresholds=thresholds)
             p, xb = q.base, uf.x[:-1]
             gen_boundary = bool(uf.extra["generation_at_boundary"])
-            cx = _x_cov(_pinv(uf.hessian), uf.at_boundary)
+            cx = _x_cov(_pinv(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
             if gen_boundary:
                 cx[-1, :] = cx[:, -1] = 0.0
             jac = np.hstack([_jacobian(p, xb), np.zeros((p.n_judges + 1, 1))])

@@ -269,7 +269,7 @@ class _NestedObjective:
 
 
 def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool = True,
-               gradient: str = "analytic"):
+               gradient: str = "analytic", fixed: dict[int, float] | None = None):
     """Maximise the Laplace marginal likelihood of one unit with a generation effect (L-BFGS-B on the analytic
     gradient :func:`laplace_grad` -- ``gradient="fd"``: on its central difference --, then Newton polish on the
     observed information, as :func:`.optimise.fit_problem`). Returns a :class:`.optimise.UnitFit` whose ``x`` ends
@@ -283,7 +283,12 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
         obj = _NestedObjective(q, gradient)
         if x0 is None:
             x0 = np.concatenate([start_values(q.base), [math.log(0.5)]])
+        fixed = dict(fixed or {})
+        x0 = np.asarray(x0, dtype=np.float64).copy()
         bounds = [LOG_S_BOUNDS] + [(None, None)] * (x0.size - 2) + [LOG_S_BOUNDS]
+        for i, v in fixed.items():      # equal bounds hold an entry where it is (per-judge threshold limits)
+            x0[i] = v
+            bounds[i] = (v, v)
 
         def fg(z):
             f, g = obj.value_and_grad(z)
@@ -294,7 +299,8 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
         x = res.x.copy()
         f = obj.value_and_grad(x)[0]
         at = [x[0] <= LOG_S_BOUNDS[0] + 1e-6, x[-1] <= LOG_S_BOUNDS[0] + 1e-6]
-        free = np.array([i for i in range(x.size) if not ((i == 0 and at[0]) or (i == x.size - 1 and at[1]))])
+        free = np.array([i for i in range(x.size) if not ((i == 0 and at[0]) or (i == x.size - 1 and at[1]))
+                         and i not in fixed], dtype=np.int64)
         hess = obj.hessian(x) if hessian else np.full((x.size, x.size), np.nan)
         x, f = newton_polish(obj, x, f, hess, free, steps=3 if hessian else 0)
         g = obj.grad(x)
@@ -308,7 +314,8 @@ def fit_nested(q: NestedProblem, x0: np.ndarray | None = None, *, hessian: bool 
     return UnitFit(x=x, loglik=-f, hessian=hess, grad_norm=gnorm, converged=converged, at_boundary=bool(at[0]),
                    message=msg, n_eval=obj.n_eval, modes=obj.a.copy(),
                    extra={"generation_at_boundary": bool(at[1]), "cell_modes": obj.b.copy(),
-                          "n_scenarios": q.base.n_scenarios})
+                          "n_scenarios": q.base.n_scenarios,
+                          "fixed": sorted(int(i) for i in fixed)})
 
 
 def profile_nested(q: NestedProblem, fit, level: float, index: int, *, at_boundary: bool = False,
@@ -331,6 +338,8 @@ def profile_nested(q: NestedProblem, fit, level: float, index: int, *, at_bounda
         x0 = warm[0].copy()
         x0[idx] = log_s
         bounds = [LOG_S_BOUNDS] + [(None, None)] * (x0.size - 2) + [LOG_S_BOUNDS]
+        for i in fit.extra.get("fixed", ()):
+            bounds[i] = (float(fit.x[i]), float(fit.x[i]))
         bounds[idx] = (log_s, log_s)
 
         def fg(z):
