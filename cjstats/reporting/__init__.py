@@ -544,8 +544,12 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
 
         sub = subsample_strategies(scores, model=gmodel, criterion=gcrit, reps=subsample_reps, seed=seed)
         items.append(format_table(sub, caption=f"subsampling experiment, {group}, {subsample_reps} repetitions"))
+    refused: list[str] = []   # a latent fit with unidentified parameters cannot be simulated: say so, keep the rest
     if latent:        # no closed form on the score scale: the strategies simulated from the latent model
-        items.insert(0, _latent_strategies(main, gmodel, gcrit, group, int(grow["n_scenarios"].iloc[0]), seed))
+        try:
+            items.insert(0, _latent_strategies(main, gmodel, gcrit, group, int(grow["n_scenarios"].iloc[0]), seed))
+        except CjstatsError as exc:
+            refused.append(f"Not simulated: {exc}")
     else:
         items.insert(0, _figure(plots.strategy_curves(main, model=gmodel, criterion=gcrit),
                                 f"SE of the mean of {group} on the table's scenarios (scenario set fixed) against "
@@ -564,25 +568,33 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
            " The curves hold the table's scenarios fixed (paper Fig. 1): the y axis is the SE of the mean on these "
            "scenarios, without the scenario term sigma2_alpha/n; the allocation section below adds that term, "
            "because there the number of scenarios is a design choice.")
-    sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [which, abc + how],
+    sections.append({"id": "strategies", "title": SECTION_TITLES["strategies"], "intro": [which, abc + how, *refused],
                      "items": items})
 
     # allocation ----------------------------------------------------------------------------------------
-    alloc = optimise(main, budget=budget if budget is not None else float(grow["n_rows"].iloc[0]),
-                     model=gmodel, criterion=gcrit, seed=seed)
-    r = alloc.recommendation
-    both = _two_ses(alloc)
-    items = [format_table(alloc.strategies, caption="best design per strategy (se: SE including scenario "
-                          "sampling)"),
-             _figure(plots.allocation_frontier(alloc), "Predicted SE including scenario sampling (sigma2_alpha/n) "
-                     "against cost; star: recommendation.", "allocation frontier")]
-    sections.append({"id": "allocation", "title": SECTION_TITLES["allocation"], "intro": [which, *alloc.notes],
-                     "callout": f"Recommended for {group} at budget {alloc.budget:g} {alloc.budget_unit}: "
-                     f"{r['strategy']}, {r['judges_per_generation']} judge(s) per generation, n = {r['n']} "
-                     f"scenarios x m = {r['m']} generations ({r['calls']} calls); predicted SE including scenario "
-                     f"sampling {_se_text(r['se'])}"
-                     + (f" (SE on these scenarios, the strategy curves' quantity: {_se_text(both[1])})"
-                        if both else "") + f"; P(best) = {r['p_best']:.2f}.", "items": items})
+    try:
+        alloc = optimise(main, budget=budget if budget is not None else float(grow["n_rows"].iloc[0]),
+                         model=gmodel, criterion=gcrit, seed=seed)
+    except CjstatsError as exc:
+        if not latent:
+            raise
+        alloc = None
+        sections.append({"id": "allocation", "title": SECTION_TITLES["allocation"],
+                         "intro": [which, f"No allocation: {exc}"], "items": []})
+    if alloc is not None:
+        r = alloc.recommendation
+        both = _two_ses(alloc)
+        items = [format_table(alloc.strategies, caption="best design per strategy (se: SE including scenario "
+                              "sampling)"),
+                 _figure(plots.allocation_frontier(alloc), "Predicted SE including scenario sampling (sigma2_alpha/n) "
+                         "against cost; star: recommendation.", "allocation frontier")]
+        sections.append({"id": "allocation", "title": SECTION_TITLES["allocation"], "intro": [which, *alloc.notes],
+                         "callout": f"Recommended for {group} at budget {alloc.budget:g} {alloc.budget_unit}: "
+                         f"{r['strategy']}, {r['judges_per_generation']} judge(s) per generation, n = {r['n']} "
+                         f"scenarios x m = {r['m']} generations ({r['calls']} calls); predicted SE including scenario "
+                         f"sampling {_se_text(r['se'])}"
+                         + (f" (SE on these scenarios, the strategy curves' quantity: {_se_text(both[1])})"
+                            if both else "") + f"; P(best) = {r['p_best']:.2f}.", "items": items})
 
     # optional ------------------------------------------------------------------------------------------
     comparison_intro: list[str] = []

@@ -252,3 +252,12 @@ def test_per_judge_thresholds_with_generations_hold_unused_categories_at_their_l
     assert d["converged"], d["message"]                # was: not converged (information not positive definite)
     assert len(d["x"]) == 1 + 3 * 4 + 1 and w           # log s_a, 3 judges x 4 thresholds, log s_b; j1, j2 named
     assert all(_row(fit, c)["identifiable"] for c in ("mu", "scenario", "generation"))
+
+
+def test_report_on_a_separated_table_says_why_it_does_not_simulate(tmp_path):
+    df = _table(n=20, k=3, binary=True, sep_judge=0, sep_val=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cj.IdentificationWarning)
+        html = cj.report(cj.read_scores(df), method="ordinal")
+    assert "No allocation:" in html and "Not simulated:" in html and "complete separation" in html
+    assert "+inf" in html

@@ -373,7 +373,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                                       int(fd.design.n_scenarios))
         sep_note = ("; judges " + ", ".join(f"'{j}'" for j in separated) + " enter at their one observed score "
                     "(separated: offset +-inf), taken as exact") if separated else ""
-        out = [ComponentRow("mu", mu, mlo, mhi, se_mu, f"{umethod}, {mhow}", "panel", mu, bool(separated), True,
+        out = [ComponentRow("mu", mu, mlo, mhi, se_mu, f"{umethod}, {mhow}", "panel", mu, False, True,
                             "score scale: the panel's expected score for a new scenario" + sep_note),
                ComponentRow("scenario", s2, lo, hi, 2 * s2 * se_ls, f"{umethod}, {how}", "panel", s2,
                             uf.at_boundary, True, "latent scale; " + (
