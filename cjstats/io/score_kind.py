@@ -59,8 +59,9 @@ def score_shape(values: Any) -> dict[str, Any]:
     travel in a result's ``provenance`` and pickle/save as they are). Missing and infinite values are ignored.
 
     One sort of the finite values: ``np.unique`` gives the sorted levels v_1 < ... < v_L with counts c_1 .. c_L out
-    of N = sum_l c_l rows, so n_values = L, min = v_1, max = v_L (as numbers), floor_share = c_1 / N, ceiling_share = c_L / N.
-    A :class:`~cjstats.io.scores.Scores` table computes this once (``Scores.score_shape``)."""
+    of N = sum_l c_l rows, so n_values = L, min = v_1, max = v_L, floor_share = c_1 / N and
+    ceiling_share = c_L / N. A :class:`~cjstats.io.scores.Scores` table computes this once
+    (``Scores.score_shape``)."""
     values = _finite(values)
     if values.size == 0:
         return {"kind": "continuous", "n_values": 0, "n_rows": 0, "min": float("nan"), "max": float("nan"),
