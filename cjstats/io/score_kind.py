@@ -32,13 +32,8 @@ FEW_LEVELS = 5
 BOUND_SHARE = 0.30
 
 
-def score_kind(values: Any) -> str:
-    """``binary`` (at most two values), ``ordinal`` (at most :data:`ORDINAL_MAX_LEVELS` distinct values in whole or
-    half points: a 1-5 rubric, or Inspect's C/P/I grades read as 1/0.5/0) or ``continuous``. Missing and infinite
-    values are ignored."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    levels = np.unique(values)
+def _kind_of_levels(levels: np.ndarray) -> str:
+    """The kind of scores whose distinct finite values, sorted, are ``levels`` (the rule of :func:`score_kind`)."""
     if len(levels) <= 2:
         return "binary"
     if len(levels) <= ORDINAL_MAX_LEVELS and np.all(2 * levels == np.round(2 * levels)):
@@ -46,19 +41,37 @@ def score_kind(values: Any) -> str:
     return "continuous"
 
 
+def _finite(values: Any) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    return values[np.isfinite(values)]
+
+
+def score_kind(values: Any) -> str:
+    """``binary`` (at most two values), ``ordinal`` (at most :data:`ORDINAL_MAX_LEVELS` distinct values in whole or
+    half points: a 1-5 rubric, or Inspect's C/P/I grades read as 1/0.5/0) or ``continuous``. Missing and infinite
+    values are ignored."""
+    return _kind_of_levels(np.unique(_finite(values)))
+
+
 def score_shape(values: Any) -> dict[str, Any]:
     """The facts of a score column the advice reads: ``kind``, ``n_values`` (distinct values), ``n_rows``,
     ``min``/``max``, ``floor_share``/``ceiling_share`` (share of rows at the min/max). Plain numbers (they
-    travel in a result's ``provenance`` and pickle/save as they are)."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
+    travel in a result's ``provenance`` and pickle/save as they are). Missing and infinite values are ignored.
+
+    One sort of the finite values: ``np.unique`` gives the sorted levels v_1 < ... < v_L with counts c_1 .. c_L out
+    of N = sum_l c_l rows, so n_values = L, min = v_1, max = v_L, floor_share = c_1 / N and
+    ceiling_share = c_L / N. A :class:`~cjstats.io.scores.Scores` table computes this once
+    (``Scores.score_shape``)."""
+    values = _finite(values)
     if values.size == 0:
         return {"kind": "continuous", "n_values": 0, "n_rows": 0, "min": float("nan"), "max": float("nan"),
                 "floor_share": float("nan"), "ceiling_share": float("nan")}
-    lo, hi = float(values.min()), float(values.max())
-    return {"kind": score_kind(values), "n_values": int(len(np.unique(values))), "n_rows": int(values.size),
-            "min": lo, "max": hi, "floor_share": float(np.mean(values == lo)),
-            "ceiling_share": float(np.mean(values == hi))}
+    levels, counts = np.unique(values, return_counts=True)
+    n = int(values.size)
+    # min/max from the values, not the levels: the same signed zero as ever when a column holds both 0.0 and -0.0
+    return {"kind": _kind_of_levels(levels), "n_values": int(len(levels)), "n_rows": n,
+            "min": float(values.min()), "max": float(values.max()), "floor_share": float(counts[0] / n),
+            "ceiling_share": float(counts[-1] / n)}
 
 
 def prefers_discrete_model(shape: Mapping[str, Any] | None) -> bool:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.rules import ID_COLUMNS
+from cjstats.io.score_kind import score_shape
 
 __all__ = ["Scores", "GroupDesign", "GroupData", "sparse_judge_message", "warn_sparse_judges"]
 
@@ -135,7 +136,8 @@ class Scores:
     ``n_reference_raters`` and ``reference_items`` (judged cells with at least one reference rating).
     """
 
-    __slots__ = ("_table", "_build", "_groups", "_provenance", "_has_criterion", "_reference", "__weakref__")
+    __slots__ = ("_table", "_build", "_groups", "_provenance", "_has_criterion", "_reference", "_score_shape",
+                 "__weakref__")
 
     def __init__(self, frame: pd.DataFrame, *, provenance: Mapping[str, Any] | None = None,
                  _n_duplicates: Mapping[tuple, int] | None = None, _reference: pd.DataFrame | None = None,
@@ -205,6 +207,22 @@ class Scores:
         if self._reference is not None:
             out = _reference_design(out, self._reference, self._frame, self._has_criterion)
         return out
+
+    @property
+    def score_shape(self) -> Mapping[str, Any]:
+        """The kind and shape of the LLM judges' scores (:func:`cjstats.io.score_kind.score_shape`: ``kind``,
+        ``n_values``, ``n_rows``, ``min``/``max``, ``floor_share``/``ceiling_share``), a read-only view.
+
+        Computed on first use from the groups' scores (every row is in one group; reference ratings are not) and
+        kept: the table is immutable, so every fit and every ``--method auto`` reads it without a new scan. A
+        derived table (:meth:`subset`, :meth:`composite`) is a new ``Scores`` and computes its own.
+        """
+        shape = getattr(self, "_score_shape", None)   # the slot stays unset until the first use
+        if shape is None:
+            ys = [g.y for g in self._groups]
+            shape = score_shape(ys[0] if len(ys) == 1 else np.concatenate(ys or [np.empty(0)]))
+            self._score_shape = shape
+        return MappingProxyType(shape)
 
     def to_frame(self) -> pd.DataFrame:
         """A copy of the validated long table."""
