@@ -193,7 +193,8 @@ def read_promptfoo(path: str | Path | Sequence[str | Path], *,
     provenance = {"source": str(files[0]) if len(files) == 1 else [str(f) for f in files], "format": "promptfoo",
                   "mapping": "model=provider label/id, scenario=testIdx (repeats with equal vars share the first), "
                              "generation=repeat index, "
-                             "judge=grader of model-graded assertions" + (" else assertion type" if deterministic == "judge" else
-                                                                      " (deterministic assertions left out)")
-                  + ", score=component score (pass/fail written as 1/0)", **counts}
+                             "judge=grader of model-graded assertions"
+                             + (" else assertion type" if deterministic == "judge"
+                                else " (deterministic assertions left out)")
+                             + ", score=component score (pass/fail written as 1/0)", **counts}
     return to_scores(records, provenance, where=where, caller="read_promptfoo", duplicates=duplicates)
