@@ -138,8 +138,9 @@ def _choices(cmd: click.Command, option: str) -> list[str]:
     return []
 
 
-#: Subcommands reading one score FILE (discovered: their only argument is ``file``).
-FILE_COMMANDS = sorted(name for name, cmd in COMMANDS.items() if _arguments(cmd) == ["file"])
+#: Subcommands reading one score FILE (discovered: their only argument is ``file``, or ``files`` for doctor,
+#: which also takes several eval-tool files).
+FILE_COMMANDS = sorted(name for name, cmd in COMMANDS.items() if _arguments(cmd) in (["file"], ["files"]))
 
 
 def _bounds(table: str) -> str:

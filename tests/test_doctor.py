@@ -21,7 +21,7 @@ LM_SAMPLES = sorted((DATA / "lm_eval").rglob("samples_*.jsonl"))[0]
 
 
 @pytest.mark.parametrize("path, fmt, models, judges, kind", [
-    (DATA / "promptfoo" / "results.json", "promptfoo", 2, 3, "continuous"),
+    (DATA / "promptfoo" / "results.json", "promptfoo", 2, 2, "continuous"),   # `contains` is a check, no judge
     (DATA / "deepeval" / "test_run_model-a.json", "deepeval", 1, 2, "continuous"),
     (LM_SAMPLES, "lm-eval", 1, 2, "binary"),
 ])
@@ -90,7 +90,7 @@ def test_cli_writes_the_long_table_that_decompose_reads(tmp_path):
     code, stdout, err = run_main(["doctor", str(DATA / "promptfoo" / "results.json"), "-o", str(out)])
     assert code == 0, err
     assert "Commands:" in stdout and f"cjstats decompose {out}" in stdout
-    assert len(pd.read_csv(out)) == 36
+    assert len(pd.read_csv(out)) == 24                # 12 results x 2 graders; the `contains` check left out
     code, stdout, err = run_main(["decompose", str(out)])
     assert code == 0, err
 
@@ -132,11 +132,11 @@ def test_diagnosis_plot_draws_each_judges_shares(tmp_path):
 
     diag = diagnose(DATA / "promptfoo" / "results.json")
     counts = diag.score_counts
-    assert counts.groupby("judge")["count"].sum().to_dict() == {"contains": 12, "judge-x": 12, "judge-y": 12}
+    assert counts.groupby("judge")["count"].sum().to_dict() == {"judge-x": 12, "judge-y": 12}
     assert counts["value"].nunique() == 10            # continuous: every bin, empty ones too
     fig = diagnosis_plot(diag)
     ax = fig.axes[0]
-    for judge in ("contains", "judge-x", "judge-y"):
+    for judge in ("judge-x", "judge-y"):
         bars = [p for p in ax.patches if p.get_gid() == f"judge:{judge}"]
         assert len(bars) == 10 and sum(b.get_height() for b in bars) == pytest.approx(1.0)
     fig.savefig(tmp_path / "d.png")

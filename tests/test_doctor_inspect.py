@@ -68,7 +68,7 @@ def test_folder_of_logs_and_the_commands_it_prints_run(tmp_path, monkeypatch):
 def test_a_folder_without_logs_is_one_sentence(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     code, out, err = run_main(["doctor", str(tmp_path)])
-    assert code == 1 and "is a folder; give cjstats doctor one file (or a folder of Inspect .eval logs)." in err
+    assert code == 1 and "is a folder without eval-tool files" in err
 
 
 def test_drift_reads_inspect_logs_and_says_when_they_share_no_item():

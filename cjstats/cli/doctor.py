@@ -1,4 +1,5 @@
-"""``cjstats doctor FILE``: what a score file holds and the commands that analyse it (mirrors
+"""``cjstats doctor FILE...``: what a score file (or several eval-tool files, a glob, a folder) holds and the
+commands that analyse it (mirrors
 :func:`cjstats.results.diagnosis.diagnose`)."""
 
 from __future__ import annotations
@@ -26,17 +27,22 @@ def _flags(data: DataOptions) -> str:
 
 
 @click.command(short_help="Look at any score file or eval log: what it holds and the commands to run.")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1)
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Also write the scores as a long CSV table every command reads (needed for promptfoo, "
                    "DeepEval, lm-eval, FastChat and Inspect files).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @data_options
 @format_option
-def doctor(file: str | None, output: str | None, force: bool, data: DataOptions, fmt: str) -> None:
-    """Detect FILE's format (long or wide table, Inspect log, FastChat judgments, promptfoo results, DeepEval test
+def doctor(files: tuple[str, ...], output: str | None, force: bool, data: DataOptions, fmt: str) -> None:
+    """Detect FILES' format (long or wide table, Inspect log, FastChat judgments, promptfoo results, DeepEval test
     run, lm-eval samples), read it and report models, scenarios, generations, judges, criteria, reference raters,
-    covariate columns and the kind of score, then print the cjstats commands that analyse it.
+    covariate columns, the kind of score, errored results and deterministic checks, then print the cjstats
+    commands that analyse it.
+
+    Eval-tool files may be several, a glob pattern or a folder (one DeepEval run per model, an lm-eval output
+    folder of model folders, a folder of Inspect logs): they are read as one table, and the first printed command
+    writes that table (-o) for the others to read. A score table is one file.
 
     The data options (--columns, --judge-columns, --where, ...) apply to tables, as in every data subcommand,
     and the printed commands repeat them.
@@ -47,9 +53,11 @@ def doctor(file: str | None, output: str | None, force: bool, data: DataOptions,
     from cjstats.io.doctor import detect_format, read_any
     from cjstats.results.diagnosis import diagnose
 
+    source: str | list[str] | None = files[0] if len(files) == 1 else (list(files) or None)
+    file = files[0] if len(files) == 1 else None
     if output is not None and Path(output).exists() and not force:
         raise CjstatsError(f"`{output}` exists; pass --force to overwrite it, or choose another file.")
-    kind = detect_format(file) if data.dataset is None and file is not None else "long"
+    kind = detect_format(source) if data.dataset is None and source is not None else "long"
     if kind == "wide" and data.judge_columns is None and data.columns is None:
         # the score_* columns, found as read_any finds them; without them read_scores' own advice is shown
         from dataclasses import replace
@@ -70,10 +78,11 @@ def doctor(file: str | None, output: str | None, force: bool, data: DataOptions,
                           notes=diag.notes, score_counts=diag.score_counts)
     else:
         if flags:
-            raise CjstatsError(f"The data options ({flags}) apply to score tables; {file} is an eval-tool file, "
-                               f"so leave them out (give them to the commands that read the table -o writes).")
-        scores, _, _ = read_any(file)
-        diag = diagnose(file, output=output)
+            raise CjstatsError(f"The data options ({flags}) apply to score tables; {' '.join(files)} "
+                               f"{'is an eval-tool file' if file else 'are eval-tool files'}, so leave them out "
+                               f"(give them to the commands that read the table -o writes).")
+        scores, _, _ = read_any(source)
+        diag = diagnose(source, output=output)
     if output is not None:
         frame = scores.to_frame()
         if scores.has_reference:
@@ -82,7 +91,7 @@ def doctor(file: str | None, output: str | None, force: bool, data: DataOptions,
             frame = pd.concat([frame.assign(judge_type="llm"), scores.reference_frame().assign(judge_type="human")],
                               ignore_index=True)
         frame.to_csv(output, index=False)
-        click.echo(f"Wrote the {len(frame)} scores of {file or data.dataset} to {output}.", err=True)
+        click.echo(f"Wrote the {len(frame)} scores of {' '.join(files) or data.dataset} to {output}.", err=True)
     emit_frame(diag.to_frame(), fmt, text=diag.as_text())
 
 

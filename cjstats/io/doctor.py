@@ -25,7 +25,7 @@ from cjstats.io.score_kind import ORDINAL_MAX_LEVELS, score_kind, score_shape
 from cjstats.io.scores import Scores
 
 __all__ = ["FORMATS", "detect_format", "read_any", "describe", "score_kind", "score_counts", "covariate_columns",
-           "ORDINAL_MAX_LEVELS"]
+           "ORDINAL_MAX_LEVELS", "ERRORED_COUNTS"]
 
 FORMATS = ("long", "wide", "inspect", "fastchat", "promptfoo", "deepeval", "lm-eval")
 
@@ -44,8 +44,72 @@ def _first_json_line(path: Path) -> Any:
     return None
 
 
+def _tool_files(folder: Path) -> list[Path]:
+    """The files in a folder (searched recursively) that an eval-tool reader could read."""
+    from cjstats.io.lm_eval import sample_file_parts
+
+    return sorted(f for f in folder.rglob("*") if f.is_file() and (
+        f.name.lower().endswith((".eval", ".json")) or sample_file_parts(f) is not None))
+
+
+def _paths(source: Any) -> list[Path]:
+    """The files and folders ``source`` names: a path, a folder, a glob pattern or a list of them (a folder is
+    kept whole: its format decides which of its files are read)."""
+    import glob as _glob
+
+    items = list(source) if isinstance(source, (list, tuple)) else [source]
+    if not items:
+        raise CjstatsError("cjstats doctor got no file; give a score file, several, a glob pattern or a folder.")
+    out: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if not path.exists() and _glob.has_magic(str(item)):
+            found = sorted(Path(p) for p in _glob.glob(str(item)))
+            if not found:
+                raise CjstatsError(f"The pattern `{item}` matches no file.")
+            out += [p for p in found if p not in out]
+        elif not path.exists():
+            raise CjstatsError(f"The file `{path}` does not exist.")
+        elif path not in out:
+            out.append(path)
+    return out
+
+
+def _folder_format(path: Path) -> str:
+    """The format of the files in a folder: every eval-tool file in it must be of one format."""
+    files = _tool_files(path)
+    if not files:
+        raise CjstatsError(f"`{path}` is a folder without eval-tool files (Inspect .eval logs, promptfoo or DeepEval "
+                           f".json files, lm-eval samples_*.jsonl); give a score table file instead.")
+    if any(f.name.lower().endswith(".eval") for f in files):
+        return "inspect"                         # Inspect folders also hold JSON beside the logs
+    from cjstats.io.lm_eval import sample_file_parts
+
+    if any(sample_file_parts(f) is not None for f in files):
+        return "lm-eval"                         # lm-eval folders hold results_*.json beside the samples
+    return _one_format([detect_format(f) for f in files], files)
+
+
+def _one_format(formats: list[str], paths: list[Path]) -> str:
+    """The one format of several files, or one sentence naming two that differ."""
+    other = next((i for i, f in enumerate(formats) if f != formats[0]), None)
+    if other is not None:
+        raise CjstatsError(f"The files are of different formats: `{paths[0]}` is {formats[0]}, `{paths[other]}` is "
+                           f"{formats[other]}; give cjstats doctor files of one format (one tool's runs) at a time.")
+    fmt = formats[0]
+    if len(paths) > 1 and fmt in ("long", "wide"):
+        raise CjstatsError(f"cjstats doctor got {len(paths)} score tables ({', '.join(f'`{p}`' for p in paths[:3])}"
+                           f"{', ...' if len(paths) > 3 else ''}); the commands read one table: stack them into one "
+                           f"file (one row per score, a model column telling them apart) and give that.")
+    return fmt
+
+
 def detect_format(source: Any) -> str:
-    """The format of ``source`` (one of :data:`FORMATS`), or one sentence saying it is none of them."""
+    """The format of ``source`` (one of :data:`FORMATS`), or one sentence saying it is none of them.
+
+    ``source`` is a file, a folder, a glob pattern or a list of them (several eval-tool files of one format,
+    e.g. one DeepEval run per model, or an lm-eval output folder of model folders), a DataFrame or a Scores.
+    """
     from cjstats.io.deepeval import looks_like_deepeval
     from cjstats.io.lm_eval import sample_file_parts
     from cjstats.io.promptfoo import looks_like_promptfoo
@@ -55,13 +119,12 @@ def detect_format(source: Any) -> str:
     if isinstance(source, pd.DataFrame):
         missing = rules.missing_columns(list(source.columns))
         return "long" if not missing else "wide"
-    path = Path(source)
-    if not path.exists():
-        raise CjstatsError(f"The file `{path}` does not exist.")
+    paths = _paths(source)
+    if len(paths) > 1 or not isinstance(source, (str, Path)):
+        return _one_format([detect_format(p) for p in paths], paths)
+    path = paths[0]
     if path.is_dir():
-        if any(path.rglob("*.eval")):             # a folder of Inspect logs is one table (one log per model)
-            return "inspect"
-        raise CjstatsError(f"`{path}` is a folder; give cjstats doctor one file (or a folder of Inspect .eval logs).")
+        return _folder_format(path)
     name = path.name.lower()
     if name.endswith(".eval"):
         return "inspect"
@@ -96,7 +159,8 @@ def detect_format(source: Any) -> str:
 
 def read_any(source: Any) -> tuple[Scores, pd.DataFrame | None, str]:
     """(scores, raw long table or None, format): ``source`` read with the reader its format needs (a
-    :class:`Scores` is taken as read).
+    :class:`Scores` is taken as read). Eval-tool files may be several (a list, a glob pattern or a folder): the
+    reader stacks them into one table.
 
     The raw table is the file as read (long or wide), for the columns the analysis ignores; tool files give None.
     """
@@ -105,6 +169,8 @@ def read_any(source: Any) -> tuple[Scores, pd.DataFrame | None, str]:
     if isinstance(source, Scores):
         return source, None, "long"
     fmt = detect_format(source)
+    if isinstance(source, (list, tuple)) and fmt in ("long", "wide"):
+        source = _paths(source)[0]           # one table given as a list of one
     if fmt == "promptfoo":
         from cjstats.io.promptfoo import read_promptfoo
         return read_promptfoo(source), None, fmt
@@ -181,14 +247,28 @@ def score_counts(scores: Scores, *, bins: int = 10) -> pd.DataFrame:
     return counts.rename("count").reset_index()
 
 
+#: The provenance counts of the eval-tool readers that are calls lost to an error (a result, metric or sample
+#: that errored or whose grade could not be read): promptfoo, DeepEval, Inspect, FastChat.
+ERRORED_COUNTS = ("errored_results", "metrics_without_score", "unscored", "dropped_unparsed")
+
+
 def describe(scores: Scores, raw: pd.DataFrame | None) -> dict[str, Any]:
-    """The counts and kinds ``cjstats doctor`` reports for a read table."""
+    """The counts and kinds ``cjstats doctor`` reports for a read table.
+
+    ``errored`` = the sum of the reader's :data:`ERRORED_COUNTS` (calls left out because they errored): the
+    design is complete only if every (model, scenario, generation, judge) cell was scored and none errored.
+    ``fewest_judges`` = the fewest judges of any analysis group (model, or model x criterion).
+    ``checks`` = the deterministic assertions left out of the judges (promptfoo), ``type (n results, k passed)``.
+    """
     frame = scores.to_frame()
     s = frame["score"].to_numpy(dtype=float)
     top = np.nanmax(s) if len(s) else np.nan
     generations = frame.groupby(["model", "scenario"])["generation"].nunique() if "generation" in frame else None
+    errored = sum(int(scores.provenance.get(k) or 0) for k in ERRORED_COUNTS)
     return {
-        "models": scores.models, "judges": scores.judges, "criteria": scores.criteria if scores.has_criterion else [],
+        "models": scores.models, "judges": scores.judges,
+        "fewest_judges": min((len(g.judge_labels) for g in scores.groups()), default=0),
+        "criteria": scores.criteria if scores.has_criterion else [],
         "reference_raters": scores.reference_judges if scores.has_reference else [],
         "n_rows": int(len(frame)), "n_scenarios": int(frame["scenario"].nunique()),
         "generations_per_scenario": int(generations.max()) if generations is not None and len(generations) else 1,
@@ -197,5 +277,8 @@ def describe(scores: Scores, raw: pd.DataFrame | None) -> dict[str, Any]:
         "ceiling_share": float(np.mean(s == top)) if len(s) else float("nan"),
         "floor_share": score_shape(s)["floor_share"],
         "covariates": covariate_columns(raw),
-        "complete": bool(scores.design["complete"].all()) if "complete" in scores.design else True,
+        "errored": errored,
+        "checks": [f"{kind} ({t['results']} results, {t['passed']} passed)"
+                   for kind, t in sorted((scores.provenance.get("deterministic") or {}).items())],
+        "complete": (bool(scores.design["complete"].all()) if "complete" in scores.design else True) and not errored,
     }

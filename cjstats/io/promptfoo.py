@@ -14,14 +14,19 @@ Mapping onto the long table (one row per assertion of each result):
   with the same vars): they share the first one's ``testIdx`` as scenario;
 - ``generation`` = the repeat: the result's ``repeatIndex`` when present, else the position of its ``testIdx``
   among the test cases with the same vars (0 for a test run once);
-- ``judge`` = for a model-graded assertion (``llm-rubric``, ``g-eval``, ``factuality``, ``model-graded-*``, ...)
-  the grader: the assertion's ``provider``, else the test's ``options.provider``, else the config's
-  ``defaultTest.options.provider``, else ``"default grader"``; for any other assertion its ``type``;
+- ``judge`` = the grader of a model-graded assertion (:data:`MODEL_GRADED`: ``llm-rubric``, ``g-eval``,
+  ``factuality``, ``model-graded-*``, ..., also negated as ``not-<type>``): the assertion's ``provider``, else
+  the test's ``options.provider``, else the config's ``defaultTest.options.provider``, else ``"default grader"``;
+- deterministic assertions (``contains``, ``equals``, ``regex``, ``is-json``, ``javascript``, ``python``, ...:
+  every other type) are checks, not judges: they are left out and counted per type, with how many passed, in
+  ``provenance['deterministic']`` (``deterministic="judge"`` reads each as a judge named by its type instead);
 - ``criterion`` = the assertion's ``metric`` when assertions name metrics;
 - ``score`` = the component's ``score``; promptfoo writes 1/0 for pass/fail assertions, and a component
   without a number is scored 1 if it passed and 0 if not (counted in ``provenance['scored_from_pass']``).
 
-Results that failed with an error before grading (no ``gradingResult``) are left out and counted.
+Results that errored (promptfoo's ``failureReason`` 2, ERROR: the provider or the grader failed, ``error`` says
+why; or no ``gradingResult``) are left out and counted in ``provenance['errored_results']``; a result that only
+failed its assertions (``failureReason`` 1) is a score like any other.
 """
 
 from __future__ import annotations
@@ -35,13 +40,18 @@ from cjstats.exceptions import CjstatsError
 from cjstats.io._evaltools import AT, files_of, load_json, to_scores
 from cjstats.io.scores import Scores
 
-__all__ = ["read_promptfoo", "MODEL_GRADED", "looks_like_promptfoo"]
+__all__ = ["read_promptfoo", "MODEL_GRADED", "model_graded", "looks_like_promptfoo"]
 
-#: Assertion types whose grade comes from a model (promptfoo's model-graded metrics).
+#: Assertion types whose grade comes from a model: promptfoo's own ``MODEL_GRADED_ASSERTION_TYPES`` and the other
+#: types it grades with a provider (``usesGradingProvider`` in ``src/assertions/constants.ts``), plus ``pi`` and
+#: ``web-search``; ``promptfoo:redteam:*`` graders too. Every other type is deterministic (a check, not a judge).
 MODEL_GRADED = frozenset({
-    "llm-rubric", "g-eval", "factuality", "model-graded-closedqa", "model-graded-factuality", "answer-relevance",
-    "context-faithfulness", "context-recall", "context-relevance", "conversation-relevance", "search-rubric",
-    "select-best", "max-score", "pi", "classifier"})
+    "agent-rubric", "answer-relevance", "context-faithfulness", "context-recall", "context-relevance",
+    "factuality", "llm-rubric", "model-graded-closedqa", "model-graded-factuality", "search-rubric",
+    "trajectory:goal-success", "classifier", "conversation-relevance", "g-eval", "moderation", "select-best",
+    "similar", "pi", "web-search"})
+#: promptfoo's ``ResultFailureReason.ERROR``: the result errored (``ASSERT`` = 1 is a failed assertion, a score).
+_ERROR = 2
 _WHAT = "promptfoo results"
 
 
@@ -64,6 +74,13 @@ def looks_like_promptfoo(doc: Any) -> bool:
     return bool(rows) and isinstance(rows[0], Mapping) and "testIdx" in rows[0] and "provider" in rows[0]
 
 
+def model_graded(kind: str) -> bool:
+    """Whether an assertion type is graded by a model (a judge), ``not-`` negations and ``similar:<metric>``
+    included; every other type is a deterministic check."""
+    base = kind[4:] if kind.startswith("not-") else kind
+    return base in MODEL_GRADED or base.startswith(("similar:", "promptfoo:redteam:"))
+
+
 def _name(provider: Any) -> str | None:
     if isinstance(provider, str):
         return provider
@@ -79,7 +96,7 @@ def _default_grader(doc: Mapping[str, Any]) -> str | None:
     return _name(options.get("provider"))
 
 
-def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
+def _rows(doc: Any, path: Path, counts: dict[str, Any], deterministic: str) -> list[dict[str, Any]]:
     summary = _summary(doc)
     if summary is None or not looks_like_promptfoo(doc):
         lacks = ("no `results` key" if not isinstance(doc, Mapping) or "results" not in doc else
@@ -105,8 +122,8 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
             prompt = res.get("prompt") if isinstance(res.get("prompt"), Mapping) else {}
             model = f"{model} [{prompt.get('label') or 'prompt ' + str(res.get('promptIdx', 0))}]"
         grading = res.get("gradingResult")
-        if not isinstance(grading, Mapping):
-            counts["errors_without_grade"] += 1
+        if not isinstance(grading, Mapping) or res.get("failureReason") == _ERROR:
+            counts["errored_results"] += 1
             continue
         components = grading.get("componentResults") or [grading]
         test = res.get("testCase") if isinstance(res.get("testCase"), Mapping) else {}
@@ -119,11 +136,16 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
                 continue
             assertion = comp.get("assertion") if isinstance(comp.get("assertion"), Mapping) else {}
             kind = str(assertion.get("type", "assertion"))
-            if kind in MODEL_GRADED:
+            if model_graded(kind):
                 judge = (_name(assertion.get("provider")) or _name(options.get("provider")) or default_grader
                          or "default grader")
-            else:
+            elif deterministic == "judge":
                 judge = kind
+            else:
+                tally = counts["deterministic"].setdefault(kind, {"results": 0, "passed": 0})
+                tally["results"] += 1
+                tally["passed"] += bool(comp.get("pass"))
+                continue
             score = comp.get("score")
             if not isinstance(score, (int, float)) or isinstance(score, bool):
                 score = 1.0 if comp.get("pass") else 0.0
@@ -135,12 +157,14 @@ def _rows(doc: Any, path: Path, counts: dict[str, int]) -> list[dict[str, Any]]:
 
 
 def read_promptfoo(path: str | Path | Sequence[str | Path], *,
-                   duplicates: Literal["error", "mean"] = "error") -> Scores:
+                   duplicates: Literal["error", "mean"] = "error",
+                   deterministic: Literal["exclude", "judge"] = "exclude") -> Scores:
     """Read promptfoo eval results (``promptfoo eval --output results.json``) into one score table.
 
     One row per assertion of each (provider, test case) result: model = provider, scenario = test index,
-    generation = repeat index, judge = the grader of a model-graded assertion (its type for any other), score
-    = the assertion's score (pass/fail as 1/0). See the module docstring for the full mapping.
+    generation = repeat index, judge = the grader of a model-graded assertion, score = the assertion's score
+    (pass/fail as 1/0). Deterministic assertions (``contains``, ``equals``, ...) and errored results are left out
+    and counted in the provenance. See the module docstring for the full mapping.
 
     Parameters
     ----------
@@ -155,13 +179,22 @@ def read_promptfoo(path: str | Path | Sequence[str | Path], *,
     >>> import cjstats as cj
     >>> scores = cj.read_promptfoo("results.json")  # doctest: +SKIP
     """
+    if deterministic not in ("exclude", "judge"):
+        raise CjstatsError(f"read_promptfoo got deterministic={deterministic!r}; give 'exclude' (leave "
+                           f"deterministic assertions out) or 'judge' (read each as a judge named by its type).")
     files = files_of(path, caller="read_promptfoo", what=_WHAT, pattern="*.json")
-    counts = {"errors_without_grade": 0, "scored_from_pass": 0}
-    records = [r for f in files for r in _rows(load_json(f, what=_WHAT), f, counts)]
+    counts: dict[str, Any] = {"errored_results": 0, "scored_from_pass": 0, "deterministic": {}}
+    records = [r for f in files for r in _rows(load_json(f, what=_WHAT), f, counts, deterministic)]
     where = f"`{files[0]}`" if len(files) == 1 else f"the {len(files)} promptfoo files"
+    if not records and counts["deterministic"]:
+        raise CjstatsError(f"{where} holds only deterministic assertions ({', '.join(sorted(counts['deterministic']))}"
+                           f"), no model-graded one: no judge to analyse; pass deterministic='judge' to read each "
+                           f"check as a judge.")
     provenance = {"source": str(files[0]) if len(files) == 1 else [str(f) for f in files], "format": "promptfoo",
                   "mapping": "model=provider label/id, scenario=testIdx (repeats with equal vars share the first), "
                              "generation=repeat index, "
-                             "judge=grader of model-graded assertions else assertion type, score=component score "
-                             "(pass/fail written as 1/0)", **counts}
+                             "judge=grader of model-graded assertions"
+                             + (" else assertion type" if deterministic == "judge"
+                                else " (deterministic assertions left out)")
+                             + ", score=component score (pass/fail written as 1/0)", **counts}
     return to_scores(records, provenance, where=where, caller="read_promptfoo", duplicates=duplicates)

@@ -84,7 +84,9 @@ class Diagnosis(Result):
                  f"  covariate columns: {', '.join(f['covariates']) or 'none'}",
                  f"  scores:            {f['score_kind']}, {f['distinct_scores']} distinct values in "
                  f"[{f['score_min']:g}, {f['score_max']:g}]; {f['ceiling_share']:.0%} at the top",
-                 f"  design:            {'complete' if f['complete'] else 'incomplete (some judge calls missing)'}"]
+                 *([f"  checks:            {', '.join(f['checks'])} (deterministic, not judges)"]
+                   if f.get("checks") else []),
+                 f"  design:            {_design(f)}"]
         lines += ["", "Notes:", *[f"  - {n}" for n in self.notes]] if self.notes else []
         lines += ["", "Commands:", *[f"  {c}" for c in self.commands]]
         return "\n".join(lines)
@@ -93,24 +95,34 @@ class Diagnosis(Result):
         return "\n".join(["```text", self.as_text(), "```"])
 
 
+def _design(f: dict[str, Any]) -> str:
+    """The design line: complete only when no judge call is missing and none errored."""
+    if f.get("errored"):
+        return f"incomplete ({f['errored']} errored result(s) left out)"
+    return "complete" if f["complete"] else "incomplete (some judge calls missing)"
+
+
 def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None,
-              flags: str) -> tuple[list[str], list[str]]:
+              flags: str, stem: str) -> tuple[list[str], list[str]]:
     notes: list[str] = []
     commands: list[str] = []
     target = source
     extra = f" {flags}" if flags else ""
     if fmt in _TOOL_FORMATS:
-        target = output or f"{Path(source).stem}.long.csv"
+        target = output or f"{stem}.long.csv"
         commands.append(f"cjstats doctor {source} -o {target}")
         what = {"inspect": "An Inspect log"}.get(fmt, f"{'An' if fmt[0] in 'aeiou' or fmt == 'lm-eval' else 'A'} {fmt} file")
         notes.append(f"{what}: the line above writes it as a long table (cj.{_TOOL_FORMATS[fmt]} reads it "
                      f"in Python) that every command reads.")
     elif fmt.startswith("wide:"):
         extra += f" --judge-columns '{fmt.split(':', 1)[1]}'"
-    n_judges, n_models = len(facts["judges"]), len(facts["models"])
+    n_judges, n_models = facts.get("fewest_judges", len(facts["judges"])), len(facts["models"])
     commands.append(f"cjstats decompose {target}{extra}")
     if n_judges >= 2:
         commands.append(f"cjstats judges {target}{extra}")
+    elif len(facts["judges"]) >= 2:
+        notes.append("A criterion (or model) has one judge only: its judge variance cannot be estimated; "
+                     "--criteria NAME keeps the criteria with two judges or more.")
     else:
         notes.append("One judge only: the judge variance cannot be estimated; add a second judge to separate it.")
     if n_models >= 2:
@@ -134,6 +146,12 @@ def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None,
     if facts["covariates"]:
         notes.append(f"Item-level numeric columns ({', '.join(facts['covariates'])}) could be covariates "
                      f"(e.g. answer length) in the joint model.")
+    if facts.get("errored"):
+        notes.append(f"{facts['errored']} result(s) errored (the provider or the grader failed) and were left out: "
+                     f"their calls are missing; rerun them, or read the design as incomplete.")
+    if facts.get("checks"):
+        notes.append(f"Deterministic assertions ({', '.join(facts['checks'])}) are checks, not judges: they are "
+                     f"left out of the judge table (cj.read_promptfoo(..., deterministic='judge') keeps them).")
     if not facts["complete"]:
         notes.append("Some judge calls are missing: the default method (auto) fits REML, which keeps every call.")
     return commands, notes
@@ -145,9 +163,10 @@ def diagnose(source: Any, *, output: str | None = None, raw: pd.DataFrame | None
 
     Parameters
     ----------
-    source : path, DataFrame or Scores
+    source : path, list of paths, glob pattern, folder, DataFrame or Scores
         A long or wide table (CSV/TSV/Parquet/JSONL), an Inspect log, FastChat judgments, a promptfoo results
-        file, a DeepEval test run or an lm-eval samples file; or a table already read (``Scores``).
+        file, a DeepEval test run or an lm-eval samples file; several eval-tool files of one format (a list, a
+        glob pattern or a folder, e.g. one DeepEval run per model); or a table already read (``Scores``).
     output : str, optional
         The long table the commands should read for a tool file (``cjstats doctor FILE -o OUTPUT`` writes it).
     raw : DataFrame, optional
@@ -160,14 +179,23 @@ def diagnose(source: Any, *, output: str | None = None, raw: pd.DataFrame | None
     >>> from cjstats.results.diagnosis import diagnose
     >>> print(diagnose("results.json"))  # doctest: +SKIP
     """
+    import shlex
+    from glob import has_magic as glob_magic
+
     from cjstats.io.doctor import describe, read_any, score_counts
 
     from cjstats.io.scores import Scores
 
     scores, found, fmt = read_any(source)
     facts = describe(scores, found if raw is None else raw)
-    name = "<table>" if isinstance(source, (pd.DataFrame, Scores)) else str(source)
-    commands, notes = _commands(fmt, name, facts, output, flags)
+    if isinstance(source, (pd.DataFrame, Scores)):
+        name, stem = "<table>", "table"
+    elif isinstance(source, (list, tuple)) and len(source) != 1:
+        name, stem = " ".join(shlex.quote(str(s)) for s in source), fmt
+    else:                            # quoted, so a glob pattern reaches cjstats as the pattern
+        one = source[0] if isinstance(source, (list, tuple)) else source
+        name, stem = shlex.quote(str(one)), Path(one).stem if not glob_magic(str(one)) else fmt
+    commands, notes = _commands(fmt, name, facts, output, flags, stem)
     diag = Diagnosis(source=name, format=fmt, facts=facts, commands=commands, notes=notes,
                      score_counts=score_counts(scores))
     return diag
