@@ -8,8 +8,8 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_pairs,
-    resolve_method,
+    DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_list,
+    parse_mapping, parse_pairs, resolve_method,
 )
 from cjstats.cli._ordinal_choice import refuse_ordinal
 
@@ -41,6 +41,9 @@ def _plain(v):
               help="Each judge's own model family, e.g. gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini (repeat a judge for "
                    "several models; the option may be repeated too); adds the self-preference table. A name "
                    "holding a comma or '=' goes in double quotes: '\"org/m,v2\"=judge'.")
+@click.option("--covariates", default=None, metavar="COL,...",
+              help="Item covariate columns of FILE (e.g. length): differences at equal covariate values, each "
+                   "judge's slope, and a test that the slopes differ (REML; docs/covariates.md).")
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--adjust", type=click.Choice(["holm", "bonferroni", "none"]), default="holm", show_default=True,
               help="Multiplicity adjustment of the pairwise p-values.")
@@ -49,8 +52,8 @@ def _plain(v):
 @data_options
 @format_option
 def compare(file: str | None, method: str, population: bool, model_scenario: str, families: tuple[str, ...],
-            ci_level: float | None, adjust: str, seed: int, engine: str, memory_limit: str | None, data: DataOptions,
-            fmt: str) -> None:
+            covariates: str | None, ci_level: float | None, adjust: str, seed: int, engine: str,
+            memory_limit: str | None, data: DataOptions, fmt: str) -> None:
     """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best.
 
     A table with criteria is compared per criterion (add --composite for one comparison of their mean). The
@@ -67,6 +70,13 @@ def compare(file: str | None, method: str, population: bool, model_scenario: str
     if per_model and method in ("anova", "bayes"):
         raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
                            f"--method {method}).")
+    covs = parse_list(covariates, option="--covariates") if covariates is not None else None
+    if covs is not None:
+        if engine != "numpy":
+            raise CjstatsError(f"--covariates are fitted in memory; use --engine numpy (got --engine {engine}).")
+        if method in ("anova", "bayes"):
+            raise CjstatsError(f"--covariates are fitted by REML only; use --method reml or auto (got --method "
+                               f"{method}).")
     scores = load_source(file, data, engine, memory_limit)
     fam = _families(families)
     from cjstats.io.scores import Scores
@@ -77,18 +87,92 @@ def compare(file: str | None, method: str, population: bool, model_scenario: str
         parts = [(None, scores)]
     runs = []
     for criterion, part in parts:
-        if per_model:
+        if covs is not None:
+            chosen, note = "reml", "method: reml (--covariates are fitted by REML)"
+            part = _with_covariates(part, file, data, covs)
+        elif per_model:
             chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
         else:
             chosen, note = resolve_method(part, method, data.incomplete, joint=True)
         options = anova_options(chosen, data.incomplete, data.max_drop)
         if chosen == "reml":
             options["model_scenario"] = "per_model" if per_model else "pooled"
+        if covs is not None:
+            options["covariates"] = covs
         res = compare_models(part, chosen, ci_level=ci_level, adjust=adjust,
                              view="population" if population else "panel", seed=seed, **options)
         sp = self_preference(part, fam, ci_level=ci_level, adjust=adjust, fit=res.fit) if fam else None
         runs.append((criterion, note, res, sp))
     _emit(runs, fmt)
+
+
+def _with_covariates(scores, file: str | None, data: DataOptions, covs: list[str]):
+    """The validated rows of ``scores`` (after every data option) with the covariate columns of FILE joined on
+    (model, scenario[, generation]): the DataFrame :func:`cjstats.compare_models` reads covariates from. One
+    sentence when a column is missing or a covariate varies within one item."""
+    import pandas as pd
+
+    from cjstats.cli._app import _source
+    from cjstats.exceptions import CjstatsError
+    from cjstats.io.read import read_file
+
+    source = _source(file, data)
+    if isinstance(source, pd.DataFrame):
+        raw = source
+    else:
+        from pathlib import Path
+
+        raw, _ = read_file(Path(source))
+    mapping = parse_mapping(data.columns, option="--columns") or None
+    raw = raw.rename(columns=mapping) if mapping else raw
+    missing = [c for c in covs if c not in raw.columns]
+    if missing:
+        raise CjstatsError(f"The option --covariates names '{missing[0]}', which is not a column of FILE (columns: "
+                           f"{', '.join(map(str, raw.columns))}).")
+    for c in covs:                      # text files are read as text: a covariate column becomes numbers here
+        if not pd.api.types.is_numeric_dtype(raw[c]):
+            num = pd.to_numeric(raw[c], errors="coerce")
+            bad = num.isna() & raw[c].notna() & (raw[c].astype(str).str.strip() != "")
+            if bad.any():
+                raise CjstatsError(f"The covariate column '{c}' of FILE holds {raw[c][bad].iloc[0]!r}, which is not a "
+                                   f"number; --covariates takes numeric item columns such as length.")
+            raw = raw.assign(**{c: num})
+    frame = scores.to_frame()
+    keys = ["model", "scenario"] + (["generation"] if "generation" in raw.columns and "generation" in frame.columns
+                                    else [])
+    values = raw[keys + covs].copy()
+    for k in keys:
+        values[k] = values[k].astype(str)
+    values = values.drop_duplicates()
+    varies = values.duplicated(keys, keep=False)
+    if varies.any():
+        first = values[varies].iloc[0]
+        raise CjstatsError(f"A covariate of --covariates varies within one item (model '{first['model']}', scenario "
+                           f"'{first['scenario']}'): an item covariate such as length has one value per model, "
+                           f"scenario and generation; check the column.")
+    left = frame.assign(**{f"__{k}": frame[k].astype(str) for k in keys})
+    merged = left.merge(values.rename(columns={k: f"__{k}" for k in keys}), on=[f"__{k}" for k in keys],
+                        how="left")
+    return merged.drop(columns=[f"__{k}" for k in keys])
+
+
+def _echo_slopes(fit) -> None:
+    """Each judge's slope on each covariate (and the panel's), and the test that the judges' slopes are equal."""
+    from cjstats.results.format import format_frame, format_interval, format_p, column_decimals
+
+    sl = fit.slopes.copy()
+    dec = column_decimals(sl["std_error"]) or 3
+    pct = f"{100 * float(sl['ci_level'].iloc[0]):g}%"
+    sl[f"{pct} interval"] = [format_interval(lo, hi, dec, na="-") for lo, hi in zip(sl["lower"], sl["upper"])]
+    sl = format_frame(sl[["covariate", "judge", "slope", "std_error", "df", f"{pct} interval", "p_value"]],
+                      se_column="std_error", value_columns=("slope", "std_error"), na="-")
+    click.echo("")
+    click.echo("Judges' slopes (score points per covariate unit; '(panel)' is their mean)")
+    click.echo(sl.to_string(index=False))
+    for name, t in fit.tests.items():
+        if name.startswith("slopes["):
+            click.echo(f"{t['hypothesis']}: {t['test']} {t['statistic']:.3g} on ({t['df1']:g}, {t['df2']:g}) df, "
+                       f"p = {format_p(t['p_value'])}")
 
 
 def _families(texts: tuple[str, ...]) -> dict[str, list[str]]:
@@ -130,7 +214,10 @@ def _emit(runs, fmt: str) -> None:
         sps = [tag(sp.contrasts, c) for c, _, _, sp in runs if sp is not None]
         tests = {c: {name: {key: _plain(v) for key, v in t.items()} for name, t in res.fit.tests.items()}
                  for c, _, res, _ in runs}
+        slope_frames = [tag(res.fit.slopes, c) for c, _, res, _ in runs if len(getattr(res.fit, "slopes", ()))]
         out = {"differences": rows("differences"), "ranks": rows("ranks"),
+               **({"slopes": json.loads(frame_to_json(pd.concat(slope_frames, ignore_index=True)))}
+                  if slope_frames else {}),
                "self_preference": json.loads(frame_to_json(pd.concat(sps, ignore_index=True))) if sps else [],
                "tests": tests if by_criterion else tests[None]}
         click.echo(json.dumps(out, indent=2))
@@ -149,7 +236,13 @@ def _emit(runs, fmt: str) -> None:
                 click.echo(f"Criterion '{c}'")
             if note:
                 click.echo(note)
-            click.echo(res.as_text())
+            slopes = getattr(res.fit, "slopes", None)
+            text = res.as_text()
+            if slopes is not None and len(slopes):
+                text = text.replace("each judge's slope is in fit.slopes", "each judge's slope is below")
+            click.echo(text)
+            if slopes is not None and len(slopes):
+                _echo_slopes(res.fit)
             if sp is not None:
                 click.echo("")
                 click.echo(sp.as_text())
