@@ -145,8 +145,8 @@ def _commands(fmt: str, source: str, facts: dict[str, Any], output: str | None,
                      f"near it.")
     if facts["covariates"]:
         notes.append(f"Item-level numeric columns ({', '.join(facts['covariates'])}) could be covariates "
-                     f"(e.g. answer length) in the joint model: add --covariates {facts['covariates'][0]} to the "
-                     f"compare command.")
+                     f"(e.g. answer length) in the joint model: cjstats compare {target}{extra} --covariates "
+                     f"{facts['covariates'][0]}.")
     if facts.get("errored"):
         notes.append(f"{facts['errored']} result(s) errored (the provider or the grader failed) and were left out: "
                      f"their calls are missing; rerun them, or read the design as incomplete.")
