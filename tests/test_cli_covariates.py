@@ -76,3 +76,15 @@ def test_a_text_covariate_is_named(tmp_path):
     df.to_csv(path, index=False)
     code, out, err = run_main(["compare", str(path), "--covariates", "length"])
     assert code == 1 and "'long'" in err
+
+
+def test_doctor_names_the_covariate_command_and_it_runs():
+    path = str(DATA / "balanced.csv")
+    code, out, err = run_main(["doctor", path])
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "--covariates" in x)
+    cmd = line.split(": cjstats ", 1)[1].rstrip(".").split()
+    assert "<table>" not in line and cmd[:2] == ["compare", path]
+    code, out, err = run_main(cmd)
+    assert code == 0, err
+    assert "Judges' slopes" in out

@@ -75,7 +75,7 @@ def doctor(files: tuple[str, ...], output: str | None, force: bool, data: DataOp
         label = f"--dataset {data.dataset}" if data.dataset is not None else file
         diag = type(diag)(source=label, format=diag.format if data.judge_columns is None else "wide",
                           facts=diag.facts, commands=[c.replace("<table>", label) for c in diag.commands],
-                          notes=diag.notes, score_counts=diag.score_counts)
+                          notes=[n.replace("<table>", label) for n in diag.notes], score_counts=diag.score_counts)
     else:
         if flags:
             raise CjstatsError(f"The data options ({flags}) apply to score tables; {' '.join(files)} "
