@@ -26,6 +26,8 @@ _LAZY: dict[str, str] = {
     "optimise": "cjstats.decisions.optimise",
     "poststratified_mean": "cjstats.decisions.optimise",
     "VarianceComponents": "cjstats.results.components",
+    "Model": "cjstats.results.model",
+    "can_fit": "cjstats.estimators",
     "BACKENDS": "cjstats.estimators",
     "compare": "cjstats.estimators",
     "estimate": "cjstats.estimators",
@@ -92,7 +94,7 @@ _MODULES = frozenset({"datasets", "io", "stats", "plots", "tables"})
 
 __all__ = [
     "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
-    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "judge_f_test", "judge_test", "judge_table",
+    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "Model", "can_fit", "judge_f_test", "judge_test", "judge_table",
     "CjstatsError", "CjstatsWarning", "NotEstimableWarning", "IdentificationWarning",
     "grand_mean_variance", "variance_contributions", "strategy_variance", "design_variance", "pool_variance",
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",

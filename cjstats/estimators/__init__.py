@@ -12,7 +12,8 @@ Optional dependencies are checked when a backend is chosen, not at import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.util import find_spec
@@ -24,6 +25,7 @@ import pandas as pd
 from cjstats.results.estimands import COMPONENTS, JOINT_COMPONENTS
 from cjstats._validate import check_choice, import_registered, resolve_ci_level
 from cjstats.results.components import VarianceComponents
+from cjstats.results.model import TERMS, Model, as_model, model_from_options
 from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
 from cjstats.io.scores import Scores
@@ -32,10 +34,16 @@ from cjstats.stats.engines import ENGINES
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "JOINT_BACKENDS", "JOINT_ESTIMANDS", "RANK_INTERVALS", "Backend",
            "Capabilities", "JointCapabilities", "ModuleBackend", "estimate", "compare", "available_backends",
            "get_backend", "get_joint_backend", "missing_packages", "register_backend", "register_joint_backend",
-           "auto_method", "UnknownOptionError", "ENGINE_OPTIONS", "check_engine_options"]
+           "auto_method", "UnknownOptionError", "ENGINE_OPTIONS", "check_engine_options", "MODEL_OPTIONS",
+           "model_options", "model_for", "can_fit", "check_fit", "resolve_model", "check_required_terms"]
 
 Method = Literal["anova", "reml", "bayes"]
 Scale = Literal["score", "latent"]
+
+
+_PER_MODEL_TERMS: tuple[str, ...] = ("scenario", "generation", "scenario_judge")
+_PER_MODEL_OPTIONAL: tuple[str, ...] = ("scenario_judge",)
+_PER_MODEL_OPTIONS: tuple[str, ...] = ("scenario_judge",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,20 @@ class Capabilities:
     rows_always : bool
         Every fit reads score rows, whatever its options (the joint Bayesian model: an effect per scenario and
         cell).
+    terms : tuple of str
+        The model terms it fits (names of :data:`cjstats.results.model.TERMS`).
+    optional_terms : tuple of str
+        The terms among ``terms`` it can leave out of a fit when the model does not have them (the others it
+        always fits where identifiable).
+    likelihoods : Mapping[str, tuple]
+        Likelihood -> the links it fits with it (``{"gaussian": ("identity",)}``).
+    thresholds : tuple of str
+        Threshold structures of the cumulative likelihood it fits (``"shared"``, ``"judge"``).
+    model_options : tuple of str
+        The options through which a :class:`~cjstats.results.model.Model` reaches its ``fit`` (names of
+        :data:`MODEL_OPTIONS`): the one translation from the model to the backend's keywords.
+    likelihood_terms : Mapping[str, tuple]
+        For a likelihood whose fit holds fewer terms than ``terms``, the terms it holds.
     """
 
     rows_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
@@ -70,6 +92,12 @@ class Capabilities:
     samples: bool = False
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     rows_always: bool = False
+    terms: tuple[str, ...] = _PER_MODEL_TERMS
+    optional_terms: tuple[str, ...] = _PER_MODEL_OPTIONAL
+    likelihoods: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {"gaussian": ("identity",)})
+    thresholds: tuple[str, ...] = ()
+    model_options: tuple[str, ...] = _PER_MODEL_OPTIONS
+    likelihood_terms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
         return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
@@ -116,6 +144,15 @@ class JointCapabilities(Capabilities):
     model_scenario: tuple[str, ...] = ("pooled",)
     views: tuple[str, ...] = ("panel", "population")
     rank_intervals: str = "max_t"
+
+    def __post_init__(self) -> None:
+        # the joint model's terms, unless the backend declared others
+        if self.terms == _PER_MODEL_TERMS:
+            object.__setattr__(self, "terms", ("scenario", "model_scenario", "generation"))
+        if self.optional_terms == _PER_MODEL_OPTIONAL:
+            object.__setattr__(self, "optional_terms", ())
+        if self.model_options == _PER_MODEL_OPTIONS:
+            object.__setattr__(self, "model_options", ())
 
 
 @runtime_checkable
@@ -190,11 +227,16 @@ register_backend(ModuleBackend(
 register_backend(ModuleBackend(
     "bayes", "cjstats.estimators.bayes", requires=("pymc", "arviz"), extra="bayes",
     capabilities=Capabilities(rows_options={"likelihood": ("ordinal",)}, latent_options={"likelihood": ("ordinal",)},
-                              samples=True, option_defaults={"likelihood": "gaussian"})))
+                              samples=True, option_defaults={"likelihood": "gaussian", "link": "logit"},
+                              likelihoods={"gaussian": ("identity",), "cumulative": ("logit", "probit")},
+                              thresholds=("shared",), model_options=("scenario_judge", "likelihood", "link"),
+                              likelihood_terms={"cumulative": ("scenario", "generation")})))
 register_backend(ModuleBackend(
     "ordinal", "cjstats.estimators.ordinal_ml",   # cumulative link by AGQ: reads the rows, latent scale
     capabilities=Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS,
-                              option_defaults={"link": "probit"})))
+                              option_defaults={"link": "probit"}, terms=("scenario", "generation"),
+                              optional_terms=("generation",), likelihoods={"cumulative": ("probit", "logit")},
+                              thresholds=("shared", "judge"), model_options=("link", "thresholds", "generation"))))
 
 
 def register_joint_backend(backend: Backend) -> Backend:
@@ -223,6 +265,166 @@ register_joint_backend(ModuleBackend(
     capabilities=JointCapabilities(rows_always=True, samples=True, estimands=JOINT_ESTIMANDS,
                                    options=("draws", "tune", "chains", "target_accept", "nuts_sampler"),
                                    rank_intervals="posterior")))
+
+
+# ------------------------------------------------------------------------------------------ the model as data
+#: How a :class:`~cjstats.results.model.Model` reaches a backend: option name -> its value for a model. A backend
+#: names the options it takes in ``Capabilities.model_options``; this is the one translation.
+MODEL_OPTIONS: dict[str, Callable[[Model], Any]] = {
+    "scenario_judge": lambda m: m.scenario_judge,
+    "likelihood": lambda m: "ordinal" if m.likelihood == "cumulative" else "gaussian",
+    "link": lambda m: m.link,
+    "thresholds": lambda m: m.thresholds,
+    "generation": lambda m: (None if "generation" in m.auto else True) if "generation" in m.terms else False,
+    "model_scenario": lambda m: m.model_scenario,
+    "covariates": lambda m: list(m.covariates) or None,
+    "model": lambda m: m,            # a backend that takes the specification itself (the path for new terms)
+}
+
+
+def model_options(backend: Backend, model: Model) -> dict[str, Any]:
+    """The keyword options that make ``backend`` fit ``model`` (those its capabilities name)."""
+    return {name: MODEL_OPTIONS[name](model) for name in backend.capabilities.model_options}
+
+
+def model_for(backend: Backend, options: Mapping[str, Any]) -> Model:
+    """The model a call with these options fits (today's keyword arguments as a :class:`Model`)."""
+    caps = backend.capabilities
+    unit = "joint" if isinstance(caps, JointCapabilities) else "model"
+    vals = {**caps.option_defaults, **options}
+    lik = vals.get("likelihood", next(iter(caps.likelihoods)))
+    lik = "cumulative" if lik in ("ordinal", "cumulative") else lik
+    spec = model_from_options(
+        unit=unit, scenario_judge=vals.get("scenario_judge", "auto") if "scenario_judge" in caps.terms else False,
+        likelihood=lik, link=vals.get("link") if lik != "gaussian" else None,
+        thresholds=vals.get("thresholds", "shared"), generation=vals.get("generation"),
+        model_scenario=vals.get("model_scenario", "pooled"), covariates=vals.get("covariates"))
+    held = caps.likelihood_terms.get(spec.likelihood, caps.terms)
+    return dataclasses.replace(spec, terms=tuple(t for t in spec.terms if t in held))
+
+
+def _fitters(model: Model, test: Callable[[Backend], bool]) -> str:
+    reg = JOINT_BACKENDS if model.unit == "joint" else REGISTRY
+    names = [f"method='{n}'" for n, b in reg.items() if test(b)]
+    return " or ".join(names) if names else "no registered backend"
+
+
+def can_fit(method: str, model: Model | str, *, engine: str | None = None) -> tuple[bool, str]:
+    """Whether backend ``method`` can fit ``model`` from the statistics of ``engine``, and if not, why.
+
+    Read from the declarations alone (the backend's :class:`Capabilities`, the engine's ``EngineCapabilities``):
+    the likelihood and link, the thresholds, every term the model requires (a term the model fits only where
+    identifiable, ``Model.auto``, is left out where the backend or engine cannot fit it, and the fit says so),
+    the terms the backend always fits, the form of the model x scenario variance and covariates.
+
+    Returns
+    -------
+    (bool, str)
+        ``(True, "")``, or ``(False, reason)`` with one sentence naming what to change.
+    """
+    spec = as_model(model, unit=model.unit if isinstance(model, Model) else "model") if isinstance(
+        model, (Model, str)) else None
+    if spec is None:
+        return False, f"can_fit takes a cj.Model or a formula string. Got {type(model).__name__} instead."
+    reg = JOINT_BACKENDS if spec.unit == "joint" else REGISTRY
+    where = "cj.fit_joint" if spec.unit == "joint" else "cj.estimate"
+    if method not in reg:
+        return False, (f"{where} has no method '{method}' (its methods: {', '.join(reg)}).")
+    backend = reg[method]
+    caps = backend.capabilities
+    if spec.likelihood not in caps.likelihoods:
+        by = _fitters(spec, lambda b: spec.likelihood in b.capabilities.likelihoods)
+        return False, (f"method='{method}' does not fit the {spec.likelihood} likelihood (it fits "
+                       f"{', '.join(caps.likelihoods)}); {by} does.")
+    if spec.link not in caps.likelihoods[spec.likelihood]:
+        return False, (f"method='{method}' fits the {spec.likelihood} likelihood with link "
+                       f"{' or '.join(repr(x) for x in caps.likelihoods[spec.likelihood])}, not '{spec.link}'.")
+    if spec.likelihood == "cumulative" and spec.thresholds not in caps.thresholds:
+        by = _fitters(spec, lambda b: spec.thresholds in b.capabilities.thresholds)
+        return False, f"method='{method}' does not fit thresholds='{spec.thresholds}'; {by} does."
+    held = caps.likelihood_terms.get(spec.likelihood, caps.terms)
+    for t in spec.terms:
+        if t not in held and t not in spec.auto:
+            by = _fitters(spec, lambda b: spec.likelihood in b.capabilities.likelihoods and t in
+                          b.capabilities.likelihood_terms.get(spec.likelihood, b.capabilities.terms))
+            text = TERMS[t].joint_lme4 if spec.unit == "joint" else TERMS[t].lme4
+            return False, (f"method='{method}' does not fit the {t} term {text} with the {spec.likelihood} "
+                           f"likelihood; {by} does, or leave the term out of the model.")
+    if spec.unit == "joint":
+        if spec.model_scenario not in getattr(caps, "model_scenario", ("pooled",)):
+            by = _fitters(spec, lambda b: spec.model_scenario in getattr(b.capabilities, "model_scenario", ()))
+            return False, f"model_scenario='{spec.model_scenario}' is fitted by {by} only (not method='{method}')."
+        if spec.covariates and "covariates" not in getattr(caps, "options", ()) and \
+                "covariates" not in caps.model_options:
+            by = _fitters(spec, lambda b: "covariates" in getattr(b.capabilities, "options", ()) or
+                          "covariates" in b.capabilities.model_options)
+            return False, f"covariate slopes are fitted by {by} only (not method='{method}')."
+    if engine is not None:
+        if engine not in ENGINES:
+            return False, f"There is no engine '{engine}' (the engines: {', '.join(ENGINES)})."
+        built = ENGINES[engine].capabilities.terms
+        for t in spec.terms:
+            if t not in built and t not in spec.auto:
+                by = " or ".join(f"'{n}'" for n, e in ENGINES.items() if t in e.capabilities.terms)
+                return False, (f"engine='{engine}' does not build the statistics of the {t} term; use engine={by}, "
+                               f"or let the model fit it where identifiable (the fit then leaves it out and says so).")
+    return True, ""
+
+
+def check_fit(method: str, model: Model | str, *, engine: str | None = None) -> None:
+    """Raise :class:`CjstatsError` with :func:`can_fit`'s sentence when ``method`` cannot fit ``model``."""
+    ok, why = can_fit(method, model, engine=engine)
+    if not ok:
+        raise CjstatsError(why)
+
+
+def resolve_model(backend: Backend, model: Model | str | None, options: dict[str, Any], *, caller: str,
+                  engine: str | None = None) -> tuple[Model, dict[str, Any]]:
+    """The model a call fits and the backend options that carry it.
+
+    With ``model`` given (a :class:`Model` or a formula), the options it sets must not be given too; the
+    backend must be able to fit it (:func:`check_fit`). Without it, the model is built from the options.
+    """
+    caps = backend.capabilities
+    unit = "joint" if isinstance(caps, JointCapabilities) else "model"
+    if model is None:
+        return model_for(backend, options), options
+    spec = as_model(model, unit=unit)
+    clash = [o for o in options if o in MODEL_OPTIONS]
+    if clash:
+        raise CjstatsError(f"{caller} takes the model either as model= or as the option '{clash[0]}', not both: "
+                           f"put it in the model, or leave model= out.")
+    check_fit(backend.name, spec, engine=engine)
+    return spec, {**options, **model_options(backend, spec)}
+
+
+def check_required_terms(spec: Model, design: pd.DataFrame, backend: Backend | None = None) -> None:
+    """One sentence when the data contradict the model for some group's design.
+
+    A term the model requires (not 'auto') that a group cannot identify: today the generation effect, which
+    needs a scenario with two generations (``generations_max >= 2``; the scenario x judge interaction with
+    ``scenario_judge=True`` is checked by the backends on the statistics). And a term the model leaves out but
+    ``backend`` always fits where identifiable (not in its ``optional_terms``), in a group that identifies it.
+    """
+    caps = backend.capabilities if backend is not None else None
+    if caps is not None and "generation" in caps.terms and "generation" not in spec.terms \
+            and "generation" not in caps.optional_terms and "generations_max" in design.columns:
+        two = design[design["generations_max"] >= 2]
+        if len(two):
+            r = two.iloc[0]
+            where = f"model '{r['model']}'" + (f", criterion '{r['criterion']}'" if "criterion" in two.columns else "")
+            raise CjstatsError(f"The model leaves out the generation term (1|scenario:generation), but {where} scores "
+                               f"several generations of a scenario and method='{backend.name}' fits the term wherever "
+                               f"the data identify it; add it to the model (or use a backend that can leave it out: "
+                               f"{_fitters(spec, lambda b: spec.likelihood in b.capabilities.likelihoods and 'generation' in b.capabilities.optional_terms)}).")
+    if "generation" in spec.terms and "generation" not in spec.auto and "generations_max" in design.columns:
+        bad = design[design["generations_max"] < 2]
+        if len(bad):
+            r = bad.iloc[0]
+            where = f"model '{r['model']}'" + (f", criterion '{r['criterion']}'" if "criterion" in bad.columns else "")
+            raise CjstatsError(f"The model requires the generation term (1|scenario:generation), but {where} has one "
+                               f"generation per scenario, so it is not identifiable; score m >= 2 generations, or "
+                               f"let the model fit it where identifiable (Model(auto=('generation', ...))).")
 
 
 def _installed(package: str) -> bool:
@@ -319,7 +521,7 @@ def _check_options(backend: Any, options: Mapping[str, Any]) -> None:
 
 def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, ci_level: float | None = None,
              seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
-             **options: Any) -> VarianceComponents:
+             model: Model | str | None = None, **options: Any) -> VarianceComponents:
     """Estimate the variance components of a score table, per model (and criterion).
 
     The table is reduced once to the sufficient statistics of each unit (:func:`cjstats.stats.build_stats`);
@@ -346,11 +548,18 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     engine_options : mapping, optional
         Passed to the engine, as in :func:`cjstats.compare_models`: ``memory_limit``, ``temp_directory``,
         ``threads``, ``connection`` (duckdb), ``client``, ``npartitions``, ``shuffle`` (dask), ``columns``.
+    model : Model or str, optional
+        The model to fit, a :class:`cjstats.Model` or an lme4-style formula restricted to its vocabulary
+        (``"score ~ judge + (1|scenario) + (1|scenario:generation)"``). Default: the model the options stand for
+        (the paper's model, with ``generation`` and ``scenario_judge`` where identifiable). A backend that
+        cannot fit it is refused in one sentence (:func:`can_fit`); the options it sets
+        (``scenario_judge``, ``likelihood``, ``link``, ``thresholds``, ``generation``) are then not given.
 
     Returns
     -------
     VarianceComponents
-        The same result type whatever the backend.
+        The same result type whatever the backend; ``fit.model`` is the model fitted and ``fit.formula`` its
+        exact R formula per group.
 
     Examples
     --------
@@ -372,17 +581,21 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
         raise CjstatsError(f"The '{drop_options[0]}' argument of estimate applies to a backend that needs complete "
                            f"data, such as method='anova'; method='{backend.name}' keeps every call, so leave it out.")
     _check_options(backend, options)
+    spec, options = resolve_model(backend, model, dict(options), caller="estimate", engine=engine)
     engine_opts = dict(engine_options or {})
     check_engine_options(engine, engine_opts)
     if _stats_only(scores, engine):  # out-of-core engines: statistics without rows (issue 13)
-        return _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options,
-                               engine_options=engine_opts)
+        fit = _fit_stats_only(backend, scores, engine, ci_level=ci, seed=seed, options=options,
+                              engine_options=engine_opts, model=spec if model is not None else None)
+        return dataclasses.replace(fit, model=spec)
     table = _as_scores(scores)
+    if model is not None:
+        check_required_terms(spec, table.design, backend)
     rows = table if backend.capabilities.needs_rows(options) else None
     fit = backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
     from cjstats.estimators.score_advice import with_score_shape
 
-    return with_score_shape(fit, table)
+    return dataclasses.replace(with_score_shape(fit, table), model=spec)
 
 
 def _stats_only(scores: Any, engine: str | None) -> bool:
@@ -393,7 +606,8 @@ def _stats_only(scores: Any, engine: str | None) -> bool:
 
 
 def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: float, seed: int | None,
-                    options: dict[str, Any], engine_options: Mapping[str, Any] | None = None) -> VarianceComponents:
+                    options: dict[str, Any], engine_options: Mapping[str, Any] | None = None,
+                    model: Model | None = None) -> VarianceComponents:
     """Fit from statistics an engine computed (or was given); the rows are never loaded."""
     from cjstats.stats import ScoreStats, build_stats
 
@@ -406,6 +620,8 @@ def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: 
         raise CjstatsError("engine_options apply when the engine reads the rows; these statistics are already "
                            "computed, so leave them out.")
     stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine, **dict(engine_options or {}))
+    if model is not None:
+        check_required_terms(model, stats.design, backend)
     return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)
 
 

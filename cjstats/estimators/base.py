@@ -29,7 +29,8 @@ from cjstats.io.scores import GroupData, Scores
 from cjstats.stats import CellStats, ScoreStats, build_stats
 
 __all__ = ["GroupFit", "check_estimable", "make_provenance", "assemble", "group_name",
-           "M1_NOTE", "SJ_NOTE", "resolve_scenario_judge", "scenario_judge_lr_test", "fit_groups", "as_stats", "rows_for", "location_params"]
+           "M1_NOTE", "SJ_NOTE", "resolve_scenario_judge", "scenario_judge_lr_test", "fit_groups", "as_stats", "rows_for", "location_params",
+           "terms_of_rows"]
 
 Unit = CellStats | GroupData
 
@@ -106,6 +107,9 @@ class GroupFit:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     cov: ParameterCovariance | None = None
     dropped: dict[str, Any] | None = None   # what incomplete="drop" left out of this group (cjstats._drop)
+    #: The variance terms this group's fit holds (names of cjstats.results.model.TERMS); None: read from the rows
+    #: (every identifiable variance row but the residual and the judge views).
+    terms: tuple[str, ...] | None = None
 
 
 def as_stats(data: ScoreStats | Scores, rows: Scores | None = None) -> tuple[ScoreStats, Scores | None]:
@@ -180,8 +184,9 @@ def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit
              provenance: Mapping[str, Any], draws: Any = None, posterior: Any = None,
              scale: str = "score", dropped: pd.DataFrame | None = None) -> VarianceComponents:
     """Build the one immutable result from per-group fits."""
-    rows, offsets, diagnostics, covariance = [], [], {}, {}
+    rows, offsets, diagnostics, covariance, fitted = [], [], {}, {}, {}
     for g, fit in results:
+        fitted[group_name(g)] = fit.terms if fit.terms is not None else terms_of_rows(fit.rows)
         rows.extend((g.key, r) for r in fit.rows)
         offsets.extend({**g.key, **o} for o in fit.offsets)
         diagnostics[group_name(g)] = fit.diagnostics
@@ -193,5 +198,13 @@ def assemble(scores: ScoreStats | Scores, results: Iterable[tuple[Unit, GroupFit
         judge_offsets=build_offsets_frame(offsets, method=method, ci_level=ci_level, has_criterion=has_c),
         method=method, design=scores.design, ci_level=ci_level, diagnostics=diagnostics,
         provenance=provenance, draws=draws, posterior=posterior, scale=scale,
-        covariance=covariance or None, dropped=dropped,
+        covariance=covariance or None, dropped=dropped, fitted_terms=fitted,
     )
+
+
+def terms_of_rows(rows: Iterable[ComponentRow]) -> tuple[str, ...]:
+    """The variance terms a group's rows show were fitted: the identifiable rows named in the term vocabulary."""
+    from cjstats.results.model import TERMS
+
+    have = {r.component for r in rows if r.identifiable}
+    return tuple(t for t in TERMS if t in have or t == "scenario")

@@ -29,6 +29,7 @@ import pandas as pd
 
 from cjstats.exceptions import CjstatsError
 from cjstats.results.base import Result, freeze_plain
+from cjstats.results.model import Model
 from cjstats.results.estimands import ESTIMANDS, VIEWS, Estimand, register_estimand
 from cjstats.results.contrast import CONTRAST_COLUMNS, ContrastResult, contrast_result, parse_contrast
 
@@ -313,10 +314,39 @@ class VarianceComponents(Result):
     scale: Literal["score", "latent"] = "score"
     covariance: Mapping[str, ParameterCovariance] | None = None
     dropped: pd.DataFrame | None = None
+    model: Model | None = None
+    fitted_terms: Mapping[str, tuple[str, ...]] | None = None
 
     def __post_init__(self) -> None:
         # read-only mapping views cannot be pickled: keep plain dicts (cjstats.results.base.plain)
         freeze_plain(self, "diagnostics", "provenance", "posterior", "covariance")
+        if isinstance(self.fitted_terms, Mapping):
+            object.__setattr__(self, "fitted_terms", {str(k): tuple(v) for k, v in self.fitted_terms.items()})
+
+    # ------------------------------------------------------------------------------------- the model fitted
+    @property
+    def formulas(self) -> dict[str, str]:
+        """Per group (``"model"`` or ``"model / criterion"``), the exact R formula of what was fitted there:
+        :attr:`model` with the terms the group's data identified (:func:`cjstats.results.model.formula`).
+        Refit in R on that group's rows (``lme4::lmer(..., REML = TRUE)`` with ``contrasts = list(judge =
+        "contr.sum")``, or ``ordinal::clmm``) it gives the same variance components."""
+        from cjstats.results.model import formula
+
+        if self.model is None or not self.fitted_terms:
+            return {}
+        return {g: formula(self.model.with_terms(t)) for g, t in self.fitted_terms.items()}
+
+    @property
+    def formula(self) -> str:
+        """The R formula of the fit: one line when every group fitted the same terms, else one line per group
+        (``group: formula``); see :attr:`formulas`."""
+        forms = self.formulas
+        if not forms:
+            return ""
+        distinct = list(dict.fromkeys(forms.values()))
+        if len(distinct) == 1:
+            return distinct[0]
+        return "\n".join(f"{g}: {f}" for g, f in forms.items())
 
     @property
     def has_criterion(self) -> bool:
@@ -530,10 +560,37 @@ class VarianceComponents(Result):
                 notes.append(f"note: {n}")
         notes.extend(self.scenario_judge_lines())
         notes.extend(self.score_notes())
-        header = (("method", self.method), ("interval level", f"{self.ci_level:g}"),
+        header = (*self.model_header(), ("method", self.method), ("interval level", f"{self.ci_level:g}"),
                   ("groups", str(len(self.design))))
         return Summary(title=f"Variance components ({self.method})", header=header, table=self.components,
                        offsets=self.judge_offsets, footnotes=tuple(notes))
+
+    def model_header(self) -> list[tuple[str, str]]:
+        """The lme4-style head of the summary: the formula fitted, the number of observations and groups, and the
+        REML criterion (or the log-likelihood of an ML fit) per group; one line per group when there are several."""
+        forms = self.formulas
+        if not forms:
+            return []
+        distinct = list(dict.fromkeys(forms.values()))
+        out = [("formula", distinct[0])] if len(distinct) == 1 else []
+        design = self.design.reset_index(drop=True)
+        for i, (group, form) in enumerate(forms.items()):
+            row = design.iloc[i] if i < len(design) else None
+            diag = self.diagnostics.get(group, {}) if isinstance(self.diagnostics, Mapping) else {}
+            bits = []
+            if row is not None:
+                bits.append(f"{int(row['n_rows']):,} obs; groups: scenario {int(row['n_scenarios'])}, judge "
+                            f"{int(row['n_judges'])}" + (f", scenario:generation {int(row['n_cells'])}"
+                                                         if "generation" in self.fitted_terms.get(group, ()) else ""))
+            if isinstance(diag, Mapping) and diag.get("reml_criterion") is not None:
+                bits.append(f"REML criterion {float(diag['reml_criterion']):.2f}")
+            elif isinstance(diag, Mapping) and diag.get("loglik") is not None:
+                bits.append(f"log-likelihood {float(diag['loglik']):.2f}")
+            if len(distinct) > 1:
+                bits.insert(0, form)
+            label = "data" if len(forms) == 1 else group
+            out.append((label, "; ".join(bits)))
+        return out
 
     def score_notes(self) -> list[str]:
         """One line when the scores are discrete or piled at a bound and the fit is on the score scale (a Gaussian

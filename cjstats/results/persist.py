@@ -49,6 +49,7 @@ _META = "result.json"
 #: (``tests/test_persistence_safety.py`` checks that every result dataclass of the package is listed).
 RESULT_TYPES: dict[str, str] = {
     "VarianceComponents": "cjstats.results.components",
+    "Model": "cjstats.results.model",
     "ParameterCovariance": "cjstats.results.components",
     "JointCovariance": "cjstats.results.contrast",
     "Allocation": "cjstats.results.allocation",

@@ -26,6 +26,7 @@ import pandas as pd
 from cjstats._defaults import JOINT_LABEL
 from cjstats.results.base import Result
 from cjstats.results.components import ComponentRow, build_components_frame
+from cjstats.results.model import Model
 from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast, spec_label
 from cjstats.estimators.anova import mls_interval
 from cjstats.exceptions import CjstatsError
@@ -288,6 +289,26 @@ class JointFit(Result):
     covariance: JointCovariance | None = None
     draws: np.ndarray | None = None  # (S, P, K) posterior draws of eta (Bayes only)
     dropped: pd.DataFrame | None = None
+    model: Model | None = None      # the specification fitted (cjstats.results.model)
+
+    @property
+    def fitted_model(self) -> Model | None:
+        """:attr:`model` with the terms the data identified (the generation term only with m >= 2)."""
+        if self.model is None:
+            return None
+        has_gen = self.diagnostics.get("has_generation")
+        if has_gen is None:          # backends that do not record it: the generation row says
+            gen = self.components[self.components["component"] == "generation"]
+            has_gen = bool(gen["identifiable"].astype(bool).any()) if len(gen) else False
+        return self.model.with_terms(t for t in self.model.terms if t != "generation" or has_gen)
+
+    @property
+    def formula(self) -> str:
+        """The exact R (lme4) formula of what was fitted; per-model variances as ``dummy()`` terms."""
+        from cjstats.results.model import formula
+
+        fm = self.fitted_model
+        return "" if fm is None else formula(fm, models=self.models)
 
     def _weights(self, spec: Any) -> tuple[np.ndarray, str]:
         """The P x K weights over ``cell_means`` of a contrast spec, and its label."""
@@ -405,9 +426,41 @@ class JointFit(Result):
         from cjstats.results.components import Summary
 
         notes = tuple(f"note: {n}" for n in dict.fromkeys(self.components["note"]) if n) + tuple(self.score_notes())
+        head = (("formula", self.formula),) if self.formula else ()
+        n = self.diagnostics.get("n")
+        dev = self.reml_criterion
+        data = (f"{int(self.cell_counts_total()):,} obs; " if self.cell_counts_total() else "") + (
+            f"groups: scenario {int(n)}, model {len(self.models)}, judge {len(self.judges)}" if n else "")
+        if dev is not None:
+            data += f"; REML criterion {float(dev):.2f}"
+        head += (("data", data),) if data else ()
         return Summary(title=f"Joint variance components ({self.method})",
-                       header=(("models", str(len(self.models))), ("judges", str(len(self.judges)))),
+                       header=(*head, ("models", str(len(self.models))), ("judges", str(len(self.judges)))),
                        table=self.components, offsets=pd.DataFrame(), footnotes=notes)
+
+    @property
+    def reml_criterion(self) -> float | None:
+        """The REML criterion (-2 log restricted likelihood) as ``lme4::REMLcrit`` reports it for :attr:`formula`
+        with sum-to-zero contrasts for model and judge (``contr.sum``), or None for a fit without one.
+
+        The fit's own deviance (``diagnostics["reml_deviance"]``) parametrises the fixed part by the P K cell means;
+        lme4's ``model*judge`` columns with ``contr.sum`` are those times a matrix C = C_P (x) C_K whose
+        determinant is P^K K^P, and the criterion's log|X'V^-1 X| term moves by 2 log|det C| =
+        2 (K log P + P log K). (With R's default ``contr.treatment``, det C = 1 and REMLcrit is the deviance.)
+        """
+        dev = self.diagnostics.get("reml_deviance")
+        if dev is None or getattr(self, "covariates", None):
+            return None
+        p, k = len(self.models), len(self.judges)
+        return float(dev) + 2.0 * (k * np.log(p) + p * np.log(k))
+
+    def cell_counts_total(self) -> int:
+        """The number of score rows behind the fit (0 when the fit does not record it)."""
+        counts = self.diagnostics.get("cell_counts")
+        try:
+            return int(np.asarray(counts).sum()) if counts is not None else 0
+        except (TypeError, ValueError):
+            return 0
 
     def score_notes(self) -> list[str]:
         """One line when the scores are discrete or piled at a bound (:func:`cjstats.io.score_kind.discrete_note`)."""

@@ -147,7 +147,8 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
         from cjstats.estimators.joint.covariates import fit_joint_covariates, refuse_covariates
 
         refuse_covariates(backend.name, engine, options)
-        return fit_joint_covariates(scores, covariates, ci_level=level, model_scenario=model_scenario)
+        return _with_model(fit_joint_covariates(scores, covariates, ci_level=level, model_scenario=model_scenario),
+                           backend, {"model_scenario": model_scenario, "covariates": list(covariates)})
     _check_joint_options(backend, options)
     missing = missing_packages(backend)
     if missing:
@@ -160,7 +161,16 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
     fit = backend.fit(stats, ci_level=level, seed=seed, rows=rows, model_scenario=model_scenario, **options)
     from cjstats.estimators.score_advice import with_score_shape
 
-    return with_score_shape(fit, source)
+    return _with_model(with_score_shape(fit, source), backend, {**options, "model_scenario": model_scenario})
+
+
+def _with_model(fit: JointFit, backend: Any, options: Mapping[str, Any]) -> JointFit:
+    """The fit with the model it fitted (:class:`cjstats.Model`, ``fit.formula``)."""
+    import dataclasses
+
+    from cjstats.estimators import model_for
+
+    return dataclasses.replace(fit, model=model_for(backend, options))
 
 
 def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, Any] | None) -> Any:

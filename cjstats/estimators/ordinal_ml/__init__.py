@@ -456,7 +456,8 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                 "separated_judges": {str(j): f.value for j, f in separated.items()}}
         names = ("mu", *(f"gamma[{lab}]" for lab in fd.judge_labels)) if thresholds == "shared" else ("mu",)
         est = np.concatenate([[mu], gc]) if thresholds == "shared" else np.array([mu])
-        return GroupFit(out, offsets, diag, cov=ParameterCovariance(names, est, 0.5 * (loc_cov + loc_cov.T)))
+        return GroupFit(out, offsets, diag, cov=ParameterCovariance(names, est, 0.5 * (loc_cov + loc_cov.T)),
+                        terms=("scenario", "generation") if gen else ("scenario",))
 
     return fit_groups(stats, fit_one, method="ordinal", ci_level=ci_level, seed=seed,
                       options={"link": link, "thresholds": thresholds, "nagq": nagq, "interval": interval,

@@ -55,6 +55,11 @@ class EngineCapabilities:
     takes_scores: bool = False
     options: tuple[str, ...] = ()
 
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The model terms (names of ``cjstats.results.model.TERMS``) whose statistics it builds."""
+        return ("scenario", "generation", *(("scenario_judge",) if self.scenario_judge else ()), "model_scenario")
+
 
 @runtime_checkable
 class Engine(Protocol):
