@@ -526,6 +526,13 @@ def method_option(f: Callable | None = None, *, choices: tuple[str, ...] = METHO
     return add(f) if f is not None else add
 
 
+def formula_option(f: Callable) -> Callable:
+    """``--formula TEXT``: the model as an lme4-style formula (the library's ``model=``; :class:`cjstats.Model`)."""
+    return click.option("--formula", "formula", default=None, metavar="TEXT",
+                        help="The model as an lme4-style formula, e.g. 'score ~ judge + (1|scenario) + "
+                             "(1|scenario:generation)'; the fit prints the formula it fitted.")(f)
+
+
 def scenario_judge_option(f: Callable) -> Callable:
     """``--scenario-judge auto|on|off``: the library's ``scenario_judge="auto"|True|False``."""
     return click.option("--scenario-judge", "scenario_judge", type=click.Choice(["auto", "on", "off"]), default="auto",
@@ -592,7 +599,7 @@ def refuse_drop_options(data: DataOptions, command: str, why: str) -> None:
 def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, max_drop: float | None = None,
                ci_level: float | None = None, seed: int | None = None, draws: int | None = None,
                chains: int | None = None, tune: int | None = None,
-               scenario_judge: str = "auto") -> tuple[VarianceComponents, str]:
+               scenario_judge: str = "auto", model: str | None = None) -> tuple[VarianceComponents, str]:
     """Estimate with the CLI's conventions; returns the fit and the method note (empty unless auto).
 
     What ``--incomplete drop`` removes is said by the library's warning (shown on stderr) and carried in
@@ -602,7 +609,12 @@ def fit_scores(scores: Scores, method: str, *, incomplete: str | None = None, ma
     chosen, note = resolve_method(scores, method, incomplete)
     options: dict[str, Any] = anova_options(chosen, incomplete, max_drop)
     if scenario_judge != "auto":
+        if model is not None:
+            raise CjstatsError("The options --formula and --scenario-judge both say which terms to fit; keep one "
+                               "(write (1|scenario:judge) in the formula, or leave it out).")
         options["scenario_judge"] = scenario_judge_value(scenario_judge)
+    if model is not None:
+        options["model"] = model
     sampling = bayes_kwargs(chosen == "bayes", draws=draws, chains=chains, tune=tune)
     if chosen == "bayes":
         return _fit_bayes_with_progress(scores, ci_level=ci_level, seed=seed, options={**options, **sampling}), note

@@ -61,7 +61,7 @@ def ordinal_kwargs(method: str, link: str | None, thresholds: str | None) -> dic
 def fit_ordinal(scores: Scores, *, link: str | None, thresholds: str | None, incomplete: str | None = None,
                 max_drop: float | None = None, ci_level: float | None = None, seed: int | None = None,
                 draws: int | None = None, chains: int | None = None, tune: int | None = None,
-                scenario_judge: str = "auto") -> VarianceComponents:
+                scenario_judge: str = "auto", model: str | None = None) -> VarianceComponents:
     """``cj.estimate(scores, method="ordinal", link=..., thresholds=...)`` with the CLI's refusals of the options
     that belong to other backends (``--incomplete``, ``--draws``, ``--scenario-judge on``)."""
     from cjstats.estimators import estimate
@@ -71,6 +71,12 @@ def fit_ordinal(scores: Scores, *, link: str | None, thresholds: str | None, inc
     if scenario_judge == "on":
         raise CjstatsError("The option --scenario-judge on asks for the scenario x judge interaction, which --method "
                            "ordinal does not fit; leave it out (or use --method reml for the Gaussian fit with it).")
+    if model is not None:
+        if link is not None or thresholds is not None:
+            raise CjstatsError("The options --formula and --link/--thresholds both describe the model; the formula "
+                               "'ordered(score) ~ judge + (1|scenario)' takes the probit link, so give --link and "
+                               "--thresholds without --formula.")
+        return estimate(scores, "ordinal", ci_level=ci_level, seed=seed, model=model)
     return estimate(scores, "ordinal", ci_level=ci_level, seed=seed, **ordinal_kwargs("ordinal", link, thresholds))
 
 

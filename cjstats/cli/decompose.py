@@ -6,7 +6,7 @@ import click
 
 from cjstats.cli._app import (
     DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, format_option, load_source, method_option,
-    scenario_judge_option, scenario_judge_text,
+    formula_option, scenario_judge_option, scenario_judge_text,
 )
 from cjstats.cli._ordinal import ORDINAL_METHODS, fit_ordinal, latent_note, ordinal_kwargs, ordinal_options
 
@@ -18,6 +18,7 @@ __all__ = ["decompose"]
 @method_option(choices=ORDINAL_METHODS)
 @ordinal_options
 @scenario_judge_option
+@formula_option
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
 @bayes_options
@@ -25,7 +26,8 @@ __all__ = ["decompose"]
 @engine_options
 @data_options
 @format_option
-def decompose(file: str, method: str, link: str | None, thresholds: str | None, scenario_judge: str, ci_level: float | None, seed: int | None, draws: int | None,
+def decompose(file: str, method: str, link: str | None, thresholds: str | None, scenario_judge: str,
+              formula: str | None, ci_level: float | None, seed: int | None, draws: int | None,
               chains: int | None, tune: int | None, offsets: bool, engine: str, memory_limit: str | None,
               data: DataOptions, fmt: str) -> None:
     """Split the score variance of FILE into scenario, generation, judge and residual components.
@@ -45,11 +47,12 @@ def decompose(file: str, method: str, link: str | None, thresholds: str | None, 
     if method == "ordinal":
         fit = fit_ordinal(source, link=link, thresholds=thresholds, incomplete=data.incomplete, max_drop=data.max_drop,
                           ci_level=ci_level, seed=seed, draws=draws, chains=chains, tune=tune,
-                          scenario_judge=scenario_judge)
+                          scenario_judge=scenario_judge, model=formula)
         note = latent_note(link)
     else:
         fit, note = fit_scores(source, method, incomplete=data.incomplete, max_drop=data.max_drop, ci_level=ci_level,
-                               seed=seed, draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
+                               seed=seed, draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge,
+                               model=formula)
     if offsets:
         text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
         emit_frame(fit.judge_offsets, fmt, text=text)

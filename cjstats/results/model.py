@@ -425,7 +425,9 @@ def as_model(model: Model | str | None, *, unit: str = "model") -> Model | None:
     """A :class:`Model` from a Model, a formula string or None (None stays None)."""
     if model is None or isinstance(model, Model):
         if isinstance(model, Model) and model.unit != unit:
-            raise CjstatsError(f"This function fits unit='{unit}' models; the model given is unit='{model.unit}' "
+            fits = "cj.fit_joint / cj.compare_models / cj.self_preference" if unit == "joint" else "cj.estimate"
+            raise CjstatsError(f"{fits} fit{'' if unit == 'joint' else 's'} unit='{unit}' models; the model given is "
+                               f"unit='{model.unit}' "
                                f"({'cj.fit_joint / cj.compare_models' if model.unit == 'joint' else 'cj.estimate'} "
                                f"fits it).")
         return model

@@ -41,6 +41,7 @@ from cjstats.estimators.joint._joint import JointFit
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
 from cjstats.results.base import Result
+from cjstats.results.model import Model
 
 __all__ = ["ModelComparison", "compare_models", "fit_joint", "DIFFERENCE_COLUMNS", "RANK_COLUMNS"]
 
@@ -79,7 +80,8 @@ def _check_joint_options(backend: Any, options: Mapping[str, Any]) -> None:
 
 def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None, *, ci_level: float | None = None,
               seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
-              model_scenario: str = "pooled", covariates: Sequence[str] | None = None, **options: Any) -> JointFit:
+              model_scenario: str = "pooled", covariates: Sequence[str] | None = None,
+              model: Model | str | None = None, **options: Any) -> JointFit:
     """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
 
     The table is reduced to its joint statistics (:func:`cjstats.stats.build_stats` with
@@ -111,6 +113,12 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
         each judge's slope on each (``fit.slopes``, ``fit.contrast("slope[length, judge]")``), a test that the
         judges' slopes differ, and model means at the mean covariate (:mod:`cjstats.estimators.joint.covariates`,
         docs/covariates.md).
+    model : Model or str, optional
+        The joint model as a :class:`cjstats.Model` (``unit="joint"``) or an lme4-style formula, e.g.
+        ``"score ~ model*judge + (1|scenario) + (0 + dummy(model, 'a')|scenario) + ..."`` (per-model
+        variances) or ``"score ~ model*judge + judge*length + (1|scenario) + (1|scenario:model)"`` (a
+        covariate); it sets ``model_scenario`` and ``covariates``, which are then left out. A backend that
+        cannot fit it is refused in one sentence (:func:`cjstats.can_fit`).
     **options
         Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA (it drops the scenarios that are not complete
         for every model and judge, reports them in ``dropped`` and in a warning, and refuses to drop more than
@@ -133,6 +141,8 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
     from cjstats.estimators import JOINT_BACKENDS, get_joint_backend, missing_packages
     from cjstats.estimators.joint._joint import joint_stats
 
+    if model is not None:
+        model_scenario, covariates = _from_model(model, method, engine, model_scenario, covariates)
     if method is None:
         method = "anova" if covariates is None else "reml"
     backend = get_joint_backend(method, caller="fit_joint")
@@ -162,6 +172,22 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
     from cjstats.estimators.score_advice import with_score_shape
 
     return _with_model(with_score_shape(fit, source), backend, {**options, "model_scenario": model_scenario})
+
+
+def _from_model(model: Model | str, method: str | None, engine: str | None, model_scenario: str,
+                covariates: Sequence[str] | None) -> tuple[str, list[str] | None]:
+    """``model_scenario`` and ``covariates`` from a joint model (one sentence when also given, or not fittable)."""
+    from cjstats.estimators import check_fit
+    from cjstats.results.model import as_model
+
+    spec = as_model(model, unit="joint")
+    if model_scenario != "pooled" or covariates is not None:
+        given = "model_scenario" if model_scenario != "pooled" else "covariates"
+        raise CjstatsError(f"fit_joint takes the model either as model= or as '{given}=', not both: put it in the "
+                           f"model, or leave model= out.")
+    if method is not None:
+        check_fit(method, spec, engine=engine)
+    return spec.model_scenario, (list(spec.covariates) or None)
 
 
 def _with_model(fit: JointFit, backend: Any, options: Mapping[str, Any]) -> JointFit:
