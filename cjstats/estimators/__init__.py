@@ -592,7 +592,8 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     if model is not None:
         check_required_terms(spec, table.design, backend)
     rows = table if backend.capabilities.needs_rows(options) else None
-    fit = backend.fit(build_stats(table, engine=engine or "numpy"), ci_level=ci, seed=seed, rows=rows, **options)
+    stats = build_stats(table, engine=engine or "numpy", terms=spec.terms)   # the statistics the model's terms need
+    fit = backend.fit(stats, ci_level=ci, seed=seed, rows=rows, **options)
     from cjstats.estimators.score_advice import with_score_shape
 
     return dataclasses.replace(with_score_shape(fit, table), model=spec)

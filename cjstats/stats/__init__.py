@@ -94,7 +94,7 @@ class ScoreStats:
 
 
 def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
-                engine: str = "numpy", **engine_options: Any) -> ScoreStats:
+                engine: str = "numpy", terms: tuple[str, ...] | None = None, **engine_options: Any) -> ScoreStats:
     """Reduce a score table to the sufficient statistics of each analysis unit.
 
     Parameters
@@ -112,6 +112,10 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         ``cjstats.stats.engines.ENGINES``; build_stats dispatches on its declared capabilities). ``"duckdb"`` and ``"dask"`` also take
         a file, folder, glob (``"scores/*.parquet"``) or list of paths (``"dask"`` a dask DataFrame) and keep the
         rows out of Python (``docs/scale.md``).
+    terms : tuple of str, optional
+        The model's terms (``cjstats.results.model.TERMS`` names, e.g. ``fit.model.terms``): an engine builds the
+        statistics of these only (an engine that builds a term's statistics declares it in
+        ``EngineCapabilities.terms``). None: every term the engine can.
     **engine_options
         Passed to an out-of-core engine's ``build``: ``columns``; duckdb ``memory_limit``, ``temp_directory``,
         ``threads``, ``connection``; dask ``shuffle``, ``npartitions``, ``client``.
@@ -127,7 +131,7 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion'), ('model',) or "
                            f"('criterion',). Got {unit!r} instead.")
     if unit == ("criterion",):
-        per = build_stats(source, unit=("model", "criterion"), engine=engine, **engine_options)
+        per = build_stats(source, unit=("model", "criterion"), engine=engine, terms=terms, **engine_options)
         crits = list(dict.fromkeys(u.criterion for u in per.units))
         joint = tuple(stack_models([u for u in per.units if u.criterion == c]) for c in crits)
         return ScoreStats(units=joint, has_criterion=per.has_criterion, design=per.design, unit=unit,
@@ -140,4 +144,4 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
                                f"{', '.join(sorted(engine_options))}. They belong to engine={takers}.")
         raise CjstatsError(f"build_stats(engine='{engine}') takes no option '{unknown[0]}' (its options: "
                            f"{', '.join(eng.capabilities.options)}).")
-    return eng.build(source, unit=unit, **engine_options)
+    return eng.build(source, unit=unit, terms=terms, **engine_options)

@@ -70,7 +70,8 @@ class Engine(Protocol):
     extra: str
     capabilities: EngineCapabilities
 
-    def build(self, source: Any, *, unit: tuple[str, ...], **options: Any) -> Any: ...
+    def build(self, source: Any, *, unit: tuple[str, ...], terms: tuple[str, ...] | None = None,
+              **options: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +85,19 @@ class ModuleEngine:
     extra: str = ""
     capabilities: EngineCapabilities = field(default_factory=EngineCapabilities)
 
-    def build(self, source: Any, *, unit: tuple[str, ...], **options: Any) -> Any:
+    def build(self, source: Any, *, unit: tuple[str, ...], terms: tuple[str, ...] | None = None,
+              **options: Any) -> Any:
+        """The module's ``build``; ``terms`` (the model's terms) reaches it when its ``build`` takes them (an engine
+        that builds optional statistics, such as the scenario x judge sums, leaves out those of absent terms)."""
+        import inspect
+
         from cjstats.io.scores import Scores
 
         mod = import_registered(self.module, "engine", self.name)
         if isinstance(source, Scores) and not self.capabilities.takes_scores:
             source = source.to_frame()
+        if terms is not None and "terms" in inspect.signature(mod.build).parameters:
+            options = {**options, "terms": tuple(terms)}
         return mod.build(source, unit=tuple(unit), **options)
 
 

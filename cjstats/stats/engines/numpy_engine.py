@@ -22,18 +22,19 @@ from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 __all__ = ["unit_stats"]
 
 
-def unit_stats(g: GroupData) -> CellStats:
+def unit_stats(g: GroupData, *, scenario_judge: bool = True) -> CellStats:
     """Reduce the rows of one unit to its sufficient statistics (see :mod:`cjstats.stats.cellstats`)."""
     y = np.asarray(g.y, dtype=np.float64)
     cell_scen = np.asarray(g.cell_scenario, dtype=np.int64)
     k = g.design.n_judges
     n_cells = int(cell_scen.shape[0])
     if g.design.complete and k >= 1 and y.shape[0] == n_cells * k:
-        return _complete_unit(g, y, cell_scen, k)
-    return _general_unit(g, y, cell_scen, k)
+        return _complete_unit(g, y, cell_scen, k, scenario_judge)
+    return _general_unit(g, y, cell_scen, k, scenario_judge)
 
 
-def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -> CellStats:
+def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
+                   scenario_judge: bool = True) -> CellStats:
     """:func:`unit_stats` of a complete unit: its rows are the (cells x K) matrix Y (module docstring).
 
     With Y0 = Y - shift (shift_l = the judge means, sum_c Y_cl / C): the cell sums Y_c are Y0 1 (added judge by
@@ -56,7 +57,7 @@ def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -
     yy = sumprod(y0, y0)
     yw = (y0c - (ysum / k)[:, None]).reshape(-1)
     sj = None
-    if n_cells > n_scen:             # a scenario with two generations: every judge scored both (scenario_judge_pairs)
+    if scenario_judge and n_cells > n_scen:   # a scenario with two generations: every judge scored both (scenario_judge_pairs)
         m = n_cells // n_scen
         if n_cells == n_scen * m and bool((per == m).all()):   # balanced: sum the (n, m, K) cube over generations
             scen_judge = np.einsum("imk->ik", y0c.reshape(n_scen, m, k))
@@ -79,7 +80,8 @@ def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -
     )
 
 
-def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) -> CellStats:
+def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
+                  scenario_judge: bool = True) -> CellStats:
     """:func:`unit_stats` of any unit, by ``bincount`` over the rows' cell and judge codes."""
     cell = np.asarray(g.cell, dtype=np.int64)
     judge = np.asarray(g.judge, dtype=np.int64)
@@ -134,7 +136,7 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) ->
                          tuple(g.judge_labels[j] for j in np.flatnonzero(d_int[:, c] == 0)))
     s_isk = s_isk.reshape(n_scen, n_s, k)
     sj = None
-    if scenario_judge_pairs(s_isk) >= 2:   # some judge scored two generations of a scenario
+    if scenario_judge and scenario_judge_pairs(s_isk) >= 2:   # some judge scored two generations of a scenario
         sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_t.T, ysum=ysum)
     return CellStats(
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
@@ -153,13 +155,16 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int) ->
 __all__ += ["build"]
 
 
-def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion")) -> object:
+def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
+          terms: tuple[str, ...] | None = None) -> object:
     """The engine protocol's ``build``: :func:`unit_stats` of every analysis unit of a table in memory.
 
     ``source`` is a :class:`~cjstats.io.scores.Scores` or a DataFrame (validated by
     :func:`cjstats.read_scores`); ``unit`` is ``("model", "criterion")`` (the criterion ignored when the table has
     none) or ``("model",)`` (refused for a table with a criterion column: pooling criteria would mix scales).
-    Returns the :class:`~cjstats.stats.ScoreStats` of the units, in the table's order.
+    ``terms`` (the model's terms, ``cjstats.results.model.TERMS`` names; None: every term it can) leaves out the
+    statistics of a term the model does not have (the scenario x judge sums). Returns the
+    :class:`~cjstats.stats.ScoreStats` of the units, in the table's order.
     """
     import pandas as pd
 
@@ -177,6 +182,7 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion")) -> 
     if unit == ("model",) and source.has_criterion:
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
                            "column; pass unit=('model', 'criterion') or drop the column.")
-    units = tuple(unit_stats(g) for g in source.groups())
+    sj = terms is None or "scenario_judge" in terms
+    units = tuple(unit_stats(g, scenario_judge=sj) for g in source.groups())
     return ScoreStats(units=units, has_criterion=source.has_criterion, design=source.design, unit=unit,
                       engine="numpy")
