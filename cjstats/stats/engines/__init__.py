@@ -122,4 +122,5 @@ register_engine(ModuleEngine(
                                                                "temp_directory", "threads"))))
 register_engine(ModuleEngine(
     "dask", "cjstats.stats.engines.dask_engine", requires=("dask",), extra="scale",
-    capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"))))
+    capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"),
+                                    covariates=True)))
