@@ -219,7 +219,7 @@ register_joint_backend(ModuleBackend(
                                    option_defaults={"incomplete": "error"}, estimands=JOINT_ESTIMANDS,
                                    options=("incomplete", "max_drop"), rank_intervals="studentized_range")))
 register_joint_backend(ModuleBackend(
-    "reml", "cjstats.estimators.joint.reml",
+    "reml", "cjstats.estimators.joint.reml_backend",
     capabilities=JointCapabilities(estimands=JOINT_ESTIMANDS, model_scenario=("pooled", "per_model"),
                                    rank_intervals="max_t", options=("covariates",), stats_options=("covariates",))))
 register_joint_backend(ModuleBackend(

@@ -1079,18 +1079,10 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None,
-        model_scenario: str = "pooled", covariates: Any = None) -> JointFit:
-    """The joint backend protocol (:class:`cjstats.estimators.Backend`, registered in
-    :data:`cjstats.estimators.JOINT_BACKENDS`): :func:`fit_joint` of the joint statistics ``stats``. REML reads no
-    rows (``rows`` is unused) and is deterministic (``seed`` is unused). ``covariates`` (declared in its
-    ``JointCapabilities.options`` and ``stats_options``, so ``stats`` carry their statistics) adds each judge's slope
-    on each covariate to the fixed effects: the same criterion through :func:`fit_nested`, returning a
-    :class:`~cjstats.estimators.joint.covariates.CovariateFit`."""
+        model_scenario: str = "pooled") -> JointFit:
+    """:func:`fit_joint` of the joint statistics ``stats`` (the registered backend is
+    :func:`cjstats.estimators.joint.reml_backend.fit`, which also takes covariates). REML reads no rows (``rows`` is
+    unused) and is deterministic (``seed`` is unused)."""
     from cjstats.estimators.joint._joint import JointSource
 
-    source = JointSource(stats, rows)
-    if covariates is not None:
-        from cjstats.estimators.joint.covariates import fit_joint_covariates
-
-        return fit_joint_covariates(source, covariates, ci_level=ci_level, model_scenario=model_scenario)
-    return fit_joint(source, ci_level=ci_level, model_scenario=model_scenario)
+    return fit_joint(JointSource(stats, rows), ci_level=ci_level, model_scenario=model_scenario)
