@@ -138,9 +138,13 @@ class JointCapabilities(Capabilities):
         How simultaneous rank intervals are made: Tukey's studentized range q_{P, df}/sqrt 2 (exact for a
         balanced design), the max-t quantile by Monte Carlo from the covariance of the model means, or
         posterior rank intervals from draws of the cell means (also ``p_best`` as the share of draws).
+    stats_options : tuple of str
+        Those of ``options`` the statistics are built for: :func:`cjstats.fit_joint` passes them to
+        :func:`cjstats.stats.build_stats` too (``covariates``: the covariate statistics the slopes are fitted from).
     """
 
     options: tuple[str, ...] = ()
+    stats_options: tuple[str, ...] = ()
     model_scenario: tuple[str, ...] = ("pooled",)
     views: tuple[str, ...] = ("panel", "population")
     rank_intervals: str = "max_t"
@@ -257,9 +261,9 @@ register_joint_backend(ModuleBackend(
                                    option_defaults={"incomplete": "error"}, estimands=JOINT_ESTIMANDS,
                                    options=("incomplete", "max_drop"), rank_intervals="studentized_range")))
 register_joint_backend(ModuleBackend(
-    "reml", "cjstats.estimators.joint.reml",
+    "reml", "cjstats.estimators.joint.reml_backend",
     capabilities=JointCapabilities(estimands=JOINT_ESTIMANDS, model_scenario=("pooled", "per_model"),
-                                   rank_intervals="max_t")))
+                                   rank_intervals="max_t", options=("covariates",), stats_options=("covariates",))))
 register_joint_backend(ModuleBackend(
     "bayes", "cjstats.estimators.joint.bayes", requires=("pymc", "arviz"), extra="bayes",
     capabilities=JointCapabilities(rows_always=True, samples=True, estimands=JOINT_ESTIMANDS,

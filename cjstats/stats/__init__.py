@@ -22,7 +22,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +94,8 @@ class ScoreStats:
 
 
 def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
-                engine: str = "numpy", terms: tuple[str, ...] | None = None, **engine_options: Any) -> ScoreStats:
+                engine: str = "numpy", terms: tuple[str, ...] | None = None,
+                covariates: Sequence[str] | None = None, **engine_options: Any) -> ScoreStats:
     """Reduce a score table to the sufficient statistics of each analysis unit.
 
     Parameters
@@ -116,6 +117,11 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         The model's terms (``cjstats.results.model.TERMS`` names, e.g. ``fit.model.terms``): an engine builds the
         statistics of these only (an engine that builds a term's statistics declares it in
         ``EngineCapabilities.terms``). None: every term the engine can.
+    covariates : list of str, optional
+        Numeric item columns of the DataFrame ``source`` (one value per model x scenario x generation): each unit
+        also gets its covariate statistics (``CellStats.cov``; :mod:`cjstats.stats.covariates`), and a joint unit
+        their joint view (:meth:`JointStats.for_joint_slopes`), what ``cj.fit_joint(..., covariates=[...])``
+        fits the judges' slopes from. Built by the engines that declare ``EngineCapabilities.covariates``.
     **engine_options
         Passed to an out-of-core engine's ``build``: ``columns``; duckdb ``memory_limit``, ``temp_directory``,
         ``threads``, ``connection``; dask ``shuffle``, ``npartitions``, ``client``.
@@ -130,8 +136,14 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
     if unit not in UNITS:
         raise CjstatsError(f"The 'unit' argument of build_stats must be ('model', 'criterion'), ('model',) or "
                            f"('criterion',). Got {unit!r} instead.")
+    if covariates is not None and not eng.capabilities.covariates:
+        takers = [f"'{n}'" for n, e in ENGINES.items() if e.capabilities.covariates]
+        raise CjstatsError(f"engine='{eng.name}' does not build covariate statistics (covariates="
+                           f"{list(covariates) if not isinstance(covariates, str) else covariates!r}); use "
+                           f"engine={' or '.join(takers)}, which {'does' if len(takers) == 1 else 'do'}.")
     if unit == ("criterion",):
-        per = build_stats(source, unit=("model", "criterion"), engine=engine, terms=terms, **engine_options)
+        per = build_stats(source, unit=("model", "criterion"), engine=engine, terms=terms, covariates=covariates,
+                          **engine_options)
         crits = list(dict.fromkeys(u.criterion for u in per.units))
         joint = tuple(stack_models([u for u in per.units if u.criterion == c]) for c in crits)
         return ScoreStats(units=joint, has_criterion=per.has_criterion, design=per.design, unit=unit,
@@ -144,4 +156,8 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
                                f"{', '.join(sorted(engine_options))}. They belong to engine={takers}.")
         raise CjstatsError(f"build_stats(engine='{engine}') takes no option '{unknown[0]}' (its options: "
                            f"{', '.join(eng.capabilities.options)}).")
-    return eng.build(source, unit=unit, terms=terms, **engine_options)
+    if covariates is not None:
+        from cjstats.stats.covariates import check_covariate_names
+
+        engine_options = {**engine_options, "covariates": check_covariate_names(covariates)}
+    return eng.build(source, unit=unit, **({"terms": tuple(terms)} if terms is not None else {}), **engine_options)

@@ -28,6 +28,7 @@ import numpy as np
 
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import GroupDesign
+from cjstats.stats.covariates import CovariateStats, merge_covariate_stats
 from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
 
@@ -124,6 +125,9 @@ class CellStats:
     #: per-pattern statistics of the scenario x judge model (:mod:`cjstats.stats.scenario_judge`); built by the
     #: numpy engine when some judge scored several generations of a scenario, else None
     sj: ScenarioJudgeStats | None = None
+    #: the covariate statistics of the unit (:mod:`cjstats.stats.covariates`), built when ``build_stats`` is given
+    #: ``covariates=``, else None
+    cov: CovariateStats | None = None
 
     # -- identity ------------------------------------------------------------------------------------
     @property
@@ -199,6 +203,7 @@ class CellStats:
             judge_sum=self.judge_sum - self.judge_n * delta,
             yy=float(self.yy - 2.0 * self.judge_sum @ delta + self.judge_n @ (delta * delta)),
             sj=None if self.sj is None else self.sj.recentre(new),
+            cov=None if self.cov is None else self.cov.recentre_y(delta),
         )
 
     # -- views ---------------------------------------------------------------------------------------
@@ -384,8 +389,10 @@ def merge_stats(*parts: CellStats) -> CellStats:
         ("yy_s", (n_s,)), ("ssw_s", (n_s,)), ("size_cells", (n_s,)), ("judge_n", (k,)), ("judge_sum", (k,)))}
     per_scen = {"s_isk": [], "cnt_is": [], "ys": []}
     yy = 0.0
+    recentred = []
     for p, jidx, sidx in expanded:
         q = p.recentre(shift[jidx])
+        recentred.append((q, jidx, sidx))
         acc["dd"][np.ix_(sidx, jidx, jidx)] += q.dd
         acc["dy"][np.ix_(sidx, jidx)] += q.dy
         acc["yyc"][sidx] += q.yyc
@@ -444,9 +451,11 @@ def merge_stats(*parts: CellStats) -> CellStats:
     sj = None
     if all(p.sj is not None and p.judge_labels == tuple(labels) for p in parts):
         sj = merge_sj_stats([p.sj for p in parts], shift)
+    # the covariate statistics merge when every chunk has the same covariates (re-centred to their pooled means)
+    cov = merge_covariate_stats(recentred, k, n_s, order)
     return CellStats(
         model=parts[0].model, criterion=parts[0].criterion, scenario_labels=scen, judge_labels=tuple(labels),
         design=design, shift=shift, n_obs=n_obs, n_cells=n_cells, sizes=sizes, yy=float(yy),
         y_min=min(p.y_min for p in parts), y_max=max(p.y_max for p in parts), first_cell=first.first_cell,
-        first_missing=first_missing, sj=sj, **acc, **cat,
+        first_missing=first_missing, sj=sj, cov=cov, **acc, **cat,
     )

@@ -29,6 +29,7 @@ import numpy as np
 
 from cjstats.exceptions import CjstatsError
 from cjstats.stats.cellstats import CellStats
+from cjstats.stats.covariates import SlopeStats
 
 __all__ = ["JointStats", "NestedStats", "JointBalanced", "stack_models"]
 
@@ -208,6 +209,73 @@ class JointStats:
             sums=sums.reshape(-1), yy=yy, shift=shift, n_cells=sum(int(u.n_cells) for u in self.units),
             n_scenarios=self.n_scenarios,
         )
+
+    # -- covariates ---------------------------------------------------------------------------------------
+    @property
+    def covariates(self) -> tuple[str, ...]:
+        """The covariates whose statistics every model carries (empty when built without ``covariates=``)."""
+        names = {None if u.cov is None else u.cov.names for u in self.units}
+        return (next(iter(names)) or ()) if len(names) == 1 else ()
+
+    def for_joint_slopes(self, ns: NestedStats | None = None) -> SlopeStats:
+        r"""The joint view of the covariate statistics (:class:`~cjstats.stats.covariates.SlopeStats`): the judges'
+        slope columns of the joint REML criterion, each covariate centred at its mean over every model's score rows,
+        laid out beside ``ns`` (:meth:`for_joint_reml`, computed when not given). Every model's statistics are
+        re-centred (y to its model's mean as in :meth:`for_joint_reml`, x to xbar) by exact algebra, then placed on
+        the union's judges, sizes and groups."""
+        if not self.covariates:
+            raise CjstatsError("These statistics carry no covariate statistics; build them with "
+                               "cj.stats.build_stats(table, unit=('criterion',), covariates=[...]).")
+        ns = self.for_joint_reml() if ns is None else ns
+        names = self.covariates
+        p_n, k, nc = self.n_models, self.k, len(names)
+        e = nc * k
+        w = k + e + 1
+        pk = p_n * k
+        n_s = ns.sizes.shape[0]
+        xbar = sum(u.cov.xshift * u.n_obs + u.cov.xd.sum(axis=1) for u in self.units) / self.n_obs
+        base = np.r_[np.arange(k), k + e]
+        cell_aug = np.zeros((p_n, n_s, w, w))
+        cell_aug[np.ix_(np.arange(p_n), np.arange(n_s), base, base)] = ns.cell_aug
+        group_aug = np.zeros((ns.n_groups, n_s, w))
+        group_aug[:, :, base] = ns.group_aug
+        gram = np.zeros((pk + e + 1, pk + e + 1))
+        gram[np.arange(pk), np.arange(pk)] = ns.counts
+        gram[:pk, -1] = ns.sums
+        gram[-1, :pk] = ns.sums
+        gram[-1, -1] = ns.yy
+        for p, (u, sidx_scen, jidx) in enumerate(zip(self.units, self.scenario_index, self.judge_index)):
+            c = u.recentre(np.full(u.k, ns.shift[p]))
+            cv = c.cov.recentre_x(xbar, c)
+            ku = jidx.shape[0]
+            sidx = np.searchsorted(ns.sizes, u.sizes)
+            eidx = (k + np.arange(nc)[:, None] * k + jidx[None, :]).ravel()          # (c, l) covariate-major
+            for su, s in enumerate(sidx):
+                blk = cell_aug[p, s]
+                de = cv.dxd[su].transpose(1, 0, 2).reshape(ku, nc * ku)               # [l, (c, l')]
+                blk[np.ix_(jidx, eidx)] = de
+                blk[np.ix_(eidx, jidx)] = de.T
+                blk[np.ix_(eidx, eidx)] = cv.dxxd[su].transpose(0, 2, 1, 3).reshape(nc * ku, nc * ku)
+                blk[eidx, -1] = cv.dxy[su].reshape(-1)
+                blk[-1, eidx] = cv.dxy[su].reshape(-1)
+            n_p = u.n_scenarios
+            ga = np.zeros((n_p, n_s, nc, k))
+            ga[np.ix_(np.arange(n_p), sidx, np.arange(nc), jidx)] = cv.sxd
+            order = np.argsort(sidx_scen, kind="stable")        # groups of a model in scenario order
+            g0 = int(ns.group_starts[p])
+            group_aug[g0:g0 + n_p, :, k:k + e] = ga[order].reshape(n_p, n_s, e)
+            ge = pk + eidx - k                                                          # X_e columns in gram
+            cells = np.tile(p * k + jidx, nc)
+            gram[cells, ge] += cv.xd.reshape(-1)
+            gram[ge, cells] += cv.xd.reshape(-1)
+            for a in range(nc):
+                for b in range(nc):
+                    gram[pk + a * k + jidx, pk + b * k + jidx] += cv.xxd[a, b]
+            gram[ge, -1] += cv.xy.reshape(-1)
+        gram[-1, pk:pk + e] = gram[pk:pk + e, -1]
+        return SlopeStats(names=names, means=xbar, x_min=np.min([u.cov.x_min for u in self.units], axis=0),
+                          x_max=np.max([u.cov.x_max for u in self.units], axis=0), n=e, gram=gram,
+                          cell_aug=cell_aug, group_aug=group_aug)
 
     # -- ANOVA view --------------------------------------------------------------------------------------
     def complete_scenarios(self) -> tuple[np.ndarray, int, str | None]:

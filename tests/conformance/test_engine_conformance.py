@@ -182,9 +182,30 @@ def check_declared_options_are_the_build_options(engine: str) -> None:
     build = import_module(e.module).build if isinstance(e, ModuleEngine) else e.build
     params = inspect.signature(build).parameters.values()
     assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params), f"{engine}: build takes **options"
-    taken = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY} - {"unit"}
+    kw = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert ("covariates" in kw) == e.capabilities.covariates, \
+        f"{engine}: declares covariates={e.capabilities.covariates} but build takes covariates={'covariates' in kw}"
+    assert ("terms" in kw) == ("scenario_judge" in e.capabilities.terms), \
+        f"{engine}: builds the optional scenario x judge statistics but its build takes no terms= (or the reverse)"
+    taken = kw - {"unit", "covariates", "terms"}
     assert taken == set(e.capabilities.options), \
         f"{engine}: declares options {sorted(e.capabilities.options)} but build takes {sorted(taken)}"
+
+
+def check_a_model_without_a_term_gets_no_statistics_for_it(engine: str) -> None:
+    """build_stats(terms=) leaves out the optional statistics of an absent term (the scenario x judge sums) and
+    changes nothing else."""
+    e = ENGINES[engine]
+    if "scenario_judge" not in e.capabilities.terms:
+        return
+    full = build_stats(source_for(engine, "balanced"), engine=engine)
+    part = build_stats(source_for(engine, "balanced"), engine=engine, terms=("scenario", "generation"))
+    assert all(u.sj is not None for u in full.units), f"{engine}: the reference table identifies scenario_judge"
+    assert all(u.sj is None for u in part.units), f"{engine}: built scenario x judge sums the model does not need"
+    import dataclasses as _dc
+
+    for a, b in zip(full.units, part.units):
+        assert_same_unit(_dc.replace(a, sj=None), b, engine, scenario_judge=False)
 
 
 def _check_same_as_numpy(engine: str, name: str) -> None:
@@ -237,11 +258,75 @@ def check_refuses_undeclared_options(engine: str) -> None:
         build_stats(source_for(engine, "balanced"), engine=engine, not_an_option=1)
 
 
+def _with_covariates(name: str) -> pd.DataFrame:
+    """Table ``name`` with two item covariates, one value per (model, scenario, generation) (the same for every
+    judge and criterion), seeded."""
+    f = table(name)
+    keys = f[["model", "scenario", "generation"]].drop_duplicates().reset_index(drop=True)
+    rng = np.random.default_rng(17)
+    keys["length"] = 450 + 40 * (keys["model"] == "B") + rng.normal(0, 90, len(keys))
+    keys["turns"] = rng.integers(1, 6, len(keys)).astype(float)
+    return f.merge(keys, on=["model", "scenario", "generation"], how="left")
+
+
+COVARIATES = ["length", "turns"]
+
+
+def _numpy_covariates(name: str, unit: tuple[str, ...]) -> ScoreStats:
+    key = ("cov", name, unit)
+    if key not in _CACHE:   # the numpy engine's module itself, not the registry (as reference())
+        per = import_module("cjstats.stats.engines.numpy_engine").build(_with_covariates(name),
+                                                                        unit=("model", "criterion"),
+                                                                        covariates=tuple(COVARIATES))
+        if unit == ("criterion",):
+            from cjstats.stats import stack_models
+
+            crits = list(dict.fromkeys(u.criterion for u in per.units))
+            per = dataclasses.replace(per, units=tuple(stack_models([u for u in per.units if u.criterion == c])
+                                                       for c in crits), unit=unit)
+        _CACHE[key] = per
+    return _CACHE[key]
+
+
+def check_covariate_statistics_equal_numpy(engine: str) -> None:
+    """An engine that declares covariates builds the numpy engine's covariate statistics (each unit's, re-centred to
+    the numpy engine's centring, and the joint view the slopes are fitted from) to 1e-12 relative; one that does
+    not is refused in one sentence naming the engines that do."""
+    caps = ENGINES[engine].capabilities
+    src = _with_covariates("ragged")
+    if not caps.covariates:
+        with pytest.raises(cj.CjstatsError, match=f"engine='{engine}' does not build covariate statistics.*"
+                                                  f"use engine='numpy'"):
+            build_stats(src, engine=engine, covariates=COVARIATES)
+        return
+    got = build_stats(src, engine=engine, covariates=COVARIATES)
+    for a, b in zip(_numpy_covariates("ragged", ("model", "criterion")), got):
+        where = f"{engine}: unit ({a.model}, {a.criterion})"
+        assert b.cov is not None and b.cov.names == a.cov.names, f"{where}: covariate statistics missing"
+        b2 = b.recentre(a.shift)
+        cb = b2.cov.recentre_x(a.cov.xshift, b2)
+        for f in ("x_min", "x_max"):
+            assert np.array_equal(getattr(a.cov, f), getattr(cb, f)), f"{where}: {f}"
+        # centred sums can be near zero: compared on the scale of their terms (n_obs x covariate x score sizes)
+        sx = float(np.max(np.maximum(np.abs(a.cov.x_max - a.cov.xshift), np.abs(a.cov.x_min - a.cov.xshift))))
+        sy, h = float(np.sqrt(a.yy / a.n_obs)), float(a.sizes.max())
+        for f, per in (("xd", sx), ("xxd", sx * sx), ("xy", sx * sy), ("dxd", sx * h * h), ("dxxd", sx * sx * h * h),
+                       ("dxy", sx * h * h * sy), ("sxd", sx * h)):
+            diff = float(np.max(np.abs(getattr(a.cov, f) - getattr(cb, f)), initial=0.0))
+            assert diff <= RTOL * a.n_obs * per, f"{where}: cov.{f} differs by {diff:.3g}"
+    joint = build_stats(src, unit=("criterion",), engine=engine, covariates=COVARIATES)
+    for a, b in zip(_numpy_covariates("ragged", ("criterion",)), joint):
+        sa, sb = a.for_joint_slopes(), b.for_joint_slopes()
+        for f in ("means", "gram", "cell_aug", "group_aug"):
+            assert _rel_close(getattr(sa, f), getattr(sb, f)), f"{engine}: for_joint_slopes().{f}"
+
+
 CHECKS = [
     check_is_a_registered_engine, check_declared_options_are_the_build_options,
     check_balanced_statistics_equal_numpy, check_missing_call_statistics_equal_numpy,
     check_ragged_statistics_equal_numpy, check_joint_units_equal_numpy, check_reads_files_out_of_core,
     check_unit_model_refuses_a_criterion_table, check_refuses_undeclared_options,
+    check_covariate_statistics_equal_numpy, check_a_model_without_a_term_gets_no_statistics_for_it,
 ]
 
 
@@ -271,8 +356,9 @@ class _Planted:
     requires: tuple[str, ...] = ()
     extra: str = ""
 
-    def build(self, source, *, unit=("model", "criterion")):
-        st = import_module("cjstats.stats.engines.numpy_engine").build(source, unit=unit)
+    def build(self, source, *, unit=("model", "criterion"), terms=None, covariates=None):
+        st = import_module("cjstats.stats.engines.numpy_engine").build(source, unit=unit, terms=terms,
+                                                                          covariates=covariates)
         return self.tamper(dataclasses.replace(st, engine=self.name))
 
 
@@ -307,6 +393,12 @@ def _wrong_engine_label(st: ScoreStats) -> ScoreStats:
     return dataclasses.replace(st, engine="numpy")
 
 
+def _perturb_covariates(st: ScoreStats) -> ScoreStats:
+    """1e-9 relative on the covariate x score products of every cell size: a thousand times the tolerance."""
+    return _map_units(st, lambda u: u if u.cov is None else dataclasses.replace(
+        u, cov=dataclasses.replace(u.cov, dxy=u.cov.dxy * (1 + 1e-9) + 1e-9)))
+
+
 def _same(st: ScoreStats) -> ScoreStats:
     return st
 
@@ -324,6 +416,9 @@ class TestPlantedBrokenEngines:
         (_wrong_engine_label, None, check_balanced_statistics_equal_numpy),
         (_same, {"options": ("threads",)}, check_declared_options_are_the_build_options),
         (_same, {"in_memory": False}, check_is_a_registered_engine),
+        (_perturb_covariates, None, check_covariate_statistics_equal_numpy),
+        (_same, {"covariates": False}, check_declared_options_are_the_build_options),
+        (_same, {"scenario_judge": False}, check_declared_options_are_the_build_options),
     ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
     def test_a_broken_engine_fails_the_check(self, monkeypatch, tamper, caps, check):
         planted = _Planted(tamper, capabilities=dataclasses.replace(ENGINES["numpy"].capabilities, **(caps or {})))
@@ -335,7 +430,8 @@ class TestPlantedBrokenEngines:
         monkeypatch.setitem(ENGINES, "planted", _Planted(_same))
         for check in (check_is_a_registered_engine, check_declared_options_are_the_build_options,
                       check_balanced_statistics_equal_numpy, check_missing_call_statistics_equal_numpy,
-                      check_ragged_statistics_equal_numpy, check_joint_units_equal_numpy):
+                      check_ragged_statistics_equal_numpy, check_joint_units_equal_numpy,
+                      check_covariate_statistics_equal_numpy):
             check("planted")
 
     def test_build_stats_dispatches_through_the_registry(self, monkeypatch):

@@ -125,6 +125,8 @@ def check_declared_options_are_the_fit_options(method: str) -> None:
         f"{method}: declares options {sorted(b.capabilities.options)} but its fit takes {sorted(accepted)}"
     for key in {**b.capabilities.rows_options, **b.capabilities.option_defaults}:
         assert key in b.capabilities.options, f"{method}: rows_options/option_defaults name '{key}', not an option"
+    assert set(b.capabilities.stats_options) <= set(b.capabilities.options), \
+        f"{method}: stats_options {sorted(b.capabilities.stats_options)} are not all options"
 
 
 def check_returns_a_joint_fit(method: str) -> None:
@@ -280,22 +282,66 @@ def check_same_seed_same_numbers(method: str) -> None:
     pd.testing.assert_frame_equal(a.components, b.components, obj=f"{method} refit")
 
 
+def _with_covariates(name: str = "missing_cell") -> pd.DataFrame:
+    """Table ``name`` with two item covariates: one value per (model, scenario, generation), seeded."""
+    f = table(name)
+    keys = f[["model", "scenario", "generation"]].drop_duplicates().reset_index(drop=True)
+    rng = np.random.default_rng(11)
+    keys["length"] = 400 + 60 * keys["model"].str[1:].astype(int) + rng.normal(0, 80, len(keys))
+    keys["turns"] = rng.integers(1, 6, len(keys)).astype(float)
+    return f.merge(keys, on=["model", "scenario", "generation"], how="left")
+
+
+def check_covariates_option(method: str) -> None:
+    """A backend that declares ``covariates`` fits each judge's slope from the statistics (a table and statistics
+    built with the covariates give the same numbers; statistics without them are refused in one sentence); one that
+    does not is refused in one sentence by fit_joint's capability check, before any fit."""
+    caps = JOINT_BACKENDS[method].capabilities
+    d = _with_covariates()
+    covs = ["length", "turns"]
+    if "covariates" not in caps.options:
+        with pytest.raises(TypeError, match=f"'covariates' argument of fit_joint applies to .* \\(method='{method}'"):
+            cj.fit_joint(d, method, covariates=covs)
+        return
+    assert "covariates" in caps.stats_options, f"{method}: covariates need statistics built for them"
+    opts = FAST_OPTIONS.get(method, {})
+    f = cj.fit_joint(d, method, ci_level=LEVEL, seed=5, covariates=covs, **opts)
+    assert isinstance(f, JointFit) and f.method == method, f"{method}: returned {type(f).__name__} {f.method!r}"
+    assert tuple(getattr(f, "covariates", ())) == tuple(covs), f"{method}: the fit does not carry the covariates"
+    k = len(f.judges)
+    assert list(f.slopes["judge"]) == [*f.judges, "(panel)"] * 2 and list(f.slopes["covariate"]) == \
+        ["length"] * (k + 1) + ["turns"] * (k + 1)
+    assert np.isfinite(f.slopes[["slope", "std_error", "lower", "upper"]].to_numpy(float)).all()
+    assert set(f.tests) >= {"slopes[length]", "slopes[turns]"} and 0 <= f.tests["slopes[length]"]["p_value"] <= 1
+    mu = f.components[f.components["component"] == "mu"]
+    assert all("at length = " in n for n in mu["note"]), f"{method}: model means must say at which covariate values"
+    stats = build_stats(d, unit=("criterion",), covariates=covs)
+    g = cj.fit_joint(stats, method, ci_level=LEVEL, seed=5, covariates=covs, **opts)
+    pd.testing.assert_frame_equal(f.components, g.components, check_exact=True, obj=f"{method} from statistics")
+    pd.testing.assert_frame_equal(f.slopes, g.slopes, check_exact=True, obj=f"{method} slopes from statistics")
+    plain = build_stats(d, unit=("criterion",))
+    with pytest.raises(cj.CjstatsError, match="covariates"):
+        cj.fit_joint(plain, method, covariates=covs, **opts)
+    res = cj.compare_models(d, method, covariates=covs, n_draws=2000, ci_level=LEVEL)
+    assert res.fit.method == method and "at equal covariate values" in res.as_text()
+
+
 CHECKS = [
     check_is_a_registered_backend, check_declared_options_are_the_fit_options, check_returns_a_joint_fit,
     check_declared_estimands_and_views, check_finite_estimates_where_identifiable, check_model_means_and_a_contrast,
     check_compare_models_on_the_fit, check_statistics_alone_or_a_sentence,
     check_row_options_refuse_to_run_without_rows, check_model_scenario_forms, check_rejects_unknown_option,
     check_one_generation_marks_generation_not_identifiable, check_incomplete_tables_follow_balanced_only,
-    check_same_seed_same_numbers,
+    check_same_seed_same_numbers, check_covariates_option,
 ]
 
 
 def _cases():
     for method in sorted(JOINT_BACKENDS):
         for check in CHECKS:
-            slow = SLOW.get((method, check.__name__)) or (
-                SAMPLING_FIT if JOINT_BACKENDS[method].capabilities.samples and check.__name__ in FITTING_CHECKS
-                else None)
+            caps = JOINT_BACKENDS[method].capabilities
+            fits = check.__name__ in FITTING_CHECKS or (check is check_covariates_option and "covariates" in caps.options)
+            slow = SLOW.get((method, check.__name__)) or (SAMPLING_FIT if caps.samples and fits else None)
             yield pytest.param(method, check, id=f"{method}-{check.__name__}",
                                marks=[pytest.mark.slow(reason=slow)] if slow else [])
 
@@ -366,6 +412,7 @@ class TestPlantedBrokenBackends:
         (_same, {"samples": True}, check_returns_a_joint_fit),
         (_same, {"model_scenario": ("pooled", "per_model")}, check_model_scenario_forms),
         (_same, {"rank_intervals": "posterior"}, check_is_a_registered_backend),
+        (_same, {"stats_options": ("covariates",)}, check_declared_options_are_the_fit_options),
     ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
     def test_a_broken_backend_fails_the_check(self, monkeypatch, tamper, caps, check):
         base = JOINT_BACKENDS["anova"].capabilities
@@ -373,6 +420,20 @@ class TestPlantedBrokenBackends:
         monkeypatch.setitem(JOINT_BACKENDS, "planted", planted)
         with pytest.raises(AssertionError):
             check("planted")
+
+    def test_a_backend_that_ignores_covariates_fails_the_check(self, monkeypatch):
+        """A backend that declares covariates but fits without them (no slopes) fails check_covariates_option."""
+
+        @dataclasses.dataclass(frozen=True)
+        class _IgnoresCovariates(_Planted):
+            def fit(self, stats, *, ci_level, seed=None, rows=None, model_scenario="pooled", covariates=None):
+                good = JOINT_BACKENDS["reml"].fit(stats, ci_level=ci_level, seed=seed, rows=rows)
+                return dataclasses.replace(good, method=self.name, components=good.components.assign(method=self.name))
+
+        caps = dataclasses.replace(JOINT_BACKENDS["reml"].capabilities)
+        monkeypatch.setitem(JOINT_BACKENDS, "planted", _IgnoresCovariates("planted", _same, capabilities=caps))
+        with pytest.raises(AssertionError):
+            check_covariates_option("planted")
 
     def test_the_planted_backend_passes_when_it_breaks_nothing(self, monkeypatch):
         """The same planted backend, unbroken, passes the checks above (so their failures are the tampering)."""

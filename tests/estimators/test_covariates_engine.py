@@ -42,13 +42,50 @@ def _fit(name: str):
 
 
 def _slope_columns(d: pd.DataFrame):
-    """The ExtraColumns of a table and the joint statistics they go with."""
+    """The ExtraColumns of a table (from its joint statistics built with the covariates) and the joint statistics
+    they go with."""
+    js, _ = joint_stats(d, "fit_joint", covariates=_covariates(d))
+    ns = js.for_joint_reml()
+    return slope_columns(js, ns), ns
+
+
+def _row_slope_columns(d: pd.DataFrame):
+    """The same arrays summed over the rows (the reference the statistics layer is checked against): every row
+    contributes u = [judge indicator, centred covariates on its judge's columns, y - model mean]."""
     scores = as_scores(d, "fit_joint")
     js, _ = joint_stats(scores, "fit_joint")
     f = scores.to_frame()
-    x = cell_covariates(d, _covariates(d), f)
     ns = js.for_joint_reml()
-    return slope_columns(js, ns, f, x - x.mean(axis=0)), ns
+    x = cell_covariates(d, _covariates(d), f)
+    xc = x - x.mean(axis=0)
+    p, k, nc = ns.n_models, ns.n_judges, xc.shape[1]
+    pk, e = p * k, nc * k
+    q = pd.Index(js.models).get_indexer(f["model"].astype(str))
+    jl = pd.Index(js.judge_labels).get_indexer(f["judge"].astype(str))
+    sc = pd.Index(js.scenario_labels.astype(str)).get_indexer(f["scenario"].astype(str))
+    g = pd.Index(ns.group_model * ns.n_scenarios + ns.group_scen).get_indexer(q * ns.n_scenarios + sc)
+    gen, _ = pd.factorize(f["generation"], sort=True)
+    cell, _ = pd.factorize(g.astype(np.int64) * (int(gen.max()) + 1) + gen, sort=True)
+    n = len(f)
+    u = np.zeros((n, k + e + 1))
+    u[np.arange(n), jl] = 1.0
+    u[np.arange(n)[:, None], k + np.arange(nc) * k + jl[:, None]] = xc
+    u[:, -1] = f["score"].to_numpy(np.float64) - ns.shift[q]
+    full = np.zeros((n, pk + e + 1))
+    full[np.arange(n), q * k + jl] = 1.0
+    full[:, pk:] = u[:, k:]
+    n_cells = int(cell.max()) + 1
+    uc = np.stack([np.bincount(cell, weights=u[:, j], minlength=n_cells) for j in range(u.shape[1])], axis=1)
+    n_c = np.bincount(cell, minlength=n_cells)
+    c_group = np.zeros(n_cells, dtype=np.int64)
+    c_group[cell] = g
+    s = np.searchsorted(ns.sizes, n_c)
+    cell_aug = np.zeros((p, len(ns.sizes), k + e + 1, k + e + 1))
+    group_aug = np.zeros((ns.n_groups, len(ns.sizes), k + e + 1))
+    for c in range(n_cells):
+        cell_aug[ns.group_model[c_group[c]], s[c]] += np.outer(uc[c], uc[c])
+        group_aug[c_group[c], s[c]] += uc[c]
+    return full.T @ full, cell_aug, group_aug
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -75,6 +112,13 @@ class TestOnTheEngine:
         for c in ("scenario", "model_scenario", "residual"):
             assert comp[c] == pytest.approx(r["variances"][c], rel=2e-6), c
         np.testing.assert_allclose(f.slope_values[:, 0], r["slopes"], rtol=1e-6, atol=1e-9 * np.abs(r["slopes"]).max())
+
+    def test_statistics_equal_the_row_sums(self, name):
+        """The slope columns the statistics layer builds (sums over cells, x centred per model, then re-centred
+        at the mean over every row) are the row-level sums to rounding."""
+        extra, _ = _slope_columns(_table(name))
+        for got, want in zip((extra.gram, extra.cell_aug, extra.group_aug), _row_slope_columns(_table(name))):
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
 
     def test_cell_sums_laid_out_as_the_joint_statistics(self, name):
         """The [D_c; y_c] part of the widened cell vectors is the NestedStats the pooled fit reads (same models,

@@ -142,17 +142,24 @@ class JointSource:
     rows: Scores
 
 
-def joint_stats(source: Any, caller: str) -> tuple[JointStats, Scores | None]:
+def joint_stats(source: Any, caller: str, *, covariates: Any = None) -> tuple[JointStats, Scores | None]:
     """The :class:`~cjstats.stats.JointStats` a joint backend fits from, and the rows when the source has them.
 
     ``source`` is a Scores table or DataFrame (one score per row, no criterion), a joint unit
     (``cj.stats.build_stats(..., unit=("criterion",))``, or its ``ScoreStats`` when it holds one criterion),
     or per-model statistics of one criterion (stacked here). Checks: 2+ models, 2+ judges, 2+ scenarios, and
-    every pair of models shares a scenario.
+    every pair of models shares a scenario. With ``covariates`` a table is reduced with its covariate statistics
+    (``build_stats(..., covariates=...)``, read from the DataFrame's columns; the rows are not kept).
     """
     if isinstance(source, JointSource):
         return source.stats, source.rows
     scores = None
+    if covariates is not None and not isinstance(source, (JointStats, ScoreStats)):
+        source = build_stats(source, unit=("criterion",), covariates=covariates)
+        if source.has_criterion:
+            raise CjstatsError(f"scores has a 'criterion' column ({len(source)} criteria), but {caller} "
+                               f"compares models on one score. Pass scores.composite() or "
+                               f"scores.subset(criteria=[...]).")
     if isinstance(source, JointStats):
         js = source
     elif isinstance(source, ScoreStats):

@@ -55,16 +55,17 @@ from scipy import special, stats
 
 from cjstats._blas import single_thread_blas
 from cjstats._warnings import warn
-from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, View, as_scores, check_judges_scored,
-                                             check_residual, components_frame, joint_stats)
+from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, View, check_judges_scored, check_residual,
+                                             components_frame, joint_stats)
 from cjstats.estimators.joint.reml import (ExtraColumns, _effect_row, _kkt_summary, _population_rows, _wald_cov,
                                            fit_nested)
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import ContrastResult, JointCovariance, contrast_result, parse_contrast
-from cjstats.stats import NestedStats
+from cjstats.stats import JointStats, NestedStats
+from cjstats.stats.covariates import cell_values, check_covariate_names, lookup
 
-__all__ = ["CovariateFit", "fit_joint_covariates", "cell_covariates", "refuse_covariates", "SLOPE_COLUMNS"]
+__all__ = ["CovariateFit", "fit_joint_covariates", "cell_covariates", "slope_columns", "SLOPE_COLUMNS"]
 
 #: Columns of :attr:`CovariateFit.slopes`.
 SLOPE_COLUMNS: tuple[str, ...] = ("covariate", "judge", "slope", "std_error", "df", "lower", "upper", "p_value",
@@ -76,131 +77,26 @@ _NAN = float("nan")
 # ------------------------------------------------------------------------------------------------ input
 def cell_covariates(table: pd.DataFrame, covariates: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
     """The covariates of every row of ``frame`` (the validated table), shape (rows, C), read from the raw
-    ``table``: numeric columns, no missing values, constant within each (model, scenario, generation) cell."""
-    if not isinstance(table, pd.DataFrame):
-        raise CjstatsError(f"covariates={list(covariates)!r} are read from the columns of the score table, but "
-                           f"scores is a {type(table).__name__} (read_scores keeps only the score columns); pass "
-                           f"the DataFrame that has the covariate columns.")
-    if isinstance(covariates, str) or not len(covariates):
-        raise CjstatsError("The 'covariates' argument takes a list of column names, such as ['length'].")
-    covariates = [str(c) for c in covariates]
-    if len(set(covariates)) != len(covariates):
-        raise CjstatsError(f"The 'covariates' argument names a column twice ({covariates!r}); name each once.")
-    keys = ["model", "scenario"] + (["generation"] if "generation" in table.columns else [])
-    for c in covariates:
-        if c not in table.columns:
-            raise CjstatsError(f"The covariate column '{c}' is not in the score table (columns: "
-                               f"{', '.join(map(str, table.columns))}).")
-        if c in ("model", "scenario", "generation", "judge", "score", "criterion"):
-            raise CjstatsError(f"The covariate '{c}' is a key column of the score table; name a numeric item "
-                               f"column such as 'length'.")
-        if not pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c]):
-            raise CjstatsError(f"The covariate column '{c}' is not numeric (dtype {table[c].dtype}); convert it "
-                               f"with pd.to_numeric or code it as numbers.")
-        bad = ~np.isfinite(table[c].to_numpy(np.float64))
-        if bad.any():
-            raise CjstatsError(f"The covariate column '{c}' has {int(bad.sum())} missing or infinite value(s) "
-                               f"(first in row {int(np.flatnonzero(bad)[0])}); fill them or drop those rows.")
-    raw_key = pd.MultiIndex.from_frame(table[keys].astype(str))
-    per_cell = table[covariates].set_axis(raw_key).groupby(level=list(range(len(keys))))
-    spread = per_cell.max() - per_cell.min()
-    for c in covariates:
-        varies = spread[c] > 1e-12 * max(1.0, float(np.abs(table[c]).max()))
-        if varies.any():
-            first = dict(zip(keys, varies[varies].index[0]))
-            where = ", ".join(f"{k} '{v}'" for k, v in first.items())
-            raise CjstatsError(f"The covariate column '{c}' varies within one {' x '.join(keys)} cell ({where}): "
-                               f"an item covariate must be one value per answer; give every judge's row of an "
-                               f"answer the same '{c}'.")
-    values = per_cell.first()
-    key = pd.MultiIndex.from_frame(frame[keys].astype(str))
-    out = values.reindex(key)
-    if out.isna().to_numpy().any():
-        raise CjstatsError("The covariates could not be matched to the validated score rows (the model, scenario "
-                           "or generation labels changed when the table was read); pass a table whose key "
-                           "columns are plain strings or integers.")
-    return out.to_numpy(np.float64)
-
-
-def refuse_covariates(method: str, engine: str | None, options: Mapping[str, Any]) -> None:
-    """One sentence for a covariate fit asked of a backend or engine that does not fit covariates."""
-    if method != "reml":
-        raise CjstatsError(f"covariates are fitted by method='reml' only (got method='{method}'); use "
-                           f"method='reml', or drop covariates.")
-    if engine not in (None, "numpy"):
-        raise CjstatsError(f"covariates are read from the rows of the table, which engine='{engine}' does not load; "
-                           f"pass the DataFrame with engine='numpy' (the default).")
-    if options:
-        raise CjstatsError(f"fit_joint with covariates takes no option {', '.join(map(repr, options))}; drop it.")
+    ``table`` (:func:`cjstats.stats.covariates.cell_values`: numeric columns, no missing values, constant within
+    each (model, scenario, generation) cell)."""
+    values, keys = cell_values(table, covariates)
+    return lookup(values, keys, frame)
 
 
 # --------------------------------------------------------------------------------------- extra columns
-def _sum_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """Column sums of ``values`` (rows, L) per ``index`` value (0..size-1): (size, L)."""
-    return np.stack([np.bincount(index, weights=values[:, j], minlength=size) for j in range(values.shape[1])],
-                    axis=1)
-
-
-def _labels_index(labels: Any, values: pd.Series) -> np.ndarray:
-    """Position of each of ``values`` in ``labels`` (compared as strings); a value not found is an error."""
-    idx = pd.Index(np.asarray(labels).astype(str)).get_indexer(values.astype(str))
-    if (idx < 0).any():
-        raise CjstatsError("The covariates could not be matched to the validated score rows (the model, scenario "
-                           "or judge labels changed when the table was read); pass a table whose key columns "
-                           "are plain strings or integers.")
-    return idx
-
-
-def slope_columns(js: Any, ns: NestedStats, frame: pd.DataFrame, xc: np.ndarray) -> ExtraColumns:
-    r"""The judges' slope columns as fixed columns of the joint REML criterion (:class:`ExtraColumns`).
+def slope_columns(js: JointStats, ns: NestedStats) -> ExtraColumns:
+    r"""The judges' slope columns as fixed columns of the joint REML criterion (:class:`ExtraColumns`), from the
+    joint statistics ``js`` built with covariates (:meth:`cjstats.stats.JointStats.for_joint_slopes`).
 
     Column (c, l) of X_e is the centred covariate x^(c) - xbar_c on judge l's rows and 0 elsewhere (C K columns,
-    covariate-major), so b_lc is its coefficient. Every row of the validated table ``frame`` (with the centred
-    covariates ``xc``, (rows, C)) contributes u = [D (judge indicator, K), X_e row (C K), y - shift_p]; the cell sums
-    of u, their per-model and per-size outer products and their per-group sums are laid out in the order of ``ns``
-    (``js.for_joint_reml()``: its models, judges, scenarios, cell sizes and groups; y centred as there).
+    covariate-major), so b_lc is its coefficient. Every row contributes u = [D (judge indicator, K), X_e row (C K),
+    y - shift_p]; the cell sums of u, their per-model and per-size outer products and their per-group sums are laid
+    out in the order of ``ns`` (``js.for_joint_reml()``: its models, judges, scenarios, cell sizes and groups; y
+    centred as there). The statistics layer keeps them as sums over cells with x centred per model, so they are
+    computed by any engine that declares covariate statistics and merge over chunks.
     """
-    p, k, nc = ns.n_models, ns.n_judges, xc.shape[1]
-    pk, e = p * k, nc * k
-    n = len(frame)
-    q = _labels_index(js.models, frame["model"])
-    jl = _labels_index(js.judge_labels, frame["judge"])
-    sc = _labels_index(js.scenario_labels, frame["scenario"])
-    g = pd.Index(ns.group_model * ns.n_scenarios + ns.group_scen).get_indexer(q * ns.n_scenarios + sc)
-    gen, _ = pd.factorize(frame["generation"], sort=True)
-    cell, _ = pd.factorize(g.astype(np.int64) * (int(gen.max()) + 1) + gen, sort=True)
-    u = np.zeros((n, k + e + 1))
-    u[np.arange(n), jl] = 1.0
-    u[np.arange(n)[:, None], k + np.arange(nc) * k + jl[:, None]] = xc
-    u[:, -1] = frame["score"].to_numpy(np.float64) - ns.shift[q]
-    shared = u[:, k:]                                                   # X_e and y
-    gram = np.zeros((pk + e + 1, pk + e + 1))
-    a = q * k + jl
-    gram[np.arange(pk), np.arange(pk)] = np.bincount(a, minlength=pk)
-    gram[:pk, pk:] = _sum_by(a, shared, pk)
-    gram[pk:, :pk] = gram[:pk, pk:].T
-    gram[pk:, pk:] = shared.T @ shared
-    n_cells = int(cell.max()) + 1
-    uc = _sum_by(cell, u, n_cells)                                      # [D_c; E_c; Y_c]
-    n_c = np.bincount(cell, minlength=n_cells)
-    c_group = np.zeros(n_cells, dtype=np.int64)
-    c_group[cell] = g
-    s = np.searchsorted(ns.sizes, n_c)
-    n_s = len(ns.sizes)
-    if n_cells != ns.n_cells or (g < 0).any() or not np.array_equal(ns.sizes[np.minimum(s, n_s - 1)], n_c):
-        raise CjstatsError("The covariates could not be matched to the validated score rows (the model, scenario "
-                           "or generation labels changed when the table was read); pass a table whose key "
-                           "columns are plain strings or integers.")
-    key = ns.group_model[c_group] * n_s + s                             # (model, size) of each cell
-    cell_aug = np.zeros((p * n_s, k + e + 1, k + e + 1))
-    order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(p * n_s + 1))
-    for b in range(p * n_s):
-        v = uc[order[bounds[b]:bounds[b + 1]]]
-        cell_aug[b] = v.T @ v
-    group_aug = _sum_by(c_group * n_s + s, uc, ns.n_groups * n_s).reshape(ns.n_groups, n_s, k + e + 1)
-    return ExtraColumns(n=e, gram=gram, cell_aug=cell_aug.reshape(p, n_s, k + e + 1, k + e + 1),
-                        group_aug=group_aug)
+    s = js.for_joint_slopes(ns)
+    return ExtraColumns(n=s.n, gram=s.gram, cell_aug=s.cell_aug, group_aug=s.group_aug)
 
 
 def check_slopes_estimable(gram: np.ndarray, r: int, covariates: Sequence[str]) -> None:
@@ -361,30 +257,34 @@ class CovariateFit(JointFit):
 
 
 # ------------------------------------------------------------------------------------------------- fit
-def fit_joint_covariates(table: pd.DataFrame, covariates: Sequence[str], *, ci_level: float,
+def fit_joint_covariates(source: Any, covariates: Sequence[str], *, ci_level: float,
                          model_scenario: str = "pooled") -> CovariateFit:
-    """The joint REML fit with covariates (module docstring) of the long table ``table`` (a DataFrame with the
-    score columns and the covariate columns)."""
+    """The joint REML fit with covariates (module docstring) from the joint statistics of ``source``: statistics
+    built with ``covariates`` (``cj.stats.build_stats(table, unit=("criterion",), covariates=[...])``, or what
+    :func:`cjstats.fit_joint` built), or a DataFrame with the score and covariate columns."""
     if model_scenario != "pooled":
         raise CjstatsError("covariates are fitted with model_scenario='pooled' only; drop model_scenario.")
-    scores = as_scores(table, "fit_joint")
-    js, _ = joint_stats(scores, "fit_joint")
-    f = scores.to_frame()
-    covariates = [str(c) for c in covariates] if not isinstance(covariates, str) else covariates
-    x = cell_covariates(table, covariates, f)
+    covariates = list(check_covariate_names(covariates))
+    js, _ = joint_stats(source, "fit_joint", covariates=covariates)
+    if list(js.covariates) != covariates:
+        have = f"covariates {', '.join(js.covariates)}" if js.covariates else "no covariates"
+        raise CjstatsError(f"covariates={covariates!r} need statistics built with them, but these carry {have}; "
+                           f"build them with cj.stats.build_stats(table, unit=('criterion',), "
+                           f"covariates={covariates!r}).")
     models, judges = tuple(js.models), tuple(js.judge_labels)
-    p, k, nc = len(models), len(judges), x.shape[1]
     ns = js.for_joint_reml()
+    p, k, nc = len(models), len(judges), len(covariates)
     check_judges_scored(ns.counts, models, judges)
-    xbar = x.mean(axis=0)
-    xc = x - xbar
+    slope_stats = js.for_joint_slopes(ns)
+    xbar = slope_stats.means
     for c in range(nc):
-        if np.ptp(x[:, c]) == 0:
-            raise CjstatsError(f"The covariate column '{covariates[c]}' is constant ({x[0, c]:g}): it has no "
-                               f"slope to estimate; leave it out of covariates.")
+        if slope_stats.x_max[c] == slope_stats.x_min[c]:
+            raise CjstatsError(f"The covariate column '{covariates[c]}' is constant ({slope_stats.x_min[c]:g}): it "
+                               f"has no slope to estimate; leave it out of covariates.")
     n = ns.n_rows
     r = p * k + k * nc
-    extra = slope_columns(js, ns, f, xc)
+    extra = ExtraColumns(n=slope_stats.n, gram=slope_stats.gram, cell_aug=slope_stats.cell_aug,
+                         group_aug=slope_stats.group_aug)
     check_slopes_estimable(extra.gram, r, covariates)
     t_cells = np.eye(p * k)
     with single_thread_blas():

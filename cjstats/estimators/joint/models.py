@@ -27,7 +27,7 @@ share of draws in which a model is best.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,8 +80,7 @@ def _check_joint_options(backend: Any, options: Mapping[str, Any]) -> None:
 
 def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None, *, ci_level: float | None = None,
               seed: int | None = None, engine: str | None = None, engine_options: Mapping[str, Any] | None = None,
-              model_scenario: str = "pooled", covariates: Sequence[str] | None = None,
-              model: Model | str | None = None, **options: Any) -> JointFit:
+              model_scenario: str = "pooled", model: Model | str | None = None, **options: Any) -> JointFit:
     """Joint fit of every model of ``scores`` (one table, no criterion) by ``method``.
 
     The table is reduced to its joint statistics (:func:`cjstats.stats.build_stats` with
@@ -96,7 +95,8 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
         or with ``engine`` a file, folder, glob or list of paths.
     method : {"anova", "reml", "bayes"}, optional
         Joint fit: method of moments on a complete balanced table, REML (any missing cells), or PyMC. Default:
-        ``"anova"``, or ``"reml"`` when ``covariates`` are given (the one backend that fits them).
+        ``"anova"``, or the first of ``"anova"``, ``"reml"`` that takes every option given (so ``"reml"`` with
+        ``covariates``, the one backend that declares them).
     engine : {"numpy", "duckdb", "dask"}, optional
         The engine that computes the statistics; ``"duckdb"`` and ``"dask"`` never load the rows
         (``docs/scale.md``), so ``method="bayes"`` and ``incomplete="drop"`` are refused with them.
@@ -108,11 +108,6 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
         error reflects its two models (with two models on a complete table it is the paired t, off the variance
         boundary: a REML variance at 0 makes the SE differ from the paired t's). Either way the
         REML fit tests pooled against per-model (``fit.tests["model_scenario"]``, with a recommendation).
-    covariates : list of str, optional
-        Numeric item columns of the table (one value per model x scenario x generation), ``method="reml"`` only:
-        each judge's slope on each (``fit.slopes``, ``fit.contrast("slope[length, judge]")``), a test that the
-        judges' slopes differ, and model means at the mean covariate (:mod:`cjstats.estimators.joint.covariates`,
-        docs/covariates.md).
     model : Model or str, optional
         The joint model as a :class:`cjstats.Model` (``unit="joint"``) or an lme4-style formula, e.g.
         ``"score ~ model*judge + (1|scenario) + (0 + dummy(model, 'a')|scenario) + ..."`` (per-model
@@ -120,7 +115,14 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
         covariate); it sets ``model_scenario`` and ``covariates``, which are then left out. A backend that
         cannot fit it is refused in one sentence (:func:`cjstats.can_fit`).
     **options
-        Passed to the backend, e.g. ``incomplete="drop"`` for ANOVA (it drops the scenarios that are not complete
+        Passed to the backend (an option given as ``None`` is left out: the backend's default), refused in one
+        sentence by a backend that does not declare it (``JointCapabilities.options``); options the backend also
+        declares in ``JointCapabilities.stats_options`` are passed to the statistics too
+        (:func:`cjstats.stats.build_stats`). ``covariates=["length"]`` (``method="reml"``): numeric item columns of
+        the DataFrame (one value per model x scenario x generation); each judge's slope on each (``fit.slopes``,
+        ``fit.contrast("slope[length, judge]")``), a test that the judges' slopes differ, and model means at the
+        mean covariate (:mod:`cjstats.estimators.joint.covariates`, docs/covariates.md); the engine must build
+        covariate statistics (``EngineCapabilities.covariates``). Also, e.g. ``incomplete="drop"`` for ANOVA (it drops the scenarios that are not complete
         for every model and judge, reports them in ``dropped`` and in a warning, and refuses to drop more than
         ``max_drop``, default 0.5, of a model's scenarios), ``draws=`` for Bayes.
 
@@ -141,10 +143,14 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
     from cjstats.estimators import JOINT_BACKENDS, get_joint_backend, missing_packages
     from cjstats.estimators.joint._joint import joint_stats
 
+    options = {k: v for k, v in options.items() if v is not None}
     if model is not None:
-        model_scenario, covariates = _from_model(model, method, engine, model_scenario, covariates)
-    if method is None:
-        method = "anova" if covariates is None else "reml"
+        model_scenario, covs = _from_model(model, method, engine, model_scenario, options.get("covariates"))
+        if covs:
+            options["covariates"] = covs
+    if method is None:   # the ANOVA, unless an option given is one only the REML backend declares
+        method = next((m for m in ("anova", "reml") if set(options) <= set(JOINT_BACKENDS[m].capabilities.options)),
+                      "anova")
     backend = get_joint_backend(method, caller="fit_joint")
     caps = backend.capabilities
     model_scenario = check_choice("model_scenario", model_scenario, ("pooled", "per_model"), caller="fit_joint")
@@ -153,19 +159,14 @@ def fit_joint(scores: Scores | pd.DataFrame | Any, method: Method | None = None,
         raise CjstatsError(f"model_scenario='{model_scenario}' is fitted by {by} only (got method='{backend.name}'); "
                            f"use {by}, or model_scenario='pooled'.")
     level = resolve_ci_level(ci_level)
-    if covariates is not None:
-        from cjstats.estimators.joint.covariates import fit_joint_covariates, refuse_covariates
-
-        refuse_covariates(backend.name, engine, options)
-        return _with_model(fit_joint_covariates(scores, covariates, ci_level=level, model_scenario=model_scenario),
-                           backend, {"model_scenario": model_scenario, "covariates": list(covariates)})
     _check_joint_options(backend, options)
     missing = missing_packages(backend)
     if missing:
         raise CjstatsError(f"method='{backend.name}' requires package(s): {', '.join(missing)}. Install them with "
                            f"pip install 'cjstats[{backend.extra}]'.")
-    source = joint_source(scores, engine, engine_options)
-    stats, rows = joint_stats(source, "compare_models")   # checked once, for every backend
+    for_stats = {o: options[o] for o in caps.stats_options if o in options}   # e.g. covariates: their statistics
+    source = joint_source(scores, engine, engine_options, **for_stats)
+    stats, rows = joint_stats(source, "compare_models", **for_stats)   # checked once, for every backend
     # rows only to option sets that declare they need them; a backend given none where it needs them says so
     rows = rows if caps.needs_rows(options) else None
     fit = backend.fit(stats, ci_level=level, seed=seed, rows=rows, model_scenario=model_scenario, **options)
@@ -199,8 +200,10 @@ def _with_model(fit: JointFit, backend: Any, options: Mapping[str, Any]) -> Join
     return dataclasses.replace(fit, model=model_for(backend, options))
 
 
-def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, Any] | None) -> Any:
-    """What the joint backends read: the table itself (numpy), or the joint statistics an engine computed."""
+def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, Any] | None,
+                 **stats_options: Any) -> Any:
+    """What the joint backends read: the table itself (numpy), or the joint statistics an engine computed (with
+    ``stats_options`` such as ``covariates``)."""
     from cjstats.estimators import check_engine_options
     from cjstats.stats.engines import get_engine
 
@@ -212,7 +215,7 @@ def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, A
     from cjstats.stats import build_stats
 
     src = scores.to_frame() if isinstance(scores, Scores) else scores
-    return build_stats(src, unit=("criterion",), engine=engine, **dict(engine_options or {}))
+    return build_stats(src, unit=("criterion",), engine=engine, **stats_options, **dict(engine_options or {}))
 
 
 def _t_sf2(t: float, df: float) -> float:

@@ -1080,9 +1080,9 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None,
         model_scenario: str = "pooled") -> JointFit:
-    """The joint backend protocol (:class:`cjstats.estimators.Backend`, registered in
-    :data:`cjstats.estimators.JOINT_BACKENDS`): :func:`fit_joint` of the joint statistics ``stats``. REML reads no
-    rows (``rows`` is unused) and is deterministic (``seed`` is unused)."""
+    """:func:`fit_joint` of the joint statistics ``stats`` (the registered backend is
+    :func:`cjstats.estimators.joint.reml_backend.fit`, which also takes covariates). REML reads no rows (``rows`` is
+    unused) and is deterministic (``seed`` is unused)."""
     from cjstats.estimators.joint._joint import JointSource
 
     return fit_joint(JointSource(stats, rows), ci_level=ci_level, model_scenario=model_scenario)

@@ -46,7 +46,11 @@ class EngineCapabilities:
         Its ``build`` takes a :class:`~cjstats.io.scores.Scores` as it is; otherwise it is given
         ``scores.to_frame()``.
     options : tuple of str
-        The keyword options of its ``build`` besides ``source`` and ``unit`` (``engine_options=``).
+        The keyword options of its ``build`` besides ``source``, ``unit`` and ``covariates`` (``engine_options=``).
+    covariates : bool
+        It builds the covariate statistics of item covariates (``build(..., covariates=[...])``, ``CellStats.cov``,
+        :mod:`cjstats.stats.covariates`), which the joint REML fit with covariates reads. An engine that does not
+        declare it is never passed ``covariates``: :func:`cjstats.stats.build_stats` refuses them in one sentence.
     """
 
     in_memory: bool = False
@@ -54,6 +58,7 @@ class EngineCapabilities:
     scenario_judge: bool = False
     takes_scores: bool = False
     options: tuple[str, ...] = ()
+    covariates: bool = False
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -123,11 +128,12 @@ def get_engine(name: str, *, caller: str = "build_stats") -> Engine:
 
 register_engine(ModuleEngine(
     "numpy", "cjstats.stats.engines.numpy_engine",
-    capabilities=EngineCapabilities(in_memory=True, scenario_judge=True, takes_scores=True)))
+    capabilities=EngineCapabilities(in_memory=True, scenario_judge=True, takes_scores=True, covariates=True)))
 register_engine(ModuleEngine(
     "duckdb", "cjstats.stats.engines.duckdb_engine", requires=("duckdb",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, options=("columns", "connection", "memory_limit",
                                                                "temp_directory", "threads"))))
 register_engine(ModuleEngine(
     "dask", "cjstats.stats.engines.dask_engine", requires=("dask",), extra="scale",
-    capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"))))
+    capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"),
+                                    covariates=True)))

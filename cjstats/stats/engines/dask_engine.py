@@ -40,13 +40,17 @@ def _import_dask() -> Any:
     return dask, dd
 
 
-def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...]) -> tuple[Any, ...]:
-    """The numpy engine's statistics of one partition (empty tuple for an empty partition); runs on a worker."""
+def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...], covariates: tuple[str, ...] | None = None
+                     ) -> tuple[Any, ...]:
+    """The numpy engine's statistics of one partition (empty tuple for an empty partition), with its covariate
+    statistics when ``covariates`` are given; runs on a worker."""
     from cjstats.io.read import read_scores
     from cjstats.stats import build_stats
 
     if len(part) == 0:
         return ()
+    if covariates is not None:   # read from the partition's columns (a cell never straddles partitions)
+        return tuple(build_stats(part.reset_index(drop=True), unit=unit, covariates=covariates))
     return tuple(build_stats(read_scores(part), unit=unit))
 
 
@@ -65,7 +69,8 @@ def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
 
 
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
-          shuffle: bool = True, npartitions: int | None = None, client: Any = None) -> Any:
+          shuffle: bool = True, npartitions: int | None = None, client: Any = None,
+          covariates: tuple[str, ...] | None = None) -> Any:
     """Reduce a dask DataFrame (or files read by Dask) to :class:`~cjstats.stats.ScoreStats`, one partition per task.
 
     Parameters
@@ -83,6 +88,9 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         partitions must already be split by scenario; a scenario found in two partitions raises.
     client : distributed.Client, optional
         Where to compute; by default the active client if there is one, else dask's local threads.
+    covariates : tuple of str, optional
+        Item covariate columns: each partition also gets its covariate statistics (checked there: numeric, one
+        value per model x scenario x generation), merged by :func:`cjstats.stats.merge_stats`.
 
     Returns
     -------
@@ -106,10 +114,15 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
                            "column; pass unit=('model', 'criterion') or drop the column.")
     keep = [c for c in ("model", "criterion", "scenario", "generation", "judge", "score") if c in found]
+    if covariates is not None:
+        from cjstats.stats.covariates import check_source_has_columns
+
+        check_source_has_columns(ddf, covariates)
+        keep += list(covariates)
     ddf = ddf[keep]
     if shuffle and ddf.npartitions > 1:
         ddf = ddf.shuffle(on=["model"] + (["criterion"] if has_criterion else []) + ["scenario"])
-    tasks = [dask.delayed(_partition_stats)(part, tuple(unit)) for part in ddf.to_delayed()]
+    tasks = [dask.delayed(_partition_stats)(part, tuple(unit), covariates) for part in ddf.to_delayed()]
     if client is None:
         try:
             from distributed import default_client

@@ -156,23 +156,31 @@ __all__ += ["build"]
 
 
 def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
-          terms: tuple[str, ...] | None = None) -> object:
+          terms: tuple[str, ...] | None = None, covariates: tuple[str, ...] | list[str] | None = None) -> object:
     """The engine protocol's ``build``: :func:`unit_stats` of every analysis unit of a table in memory.
 
     ``source`` is a :class:`~cjstats.io.scores.Scores` or a DataFrame (validated by
     :func:`cjstats.read_scores`); ``unit`` is ``("model", "criterion")`` (the criterion ignored when the table has
     none) or ``("model",)`` (refused for a table with a criterion column: pooling criteria would mix scales).
     ``terms`` (the model's terms, ``cjstats.results.model.TERMS`` names; None: every term it can) leaves out the
-    statistics of a term the model does not have (the scenario x judge sums). Returns the
-    :class:`~cjstats.stats.ScoreStats` of the units, in the table's order.
+    statistics of a term the model does not have (the scenario x judge sums). ``covariates`` (numeric item columns
+    of the DataFrame, one value per model x scenario x generation) add each unit's covariate statistics
+    (``CellStats.cov``, :mod:`cjstats.stats.covariates`). Returns the :class:`~cjstats.stats.ScoreStats` of the
+    units, in the table's order.
     """
+    import dataclasses
+
     import pandas as pd
 
     from cjstats.exceptions import CjstatsError
     from cjstats.io.read import read_scores
     from cjstats.io.scores import Scores
     from cjstats.stats import ScoreStats
+    from cjstats.stats.covariates import cell_values
 
+    values = None
+    if covariates is not None:   # read from the raw table (read_scores keeps only the score columns)
+        values, keys = cell_values(source, covariates)
     if isinstance(source, pd.DataFrame):
         source = read_scores(source)
     if not isinstance(source, Scores):
@@ -184,5 +192,25 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
                            "column; pass unit=('model', 'criterion') or drop the column.")
     sj = terms is None or "scenario_judge" in terms
     units = tuple(unit_stats(g, scenario_judge=sj) for g in source.groups())
+    if values is not None:
+        units = tuple(dataclasses.replace(u, cov=_unit_covariates(g, u, values, keys))
+                      for g, u in zip(source.groups(), units))
     return ScoreStats(units=units, has_criterion=source.has_criterion, design=source.design, unit=unit,
                       engine="numpy")
+
+
+def _unit_covariates(g: GroupData, u: CellStats, values: object, keys: list[str]) -> object:
+    """The covariate statistics of one unit: each of its cells' covariates looked up by (model, scenario[,
+    generation]) label, then :func:`cjstats.stats.covariates.unit_covariate_stats`."""
+    import pandas as pd
+
+    from cjstats.stats.covariates import lookup, unit_covariate_stats
+
+    cell_scen = np.asarray(g.cell_scenario, dtype=np.int64)
+    cells = pd.DataFrame({"model": g.model, "scenario": np.asarray(g.scenario_labels)[cell_scen],
+                          "generation": np.asarray(g.cell_generation_labels)})
+    x_cell = lookup(values, keys, cells)
+    judge = np.asarray(g.judge, dtype=np.int64)
+    y0 = np.asarray(g.y, dtype=np.float64) - u.shift[judge]
+    return unit_covariate_stats(tuple(values.columns), x_cell, np.asarray(g.cell, dtype=np.int64), judge, y0,
+                                cell_scen, u.sizes, len(u.judge_labels))
