@@ -333,11 +333,13 @@ def score_variance(components: Components, design: Design) -> float | np.ndarray
 
     Conditional on the scenario set when ``components.conditioning == "scenarios"`` (the paper's App. D view).
     """
+    terms = term_variances(components, design)
+    if design.n.ndim == 0:                 # Python's sum of floats (compensated since 3.12), as the paper's functions
+        return float(sum(float(v) for v in terms.values()))
     total: Any = 0
-    for v in term_variances(components, design).values():
+    for v in terms.values():
         total = total + v
-    total = np.broadcast_to(np.asarray(total, dtype=float), design.n.shape)
-    return float(total) if total.ndim == 0 else np.array(total)
+    return np.array(np.broadcast_to(np.asarray(total, dtype=float), design.n.shape))
 
 
 # ------------------------------------------------------------------------------- the terms' algebra
