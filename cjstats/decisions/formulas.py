@@ -10,6 +10,12 @@ no pandas, no I/O, no fitting. Notation of the paper (Eq. 1, ``eq:model``):
 judges fixed; this is the quantity the paper's formulas use). ``n`` scenarios, ``m`` generations per scenario,
 ``k`` judges per generation, ``k_total`` judges in the panel, ``budget`` = B judge calls per scenario.
 
+The functions here keep one positional ``s2_*`` argument per term (the paper's notation); each builds a
+:class:`~cjstats.decisions.components.Components` vector and a :class:`~cjstats.decisions.components.Design` and
+calls :func:`~cjstats.decisions.components.score_variance`, whose terms' coefficients live in ONE registry,
+:data:`~cjstats.decisions.components.TERM_CONTRIBUTIONS` (the table in :mod:`cjstats.decisions.components`). A new
+term of the model is one ``register_contribution`` call there, not a new argument here.
+
 Equation numbers are those of the compiled paper (``paper/cyclicjudge.tex``); the LaTeX labels, given next to
 them, are authoritative when numbers shift between versions.
 
