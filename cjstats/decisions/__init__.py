@@ -2,7 +2,13 @@
 
 - :mod:`~cjstats.decisions.inputs`: :class:`~cjstats.decisions.inputs.GroupComponents`, the layer's one input
   (one group of a fit, read through the result's public API).
-- :mod:`~cjstats.decisions.formulas`: pure variance formulas (paper Eqs. 3-6, Proposition 1, App. C, F).
+- :mod:`~cjstats.decisions.components`: :class:`~cjstats.decisions.components.Components` (the components
+  vector, keyed by estimand name, with its scale and conditioning), :class:`~cjstats.decisions.components.Design`
+  and :data:`~cjstats.decisions.components.TERM_CONTRIBUTIONS`, the one registry of each term's coefficient
+  (:func:`~cjstats.decisions.components.register_contribution`); :func:`~cjstats.decisions.components.score_variance`
+  is the variance of a benchmark score under a design.
+- :mod:`~cjstats.decisions.formulas`: pure variance formulas (paper Eqs. 3-6, Proposition 1, App. C, F), thin
+  wrappers over the registry with one ``s2_*`` argument per term.
 - :mod:`~cjstats.decisions.schedules`: which judge scores which item (all judges, random, CyclicJudge) and
   the variance a given schedule realises.
 - :mod:`~cjstats.decisions.optimise`: the one budget- and cost-aware optimiser (:func:`cjstats.optimise`).
@@ -12,3 +18,18 @@
 - :mod:`~cjstats.decisions.differences`: the variance of a paired model difference under each strategy.
 - :mod:`~cjstats.decisions.labels`: how many human labels a prediction-powered mean needs.
 """
+
+from cjstats.decisions.components import (
+    TERM_CONTRIBUTIONS,
+    Components,
+    Contribution,
+    Design,
+    component_names,
+    register_contribution,
+    score_variance,
+    term_coefficients,
+    term_variances,
+)
+
+__all__ = ["Components", "Design", "Contribution", "TERM_CONTRIBUTIONS", "register_contribution", "component_names",
+           "score_variance", "term_coefficients", "term_variances"]

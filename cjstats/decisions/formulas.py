@@ -10,6 +10,12 @@ no pandas, no I/O, no fitting. Notation of the paper (Eq. 1, ``eq:model``):
 judges fixed; this is the quantity the paper's formulas use). ``n`` scenarios, ``m`` generations per scenario,
 ``k`` judges per generation, ``k_total`` judges in the panel, ``budget`` = B judge calls per scenario.
 
+The functions here keep one positional ``s2_*`` argument per term (the paper's notation); each builds a
+:class:`~cjstats.decisions.components.Components` vector and a :class:`~cjstats.decisions.components.Design` and
+calls :func:`~cjstats.decisions.components.score_variance`, whose terms' coefficients live in ONE registry,
+:data:`~cjstats.decisions.components.TERM_CONTRIBUTIONS` (the table in :mod:`cjstats.decisions.components`). A new
+term of the model is one ``register_contribution`` call there, not a new argument here.
+
 Equation numbers are those of the compiled paper (``paper/cyclicjudge.tex``); the LaTeX labels, given next to
 them, are authoritative when numbers shift between versions.
 
@@ -67,6 +73,16 @@ import numpy as np
 from scipy import stats
 
 from cjstats._validate import check_choice, check_number, check_positive_int
+from cjstats.decisions.components import (
+    TERM_CONTRIBUTIONS,
+    Components,
+    Design,
+    _leftover_coef,
+    _rotation_excess,
+    score_variance,
+    term_coefficients,
+    term_variances,
+)
 from cjstats.exceptions import CjstatsError
 
 __all__ = [
@@ -107,14 +123,6 @@ def _sj(value: float, caller: str) -> float:
     return _var("s2_scenario_judge", value, caller)
 
 
-def _rotation_excess(calls: int | np.ndarray, kt: int) -> np.ndarray:
-    """r (K_tot − r)/(K_tot B²), r = B mod K_tot: n Σ_l w_il² − 1/K_tot for B calls of a scenario spread as
-    evenly as possible over the panel (q or q + 1 per judge), the conditional interaction coefficient × n."""
-    b = np.asarray(calls, dtype=float)
-    r = np.mod(b, kt)
-    return r * (kt - r) / (kt * b * b)
-
-
 def fpc(k: int, k_total: int) -> float:
     """Finite-population correction of a mean of k of K_tot centred judge offsets, Lemma 1 (Eq. 12, ``lem:fpc``).
 
@@ -143,17 +151,27 @@ def variance_contributions(s2_scenario: float, s2_generation: float, s2_residual
 def _contributions(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,
                    n: int, m: int, k: int, k_total: int, s2_scenario_judge: float = 0.0,
                    caller: str) -> dict[str, float]:
-    s2a, s2b = _var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller)
-    s2e, s2g = _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller)
-    s2sj = _sj(s2_scenario_judge, caller)
+    comps = _paper_components(s2_scenario, s2_generation, s2_residual, s2_judge_panel, s2_scenario_judge, caller)
     n = check_positive_int("n", n, caller=caller)
     m = check_positive_int("m", m, caller=caller)
     k, k_total = _panel(k, k_total, caller)
-    out = {"scenario": s2a / n, "generation": s2b / (n * m), "judge_panel": s2g / k * fpc(k, k_total),
-           "residual": s2e / (n * m * k)}
-    if s2sj > 0:
-        out["scenario_judge"] = s2sj / (n * k)
-    return out
+    t = term_variances(comps, Design("fixed", n=n, k_total=k_total, m=m, k=k))
+    keys = ("scenario", "generation", "judge_panel", "residual") + (
+        ("scenario_judge",) if comps["scenario_judge"] > 0 else ())
+    return {key: float(t[key]) for key in keys}
+
+
+def _paper_components(s2_scenario: float | None, s2_generation: float, s2_residual: float, s2_judge_panel: float,
+                      s2_scenario_judge: float, caller: str, *,
+                      conditioning: str = "unconditional") -> Components:
+    """The components vector of the positional ``s2_*`` arguments, each checked under its own name (``s2_scenario``
+    None: left out)."""
+    vals = {} if s2_scenario is None else {"scenario": _var("s2_scenario", s2_scenario, caller)}
+    vals["generation"] = _var("s2_generation", s2_generation, caller)
+    vals["residual"] = _var("s2_residual", s2_residual, caller)
+    vals["judge_panel"] = _var("s2_judge_panel", s2_judge_panel, caller)
+    vals["scenario_judge"] = _sj(s2_scenario_judge, caller)
+    return Components(vals, conditioning=conditioning)
 
 
 def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float,
@@ -176,9 +194,12 @@ def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: f
     >>> round(grand_mean_variance(1.530, 0.266, 1.486, 0.947, n=80, m=1, k=1, k_total=5), 5)  # Qwen, Table 5
     0.98802
     """
-    return float(sum(_contributions(s2_scenario, s2_generation, s2_residual, s2_judge_panel, n=n, m=m, k=k,
-                                    k_total=k_total, s2_scenario_judge=s2_scenario_judge,
-                                    caller="grand_mean_variance").values()))
+    caller = "grand_mean_variance"
+    comps = _paper_components(s2_scenario, s2_generation, s2_residual, s2_judge_panel, s2_scenario_judge, caller)
+    n = check_positive_int("n", n, caller=caller)
+    m = check_positive_int("m", m, caller=caller)
+    k, k_total = _panel(k, k_total, caller)
+    return score_variance(comps, Design("fixed", n=n, k_total=k_total, m=m, k=k))
 
 
 # ------------------------------------------------------------------------------------------ judge weights
@@ -217,16 +238,7 @@ def leftover_judge_variance(s2_judge_panel: float, *, calls: int, k_total: int) 
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
     t = check_positive_int("calls", calls, caller=caller)
     kt = check_positive_int("k_total", k_total, caller=caller)
-    return float(_leftover_coef(t, kt)) * s2g
-
-
-def _leftover_coef(calls: int | np.ndarray, kt: int) -> np.ndarray:
-    """r (K_tot − r) / ((K_tot − 1) T²) with r = T mod K_tot: the one implementation of the leftover term."""
-    calls = np.asarray(calls, dtype=float)
-    if kt == 1:
-        return np.zeros_like(calls)
-    r = np.mod(calls, kt)
-    return r * (kt - r) / ((kt - 1) * calls * calls)
+    return float(TERM_CONTRIBUTIONS["judge_panel"].conditional(Design("cyclic", n=t, k_total=kt))) * s2g
 
 
 # ---------------------------------------------------------------------------------- strategies A, B, C
@@ -266,18 +278,22 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
     b, n = np.broadcast_arrays(np.asarray(budget, dtype=float), np.asarray(n, dtype=float))
     if not ((b >= 1).all() and (n >= 1).all() and (b == np.floor(b)).all() and (n == np.floor(n)).all()):
         raise CjstatsError(f"The 'budget' and 'n' arguments of {caller} must be integers >= 1.")
-    nb = n * b
-    out = {"scenario": 1.0 / n, "generation": 1.0 / nb, "residual": 1.0 / nb, "judge_panel": 1.0 / nb,
-           "scenario_judge_resampled": 1.0 / (n * kt)}
-    if strategy == "random":
-        out["scenario_judge"] = (kt - 1) / (kt * nb)
-        return out
-    out["scenario_judge"] = _rotation_excess(b, kt) / n
-    out["judge_panel"] = _leftover_coef(nb, kt)
-    if strategy == "all":
-        q, r = np.divmod(b, kt)
-        out["generation"] = (q * kt * kt + r * r) / (b * b * n)
+    design = _strategy_design(strategy, b, n, kt)
+    out = {"scenario": TERM_CONTRIBUTIONS["scenario"].resampled(design)}
+    for name, c in term_coefficients(design, conditioning="scenarios").items():
+        if name != "scenario":
+            out[name] = c
+            if TERM_CONTRIBUTIONS[name].resampled is not None:
+                out[f"{name}_resampled"] = TERM_CONTRIBUTIONS[name].resampled(design)
     return out
+
+
+def _strategy_design(strategy: str, budget, n, kt: int) -> Design:
+    """Strategy A, B or C with ``budget`` calls per scenario as a :class:`~cjstats.decisions.components.Design`:
+    A is the scheme ``"all"``; B and C are B generations with one judge each (``"random"``, ``"cyclic"``)."""
+    if strategy == "all":
+        return Design("all", n=n, k_total=kt, budget=budget)
+    return Design(strategy, n=n, k_total=kt, m=budget, k=1)
 
 
 def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: float, s2_judge_panel: float,
@@ -319,15 +335,12 @@ def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: 
     b = check_positive_int("budget", budget, caller=caller)
     n = check_positive_int("n", n, caller=caller)
     s2sj = _sj(s2_scenario_judge, caller)
-    c = strategy_coefficients(strategy, budget=b, n=n, k_total=k_total)
-    v = float(c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g)
-    if s2sj > 0:
-        v += float(c["scenario_judge"]) * s2sj
+    kt = check_positive_int("k_total", k_total, caller=caller)
+    vals = {"generation": s2b, "residual": s2e, "judge_panel": s2g, "scenario_judge": s2sj}
     if s2_scenario is not None:
-        v += _var("s2_scenario", s2_scenario, caller) / n
-        if s2sj > 0:
-            v += float(c["scenario_judge_resampled"]) * s2sj
-    return v
+        vals["scenario"] = _var("s2_scenario", s2_scenario, caller)
+    comps = Components(vals, conditioning="scenarios" if s2_scenario is None else "unconditional")
+    return score_variance(comps, _strategy_design(strategy, b, n, kt))
 
 
 def strategy_gaps(*, s2_generation: float, s2_residual: float, s2_judge_panel: float, budget: int, n: int,
@@ -358,11 +371,18 @@ def ab_threshold(s2_generation: float, s2_judge_panel: float, *, k_total: int,
     """
     caller = "ab_threshold"
     kt = check_positive_int("k_total", k_total, caller=caller)
-    d = (kt - 1) * _var("s2_generation", s2_generation, caller) - _var("s2_judge_panel", s2_judge_panel, caller)
-    s2sj = _sj(s2_scenario_judge, caller)
-    if s2sj > 0:
-        d -= (kt - 1) * s2sj / kt
-    return d
+    comps = Components({"generation": _var("s2_generation", s2_generation, caller),
+                        "judge_panel": _var("s2_judge_panel", s2_judge_panel, caller),
+                        "scenario_judge": _sj(s2_scenario_judge, caller)}, conditioning="scenarios")
+    return _ab_gap(comps, kt)
+
+
+def _ab_gap(comps: Components, kt: int) -> float:
+    """nB (V_A − V_B) at n = 1, B = K_tot (any multiple of K_tot gives the same), term by term from the registry:
+    Σ_term σ²_term K_tot (c_term(A) − c_term(B))."""
+    a = term_variances(comps, Design("all", n=1, k_total=kt, budget=kt))
+    b = term_variances(comps, Design("random", n=1, k_total=kt, m=kt, k=1))
+    return float(sum(kt * (a[name] - b[name]) for name in a))
 
 
 def preferred_baseline(s2_generation: float, s2_judge_panel: float, *, k_total: int,
@@ -413,23 +433,8 @@ def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np
             raise CjstatsError(f"The '{name}' argument of {caller} must hold integers >= 1.")
     if (k > kt).any():
         raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={kt}. Got {int(k.max())} instead.")
-    f = np.zeros_like(k) if kt == 1 else (kt - k) / (kt - 1)
-    out = {"scenario": 1.0 / n, "generation": 1.0 / (n * m), "residual": 1.0 / (n * m * k), "judge_panel": f / k}
-    # conditional interaction coefficient first (it is what the assignment controls), + 1/(n K_tot) if resampled
-    if assignment == "random":
-        out["judge_panel"] = f / (k * n * m)
-        sj = (1.0 - k / kt) / (n * m * k)
-    elif assignment == "cyclic":
-        out["judge_panel"] = _leftover_coef(n * m * k, kt)
-        sj = _rotation_excess(m * k, kt) / n
-    else:
-        sj = (kt - k) / (kt * k * n)
-    if conditional:
-        out["scenario"] = np.zeros_like(n)
-        out["scenario_judge"] = sj
-    else:
-        out["scenario_judge"] = sj + 1.0 / (n * kt)
-    return out
+    return term_coefficients(Design(assignment, n=n, k_total=kt, m=m, k=k),
+                             conditioning="scenarios" if conditional else "unconditional")
 
 
 def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,
@@ -456,16 +461,12 @@ def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float
     """
     caller = "design_variance"
     assignment = check_choice("assignment", assignment, ASSIGNMENTS, caller=caller)
-    comps = (_var("s2_scenario", s2_scenario, caller), _var("s2_generation", s2_generation, caller),
-             _var("s2_residual", s2_residual, caller), _var("s2_judge_panel", s2_judge_panel, caller))
-    s2sj = _sj(s2_scenario_judge, caller)
-    c = design_coefficients(n=check_positive_int("n", n, caller=caller), m=check_positive_int("m", m, caller=caller),
-                            k=check_positive_int("k", k, caller=caller), k_total=k_total, assignment=assignment,
-                            conditional=bool(conditional))
-    v = float(sum(float(c[name]) * v for name, v in zip(_ORDER, comps)))
-    if s2sj > 0:
-        v += float(c["scenario_judge"]) * s2sj
-    return v
+    comps = _paper_components(s2_scenario, s2_generation, s2_residual, s2_judge_panel, s2_scenario_judge, caller,
+                              conditioning="scenarios" if conditional else "unconditional")
+    n = check_positive_int("n", n, caller=caller)
+    m = check_positive_int("m", m, caller=caller)
+    k, kt = _panel(k, k_total, caller)
+    return score_variance(comps, Design(assignment, n=n, k_total=kt, m=m, k=k))
 
 
 #: Component order of the coefficient dictionaries.
@@ -506,13 +507,13 @@ def scenario_generation_variance(s2_scenario: float, s2_generation: float, s2_re
     if n < 1:
         raise CjstatsError(f"The 'm' argument of {caller} must be at most generation_budget={bg} (at least one "
                            f"scenario). Got {m} instead.")
-    v = s2a / n + (s2b + s2e) / (n * m)
+    vals = {"scenario": s2a, "generation": s2b, "residual": s2e}
+    kt = 1
     if k_total is not None:
-        v += leftover_judge_variance(s2_judge_panel, calls=n * m, k_total=k_total)
-    if s2sj > 0:
-        kt = int(k_total)
-        v += s2sj * (1.0 / kt + float(_rotation_excess(m, kt))) / n
-    return v
+        vals["judge_panel"] = _var("s2_judge_panel", s2_judge_panel, caller)
+        vals["scenario_judge"] = s2sj
+        kt = check_positive_int("k_total", k_total, caller=caller)
+    return score_variance(Components(vals), Design("cyclic", n=n, k_total=kt, m=m, k=1))
 
 
 def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_residual: float, *,
@@ -906,9 +907,8 @@ def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generati
 
 def _design_values(comps: np.ndarray, n: np.ndarray, m, k, kt: int, assignment: str,
                    s2sj: float = 0.0) -> np.ndarray:
-    c = design_coefficients(n=n, m=m, k=k, k_total=kt, assignment=assignment)
-    v = sum(c[name] * v for name, v in zip(_ORDER, comps))
-    return v + c["scenario_judge"] * s2sj if s2sj > 0 else v
+    vec = Components(dict(zip(_ORDER, comps.tolist()), scenario_judge=s2sj))
+    return np.asarray(score_variance(vec, Design(assignment, n=n, k_total=kt, m=m, k=k)))
 
 
 def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation: float, s2_residual: float,
@@ -954,12 +954,11 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
     room = t * t - floor
 
+    vec = Components({"generation": s2b, "residual": s2e, "judge_panel": s2g, "scenario_judge": s2sj},
+                     conditioning="scenarios")
+
     def ok(_, bs: np.ndarray) -> np.ndarray:
-        c = strategy_coefficients(strategy, budget=bs, n=n, k_total=kt)
-        v = c["generation"] * s2b + c["residual"] * s2e + c["judge_panel"] * s2g
-        if s2sj > 0:
-            v = v + c["scenario_judge"] * s2sj
-        return v + floor <= t * t
+        return np.asarray(score_variance(vec, _strategy_design(strategy, bs, n, kt))) + floor <= t * t
 
     cap = budget_max + 1
     if strategy == "all":
@@ -973,7 +972,7 @@ def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation:
         p = kt                                            # B a multiple of K_tot: no partial generation, no leftover
         per = a
     else:
-        per = (s2b + s2e + (s2g if strategy == "random" else 0.0)) / n
+        per = (s2b + s2e + (s2g if strategy == "random" and kt > 1 else 0.0)) / n
         if s2sj > 0 and strategy == "random":
             per += (kt - 1) * s2sj / (kt * n)
         lo = max(1, int(_to_int(per / room * (1 - 1e-12), cap)))
