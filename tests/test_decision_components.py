@@ -18,7 +18,7 @@ from cjstats.decisions import formulas as F
 from cjstats.decisions.components import (
     TERM_CONTRIBUTIONS,
     Components,
-    Design,
+    VarianceDesign,
     component_names,
     register_contribution,
     score_variance,
@@ -352,13 +352,13 @@ def test_unknown_names_are_refused_in_one_sentence_naming_the_registry():
 
 def test_latent_components_are_refused():
     with pytest.raises(CjstatsError, match="latent") as err:
-        score_variance(Components(residual=1.0, scale="latent"), Design("cyclic", n=3, k_total=2))
+        score_variance(Components(residual=1.0, scale="latent"), VarianceDesign("cyclic", n=3, k_total=2))
     _one_sentence(err)
 
 
 def test_generic_equals_the_wrappers():
     vec = Components(scenario=1.53, generation=0.266, residual=1.486, judge_panel=0.947, scenario_judge=0.3)
-    d = Design("cyclic", n=np.arange(1, 50), k_total=5, m=3, k=2)
+    d = VarianceDesign("cyclic", n=np.arange(1, 50), k_total=5, m=3, k=2)
     v = score_variance(vec, d)
     want = [F.design_variance(1.53, 0.266, 1.486, 0.947, n=int(n), m=3, k=2, k_total=5, s2_scenario_judge=0.3)
             for n in range(1, 50)]
@@ -384,7 +384,7 @@ def test_a_planted_term_flows_into_design_and_strategy_variances(judge_generatio
     with_term = Components(base, judge_generation=s2)
     assert "judge_generation" in component_names()
     for assignment, (kt, k, m, n) in itertools.product(F.ASSIGNMENTS, ((5, 2, 3, 7), (3, 1, 4, 80))):
-        d = Design(assignment, n=n, k_total=kt, m=m, k=k)
+        d = VarianceDesign(assignment, n=n, k_total=kt, m=m, k=k)
         old = F.design_variance(1.53, 0.266, 1.486, 0.947, n=n, m=m, k=k, k_total=kt, assignment=assignment,
                                 s2_scenario_judge=0.2)
         assert score_variance(Components(base), d) == old
@@ -396,7 +396,7 @@ def test_a_planted_term_flows_into_design_and_strategy_variances(judge_generatio
                           conditioning="scenarios")
         old = F.strategy_variance(strategy, s2_generation=0.266, s2_residual=1.486, s2_judge_panel=0.947,
                                   budget=budget, n=9, k_total=5, s2_scenario_judge=0.2)
-        d = Design("all", n=9, k_total=5, budget=budget) if strategy == "all" else Design(strategy, n=9, k_total=5,
+        d = VarianceDesign("all", n=9, k_total=5, budget=budget) if strategy == "all" else VarianceDesign(strategy, n=9, k_total=5,
                                                                                          m=budget)
         assert score_variance(cond, d) == pytest.approx(old + 2 * s2 / (9 * budget), rel=1e-14)
         assert float(F.strategy_coefficients(strategy, budget=budget, n=9, k_total=5)["judge_generation"]) == \

@@ -3,7 +3,7 @@
 - :mod:`~cjstats.decisions.inputs`: :class:`~cjstats.decisions.inputs.GroupComponents`, the layer's one input
   (one group of a fit, read through the result's public API).
 - :mod:`~cjstats.decisions.components`: :class:`~cjstats.decisions.components.Components` (the components
-  vector, keyed by estimand name, with its scale and conditioning), :class:`~cjstats.decisions.components.Design`
+  vector, keyed by estimand name, with its scale and conditioning), :class:`~cjstats.decisions.components.VarianceDesign`
   and :data:`~cjstats.decisions.components.TERM_CONTRIBUTIONS`, the one registry of each term's coefficient
   (:func:`~cjstats.decisions.components.register_contribution`); :func:`~cjstats.decisions.components.score_variance`
   is the variance of a benchmark score under a design.
@@ -23,7 +23,7 @@ from cjstats.decisions.components import (
     TERM_CONTRIBUTIONS,
     Components,
     Contribution,
-    Design,
+    VarianceDesign,
     component_names,
     register_contribution,
     score_variance,
@@ -31,5 +31,5 @@ from cjstats.decisions.components import (
     term_variances,
 )
 
-__all__ = ["Components", "Design", "Contribution", "TERM_CONTRIBUTIONS", "register_contribution", "component_names",
+__all__ = ["Components", "VarianceDesign", "Contribution", "TERM_CONTRIBUTIONS", "register_contribution", "component_names",
            "score_variance", "term_coefficients", "term_variances"]

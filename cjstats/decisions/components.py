@@ -5,7 +5,7 @@ The variance of a benchmark score under a design is a sum over the model's varia
     Var = Σ_term  σ²_term × c_term(design),
 
 one coefficient per term. :class:`Components` is the vector of σ²_term (keyed by estimand names of
-:data:`cjstats.results.estimands.ESTIMANDS`, with its ``scale`` and its ``conditioning``); :class:`Design` is
+:data:`cjstats.results.estimands.ESTIMANDS`, with its ``scale`` and its ``conditioning``); :class:`VarianceDesign` is
 the layout (n scenarios, m generations, k judges per generation, the K_tot-judge panel, how the judges are
 chosen, the per-scenario budget); :data:`TERM_CONTRIBUTIONS` holds each term's coefficient, and
 :func:`score_variance` is the dot product. The paper's functions in :mod:`cjstats.decisions.formulas`
@@ -68,7 +68,7 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.exceptions import CjstatsError
 from cjstats.results.estimands import ESTIMANDS, names as _estimand_names
 
-__all__ = ["Components", "Design", "Contribution", "TERM_CONTRIBUTIONS", "register_contribution", "SCHEMES",
+__all__ = ["Components", "VarianceDesign", "Contribution", "TERM_CONTRIBUTIONS", "register_contribution", "SCHEMES",
            "SCALES", "CONDITIONINGS", "component_names", "term_coefficients", "term_variances", "score_variance"]
 
 #: How the judges of a design are chosen (module docstring): the paper's strategies and the general assignments.
@@ -91,7 +91,7 @@ def _int_array(name: str, x: Any, caller: str) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class Design:
+class VarianceDesign:
     """A benchmark design: ``n`` scenarios, ``m`` generations per scenario and ``k`` judges per generation from a
     panel of ``k_total``, judges chosen by ``scheme`` (:data:`SCHEMES`); ``budget`` = B calls per scenario for
     ``scheme="all"`` (strategy A), else B = mk. ``n``, ``m``, ``k`` and ``budget`` may be arrays (they
@@ -106,12 +106,12 @@ class Design:
     budget: Any = None
 
     def __post_init__(self) -> None:
-        caller = "Design"
+        caller = "VarianceDesign"
         check_choice("scheme", self.scheme, SCHEMES, caller=caller)
         kt = check_positive_int("k_total", self.k_total, caller=caller)
         if self.scheme == "all":
             if self.budget is None:
-                raise CjstatsError("The 'budget' argument of Design is needed with scheme='all' (calls per scenario).")
+                raise CjstatsError("The 'budget' argument of VarianceDesign is needed with scheme='all' (calls per scenario).")
             n, b = np.broadcast_arrays(_int_array("n", self.n, caller), _int_array("budget", self.budget, caller))
             m = np.ceil(b / kt)
             k = np.full_like(b, float(kt))
@@ -119,12 +119,12 @@ class Design:
             n, m, k = np.broadcast_arrays(*(_int_array(name, x, caller)
                                             for name, x in (("n", self.n), ("m", self.m), ("k", self.k))))
             if (k > kt).any():
-                raise CjstatsError(f"The 'k' argument of Design must be at most k_total={kt}. Got "
+                raise CjstatsError(f"The 'k' argument of VarianceDesign must be at most k_total={kt}. Got "
                                    f"{int(k.max())} instead.")
             b = m * k
             if self.budget is not None and not np.array_equal(np.broadcast_to(np.asarray(self.budget, float),
                                                                               b.shape), b):
-                raise CjstatsError("The 'budget' argument of Design must equal m*k (calls per scenario) unless "
+                raise CjstatsError("The 'budget' argument of VarianceDesign must equal m*k (calls per scenario) unless "
                                    "scheme='all'; leave it out.")
         for name, v in (("n", n), ("m", m), ("k", k), ("budget", b), ("k_total", kt)):
             object.__setattr__(self, name, v)
@@ -136,7 +136,7 @@ class Design:
 
 
 # ------------------------------------------------------------------------------------------ the registry
-CoefficientFn = Callable[[Design], np.ndarray]
+CoefficientFn = Callable[[VarianceDesign], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class Contribution:
     conditional: CoefficientFn
     resampled: CoefficientFn | None = None
 
-    def coefficient(self, design: Design, conditioning: str = "unconditional") -> np.ndarray:
+    def coefficient(self, design: VarianceDesign, conditioning: str = "unconditional") -> np.ndarray:
         c = self.conditional(design)
         if self.resampled is not None and conditioning == "unconditional":
             c = c + self.resampled(design)
@@ -169,7 +169,7 @@ def register_contribution(name: str, coefficient_fn: CoefficientFn, *,
                            f"it with cjstats.results.estimands.register_estimand first). Got {name!r} instead.")
     if not callable(coefficient_fn) or (resampled_fn is not None and not callable(resampled_fn)):
         raise CjstatsError(f"The coefficient functions passed to register_contribution for {name!r} must be "
-                           f"callables taking a Design and returning coefficients.")
+                           f"callables taking a VarianceDesign and returning coefficients.")
     c = Contribution(name, coefficient_fn, resampled_fn)
     TERM_CONTRIBUTIONS[name] = c
     return c
@@ -289,14 +289,14 @@ def _rebuild(values: dict[str, float], scale: str, conditioning: str) -> Compone
 
 
 # ----------------------------------------------------------------------------------- the generic sums
-def _check_design(design: Any, caller: str) -> Design:
-    if not isinstance(design, Design):
-        raise CjstatsError(f"The 'design' argument of {caller} must be a cjstats.decisions.components.Design. Got "
+def _check_design(design: Any, caller: str) -> VarianceDesign:
+    if not isinstance(design, VarianceDesign):
+        raise CjstatsError(f"The 'design' argument of {caller} must be a cjstats.decisions.components.VarianceDesign. Got "
                            f"{type(design).__name__} instead.")
     return design
 
 
-def term_coefficients(design: Design, *, conditioning: str = "unconditional",
+def term_coefficients(design: VarianceDesign, *, conditioning: str = "unconditional",
                       terms: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
     """Each registered term's coefficient c_term(design) (arrays of the design's shape), in registry order."""
     caller = "term_coefficients"
@@ -310,7 +310,7 @@ def term_coefficients(design: Design, *, conditioning: str = "unconditional",
     return out
 
 
-def term_variances(components: Components, design: Design) -> dict[str, np.ndarray]:
+def term_variances(components: Components, design: VarianceDesign) -> dict[str, np.ndarray]:
     """Each term's contribution σ²_term × c_term(design) for the terms the vector holds, in registry order."""
     caller = "term_variances"
     if not isinstance(components, Components):
@@ -328,7 +328,7 @@ def term_variances(components: Components, design: Design) -> dict[str, np.ndarr
             for name in TERM_CONTRIBUTIONS if name in components}
 
 
-def score_variance(components: Components, design: Design) -> float | np.ndarray:
+def score_variance(components: Components, design: VarianceDesign) -> float | np.ndarray:
     """Var = Σ_term σ²_term c_term(design): the variance of the benchmark score (a float for a scalar design).
 
     Conditional on the scenario set when ``components.conditioning == "scenarios"`` (the paper's App. D view).
@@ -365,12 +365,12 @@ def _rotation_excess(calls: int | np.ndarray, kt: int) -> np.ndarray:
     return r * (kt - r) / (kt * b * b)
 
 
-def _scenario_resampled(d: Design) -> np.ndarray:
+def _scenario_resampled(d: VarianceDesign) -> np.ndarray:
     """σ²_α: 1/n when the scenarios are resampled (Prop. 1, Eq. 2 ``eq:variance``), 0 given them (App. D)."""
     return 1.0 / d.n
 
 
-def _generation(d: Design) -> np.ndarray:
+def _generation(d: VarianceDesign) -> np.ndarray:
     """σ²_β: 1/(nm) (Prop. 1, Eq. 2; Eqs. 4-5 with m = B); strategy A (Eq. 3, ``eq:strat_all``) scores q = B //
     K_tot generations with every judge and one with the r = B mod K_tot leftover judges: (q K_tot² + r²)/(n B²),
     K_tot/(nB) at multiples of K_tot."""
@@ -380,14 +380,14 @@ def _generation(d: Design) -> np.ndarray:
     return 1.0 / (d.n * d.m)
 
 
-def _residual(d: Design) -> np.ndarray:
+def _residual(d: VarianceDesign) -> np.ndarray:
     """σ²_ε: one per call, 1/(nmk) (Prop. 1, Eq. 2), 1/(nB) for every strategy (Eqs. 3-5)."""
     if d.scheme == "all":
         return 1.0 / (d.n * d.budget)
     return 1.0 / (d.n * d.m * d.k)
 
 
-def _judge_panel(d: Design) -> np.ndarray:
+def _judge_panel(d: VarianceDesign) -> np.ndarray:
     """σ²_γ (the panel's mean γ_l²): ``fixed`` FPC(k)/k (Prop. 1, Lemma 1); ``random`` FPC(k)/(k nm) (Eq. 4 at
     k = 1); ``cyclic`` and ``all`` the leftover V_left(T)/σ²_γ = R (K_tot − R)/((K_tot − 1) T²), R = T mod K_tot,
     T = nB (Eq. 5 at k = 1, Eq. 3 at k = K_tot; zero when K_tot divides T)."""
@@ -401,7 +401,7 @@ def _judge_panel(d: Design) -> np.ndarray:
     return _leftover_coef(d.n * d.m * d.k, kt)
 
 
-def _scenario_judge(d: Design) -> np.ndarray:
+def _scenario_judge(d: VarianceDesign) -> np.ndarray:
     """σ²_αγ given the scenarios and their interaction effects: Σ_il w_il² − 1/(n K_tot) (formulas module
     docstring). ``fixed``: the same k judges on all m generations of a scenario, 1/(nk) − 1/(nK_tot) =
     (K_tot − k)/(K_tot k n); ``random``: judge l scores a generation with probability k/K_tot, independently over
@@ -416,7 +416,7 @@ def _scenario_judge(d: Design) -> np.ndarray:
     return _rotation_excess(d.budget, kt) / d.n
 
 
-def _scenario_judge_resampled(d: Design) -> np.ndarray:
+def _scenario_judge_resampled(d: VarianceDesign) -> np.ndarray:
     """σ²_αγ/(n K_tot) more when the scenarios (and their interaction effects) are resampled: the variance of the
     full panel's mean on new scenarios, which joins σ²_α/n."""
     return 1.0 / (d.n * d.k_total)

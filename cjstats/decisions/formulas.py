@@ -11,7 +11,7 @@ judges fixed; this is the quantity the paper's formulas use). ``n`` scenarios, `
 ``k`` judges per generation, ``k_total`` judges in the panel, ``budget`` = B judge calls per scenario.
 
 The functions here keep one positional ``s2_*`` argument per term (the paper's notation); each builds a
-:class:`~cjstats.decisions.components.Components` vector and a :class:`~cjstats.decisions.components.Design` and
+:class:`~cjstats.decisions.components.Components` vector and a :class:`~cjstats.decisions.components.VarianceDesign` and
 calls :func:`~cjstats.decisions.components.score_variance`, whose terms' coefficients live in ONE registry,
 :data:`~cjstats.decisions.components.TERM_CONTRIBUTIONS` (the table in :mod:`cjstats.decisions.components`). A new
 term of the model is one ``register_contribution`` call there, not a new argument here.
@@ -76,7 +76,7 @@ from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.decisions.components import (
     TERM_CONTRIBUTIONS,
     Components,
-    Design,
+    VarianceDesign,
     _leftover_coef,
     _rotation_excess,
     score_variance,
@@ -155,7 +155,7 @@ def _contributions(s2_scenario: float, s2_generation: float, s2_residual: float,
     n = check_positive_int("n", n, caller=caller)
     m = check_positive_int("m", m, caller=caller)
     k, k_total = _panel(k, k_total, caller)
-    t = term_variances(comps, Design("fixed", n=n, k_total=k_total, m=m, k=k))
+    t = term_variances(comps, VarianceDesign("fixed", n=n, k_total=k_total, m=m, k=k))
     keys = ("scenario", "generation", "judge_panel", "residual") + (
         ("scenario_judge",) if comps["scenario_judge"] > 0 else ())
     return {key: float(t[key]) for key in keys}
@@ -199,7 +199,7 @@ def grand_mean_variance(s2_scenario: float, s2_generation: float, s2_residual: f
     n = check_positive_int("n", n, caller=caller)
     m = check_positive_int("m", m, caller=caller)
     k, k_total = _panel(k, k_total, caller)
-    return score_variance(comps, Design("fixed", n=n, k_total=k_total, m=m, k=k))
+    return score_variance(comps, VarianceDesign("fixed", n=n, k_total=k_total, m=m, k=k))
 
 
 # ------------------------------------------------------------------------------------------ judge weights
@@ -238,7 +238,7 @@ def leftover_judge_variance(s2_judge_panel: float, *, calls: int, k_total: int) 
     s2g = _var("s2_judge_panel", s2_judge_panel, caller)
     t = check_positive_int("calls", calls, caller=caller)
     kt = check_positive_int("k_total", k_total, caller=caller)
-    return float(TERM_CONTRIBUTIONS["judge_panel"].conditional(Design("cyclic", n=t, k_total=kt))) * s2g
+    return float(TERM_CONTRIBUTIONS["judge_panel"].conditional(VarianceDesign("cyclic", n=t, k_total=kt))) * s2g
 
 
 # ---------------------------------------------------------------------------------- strategies A, B, C
@@ -288,12 +288,12 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
     return out
 
 
-def _strategy_design(strategy: str, budget, n, kt: int) -> Design:
-    """Strategy A, B or C with ``budget`` calls per scenario as a :class:`~cjstats.decisions.components.Design`:
+def _strategy_design(strategy: str, budget, n, kt: int) -> VarianceDesign:
+    """Strategy A, B or C with ``budget`` calls per scenario as a :class:`~cjstats.decisions.components.VarianceDesign`:
     A is the scheme ``"all"``; B and C are B generations with one judge each (``"random"``, ``"cyclic"``)."""
     if strategy == "all":
-        return Design("all", n=n, k_total=kt, budget=budget)
-    return Design(strategy, n=n, k_total=kt, m=budget, k=1)
+        return VarianceDesign("all", n=n, k_total=kt, budget=budget)
+    return VarianceDesign(strategy, n=n, k_total=kt, m=budget, k=1)
 
 
 def strategy_variance(strategy: Strategy, *, s2_generation: float, s2_residual: float, s2_judge_panel: float,
@@ -380,8 +380,8 @@ def ab_threshold(s2_generation: float, s2_judge_panel: float, *, k_total: int,
 def _ab_gap(comps: Components, kt: int) -> float:
     """nB (V_A − V_B) at n = 1, B = K_tot (any multiple of K_tot gives the same), term by term from the registry:
     Σ_term σ²_term K_tot (c_term(A) − c_term(B))."""
-    a = term_variances(comps, Design("all", n=1, k_total=kt, budget=kt))
-    b = term_variances(comps, Design("random", n=1, k_total=kt, m=kt, k=1))
+    a = term_variances(comps, VarianceDesign("all", n=1, k_total=kt, budget=kt))
+    b = term_variances(comps, VarianceDesign("random", n=1, k_total=kt, m=kt, k=1))
     return float(sum(kt * (a[name] - b[name]) for name in a))
 
 
@@ -433,7 +433,7 @@ def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np
             raise CjstatsError(f"The '{name}' argument of {caller} must hold integers >= 1.")
     if (k > kt).any():
         raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={kt}. Got {int(k.max())} instead.")
-    return term_coefficients(Design(assignment, n=n, k_total=kt, m=m, k=k),
+    return term_coefficients(VarianceDesign(assignment, n=n, k_total=kt, m=m, k=k),
                              conditioning="scenarios" if conditional else "unconditional")
 
 
@@ -466,7 +466,7 @@ def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float
     n = check_positive_int("n", n, caller=caller)
     m = check_positive_int("m", m, caller=caller)
     k, kt = _panel(k, k_total, caller)
-    return score_variance(comps, Design(assignment, n=n, k_total=kt, m=m, k=k))
+    return score_variance(comps, VarianceDesign(assignment, n=n, k_total=kt, m=m, k=k))
 
 
 #: Component order of the coefficient dictionaries.
@@ -513,7 +513,7 @@ def scenario_generation_variance(s2_scenario: float, s2_generation: float, s2_re
         vals["judge_panel"] = _var("s2_judge_panel", s2_judge_panel, caller)
         vals["scenario_judge"] = s2sj
         kt = check_positive_int("k_total", k_total, caller=caller)
-    return score_variance(Components(vals), Design("cyclic", n=n, k_total=kt, m=m, k=1))
+    return score_variance(Components(vals), VarianceDesign("cyclic", n=n, k_total=kt, m=m, k=1))
 
 
 def best_generations_per_scenario(s2_scenario: float, s2_generation: float, s2_residual: float, *,
@@ -908,7 +908,7 @@ def scenarios_for_target_se(target_se: float, *, s2_scenario: float, s2_generati
 def _design_values(comps: np.ndarray, n: np.ndarray, m, k, kt: int, assignment: str,
                    s2sj: float = 0.0) -> np.ndarray:
     vec = Components(dict(zip(_ORDER, comps.tolist()), scenario_judge=s2sj))
-    return np.asarray(score_variance(vec, Design(assignment, n=n, k_total=kt, m=m, k=k)))
+    return np.asarray(score_variance(vec, VarianceDesign(assignment, n=n, k_total=kt, m=m, k=k)))
 
 
 def budget_for_target_se(target_se: float, *, strategy: Strategy, s2_generation: float, s2_residual: float,
