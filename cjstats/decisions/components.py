@@ -284,6 +284,28 @@ class Components(Mapping):
         return cls(vals, scale="score", conditioning=conditioning)
 
 
+    @classmethod
+    def from_fit(cls, fit: Any, model: str | None = None, criterion: str | None = None, *,
+                 conditioning: Literal["unconditional", "scenarios"] = "unconditional",
+                 unidentified: float | None = None) -> Components:
+        """The vector of one group of a fit: the paper's components (:meth:`from_group`) and every other
+        component of the fit whose term has a registered contribution (:data:`TERM_CONTRIBUTIONS`), so a new term
+        a backend fits flows into the decisions with no change here. A latent-scale fit gives a latent vector,
+        which the closed forms refuse."""
+        from cjstats.decisions.inputs import DECISION_COMPONENTS, group_components
+
+        base = cls.from_group(group_components(fit, model, criterion), conditioning=conditioning,
+                              unidentified=unidentified)
+        t = fit.components
+        g = group_components(fit, model, criterion)
+        sel = (t["model"].astype(str) == str(g.model)) & t["identifiable"].astype(bool)
+        if g.criterion is not None and "criterion" in t.columns:
+            sel &= t["criterion"].astype(str) == str(g.criterion)
+        extra = {str(r["component"]): float(r["estimate"]) for _, r in t[sel].iterrows()
+                 if r["component"] in TERM_CONTRIBUTIONS and r["component"] not in DECISION_COMPONENTS}
+        return cls({**dict(base), **extra}, scale=getattr(fit, "scale", "score"), conditioning=conditioning)
+
+
 def _rebuild(values: dict[str, float], scale: str, conditioning: str) -> Components:
     return Components(values, scale=scale, conditioning=conditioning)
 
