@@ -28,6 +28,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
 from cjstats.io.scores import Scores
 from cjstats.stats.engines import ENGINES
+from cjstats.estimators.capabilities import CAPABILITIES, Capabilities, JointCapabilities, Scale  # noqa: F401  (re-exported)
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "JOINT_BACKENDS", "JOINT_ESTIMANDS", "RANK_INTERVALS", "Backend",
            "Capabilities", "JointCapabilities", "ModuleBackend", "estimate", "compare", "available_backends",
@@ -35,52 +36,6 @@ __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "JOINT_BACKENDS", "JOINT_ESTIMAND
            "auto_method", "UnknownOptionError", "ENGINE_OPTIONS", "check_engine_options"]
 
 Method = Literal["anova", "reml", "bayes"]
-Scale = Literal["score", "latent"]
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What a backend declares about itself; :func:`estimate`, the conformance suite and the decision layer
-    read these instead of asking which backend made a result.
-
-    Attributes
-    ----------
-    rows_options : Mapping[str, tuple]
-        Option values that make the backend read score rows, e.g. ``{"interval": ("bootstrap",)}``; every
-        other option set fits from the statistics alone.
-    balanced_only : bool
-        The backend needs a balanced design (it refuses, or drops cells from, an unbalanced one).
-    latent_options : Mapping[str, tuple]
-        Option values whose components are on a latent scale (not the score scale), e.g. the ordinal model.
-    estimands : tuple of str
-        The ``component`` rows the backend returns.
-    samples : bool
-        The result carries draws (posterior or bootstrap) by default.
-    option_defaults : Mapping[str, Any]
-        Defaults of the options named above (so an option left out is read correctly).
-    rows_always : bool
-        Every fit reads score rows, whatever its options (the joint Bayesian model: an effect per scenario and
-        cell).
-    """
-
-    rows_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    balanced_only: bool = False
-    latent_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    estimands: tuple[str, ...] = COMPONENTS
-    samples: bool = False
-    option_defaults: Mapping[str, Any] = field(default_factory=dict)
-    rows_always: bool = False
-
-    def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
-        return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
-
-    def needs_rows(self, options: Mapping[str, Any]) -> bool:
-        """Whether a fit with these options reads score rows (always, when ``rows_always``)."""
-        return self.rows_always or self._matches(self.rows_options, options)
-
-    def scale(self, options: Mapping[str, Any]) -> Scale:
-        """``"latent"`` when these options put the components on a latent scale, else ``"score"``."""
-        return "latent" if self._matches(self.latent_options, options) else "score"
 
 
 #: The estimands of a joint fit of several models (its ``component`` rows; ``judge_model`` in both views).
@@ -88,34 +43,6 @@ JOINT_ESTIMANDS: tuple[str, ...] = tuple(c for c in COMPONENTS if c != "scenario
 
 #: How :func:`cjstats.compare_models` makes simultaneous rank intervals from a joint fit.
 RANK_INTERVALS: tuple[str, ...] = ("studentized_range", "max_t", "posterior")
-
-
-@dataclass(frozen=True, slots=True)
-class JointCapabilities(Capabilities):
-    """What a joint backend (a fit of several models at once, :func:`cjstats.fit_joint`) declares besides
-    :class:`Capabilities`; :func:`cjstats.fit_joint`, :func:`cjstats.compare_models` and the joint conformance
-    suite (``tests/conformance/test_joint_conformance.py``) read these instead of the backend's name.
-
-    Attributes
-    ----------
-    options : tuple of str
-        The keyword options its ``fit`` takes besides ``ci_level``, ``seed``, ``rows`` and ``model_scenario``;
-        any other option is refused with one sentence naming these.
-    model_scenario : tuple of str
-        The forms of the model x scenario variance it fits: ``"pooled"`` (one variance, the paper's joint model)
-        and, if declared, ``"per_model"`` (one per model).
-    views : tuple of str
-        The views its contrasts take: ``"panel"`` (the judges in the data) and ``"population"`` (judges a sample).
-    rank_intervals : {"studentized_range", "max_t", "posterior"}
-        How simultaneous rank intervals are made: Tukey's studentized range q_{P, df}/sqrt 2 (exact for a
-        balanced design), the max-t quantile by Monte Carlo from the covariance of the model means, or
-        posterior rank intervals from draws of the cell means (also ``p_best`` as the share of draws).
-    """
-
-    options: tuple[str, ...] = ()
-    model_scenario: tuple[str, ...] = ("pooled",)
-    views: tuple[str, ...] = ("panel", "population")
-    rank_intervals: str = "max_t"
 
 
 @runtime_checkable
@@ -182,19 +109,16 @@ REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {}
 
 register_backend(ModuleBackend(
     "anova", "cjstats.estimators.anova",
-    capabilities=Capabilities(balanced_only=True)))
+    capabilities=CAPABILITIES["anova"]))
 register_backend(ModuleBackend(
     "reml", "cjstats.estimators.reml",   # the structured path needs only numpy/scipy; path="statsmodels" checks its own
-    capabilities=Capabilities(rows_options={"interval": ("bootstrap",), "path": ("statsmodels",)},
-                              option_defaults={"interval": "profile", "path": "auto"})))
+    capabilities=CAPABILITIES["reml"]))
 register_backend(ModuleBackend(
     "bayes", "cjstats.estimators.bayes", requires=("pymc", "arviz"), extra="bayes",
-    capabilities=Capabilities(rows_options={"likelihood": ("ordinal",)}, latent_options={"likelihood": ("ordinal",)},
-                              samples=True, option_defaults={"likelihood": "gaussian"})))
+    capabilities=CAPABILITIES["bayes"]))
 register_backend(ModuleBackend(
     "ordinal", "cjstats.estimators.ordinal_ml",   # cumulative link by AGQ: reads the rows, latent scale
-    capabilities=Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS,
-                              option_defaults={"link": "probit"})))
+    capabilities=CAPABILITIES["ordinal"]))
 
 
 def register_joint_backend(backend: Backend) -> Backend:

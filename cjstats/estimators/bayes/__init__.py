@@ -534,9 +534,9 @@ def _draws_frame(run: _Run, g: CellStats) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------------------ the fit
 def _capabilities() -> Any:
-    from cjstats.estimators import REGISTRY
+    from cjstats.estimators.capabilities import CAPABILITIES   # what cjstats.estimators registers it with
 
-    return REGISTRY["bayes"].capabilities
+    return CAPABILITIES["bayes"]
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
