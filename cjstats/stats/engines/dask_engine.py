@@ -43,11 +43,11 @@ def _import_dask() -> Any:
 def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...]) -> tuple[Any, ...]:
     """The numpy engine's statistics of one partition (empty tuple for an empty partition); runs on a worker."""
     from cjstats.io.read import read_scores
-    from cjstats.stats import build_stats
+    from cjstats.stats.engines.numpy_engine import build
 
     if len(part) == 0:
         return ()
-    return tuple(build_stats(read_scores(part), unit=unit))
+    return tuple(build(read_scores(part), unit=tuple(unit)))   # what build_stats(..., engine="numpy") runs
 
 
 def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
@@ -89,7 +89,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     ScoreStats
         The statistics of every unit, as the numpy engine computes them on the whole table.
     """
-    from cjstats.stats import ScoreStats, merge_stats
+    from cjstats.stats.cellstats import merge_stats
+    from cjstats.stats.scorestats import ScoreStats
 
     dask, dd = _import_dask()
     ddf = _as_dask(source, dd, npartitions)

@@ -166,7 +166,7 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion")) -> 
     from cjstats.exceptions import CjstatsError
     from cjstats.io.read import read_scores
     from cjstats.io.scores import Scores
-    from cjstats.stats import ScoreStats
+    from cjstats.stats.scorestats import ScoreStats
 
     if isinstance(source, pd.DataFrame):
         source = read_scores(source)
