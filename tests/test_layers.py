@@ -1,7 +1,9 @@
 """The package's import structure (docs/architecture.md draws it): the layers of the pipeline import only from
-the layers below them, no private name or private module is imported from outside the package that owns it,
-and no two modules import each other. A small AST check, so it needs no extra tool; the checks are functions
-of the sources, and planted violations show that each one fails."""
+the layers below them, no private name or private module is used from outside the package that owns it (absolute
+or relative import, or an attribute of a module), no library module reaches a name through the package root, no
+two modules import each other (a child taking names from a parent package that imports it included), and
+``dir(cjstats)`` is the public API. A small AST check, so it needs no extra tool; the checks are functions of the
+sources, and planted violations show that each one fails."""
 
 from __future__ import annotations
 
