@@ -124,7 +124,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(__all__)   # the public API only: not the helpers above, nor the subpackages imported so far
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports

@@ -30,6 +30,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.io.read import read_scores
 from cjstats.io.scores import Scores
 from cjstats.stats.engines import ENGINES
+from cjstats.estimators.capabilities import CAPABILITIES, Capabilities, JointCapabilities, Scale  # noqa: F401  (re-exported)
 
 __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "JOINT_BACKENDS", "JOINT_ESTIMANDS", "RANK_INTERVALS", "Backend",
            "Capabilities", "JointCapabilities", "ModuleBackend", "estimate", "compare", "available_backends",
@@ -38,77 +39,6 @@ __all__ = ["BACKENDS", "REQUIRES", "REGISTRY", "JOINT_BACKENDS", "JOINT_ESTIMAND
            "model_options", "model_for", "can_fit", "check_fit", "resolve_model", "check_required_terms"]
 
 Method = Literal["anova", "reml", "bayes"]
-Scale = Literal["score", "latent"]
-
-
-_PER_MODEL_TERMS: tuple[str, ...] = ("scenario", "generation", "scenario_judge")
-_PER_MODEL_OPTIONAL: tuple[str, ...] = ("scenario_judge",)
-_PER_MODEL_OPTIONS: tuple[str, ...] = ("scenario_judge",)
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What a backend declares about itself; :func:`estimate`, the conformance suite and the decision layer
-    read these instead of asking which backend made a result.
-
-    Attributes
-    ----------
-    rows_options : Mapping[str, tuple]
-        Option values that make the backend read score rows, e.g. ``{"interval": ("bootstrap",)}``; every
-        other option set fits from the statistics alone.
-    balanced_only : bool
-        The backend needs a balanced design (it refuses, or drops cells from, an unbalanced one).
-    latent_options : Mapping[str, tuple]
-        Option values whose components are on a latent scale (not the score scale), e.g. the ordinal model.
-    estimands : tuple of str
-        The ``component`` rows the backend returns.
-    samples : bool
-        The result carries draws (posterior or bootstrap) by default.
-    option_defaults : Mapping[str, Any]
-        Defaults of the options named above (so an option left out is read correctly).
-    rows_always : bool
-        Every fit reads score rows, whatever its options (the joint Bayesian model: an effect per scenario and
-        cell).
-    terms : tuple of str
-        The model terms it fits (names of :data:`cjstats.results.model.TERMS`).
-    optional_terms : tuple of str
-        The terms among ``terms`` it can leave out of a fit when the model does not have them (the others it
-        always fits where identifiable).
-    likelihoods : Mapping[str, tuple]
-        Likelihood -> the links it fits with it (``{"gaussian": ("identity",)}``).
-    thresholds : tuple of str
-        Threshold structures of the cumulative likelihood it fits (``"shared"``, ``"judge"``).
-    model_options : tuple of str
-        The options through which a :class:`~cjstats.results.model.Model` reaches its ``fit`` (names of
-        :data:`MODEL_OPTIONS`): the one translation from the model to the backend's keywords.
-    likelihood_terms : Mapping[str, tuple]
-        For a likelihood whose fit holds fewer terms than ``terms``, the terms it holds.
-    """
-
-    rows_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    balanced_only: bool = False
-    latent_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    estimands: tuple[str, ...] = COMPONENTS
-    samples: bool = False
-    option_defaults: Mapping[str, Any] = field(default_factory=dict)
-    rows_always: bool = False
-    terms: tuple[str, ...] = _PER_MODEL_TERMS
-    optional_terms: tuple[str, ...] = _PER_MODEL_OPTIONAL
-    likelihoods: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {"gaussian": ("identity",)})
-    thresholds: tuple[str, ...] = ()
-    model_options: tuple[str, ...] = _PER_MODEL_OPTIONS
-    likelihood_terms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
-        return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
-
-    def needs_rows(self, options: Mapping[str, Any]) -> bool:
-        """Whether a fit with these options reads score rows (always, when ``rows_always``)."""
-        return self.rows_always or self._matches(self.rows_options, options)
-
-    def scale(self, options: Mapping[str, Any]) -> Scale:
-        """``"latent"`` when these options put the components on a latent scale, else ``"score"``."""
-        return "latent" if self._matches(self.latent_options, options) else "score"
 
 
 #: The estimands of a joint fit of several models (its ``component`` rows; ``judge_model`` in both views).
@@ -116,47 +46,6 @@ JOINT_ESTIMANDS: tuple[str, ...] = tuple(c for c in COMPONENTS if c != "scenario
 
 #: How :func:`cjstats.compare_models` makes simultaneous rank intervals from a joint fit.
 RANK_INTERVALS: tuple[str, ...] = ("studentized_range", "max_t", "posterior")
-
-
-@dataclass(frozen=True, slots=True)
-class JointCapabilities(Capabilities):
-    """What a joint backend (a fit of several models at once, :func:`cjstats.fit_joint`) declares besides
-    :class:`Capabilities`; :func:`cjstats.fit_joint`, :func:`cjstats.compare_models` and the joint conformance
-    suite (``tests/conformance/test_joint_conformance.py``) read these instead of the backend's name.
-
-    Attributes
-    ----------
-    options : tuple of str
-        The keyword options its ``fit`` takes besides ``ci_level``, ``seed``, ``rows`` and ``model_scenario``;
-        any other option is refused with one sentence naming these.
-    model_scenario : tuple of str
-        The forms of the model x scenario variance it fits: ``"pooled"`` (one variance, the paper's joint model)
-        and, if declared, ``"per_model"`` (one per model).
-    views : tuple of str
-        The views its contrasts take: ``"panel"`` (the judges in the data) and ``"population"`` (judges a sample).
-    rank_intervals : {"studentized_range", "max_t", "posterior"}
-        How simultaneous rank intervals are made: Tukey's studentized range q_{P, df}/sqrt 2 (exact for a
-        balanced design), the max-t quantile by Monte Carlo from the covariance of the model means, or
-        posterior rank intervals from draws of the cell means (also ``p_best`` as the share of draws).
-    stats_options : tuple of str
-        Those of ``options`` the statistics are built for: :func:`cjstats.fit_joint` passes them to
-        :func:`cjstats.stats.build_stats` too (``covariates``: the covariate statistics the slopes are fitted from).
-    """
-
-    options: tuple[str, ...] = ()
-    stats_options: tuple[str, ...] = ()
-    model_scenario: tuple[str, ...] = ("pooled",)
-    views: tuple[str, ...] = ("panel", "population")
-    rank_intervals: str = "max_t"
-
-    def __post_init__(self) -> None:
-        # the joint model's terms, unless the backend declared others
-        if self.terms == _PER_MODEL_TERMS:
-            object.__setattr__(self, "terms", ("scenario", "model_scenario", "generation"))
-        if self.optional_terms == _PER_MODEL_OPTIONAL:
-            object.__setattr__(self, "optional_terms", ())
-        if self.model_options == _PER_MODEL_OPTIONS:
-            object.__setattr__(self, "model_options", ())
 
 
 @runtime_checkable
@@ -223,24 +112,16 @@ REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {}
 
 register_backend(ModuleBackend(
     "anova", "cjstats.estimators.anova",
-    capabilities=Capabilities(balanced_only=True)))
+    capabilities=CAPABILITIES["anova"]))
 register_backend(ModuleBackend(
     "reml", "cjstats.estimators.reml",   # the structured path needs only numpy/scipy; path="statsmodels" checks its own
-    capabilities=Capabilities(rows_options={"interval": ("bootstrap",), "path": ("statsmodels",)},
-                              option_defaults={"interval": "profile", "path": "auto"})))
+    capabilities=CAPABILITIES["reml"]))
 register_backend(ModuleBackend(
     "bayes", "cjstats.estimators.bayes", requires=("pymc", "arviz"), extra="bayes",
-    capabilities=Capabilities(rows_options={"likelihood": ("ordinal",)}, latent_options={"likelihood": ("ordinal",)},
-                              samples=True, option_defaults={"likelihood": "gaussian", "link": "logit"},
-                              likelihoods={"gaussian": ("identity",), "cumulative": ("logit", "probit")},
-                              thresholds=("shared",), model_options=("scenario_judge", "likelihood", "link"),
-                              likelihood_terms={"cumulative": ("scenario", "generation")})))
+    capabilities=CAPABILITIES["bayes"]))
 register_backend(ModuleBackend(
     "ordinal", "cjstats.estimators.ordinal_ml",   # cumulative link by AGQ: reads the rows, latent scale
-    capabilities=Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS,
-                              option_defaults={"link": "probit"}, terms=("scenario", "generation"),
-                              optional_terms=("generation",), likelihoods={"cumulative": ("probit", "logit")},
-                              thresholds=("shared", "judge"), model_options=("link", "thresholds", "generation"))))
+    capabilities=CAPABILITIES["ordinal"]))
 
 
 def register_joint_backend(backend: Backend) -> Backend:

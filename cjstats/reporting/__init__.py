@@ -8,13 +8,10 @@ This module renders results; every number comes from the library's result object
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import io
 import math
 import os
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from cjstats.exceptions import CjstatsError
+from cjstats.reporting.blocks import _figure, _heading, _text, format_table
+from cjstats.reporting.writing import atomic_write, default_mode  # noqa: F401  (default_mode: re-exported)
 
 __all__ = ["report", "write_html", "format_table", "SECTION_TITLES"]
 
@@ -41,74 +40,6 @@ SECTION_TITLES: dict[str, str] = {
     "sequences": "Sequential comparisons",
     "covariates": "Judge slopes on covariates",
 }
-
-_TEXT_KINDS = ("O", "b", "S", "U")
-
-
-# ---------------------------------------------------------------------------------------------- formatting
-def format_table(frame: pd.DataFrame, *, caption: str = "", se_column: str | None = None,
-                 value_columns: Sequence[str] = (), note: str = "") -> dict[str, Any]:
-    """A DataFrame as template data: column names, one formatted string per cell, which columns are text.
-
-    The cells follow the package's one formatting policy (:func:`cjstats.results.format.format_frame`):
-    integers as integers, booleans as yes/no, NaN as a dash, p-values with two significant digits (``< 1e-300``
-    below the float floor), degrees of freedom as integers, the ``value_columns`` to the decimals the
-    ``se_column`` supports (two significant digits of the smallest standard error of the column, so a column
-    never mixes decimals), other float columns with one fixed number of decimals each.
-    """
-    from cjstats.results.format import format_frame
-
-    cols = [str(c) for c in frame.columns]
-    cells = format_frame(frame, se_column=se_column, value_columns=value_columns)
-    rows = [list(r) for r in cells.itertuples(index=False)]
-    text = [frame[c].dtype.kind in _TEXT_KINDS and not pd.api.types.is_bool_dtype(frame[c])
-            and not _all_bool(frame[c]) for c in frame.columns]
-    return {"kind": "table", "caption": caption, "columns": cols, "rows": rows, "text": text, "note": note,
-            "wide": _table_px(cols, rows, text) > _PAGE_PX, "short": len(rows) <= _SHORT_ROWS}
-
-
-#: Width of the report's text column in CSS pixels (max-width 1180 less the padding), and the rows of a table
-#: that the PDF keeps on one page.
-_PAGE_PX = 1100
-_SHORT_ROWS = 18
-
-
-def _table_px(cols: list[str], rows: list[list[str]], text: list[bool]) -> float:
-    """About the narrowest a table can render (7.6 px a character at the table's font size, 18 px padding a
-    cell): numbers and headers do not wrap, text cells wrap down to their longest word. Wider than the page, the
-    browser scrolls the table, and the report says so."""
-    width = 0.0
-    for j, c in enumerate(cols):
-        cells = [r[j] for r in rows]
-        if text[j]:
-            chars = max([len(c), *(len(w) for v in cells for w in v.split())])
-            width += 18 + max(7.6 * chars, 80.0)
-        else:
-            width += 18 + 7.6 * max([len(c), *(len(v) for v in cells)])
-    return width
-
-
-def _all_bool(s: pd.Series) -> bool:
-    return len(s) > 0 and bool(s.map(lambda v: isinstance(v, bool | np.bool_)).all())
-
-
-def _figure(fig: Any, caption: str, alt: str) -> dict[str, Any]:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)           # arviz-plots figures are registered with pyplot; ours are not (no-op then)
-    return {"kind": "figure", "png": base64.b64encode(buf.getvalue()).decode("ascii"), "caption": caption,
-            "alt": alt}
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"kind": "text", "text": text}
-
-
-def _heading(text: str) -> dict[str, Any]:
-    return {"kind": "heading", "text": text}
-
 
 # ------------------------------------------------------------------------------------------------ sections
 def _components_table(fit: Any) -> pd.DataFrame:
@@ -279,14 +210,6 @@ def check_output(output: str | os.PathLike[str], force: bool) -> Path:
     return path
 
 
-def default_mode() -> int:
-    """The permissions a new file gets from the process's umask (mkstemp's own 0600 would hide a report from
-    everyone else on the machine)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Write ``text`` to ``output`` atomically: a temporary file in the same folder, then a rename.
 
@@ -295,22 +218,6 @@ def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False
     """
     path = check_output(output, force)
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def atomic_write(path: Path, fill: Callable[[Path], Any]) -> Path:
-    """Make ``path`` through a temporary file in its folder (``fill(tmp)`` writes it), then one rename, so a
-    failure leaves no file behind; the file gets the umask's permissions (:func:`default_mode`)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        fill(tmp)
-        os.chmod(tmp, default_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, list[str]]:

@@ -49,7 +49,7 @@ def require_browser(browser: str | None = None) -> str:
 def write_pdf(html: str, path: Path, *, browser: str | None = None, timeout: float = 180.0) -> Path:
     """Print ``html`` to the PDF file ``path`` with headless Chromium (written atomically: a temporary file, then a
     rename in the target folder). ``path`` has been checked by the caller (folder exists, overwrite allowed)."""
-    from cjstats.reporting import atomic_write
+    from cjstats.reporting.writing import atomic_write
 
     exe = require_browser(browser)
     with tempfile.TemporaryDirectory(prefix="cjstats-pdf-") as work:

@@ -41,7 +41,7 @@ def _p(p: float) -> str:
 def diagnosis_items(obj: Any) -> list[dict[str, Any]]:
     """What the file holds (facts table), the commands that analyse it, how each judge uses the scale."""
     from cjstats import plots
-    from cjstats.reporting import _figure, _heading, _text, format_table
+    from cjstats.reporting.blocks import _figure, _heading, _text, format_table
     from cjstats.results.diagnosis import Diagnosis
 
     items: list[dict[str, Any]] = []
@@ -109,7 +109,7 @@ def drift_paragraph(r: Any) -> str:
 def drift_items(obj: Any) -> list[dict[str, Any]]:
     from cjstats import plots
     from cjstats.estimators.drift import DriftResult
-    from cjstats.reporting import _figure, _heading, _text, format_table
+    from cjstats.reporting.blocks import _figure, _heading, _text, format_table
 
     items: list[dict[str, Any]] = []
     for label, r in _items(obj):
@@ -153,7 +153,7 @@ def sequence_paragraph(r: Any) -> str:
 def _sequence_table(r: Any) -> dict[str, Any]:
     """The stopping row and the last 10 rows; x, estimate and bounds share one number of decimals: two significant
     digits of the narrowest width, more when needed to show that the stopping row's bound is off the null."""
-    from cjstats.reporting import format_table
+    from cjstats.reporting.blocks import format_table
     from cjstats.results.format import column_decimals, fixed, value_decimals
 
     t = r.table
@@ -174,7 +174,7 @@ def _sequence_table(r: Any) -> dict[str, Any]:
 
 def sequence_items(obj: Any) -> list[dict[str, Any]]:
     from cjstats import plots
-    from cjstats.reporting import _figure, _heading, _text, format_table
+    from cjstats.reporting.blocks import _figure, _heading, _text, format_table
     from cjstats.results.sequential import SequenceResult, SequentialPlan
 
     items: list[dict[str, Any]] = []
@@ -235,7 +235,7 @@ def covariate_paragraph(fit: Any) -> str:
 def covariate_items(obj: Any) -> list[dict[str, Any]]:
     from cjstats import plots
     from cjstats.estimators.joint.covariates import CovariateFit
-    from cjstats.reporting import _figure, _heading, _text, format_table
+    from cjstats.reporting.blocks import _figure, _heading, _text, format_table
 
     items: list[dict[str, Any]] = []
     for label, fit in _items(obj):

@@ -142,6 +142,7 @@ from cjstats.estimators.base import (
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import GroupData, Scores
+from cjstats.estimators.bayes.priors import GAUSSIAN_PRIORS, ORDINAL_PRIORS
 from cjstats.stats import CellStats, ScoreStats
 
 __all__ = ["ESS_PER_CHAIN_MIN", "GAUSSIAN_PRIORS", "ONE_CALL_NOTE", "ORDINAL_PRIORS", "RHAT_MAX", "fit"]
@@ -151,17 +152,9 @@ Sampler = Literal["auto", "nutpie", "pymc"]
 CiKind = Literal["eti", "hdi"]
 Parametrisation = Literal["marginal", "joint"]
 
-#: Default prior scales of the Gaussian model, as multiples of the group's score standard deviation:
-#: mu ~ N(ybar, (2.5 sd_y)^2); every sigma ~ HalfStudentT(nu=3, sd_y).
-GAUSSIAN_PRIORS: dict[str, float] = {"mu": 2.5, "sigma_scenario": 1.0, "sigma_generation": 1.0,
-                                     "sigma_residual": 1.0, "sigma_judge": 1.0, "sigma_scenario_judge": 1.0}
 #: Default tuning steps per chain of the ordinal model (the Gaussian model's is 1000).
 ORDINAL_TUNE = 500
 
-#: Default prior scales of the ordinal model, on the latent (logistic) scale: every sigma ~ HalfStudentT(3, 2),
-#: cutpoints ~ N(0, 5^2) restricted to increasing order.
-ORDINAL_PRIORS: dict[str, float] = {"sigma_scenario": 2.0, "sigma_generation": 2.0, "sigma_judge": 2.0,
-                                    "cutpoints": 5.0}
 #: Largest acceptable r_hat and smallest acceptable ESS per chain (Vehtari et al. 2021).
 RHAT_MAX: float = 1.01
 ESS_PER_CHAIN_MIN: float = 100.0
@@ -534,9 +527,9 @@ def _draws_frame(run: _Run, g: CellStats) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------------------ the fit
 def _capabilities() -> Any:
-    from cjstats.estimators import REGISTRY
+    from cjstats.estimators.capabilities import CAPABILITIES   # what cjstats.estimators registers it with
 
-    return REGISTRY["bayes"].capabilities
+    return CAPABILITIES["bayes"]
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,

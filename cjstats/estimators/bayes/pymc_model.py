@@ -121,7 +121,7 @@ def gaussian_prior_scales(sd: float, terms: Sequence[str], overrides: Mapping[st
     a model axis takes its per-model counterpart's, see ``_PRIOR_OF``), with ``overrides`` (score units)
     replacing any of them. ``sd`` <= 0 (constant scores) is taken as 1.
     """
-    from cjstats.estimators.bayes import GAUSSIAN_PRIORS
+    from cjstats.estimators.bayes.priors import GAUSSIAN_PRIORS
 
     sd = sd if sd > 0 else 1.0
     out = {"mu": GAUSSIAN_PRIORS["mu"] * sd}

@@ -37,49 +37,13 @@ from cjstats.estimators.identification import (
 )
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
-from cjstats.estimators.ordinal_ml.nested import fit_nested, profile_nested
+from cjstats.estimators.ordinal_ml.nested import profile_nested
 from cjstats.estimators.ordinal_ml.numdiff import central_difference
-from cjstats.estimators.ordinal_ml.optimise import fit_problem, profile_scenario
-from cjstats.io.score_kind import ORDINAL_MAX_LEVELS
+from cjstats.estimators.ordinal_ml.optimise import profile_scenario
+from cjstats.estimators.ordinal_ml.unit import fit_unit, fit_unit_nested
 from cjstats.results.components import ComponentRow, ParameterCovariance
 
 __all__ = ["fit", "fit_unit", "parameter_draws", "threshold_test"]
-
-
-def _problem(g: Any, link: str, thresholds: str, nagq: int):
-    values, cat = np.unique(np.asarray(g.y, dtype=np.float64), return_inverse=True)
-    if values.size < 2:
-        raise CjstatsError(f"{g.label().capitalize()} has a single score value: the ordinal model needs two.")
-    if values.size > ORDINAL_MAX_LEVELS:
-        raise CjstatsError(f"Column 'score' of {g.label()} takes {values.size} distinct values: method='ordinal' fits "
-                           f"ordered categories (at most {ORDINAL_MAX_LEVELS}, one threshold between each two), so "
-                           f"these scores are continuous; use method='reml', or round them to the rating scale.")
-    p = make_problem(cat, g.scenario, g.judge, n_scenarios=g.design.n_scenarios, n_judges=g.design.n_judges,
-                     n_categories=values.size, link=link, thresholds=thresholds, nagq=nagq)
-    return p, values
-
-
-def fit_unit(g: Any, *, link: str = "probit", thresholds: str = "shared", nagq: int = 10):
-    """Fit one unit's rows (a ``GroupData``); returns (problem, UnitFit, category values)."""
-    from cjstats.estimators.ordinal_ml.optimise import limit_thresholds
-
-    p, values = _problem(g, link, thresholds, nagq)
-    fixed, x0 = limit_thresholds(p)
-    return p, fit_problem(p, x0, fixed=fixed), values
-
-
-def fit_unit_nested(g: Any, *, link: str = "probit", thresholds: str = "shared"):
-    """Fit one unit's rows with the nested generation effect (:mod:`.nested`, Laplace); returns (nested problem,
-    UnitFit whose x ends with log s_b, category values)."""
-    from cjstats.estimators.ordinal_ml.nested import NestedProblem
-
-    p, values = _problem(g, link, thresholds, 1)
-    from cjstats.estimators.ordinal_ml.optimise import limit_thresholds
-
-    q = NestedProblem(p, np.asarray(g.cell, dtype=np.int64), np.asarray(g.cell_scenario, dtype=np.int64),
-                      int(np.asarray(g.cell_scenario).size))
-    fixed, x0 = limit_thresholds(p)
-    return q, fit_nested(q, np.concatenate([x0, [math.log(0.5)]]), fixed=fixed), values
 
 
 def _pinv(h: np.ndarray, held: Any = ()) -> np.ndarray:
@@ -466,4 +430,4 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
 
 
 
-from cjstats.estimators.ordinal_ml.threshold_test import threshold_test  # noqa: E402  (re-export; imports fit_unit lazily)
+from cjstats.estimators.ordinal_ml.threshold_test import threshold_test  # noqa: E402  (re-export)

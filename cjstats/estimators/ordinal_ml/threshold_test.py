@@ -107,7 +107,7 @@ def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10, generat
     from scipy.stats import chi2
 
     from cjstats._warnings import warn
-    from cjstats.estimators.ordinal_ml import fit_unit, fit_unit_nested
+    from cjstats.estimators.ordinal_ml.unit import fit_unit, fit_unit_nested
     from cjstats.io.read import read_scores
 
     check_choice("link", link, LINKS, caller="threshold_test")

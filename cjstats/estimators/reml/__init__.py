@@ -558,9 +558,9 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
 
 
 def _capabilities() -> Any:
-    from cjstats.estimators import REGISTRY
+    from cjstats.estimators.capabilities import CAPABILITIES   # what cjstats.estimators registers it with
 
-    return REGISTRY["reml"].capabilities
+    return CAPABILITIES["reml"]
 
 
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,

@@ -45,13 +45,13 @@ def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...], covariates: tupl
     """The numpy engine's statistics of one partition (empty tuple for an empty partition), with its covariate
     statistics when ``covariates`` are given; runs on a worker."""
     from cjstats.io.read import read_scores
-    from cjstats.stats import build_stats
+    from cjstats.stats.engines.numpy_engine import build
 
     if len(part) == 0:
         return ()
     if covariates is not None:   # read from the partition's columns (a cell never straddles partitions)
-        return tuple(build_stats(part.reset_index(drop=True), unit=unit, covariates=covariates))
-    return tuple(build_stats(read_scores(part), unit=unit))
+        return tuple(build(part.reset_index(drop=True), unit=tuple(unit), covariates=covariates))
+    return tuple(build(read_scores(part), unit=tuple(unit)))   # what build_stats(..., engine="numpy") runs
 
 
 def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
@@ -97,7 +97,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     ScoreStats
         The statistics of every unit, as the numpy engine computes them on the whole table.
     """
-    from cjstats.stats import ScoreStats, merge_stats
+    from cjstats.stats.cellstats import merge_stats
+    from cjstats.stats.scorestats import ScoreStats
 
     dask, dd = _import_dask()
     ddf = _as_dask(source, dd, npartitions)

@@ -204,7 +204,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     ScoreStats
         The same statistics as ``build_stats(read_scores(table))`` (to rounding, about 1e-13 relative).
     """
-    from cjstats.stats import ScoreStats
+    from cjstats.stats.scorestats import ScoreStats
 
     src = S.resolve(source)
     own = connection is None

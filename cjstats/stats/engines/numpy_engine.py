@@ -175,8 +175,8 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
     from cjstats.exceptions import CjstatsError
     from cjstats.io.read import read_scores
     from cjstats.io.scores import Scores
-    from cjstats.stats import ScoreStats
     from cjstats.stats.covariates import cell_values
+    from cjstats.stats.scorestats import ScoreStats
 
     values = None
     if covariates is not None:   # read from the raw table (read_scores keeps only the score columns)
