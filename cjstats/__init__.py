@@ -28,6 +28,10 @@ _LAZY: dict[str, str] = {
     "VarianceComponents": "cjstats.results.components",
     "Model": "cjstats.results.model",
     "can_fit": "cjstats.estimators",
+    "Components": "cjstats.decisions.components",
+    "VarianceDesign": "cjstats.decisions.components",
+    "score_variance": "cjstats.decisions.components",
+    "register_contribution": "cjstats.decisions.components",
     "BACKENDS": "cjstats.estimators",
     "compare": "cjstats.estimators",
     "estimate": "cjstats.estimators",
@@ -94,7 +98,8 @@ _MODULES = frozenset({"datasets", "io", "stats", "plots", "tables"})
 
 __all__ = [
     "__version__", "datasets", "io", "read_scores", "read_mtbench_judgments", "read_inspect_log", "Scores",
-    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "Model", "can_fit", "judge_f_test", "judge_test", "judge_table",
+    "GroupDesign", "estimate", "compare", "BACKENDS", "VarianceComponents", "Model", "can_fit",
+    "Components", "VarianceDesign", "score_variance", "register_contribution", "judge_f_test", "judge_test", "judge_table",
     "CjstatsError", "CjstatsWarning", "NotEstimableWarning", "IdentificationWarning",
     "grand_mean_variance", "variance_contributions", "strategy_variance", "design_variance", "pool_variance",
     "scenarios_for_target_se", "minimum_detectable_difference", "power_to_detect",
