@@ -198,7 +198,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     from cjstats._validate import resolve_ci_level
     from cjstats.io.scores import Scores
     from cjstats.reporting.plan import check_audit, compute_inputs, resolve_methods
-    from cjstats.reporting.sections._generic import check_generic
+    from cjstats.reporting.sections.generic import check_generic
 
     if not isinstance(scores, Scores):
         raise CjstatsError(f"report takes a Scores table (cj.read_scores(path) or cj.datasets.load(name)); got "

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from cjstats.reporting.items import figure, text
-from cjstats.reporting.sections._generic import generic_items
+from cjstats.reporting.sections.generic import generic_items
 
 
 def render(inputs: Any) -> list[dict[str, Any]]:

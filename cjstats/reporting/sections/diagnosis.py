@@ -4,6 +4,7 @@ scale. The report's first section: the data before what is estimated from it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -48,7 +49,8 @@ def diagnosis_items(obj: Any) -> list[dict[str, Any]]:
             items.append(format_table(pd.DataFrame({"step": range(1, len(d.commands) + 1), "command": d.commands}),
                                       caption="commands that analyse it, in order"))
         if len(d.score_counts):
-            items.append(_figure(plots.diagnosis_plot(d), "Each judge's share of its calls at each score value: "
+            shown = replace(d, source="the table") if d.source == "<table>" else d   # no placeholder in the title
+            items.append(_figure(plots.diagnosis_plot(shown), "Each judge's share of its calls at each score value: "
                                  "a pile at the top value is a ceiling; judges using the scale differently are the "
                                  "judge variance the analysis estimates.", "score use by judge"))
     return items
