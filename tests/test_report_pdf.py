@@ -60,6 +60,10 @@ def test_the_pdf_holds_the_report_text(printed):
                   "Allocation recommendation", "Model comparisons"):
         assert title in text, title
     assert "GPT-2" in text and "judge_panel" in text
+    import re
+
+    found = re.findall(r"\bFILE\b|<table>|\bTODO\b|\bnan\b|\bNaN\b|\bNone\b", text)
+    assert not found, found                       # no placeholder in the printed words
 
 
 @needs_chromium

@@ -23,9 +23,10 @@ __all__ = ["report"]
               "cumulative-link model of ordinal or pass/fail scores (latent scale).")
 @ordinal_options
 @click.option("--budget", type=float, default=None, help="Judge-call budget of the allocation (default: the data's).")
-@click.option("--model", default=None, help="Model drawn in the strategy and allocation sections (default: the first in sorted "
-              "order; the report says which).")
-@click.option("--criterion", default=None, help="Criterion of those sections (default: first).")
+@click.option("--model", default=None, help="Model drawn in the strategy and allocation sections (default: the model with the "
+              "highest panel mean, the leader; the report says which and why).")
+@click.option("--criterion", default=None, help="Criterion of those sections (default: the one with the highest panel "
+              "mean).")
 @click.option("--ci-level", type=float, default=None, help="Interval level (default 0.95).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the backends and subsampling.")
 @click.option("--title", default=None, help="Title of the report.")
@@ -42,7 +43,7 @@ __all__ = ["report"]
 def report(file: str, output: str, methods: tuple[str, ...], link: str | None, thresholds: str | None, budget: float | None, model: str | None,
            criterion: str | None, ci_level: float | None, seed: int, title: str | None, force: bool,
            doctor: bool, drift_before: str | None, sequence: str | None, bounds: str | None, draws: int | None, chains: int | None, tune: int | None, data: DataOptions) -> None:
-    """Design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
+    """Data, design, components, judge tables and heatmap, F tests, strategy curves and allocation of FILE as HTML."""
     from cjstats.exceptions import CjstatsError
     from cjstats.reporting import check_output, report as make_report
 
@@ -73,10 +74,10 @@ def _audit(file: str | None, scores, data: DataOptions, *, doctor: bool, drift_b
     from cjstats.exceptions import CjstatsError
 
     out: dict = {}
+    label = file if file is not None else f"--dataset {data.dataset}"     # the data's own name, never a placeholder
     if doctor:
         from cjstats.results.diagnosis import diagnose
 
-        label = file if file is not None else f"--dataset {data.dataset}"
         d = diagnose(scores)
         out["diagnosis"] = replace(d, source=label, commands=[c.replace("<table>", label) for c in d.commands])
     if drift_before is not None:
@@ -84,7 +85,7 @@ def _audit(file: str | None, scores, data: DataOptions, *, doctor: bool, drift_b
 
         earlier = load_scores(drift_before, replace(data, dataset=None))
         try:
-            out["drift"] = judge_drift(earlier, scores, ci_level=ci_level, labels=(drift_before, file or "FILE"))
+            out["drift"] = judge_drift(earlier, scores, ci_level=ci_level, labels=(drift_before, label))
         except CjstatsError as exc:
             text = str(exc).replace("unshared='drop'", "--unshared drop")
             if "--unshared" in text:

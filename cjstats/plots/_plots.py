@@ -287,7 +287,8 @@ def _variance_unit(fits: Any) -> str:
     return units[0] if len(units) == 1 else " / ".join(units)
 
 
-def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = None, ax: Any = None) -> Any:
+def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = None, ax: Any = None,
+                      by_scale: bool = False) -> Any:
     """Forest plot: every component's estimate with its interval, several fits side by side.
 
     One panel per component (their scales differ: ``mu`` in score points, the variances in score points
@@ -303,6 +304,10 @@ def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = No
         Which components (default: every identifiable one present).
     ax : Axes or sequence of Axes, optional
         One axes per component drawn.
+    by_scale : bool
+        When the fits are on different scales (an ordinal fit's latent-scale variances beside score-scale ones),
+        draw one row of panels per scale, so no axis mixes the two (``ax`` must then be left out). Without it the
+        panels are shared and the axis label names both units.
 
     Returns
     -------
@@ -322,6 +327,9 @@ def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = No
     if not fits or not all(_is_fit(f) for f in fits.values()):
         raise CjstatsError(f"{caller} draws VarianceComponents fits (one, a list or a {{label: fit}} mapping); got "
                            f"{type(fit_or_fits).__name__}.")
+    scales = {label: getattr(f, "scale", "score") for label, f in fits.items()}
+    if by_scale and len(set(scales.values())) > 1:
+        return _forest_by_scale(fits, scales, components, ax)
     t = _forest_rows(fits, components)
     comps = [c for c in (components or ("mu", *_VARIANCE_COMPONENTS)) if
              c in set(t.loc[t["identifiable"], "component"])]
@@ -370,6 +378,41 @@ def components_forest(fit_or_fits: Any, *, components: Sequence[str] | None = No
     pct = f"{100 * float(lvl.iloc[0]):g}%" if len(lvl) else ""
     fig.suptitle(f"Variance components with {pct} intervals ({', '.join(fits)}); hollow = at boundary",
                  fontsize=9)
+    return fig
+
+
+def _forest_by_scale(fits: dict[str, Any], scales: dict[str, str], components: Sequence[str] | None,
+                     ax: Any) -> Any:
+    """:func:`components_forest` with one row of panels per scale (latent first, in the order of the fits)."""
+    caller = "components_forest"
+    if ax is not None:
+        raise CjstatsError(f"The 'ax' argument of {caller} cannot be combined with by_scale=True when the fits are on "
+                           "different scales (one row of panels per scale is drawn); leave ax out.")
+    require_packages(caller, "matplotlib")
+    from matplotlib.figure import Figure
+
+    groups: dict[str, dict[str, Any]] = {}
+    for label, f in fits.items():
+        groups.setdefault(scales[label], {})[label] = f
+    rows = []
+    for scale, part in groups.items():
+        t = _forest_rows(part, components)
+        comps = [c for c in (components or ("mu", *_VARIANCE_COMPONENTS)) if
+                 c in set(t.loc[t["identifiable"], "component"])]
+        if comps:
+            rows.append((scale, part, comps, len(pd.unique(t["row"]))))
+    if not rows:
+        raise CjstatsError(f"{caller} found no identifiable component to draw among {list(components or [])}.")
+    widest = max(len(c) for _, _, c, _ in rows)
+    heights = [1.3 + 0.22 * n for *_, n in rows]
+    fig = Figure(figsize=(min(2.3 * widest + 1.4, 14), sum(heights)), layout="constrained")
+    subs = np.atleast_1d(fig.subfigures(len(rows), 1, height_ratios=heights))
+    for sub, (scale, part, comps, _) in zip(subs, rows):
+        axes = list(np.atleast_1d(sub.subplots(1, len(comps), sharey=True)))
+        components_forest(part, components=comps, ax=axes)
+        drawn = sub._suptitle.get_text() if sub._suptitle is not None else ""
+        sub.suptitle(f"{'Latent' if scale == 'latent' else 'Score'} scale, variances in "
+                     f"{_variance_unit(part.values())}. {drawn}", fontsize=9)
     return fig
 
 
