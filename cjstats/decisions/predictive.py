@@ -109,14 +109,16 @@ def ordinal_draws(fit: Any, *, model: str | None = None, criterion: str | None =
         raise CjstatsError(f"{caller} needs a fit from cjstats.estimate(..., method='bayes', "
                            f"likelihood='ordinal') or method='ordinal'; use cjstats.optimise or cjstats.decisions.formulas for score-scale "
                            f"(Gaussian) components.")
-    ml = not getattr(fit, "posterior", None) and fit.method == "ordinal"     # ML fit: asymptotic-normal draws
-    if ml:
-        from cjstats.estimators.ordinal_ml import parameter_draws
+    from cjstats.estimators import REGISTRY
 
+    backend = REGISTRY.get(fit.method)
+    hooks = getattr(getattr(backend, "capabilities", None), "hooks", ())
+    if not getattr(fit, "posterior", None) and "parameter_draws" in hooks:    # ML fit: asymptotic-normal draws
+        parameter_draws = backend.hook("parameter_draws")
         model, criterion = fit.resolve_group(model, criterion)
         key = model if criterion is None else f"{model} / {criterion}"
         if "x_covariance" not in fit.diagnostics.get(key, {}):
-            raise CjstatsError(f"The method='ordinal' fit passed to {caller} carries no parameter covariance for "
+            raise CjstatsError(f"The method='{fit.method}' fit passed to {caller} carries no parameter covariance for "
                                f"'{key}'; refit it with this version of cjstats.")
         return {**parameter_draws(fit, key, n_draws=200 if n_draws is None else n_draws), "model": model,
                 "criterion": criterion}
@@ -193,7 +195,7 @@ def _designs_frame(designs: Any, k_total: int, gen_ok: bool, caller: str) -> pd.
 def _panel_mean(params: Mapping[str, Any]) -> np.ndarray:
     """mu_d, the panel-mean score of each draw: the ordinal model's public :func:`expected_score` (the one
     formula, shared with the backend's ``mu``) without the location shift."""
-    from cjstats.estimators.bayes.ordinal import expected_score
+    from cjstats.results.likelihoods import expected_score
 
     s2 = np.asarray(params["s2_scenario"], dtype=np.float64) + np.asarray(params["s2_generation"], dtype=np.float64)
     if "s2_scenario_judge" in params:                  # (alpha gamma)_il ~ N(0, s2_sj) shifts judge l's latent mean

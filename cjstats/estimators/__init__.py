@@ -82,6 +82,14 @@ class ModuleBackend:
         mod = import_registered(self.module, "backend", self.name)
         return mod.fit(stats, ci_level=ci_level, seed=seed, rows=rows, **options)
 
+    def hook(self, name: str) -> Any:
+        """The module's function ``name``, one its capabilities declare in ``hooks`` (e.g. ``parameter_draws``, the
+        draws of an ML fit's parameters that the decision layer simulates from), or one sentence."""
+        if name not in self.capabilities.hooks:
+            raise CjstatsError(f"method='{self.name}' declares no '{name}' (its hooks: "
+                               f"{', '.join(self.capabilities.hooks) or 'none'}).")
+        return getattr(import_registered(self.module, "backend", self.name), name)
+
 
 #: The registry: method name -> backend.
 REGISTRY: dict[str, Backend] = {}

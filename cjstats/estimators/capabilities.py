@@ -60,6 +60,10 @@ class Capabilities:
         ``"model"`` hands it the specification itself (the path for a backend that fits new terms).
     likelihood_terms : Mapping[str, tuple]
         For a likelihood whose fit holds fewer terms than ``terms``, the terms it holds.
+    hooks : tuple of str
+        Functions of its module that later layers may call through the registry (``ModuleBackend.hook``), e.g.
+        ``"parameter_draws"``: draws of a maximum-likelihood fit's parameters from their asymptotic normal, which
+        the decision layer simulates designs from.
     """
 
     rows_options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
@@ -75,6 +79,7 @@ class Capabilities:
     thresholds: tuple[str, ...] = ()
     model_options: tuple[str, ...] = _PER_MODEL_OPTIONS
     likelihood_terms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    hooks: tuple[str, ...] = ()
 
     def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
         return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
@@ -146,5 +151,6 @@ CAPABILITIES: dict[str, Capabilities] = {
     "ordinal": Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS,
                             option_defaults={"link": "probit"}, terms=("scenario", "generation"),
                             optional_terms=("generation",), likelihoods={"cumulative": ("probit", "logit")},
-                            thresholds=("shared", "judge"), model_options=("link", "thresholds", "generation")),
+                            thresholds=("shared", "judge"), model_options=("link", "thresholds", "generation"),
+                            hooks=("parameter_draws",)),
 }

@@ -83,7 +83,7 @@ def judge_test(fit: VarianceComponents) -> pd.DataFrame:
         sel = dict(zip(keys, key))
         name = sel["model"] if "criterion" not in sel else f"{sel['model']} / {sel['criterion']}"
         diag = dict(fit.diagnostics).get(name, {})
-        if fit.method == "anova" and "judge_f_test" in diag:
+        if "judge_f_test" in diag and fit.scale == "score":          # the method of moments' F test
             test = dict(diag["judge_f_test"])
         elif fit.method == "reml" and fit.covariance and name in fit.covariance:
             test = _wald_judge_f(fit.covariance[name])

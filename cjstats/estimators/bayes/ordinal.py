@@ -54,6 +54,7 @@ import numpy as np
 from cjstats.estimators.bayes.gaussian import NU, half_t_logp
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import GroupData
+from cjstats.results.likelihoods import LINKS, RESIDUAL_VARIANCE, expected_score, link_cdf  # noqa: F401  (re-exported)
 
 SQRT2 = math.sqrt(2.0)
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -500,44 +501,6 @@ class OrdinalDensity:
         theta[i] = cut[0]
         theta[i + 1:] = np.log(np.maximum(np.diff(cut), 1e-3))
         return theta
-
-
-def expected_score(cutpoints: np.ndarray, values: np.ndarray, gamma: np.ndarray, s2: np.ndarray,
-                   *, shift: np.ndarray | None = None, nodes: int = 40, link: str = "logit") -> np.ndarray:
-    """Expected score of the panel for a new scenario and generation, per draw (score scale).
-
-    ``cutpoints`` (S, J - 1), ``gamma`` (S, K), ``s2`` (S,) = sigma_alpha^2 + sigma_beta^2; the latent effect
-    e ~ N(0, s2) is integrated by Gauss-Hermite quadrature with ``nodes`` nodes. ``shift`` (S,) moves the
-    latent location (see :func:`location_shift`). ``link`` is the inverse link F of P(Y <= k) = F(c_k - eta):
-    ``"logit"`` (standard logistic, this model's) or ``"probit"`` (standard normal, the ML backend's option).
-    """
-    x, w = np.polynomial.hermite_e.hermegauss(nodes)          # weight exp(-x^2/2)
-    w = w / w.sum()
-    e = np.sqrt(np.asarray(s2))[:, None] * x[None, :]          # (S, Q)
-    if shift is not None:
-        e = e + np.asarray(shift)[:, None]
-    eta = e[:, None, :] + gamma[:, :, None]                    # (S, K, Q)
-    cdf = link_cdf(link)(cutpoints[:, None, None, :] - eta[..., None])    # (S, K, Q, J-1)
-    # E[Y] = v_{J-1} - sum_k (v_{k+1} - v_k) P(Y <= k)
-    dv = np.diff(values)
-    ey = values[-1] - cdf @ dv                                 # (S, K, Q)
-    return (ey @ w).mean(axis=1)
-
-
-#: The links of a cumulative model, P(Y <= k) = F(c_k - eta): name -> F (the latent residual's distribution).
-LINKS: tuple[str, ...] = ("logit", "probit")
-#: The latent residual variance each link fixes (the unit of the latent scale): var of F.
-RESIDUAL_VARIANCE: dict[str, float] = {"logit": math.pi**2 / 3.0, "probit": 1.0}
-
-
-def link_cdf(link: str):
-    """F of the cumulative model for ``link``: the standard logistic (``logit``) or normal (``probit``) cdf."""
-    if link == "logit":
-        return _sigmoid
-    if link == "probit":
-        from scipy.special import ndtr
-        return ndtr
-    raise CjstatsError(f"The link must be one of {', '.join(LINKS)}. Got {link!r} instead.")
 
 
 def location_shift(s2_alpha: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -146,7 +146,7 @@ def _natural(p, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 def _panel_score(p, x: np.ndarray, values: np.ndarray) -> float:
     r"""mu = (1/K) sum_l E[Y | new scenario, judge l] = (1/K) sum_l int sum_q v_q P(Y = q | a, l) N(a; 0, s_a^2) da
     (:func:`cjstats.estimators.bayes.ordinal.expected_score`, per judge for per-judge thresholds)."""
-    from cjstats.estimators.bayes.ordinal import expected_score
+    from cjstats.results.likelihoods import expected_score
 
     cut, gc, s2 = _natural(p, x)
     if cut.ndim == 1:

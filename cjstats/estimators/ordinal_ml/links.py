@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 # the latent residual variance each link fixes: one table for both ordinal backends
-from cjstats.estimators.bayes.ordinal import RESIDUAL_VARIANCE
+from cjstats.results.likelihoods import RESIDUAL_VARIANCE
 
 __all__ = ["LINKS", "RESIDUAL_VARIANCE", "log_prob", "log_prob_partials", "cdf", "quantile"]
 

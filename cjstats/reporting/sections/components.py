@@ -73,7 +73,7 @@ def render(inputs: Any) -> list[dict[str, Any]]:
     if "bayes" in inputs.fits:
         items.append(figure(plots.posterior(inputs.fits["bayes"], model=g.model, criterion=g.criterion),
                             f"Posterior densities of the Bayesian components of {g.label}.", "posterior densities"))
-    if main.method == "ordinal":
+    if getattr(main.model, "likelihood", None) == "cumulative" and not main.posterior:   # the ML cumulative fit
         items.append(figure(plots.ordinal_plot(main, model=g.model, criterion=g.criterion), f"Each judge's category "
                             f"boundaries on the latent scale and its offset, {g.label}: a judge whose boundaries sit "
                             "apart from the others uses the score scale differently.", "ordinal fit"))
