@@ -6,7 +6,7 @@ import click
 
 from cjstats.cli._app import (
     DataOptions, bayes_options, select_model, data_options, emit_tables, fit_scores, format_option, load_scores, method_option,
-    scenario_judge_option, parse_mapping,
+    formula_option, scenario_judge_option, parse_mapping,
 )
 from cjstats.cli._ordinal import ORDINAL_METHODS, fit_ordinal, ordinal_kwargs, ordinal_options
 
@@ -26,6 +26,7 @@ __all__ = ["allocate"]
 @method_option(choices=ORDINAL_METHODS)
 @ordinal_options
 @scenario_judge_option
+@formula_option
 @click.option("--model", default=None, help="Only this model.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed (an integer >= 0) of the uncertainty draws.")
@@ -34,7 +35,7 @@ __all__ = ["allocate"]
 @format_option
 def allocate(file: str, budget: float | None, target_se: float | None, costs: str | None, generation_cost: float,
              n_max: int | None, m_max: int | None, method: str, link: str | None, thresholds: str | None,
-             scenario_judge: str, model: str | None, seed: int,
+             scenario_judge: str, formula: str | None, model: str | None, seed: int,
              draws: int | None, chains: int | None, tune: int | None,
              data: DataOptions, fmt: str) -> None:
     """Rank designs (strategy, scenarios, generations, judges per generation) for a budget or a target SE.
@@ -77,12 +78,12 @@ def allocate(file: str, budget: float | None, target_se: float | None, costs: st
     if method == "ordinal":
         fit = fit_ordinal(scores, link=link, thresholds=thresholds, incomplete=data.incomplete,
                           max_drop=data.max_drop, seed=seed, draws=draws, chains=chains, tune=tune,
-                          scenario_judge=scenario_judge)
+                          scenario_judge=scenario_judge, model=formula)
         note = f"Method: ordinal (cumulative {link or 'probit'}, latent scale); designs ranked by the simulated SE " \
                f"of the mean score."
     else:
         fit, note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
-                               draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
+                               draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge, model=formula)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     frames, texts, recs, shares = [], [], [], []
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):

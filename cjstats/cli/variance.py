@@ -10,7 +10,7 @@ import click
 
 from cjstats.cli._app import (
     DataOptions, bayes_options, select_model, data_options, emit_frame, fit_scores, format_option, load_scores, method_option,
-    scenario_judge_option,
+    formula_option, scenario_judge_option,
 )
 from cjstats.cli._ordinal_choice import refuse_ordinal
 
@@ -26,12 +26,13 @@ __all__ = ["variance"]
 @click.option("--k-total", "k_total", type=int, default=None, help="Panel size (default: the judges in FILE).")
 @method_option
 @scenario_judge_option
+@formula_option
 @click.option("--seed", type=int, default=None, help="Seed (an integer >= 0) for backends that use randomness.")
 @bayes_options
 @click.option("--model", default=None, help="Only this model.")
 @data_options
 @format_option
-def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, scenario_judge: str, seed: int | None,
+def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, method: str, scenario_judge: str, formula: str | None, seed: int | None,
              draws: int | None, chains: int | None, tune: int | None, model: str | None,
              data: DataOptions, fmt: str) -> None:
     """Var(X̄) = σ²_α/n + σ²_β/(nm) + σ²_ε/(nmK) + (σ²_γ/K)(K_tot − K)/(K_tot − 1) per model of FILE."""
@@ -48,7 +49,7 @@ def variance(file: str, n: int | None, m: int, k: int, k_total: int | None, meth
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
     fit, method_note = fit_scores(scores, method, incomplete=data.incomplete, max_drop=data.max_drop, seed=seed,
-                                  draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge)
+                                  draws=draws, chains=chains, tune=tune, scenario_judge=scenario_judge, model=formula)
     keys = ["model", "criterion"] if fit.has_criterion else ["model"]
     rows, folded, interaction = [], False, False
     for key in fit.components[keys].drop_duplicates().itertuples(index=False):
