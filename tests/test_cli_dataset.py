@@ -157,7 +157,9 @@ class TestWhereAndTheHumans:
         out, _ = _ok(["humans", str(raw), "--where", "eval_prompt=1", "--where", "eval_prompt=0",
                       "--show", "agreement", "--format", "json"])
         rows = [r for r in json.loads(out) if r["table"] == "agreement"]
-        direct = cj.judge_agreement(cj.datasets.load("hanna", humans=True).subset(criteria=["Coherence"]))
+        # the raw file is load_frame's, parse-failure scores and all, so the library side keeps them too
+        direct = cj.judge_agreement(cj.datasets.load("hanna", humans=True, keep_sentinels=True)
+                                    .subset(criteria=["Coherence"]))
         got = {r["judge"]: r["bias"] for r in rows}
         assert got == pytest.approx(direct.table.set_index("judge")["bias"].to_dict(), rel=1e-12)
 
