@@ -439,7 +439,7 @@ class TestSectionAndErrors:
         assert "Qwen" in text and "GPT" in text and "CyclicJudge" in text
 
     def test_allocation_section_on_the_demo_data(self):
-        fit = cj.estimate(cj.datasets.load("hanna", composite=True))
+        fit = cj.estimate(cj.datasets.load("hanna", composite=True, keep_sentinels=True))
         text = allocation_section(fit)
         assert "at 96 judge calls" in text and "Human" in text
 

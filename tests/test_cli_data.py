@@ -40,7 +40,8 @@ def holey_file(tmp_path):
 
 
 class TestSharedOptions:
-    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "judges", "compare", "report", "humans"])
+    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "judges", "compare", "report", "humans",
+                                      "monitor"])
     def test_every_data_subcommand_takes_the_same_data_options(self, name):
         params = {p.name for p in cli.commands[name].params}
         assert DATA_OPTIONS <= params

@@ -1,8 +1,9 @@
 """The command line on the bundled data: ``--dataset NAME`` on every data subcommand, ``cjstats datasets``, a
 filter that removes the human raters, quoted names, and the out-of-core guard for human raters.
 
-The walk runs every data subcommand with its defaults on both bundled tables (HANNA: complete and balanced, so
-``--method auto`` picks the ANOVA; MentalAlign: a few judge calls missing, so it picks REML); ``humans`` must
+The walk runs every data subcommand with its defaults on both bundled tables (HANNA: its 346 parse-failure scores
+dropped at load, so a few judge calls are missing and ``--method auto`` picks REML, as on MentalAlign, whose
+judges missed a few calls); ``humans`` must
 find each table's human raters, which ``Scores.to_frame()`` would have left out.
 """
 
@@ -18,9 +19,10 @@ from cjstats.cli import cli
 from cjstats.cli._app import DATASETS
 from cli_helpers import run_main
 
-DATA_SUBCOMMANDS = ["decompose", "judges", "variance", "allocate", "compare", "humans", "report"]
+DATA_SUBCOMMANDS = ["decompose", "judges", "variance", "allocate", "compare", "humans", "report", "monitor"]
 EXTRA = {"allocate": ["--budget", "480"]}
-METHOD_LINE = {"hanna": "Method: anova (--method auto: every group is complete and balanced).",
+METHOD_LINE = {"hanna": "Method: reml (--method auto: model 'BertGeneration', criterion 'Coherence' is not complete "
+                        "and balanced, 1 of 480 judge calls missing)",
                "mentalalign": "Method: reml (--method auto: model 'claude-3.5-haiku', criterion 'Empathy' is not "
                               "complete and balanced, 1 of 4000 judge calls missing; scores take 5 values and 73% sit at the "
                               "top (5), which suits an ordinal model"}
@@ -53,7 +55,7 @@ def test_fitting_subcommands_run_with_their_defaults(name, dataset):
     assert out.startswith(METHOD_LINE[dataset])
 
 
-@pytest.mark.parametrize("dataset, criteria, method", [("hanna", 6, "anova"), ("mentalalign", 7, "reml")])
+@pytest.mark.parametrize("dataset, criteria, method", [("hanna", 6, "reml"), ("mentalalign", 7, "reml")])
 def test_compare_runs_per_criterion_with_its_defaults(dataset, criteria, method):
     out, _ = _ok(["compare", "--dataset", dataset, "--format", "json"])
     doc = json.loads(out)
@@ -99,7 +101,8 @@ class TestExport:
         assert code == 0 and err == f"Wrote hanna to {path}.\n"
         back = cj.read_scores(path)
         want = cj.datasets.load("hanna", humans=True)
-        assert len(back) == len(want) == 31_680 and back.reference_judges == want.reference_judges
+        # 31,680 LLM calls less HANNA's 346 parse-failure sentinels (scores below 1), dropped at export as at load
+        assert len(back) == len(want) == 31_680 - 346 and back.reference_judges == want.reference_judges
         pd.testing.assert_frame_equal(back.to_frame(), want.to_frame())
         out, _ = _ok(["humans", str(path), "--show", "agreement"])
         assert out.startswith(HUMANS["hanna"])
@@ -114,9 +117,17 @@ class TestExport:
         out, _ = _ok(["datasets", "export", "hanna", "--eval-prompt", "2"])
         df = pd.read_csv(pd.io.common.StringIO(out))
         assert list(df.columns) == ["model", "scenario", "generation", "judge", "criterion", "score", "judge_type"]
-        assert len(df) == 31_680 + 19_008
+        sentinels = int((~cj.datasets.table("hanna", eval_prompt=2, humans=False, keep_sentinels=True)["score"]
+                         .between(1, 5)).sum())
+        assert sentinels > 0 and len(df) == 31_680 - sentinels + 19_008 and df["score"].between(1, 5).all()
         assert df.loc[df["judge"] == "ChatGPT", "score"].tolist() != \
             cj.datasets.table("hanna").query("judge == 'ChatGPT'")["score"].tolist()
+
+    def test_keep_sentinels_exports_the_table_as_shipped(self, tmp_path):
+        path = tmp_path / "hanna.csv"
+        _ok(["datasets", "export", "hanna", "-o", str(path), "--keep-sentinels"])
+        df = pd.read_csv(path)
+        assert len(df[df["judge_type"] == "llm"]) == 31_680 and df["score"].min() == -1
 
     def test_list(self):
         out, _ = _ok(["datasets", "list", "--format", "json"])
@@ -146,7 +157,9 @@ class TestWhereAndTheHumans:
         out, _ = _ok(["humans", str(raw), "--where", "eval_prompt=1", "--where", "eval_prompt=0",
                       "--show", "agreement", "--format", "json"])
         rows = [r for r in json.loads(out) if r["table"] == "agreement"]
-        direct = cj.judge_agreement(cj.datasets.load("hanna", humans=True).subset(criteria=["Coherence"]))
+        # the raw file is load_frame's, parse-failure scores and all, so the library side keeps them too
+        direct = cj.judge_agreement(cj.datasets.load("hanna", humans=True, keep_sentinels=True)
+                                    .subset(criteria=["Coherence"]))
         got = {r["judge"]: r["bias"] for r in rows}
         assert got == pytest.approx(direct.table.set_index("judge")["bias"].to_dict(), rel=1e-12)
 

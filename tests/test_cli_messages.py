@@ -102,7 +102,6 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     # whose advice for a misnamed column or duplicate rows names data options that study does not have
     ("study", "--columns"): "known gap: study --truth FILE passes read_scores' advice on; study has no data options",
     ("study", "--duplicates"): "known gap: study --truth FILE passes read_scores' advice on; study has no data options",
-    ("monitor", "--exclude-judges"): _SPARSE,
     ("drift", "--dataset"): "drift checks that BEFORE and AFTER are files before load_scores, whose FILE-or-dataset "
                             "advice then cannot fire",
     ("drift", "--draws"): "drift offers --method reml or anova: no Bayesian fit runs",

@@ -91,7 +91,7 @@ def test_format_frame_columns_are_consistent():
 # ------------------------------------------------------------------------------- the formatter is used
 @pytest.fixture(scope="module")
 def fit():
-    return cj.estimate(cj.datasets.load("hanna", composite=True).subset(models=["GPT", "Human"]), method="anova")
+    return cj.estimate(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "Human"]), method="anova")
 
 
 def test_text_summary_prints_estimates_and_intervals_with_one_decimals_setting(fit):
@@ -121,7 +121,7 @@ def test_the_boundary_footnote_only_when_a_row_is_starred(fit):
 def test_cli_judge_test_prints_p_below_the_floor_and_integer_df():
     from cjstats.reporting.text import render_judges
 
-    scores = cj.datasets.load("hanna", composite=True).subset(models=["GPT"])
+    scores = cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT"])
     table = cj.judge_table(scores)
     tests = pd.DataFrame({"model": ["GPT"], "F": [108.0], "df1": [27], "df2": [29790.0], "p_value": [0.0],
                           "method": ["anova"]})
@@ -148,7 +148,7 @@ def test_html_report_table_uses_the_formatter():
 
 
 def test_compare_text_uses_the_formatter():
-    res = cj.compare_models(cj.datasets.load("hanna", composite=True).subset(models=["GPT", "GPT-2", "CTRL"]),
+    res = cj.compare_models(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "GPT-2", "CTRL"]),
                             method="anova")
     text = res.as_text()
     d = column_decimals(res.differences["std_error"])
@@ -175,7 +175,7 @@ def test_known_standard_error_columns_set_their_estimates_decimals_and_probabili
 
 
 def test_self_preference_text_uses_the_formatter():
-    sp = cj.self_preference(cj.datasets.load("hanna", composite=True), {"ChatGPT": "GPT"})
+    sp = cj.self_preference(cj.datasets.load("hanna", composite=True, keep_sentinels=True), {"ChatGPT": "GPT"})
     sp = dataclasses.replace(sp, test={**sp.test, "df2": 29790.0, "p_value": 0.0})
     text = sp.as_text()
     assert "on (40, 29790) df, p < 1e-300" in text

@@ -13,7 +13,7 @@ def _booktabs(tex: str) -> None:
 
 @pytest.fixture(scope="module")
 def hanna():
-    return cj.datasets.load("hanna", composite=True)
+    return cj.datasets.load("hanna", composite=True, keep_sentinels=True)
 
 
 def test_model_comparison_and_self_preference_as_latex(hanna):
@@ -29,7 +29,7 @@ def test_model_comparison_and_self_preference_as_latex(hanna):
 
 
 def test_agreement_and_ppi_as_latex():
-    scores = cj.datasets.load("hanna", composite=True, humans=True).subset(models=["GPT", "GPT-2", "Human"])
+    scores = cj.datasets.load("hanna", composite=True, humans=True, keep_sentinels=True).subset(models=["GPT", "GPT-2", "Human"])
     agree = cj.judge_agreement(scores)
     tex = agree.as_latex()
     _booktabs(tex)

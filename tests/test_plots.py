@@ -21,7 +21,7 @@ from cjstats.exceptions import CjstatsError  # noqa: E402
 
 @pytest.fixture(scope="module")
 def hanna():
-    return cj.datasets.load("hanna", composite=True)
+    return cj.datasets.load("hanna", composite=True, keep_sentinels=True)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ class TestJudgeBiasHeatmap:
         assert "judge" in ax.get_xlabel() and "score points" in fig.axes[1].get_ylabel()
 
     def test_several_criteria_without_choice_is_one_sentence(self):
-        scores = cj.datasets.load("hanna")
+        scores = cj.datasets.load("hanna", keep_sentinels=True)
         with pytest.raises(CjstatsError, match="criterion="):
             cp.judge_bias_heatmap(scores)
 
@@ -87,7 +87,7 @@ class TestStrategyCurves:
         assert "not identifiable" in fig.axes[0].get_title()      # m = 1 lower bound is said, not hidden
 
     def test_subsampling_points_and_exact_lines(self):
-        pool = cj.datasets.load("hanna", eval_prompt="as_generation")
+        pool = cj.datasets.load("hanna", eval_prompt="as_generation", keep_sentinels=True)
         sub = cj.subsample_strategies(pool, model="GPT", criterion="Coherence", reps=400, seed=0)
         fig = cp.strategy_curves(sub)
         for s, part in sub.groupby("strategy"):

@@ -22,7 +22,7 @@ def _segments(fig, gid):
 
 @pytest.fixture(scope="module")
 def hanna_humans():
-    return cj.datasets.load("hanna", composite=True, humans=True).subset(models=["GPT", "GPT-2", "Human"])
+    return cj.datasets.load("hanna", composite=True, humans=True, keep_sentinels=True).subset(models=["GPT", "GPT-2", "Human"])
 
 
 def test_agreement_plot_draws_each_judges_bias_and_interval(hanna_humans):
@@ -40,7 +40,7 @@ def test_ppi_plot_draws_ppi_human_only_and_judge_only_means(hanna_humans):
 
 
 def test_self_preference_plot_draws_the_contrasts():
-    scores = cj.datasets.load("hanna", composite=True)
+    scores = cj.datasets.load("hanna", composite=True, keep_sentinels=True)
     sp = cj.self_preference(scores, {"ChatGPT": "GPT", "Llama-13B": "GPT-2"})
     fig = cj.plots.self_preference_plot(sp)
     assert np.allclose(_errorbar_x(fig, "self_preference"), sp.contrasts["estimate"])

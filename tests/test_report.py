@@ -40,7 +40,7 @@ def _tags(html: str) -> list[tuple[str, dict]]:
 @pytest.fixture(scope="module")
 def hanna_csv(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "hanna.csv"
-    cj.datasets.load("hanna", composite=True).to_frame().to_csv(path, index=False)
+    cj.datasets.load("hanna", composite=True, keep_sentinels=True).to_frame().to_csv(path, index=False)
     return path
 
 
@@ -98,7 +98,7 @@ class TestHannaReport:
         assert "Joint fit of every model (reml) on the composite" in html
 
     def test_numbers_formatted_to_their_precision(self, hanna_report):
-        fit = cj.estimate(cj.datasets.load("hanna", composite=True))
+        fit = cj.estimate(cj.datasets.load("hanna", composite=True, keep_sentinels=True))
         from cjstats.results.format import column_decimals
 
         row = fit.components.query("model == 'GPT' and component == 'residual'").iloc[0]
@@ -159,7 +159,7 @@ class TestOutputPath:
 
 
 def test_optional_sections_render_tidy_frames_generically():
-    scores = cj.datasets.load("hanna", composite=True).subset(models=["GPT", "GPT-2", "XLNet"])
+    scores = cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "GPT-2", "XLNet"])
     ranks = pd.DataFrame({"model": ["GPT-2", "GPT", "XLNet"], "mean": [2.6, 2.3, 2.05], "rank": [1, 2, 3],
                           "rank_lower": [1, 2, 2], "rank_upper": [1, 3, 3], "p_best": [0.99, 0.01, 0.0]})
     diffs = pd.DataFrame({"model_a": ["GPT-2"], "model_b": ["GPT"], "difference": [0.29], "std_error": [0.06],
@@ -176,7 +176,7 @@ def test_optional_sections_render_tidy_frames_generically():
 
 def test_unknown_backend_is_one_sentence():
     with pytest.raises(CjstatsError, match="The 'method' argument of report must be one of"):
-        cj.report(cj.datasets.load("hanna", composite=True), method="lmer")
+        cj.report(cj.datasets.load("hanna", composite=True, keep_sentinels=True), method="lmer")
 
 
 def test_a_failed_write_leaves_no_file_behind(tmp_path, monkeypatch):

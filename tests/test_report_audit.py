@@ -34,7 +34,7 @@ def _plain(fragment: str) -> str:
 
 @pytest.fixture(scope="module")
 def audit():
-    scores = cj.datasets.load("hanna", composite=True).subset(models=["GPT", "GPT-2", "XLNet"])
+    scores = cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "GPT-2", "XLNet"])
     f = scores.to_frame()
     shifted = f["judge"] == "ChatGPT"
     later = f.assign(score=f["score"] + np.random.default_rng(0).normal(0, 0.3, len(f)) + 0.6 * shifted)
@@ -90,7 +90,7 @@ def test_sequence_section_gives_the_decision_and_the_stopping_row(audit):
 
 
 def test_a_plan_and_a_continuing_sequence():
-    scores = cj.datasets.load("hanna", composite=True).subset(models=["GPT", "GPT-2"])
+    scores = cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "GPT-2"])
     f = scores.to_frame()
     seq = cj.confidence_sequence(f[f["scenario"].isin(sorted(f["scenario"].unique())[:30])], "GPT", "GPT-2",
                                  method="normal_mixture")
@@ -109,7 +109,7 @@ def test_wrong_result_type_is_one_sentence_before_fitting(monkeypatch):
     import cjstats.estimators as est
 
     monkeypatch.setattr(est, "estimate", lambda *a, **k: pytest.fail("fitted before refusing"))
-    scores = cj.datasets.load("hanna", composite=True).subset(models=["GPT"])
+    scores = cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT"])
     with pytest.raises(CjstatsError, match=r"^The 'drift' argument of report takes a DriftResult .*got DataFrame\.$"):
         cj.report(scores, drift=scores.to_frame())
 
@@ -198,6 +198,6 @@ def test_covariate_section_names_the_rewarding_judges_and_the_mean_length(covari
 
 
 def test_covariate_section_refuses_a_plain_fit_in_one_sentence():
-    s = cj.datasets.load("hanna", composite=True).subset(models=["GPT", "GPT-2"])
+    s = cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "GPT-2"])
     with pytest.raises(CjstatsError, match="takes a covariate fit"):
         cj.report(s, method="anova", comparisons=None, covariates=cj.fit_joint(s))

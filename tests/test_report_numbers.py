@@ -21,7 +21,7 @@ from cjstats.decisions.formulas import design_variance, strategy_variance  # noq
 
 @pytest.fixture(scope="module")
 def hanna():
-    return cj.datasets.load("hanna", composite=True)
+    return cj.datasets.load("hanna", composite=True, keep_sentinels=True)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_wide_tables_say_they_scroll_and_narrow_ones_do_not():
     wide = format_table(pd.DataFrame({f"column_number_{i}": [1.5, 2.25] for i in range(14)}))
     narrow = format_table(pd.DataFrame({"a": [1.5], "b": [2]}))
     assert wide["wide"] and not narrow["wide"]
-    html = cj.report(cj.datasets.load("hanna", composite=True).subset(models=["GPT"]), method="anova",
+    html = cj.report(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT"]), method="anova",
                      comparisons=None)
     design = _section(html, "design")
     assert 'class="hint">Wide table (' in design and 'class="scroll wide' in design
@@ -166,7 +166,7 @@ def test_cli_refuses_an_unknown_extension_in_one_line(tmp_path):
     import sys
 
     data = tmp_path / "s.csv"
-    cj.datasets.load("hanna", composite=True).subset(models=["GPT"]).to_frame().to_csv(data, index=False)
+    cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT"]).to_frame().to_csv(data, index=False)
     out = tmp_path / "r.docx"
     r = subprocess.run([sys.executable, "-c", "from cjstats.cli import main; main()", "report", str(data), "-o",
                         str(out)], capture_output=True, text=True, timeout=120)
@@ -195,7 +195,7 @@ def test_coverage_axis_and_bars_stop_at_one():
 
 def test_agreement_plot_ticks_do_not_run_together():
     pytest.importorskip("krippendorff")
-    a = cj.judge_agreement(cj.datasets.load("hanna", humans=True))
+    a = cj.judge_agreement(cj.datasets.load("hanna", humans=True, keep_sentinels=True))
     fig = cj.plots.agreement_plot(a)
     ax = fig.axes[0]
     fig.canvas.draw() if hasattr(fig.canvas, "draw") else None

@@ -274,14 +274,36 @@ class TestMTBenchLoader:
 
 
 class TestBundledData:
-    def test_hanna_loads_complete_and_balanced(self):
+    def test_hanna_loads_without_its_parse_failure_sentinels(self):
         s = cj.datasets.load("hanna")
         d = s.design
+        assert len(d) == 11 * 6 and set(d["n_scenarios"]) == {96} and set(d["n_judges"]) == {5}
+        assert set(d["generations"]) == {1}
+        # no score outside the 1-5 rubric; the 346 sentinels are missing judge calls, counted in the provenance
+        assert s.to_frame()["score"].between(1, 5).all()
+        assert s.provenance["dropped_sentinels"] == 346 and len(s.to_frame()) == 31_680 - 346
+        assert int(d["n_missing"].sum()) == 346 and not d["complete"].all()
+        assert cj.datasets.load("hanna", composite=True).provenance["dropped_sentinels"] == 346
+        assert cj.datasets.load("hanna", eval_prompt="as_generation").provenance["dropped_sentinels"] == 1_051
+
+    def test_keep_sentinels_loads_hanna_as_shipped_complete_and_balanced(self):
+        s = cj.datasets.load("hanna", keep_sentinels=True)
+        d = s.design
         assert len(d) == 11 * 6 and d["complete"].all() and d["balanced"].all()
-        assert set(d["n_scenarios"]) == {96} and set(d["n_judges"]) == {5} and set(d["generations"]) == {1}
+        assert s.provenance["dropped_sentinels"] == 0 and s.to_frame()["score"].min() == -1
+        assert int((s.to_frame()["score"] < 1).sum()) == 346
+
+    def test_the_sentinels_are_the_out_of_scale_rows_of_the_source(self):
+        raw = cj.datasets.load_frame("hanna")
+        assert int((~raw["in_scale"]).sum()) == 1_051 == int((~raw["score"].between(1, 5)).sum())
+        kept = cj.datasets.table("hanna")
+        assert kept["score"].between(1, 5).all() and kept.attrs["dropped_sentinels"] == 346
+
+    def test_mentalalign_has_no_sentinel(self):
+        assert cj.datasets.load("mentalalign").provenance["dropped_sentinels"] == 0
 
     def test_prompt_variants_as_generation_pool(self):
-        d = cj.datasets.load("hanna", eval_prompt="as_generation", composite=True).design
+        d = cj.datasets.load("hanna", eval_prompt="as_generation", composite=True, keep_sentinels=True).design
         assert set(d["generations"]) == {4} and len(d) == 11
 
     def test_unknown_dataset(self):

@@ -1,7 +1,7 @@
 """The App. F subsampling experiment on the real HANNA table lands on the exact pool predictions.
 
 HANNA's 4 judge-prompt variants per (story, judge) serve as the generation pool (m_max = 4, K_tot = 5, n = 96;
-``cjstats.datasets.load("hanna", eval_prompt="as_generation")``); its judge offsets are large. Each empirical
+``cjstats.datasets.load("hanna", eval_prompt="as_generation", keep_sentinels=True)``); its judge offsets are large. Each empirical
 variance comes from 5,000 repetitions, as in the paper, and is compared with the prediction within 4 Monte
 Carlo standard errors (about 2% of the variance each; with 30-40 comparisons per test the chance that a
 correct formula leaves the band somewhere is below 1%, and the seeds are fixed).
@@ -38,7 +38,7 @@ def appendix_f_constants(y: np.ndarray) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def hanna_pool():
-    return cj.datasets.load("hanna", eval_prompt="as_generation")
+    return cj.datasets.load("hanna", eval_prompt="as_generation", keep_sentinels=True)
 
 
 class TestHannaLandsOnAppendixF:

@@ -12,7 +12,7 @@ from cjstats.exceptions import CjstatsError
 
 @pytest.fixture(scope="module")
 def fit():
-    return cj.estimate(cj.datasets.load("hanna", composite=True).subset(models=["GPT", "XLNet"]))
+    return cj.estimate(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "XLNet"]))
 
 
 def test_wide_has_sd_equal_to_sqrt_of_each_variance(fit):
@@ -38,7 +38,7 @@ def test_latex_is_booktabs_with_variance_interval_and_sd(fit):
 
 
 def test_latex_of_any_frame_keeps_p_values_visible(fit):
-    tex = tables.as_latex(cj.judge_f_test(cj.datasets.load("hanna", composite=True).subset(models=["GPT"])))
+    tex = tables.as_latex(cj.judge_f_test(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT"])))
     assert "p\\_value" in tex and "0.000" not in tex.split("\\midrule")[1]
 
 

@@ -44,13 +44,17 @@ def list_(fmt: str) -> None:
               help="File to write: .csv, .csv.gz, .tsv, .parquet or .jsonl (default: CSV on stdout).")
 @click.option("--eval-prompt", "eval_prompt", type=click.IntRange(1, 4), default=1, show_default=True,
               help="hanna only: the judge-prompt variant to keep (each LLM score exists under 4 variants).")
+@click.option("--keep-sentinels", "keep_sentinels", is_flag=True,
+              help="hanna: keep the parse-failure scores below 1 (the authors coded unparsed answers 0 or -1), "
+                   "which are left out by default.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
-def export(name: str, output: str | None, eval_prompt: int, force: bool) -> None:
+def export(name: str, output: str | None, eval_prompt: int, keep_sentinels: bool, force: bool) -> None:
     """Write NAME with one row per judge call and the human ratings marked judge_type=human.
 
     The file is read by every data subcommand with its defaults, e.g. `cjstats decompose FILE` or
     `cjstats humans FILE` (which finds the human raters); `cjstats.read_scores(FILE)` gives
-    `cjstats.datasets.load(NAME, humans=True)`.
+    `cjstats.datasets.load(NAME, humans=True)`. HANNA's parse-failure sentinels (LLM scores below the 1-5
+    rubric) are left out, as `cjstats.datasets.load` leaves them out, unless --keep-sentinels.
     """
     from pathlib import Path
 
@@ -61,9 +65,9 @@ def export(name: str, output: str | None, eval_prompt: int, force: bool) -> None
         raise CjstatsError(f"The option --eval-prompt applies to hanna only; {name} has one judge prompt. Leave it "
                            f"out.")
     if output is None:
-        click.echo(table(name, eval_prompt=eval_prompt).to_csv(index=False), nl=False)
+        click.echo(table(name, eval_prompt=eval_prompt, keep_sentinels=keep_sentinels).to_csv(index=False), nl=False)
         return
     if Path(output).exists() and not force:
         raise CjstatsError(f"`{output}` exists; pass --force to overwrite it, or choose another file.")
-    path = write(name, output, eval_prompt=eval_prompt)
+    path = write(name, output, eval_prompt=eval_prompt, keep_sentinels=keep_sentinels)
     click.echo(f"Wrote {name} to {path}.", err=True)

@@ -17,10 +17,10 @@ OUT = Path(__file__).resolve().parent.parent / "figures"
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     plots.set_style()
-    hanna = cj.datasets.load("hanna", composite=True)
+    hanna = cj.datasets.load("hanna", composite=True, keep_sentinels=True)   # the figures show the complete table
     anova = cj.estimate(hanna, method="anova")
     reml = cj.estimate(hanna, method="reml")
-    pool = cj.datasets.load("hanna", eval_prompt="as_generation")
+    pool = cj.datasets.load("hanna", eval_prompt="as_generation", keep_sentinels=True)
     sub = cj.subsample_strategies(pool, model="GPT", criterion="Coherence", reps=2000, seed=0)
     figures = {
         "judge_bias_heatmap": plots.judge_bias_heatmap(hanna),

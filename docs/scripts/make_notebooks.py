@@ -24,25 +24,31 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
                "(bundled with cjstats), with intervals, judge offsets, the judge F test, the per-judge rankings "
                "(the paper's Table 1), the judge-bias heatmap (its Fig. 2) and the strategy curves (its Fig. 1)."),
         ("code", SETUP + "\n\nscores = cj.datasets.load(\"hanna\", composite=True)   # 11 models x 96 prompts x "
-                 "5 judges, m = 1\nscores.design.head()"),
-        ("md", "## Variance components\n\nWith one story per prompt (m = 1) the generation component is not "
+                 "5 judges, m = 1\nprint(scores.provenance[\"dropped_sentinels\"], \"parse-failure scores dropped\")\n"
+                 "scores.design.head()"),
+        ("md", "`load` drops HANNA's parse-failure sentinels: LLM scores below the 1-5 rubric, where the authors "
+               "coded an unparsed answer 0 or -1 and averaged it in (`keep_sentinels=True` keeps them). Five "
+               "(story, judge) cells of CTRL and GPT lose all six criteria, so the composite misses 5 judge calls: "
+               "the ANOVA below drops those scenarios and says so, REML keeps every call.\n\n"
+               "## Variance components\n\nWith one story per prompt (m = 1) the generation component is not "
                "identifiable: the `scenario` row holds scenario + generation, and the `generation` row says so "
                "instead of printing a number."),
-        ("code", "fit = cj.estimate(scores, method=\"anova\")\nfit.components.query(\"model == 'GPT-2'\")"
+        ("code", "fit = cj.estimate(scores, method=\"anova\", incomplete=\"drop\")\n"
+                 "fit.components.query(\"model == 'GPT-2'\")"
                  "[[\"component\", \"estimate\", \"lower\", \"upper\", \"ci_method\", \"view\", \"note\"]]"),
         ("md", "`judge_panel` is the paper's sigma2_gamma of this fixed panel, tight; `judge_population` treats the "
                "5 judges as a random draw, with 4 degrees of freedom: wide, honestly. Standard deviations beside "
                "the variances (`cj.tables.wide`), and the same as a booktabs LaTeX table for a paper:"),
         ("code", "cj.tables.wide(fit, stats=(\"estimate\", \"sd\")).round(3)"),
-        ("code", "print(cj.tables.as_latex(cj.estimate(scores.subset(models=[\"GPT\", \"GPT-2\"]))))"),
+        ("code", "print(cj.tables.as_latex(cj.estimate(scores.subset(models=[\"GPT-2\", \"Human\"]))))"),
         ("md", "## Does the judge matter? F test, single-judge rankings, heatmap"),
-        ("code", "cj.judge_f_test(scores).head()"),
+        ("code", "cj.judge_f_test(scores, method=\"reml\").head()"),
         ("code", "table = cj.judge_table(scores)\ntable.wide()"),
         ("code", "table.top_model_changes"),
         ("code", "plots.judge_bias_heatmap(scores)"),
         ("md", "ChatGPT scores every source about one point below the panel and Llama-13B well above it. The "
-               "forest plot sets the components of two backends side by side (on balanced data REML equals ANOVA "
-               "wherever no estimate is truncated; the intervals differ):"),
+               "forest plot sets the components of two backends side by side (where the ANOVA dropped nothing REML "
+               "equals it wherever no estimate is truncated; the intervals differ):"),
         ("code", "reml = cj.estimate(scores, method=\"reml\")\n"
                  "plots.components_forest({\"anova\": fit, \"reml\": reml}, "
                  "components=[\"scenario\", \"residual\", \"judge_panel\"])"),
@@ -52,14 +58,15 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
                  "chains=2, seed=0)\nplots.posterior(bayes)"),
         ("md", "## Strategies A, B, C (paper Fig. 1, App. F)\n\nHANNA rates every story under 4 judge-prompt variants. "
                "Used as repeated measurements (`eval_prompt=\"as_generation\"`), they give a pool on which the "
-               "subsampling experiment runs; the lines are its exact predictions."),
-        ("code", "pool = cj.datasets.load(\"hanna\", eval_prompt=\"as_generation\")\n"
+               "subsampling experiment runs; the lines are its exact predictions. Subsampling needs a complete "
+               "pool, so this one keeps the parse-failure scores (`keep_sentinels=True`)."),
+        ("code", "pool = cj.datasets.load(\"hanna\", eval_prompt=\"as_generation\", keep_sentinels=True)\n"
                  "sub = cj.subsample_strategies(pool, model=\"GPT\", criterion=\"Coherence\", reps=1000, seed=0)\n"
                  "plots.strategy_curves(sub)"),
         ("code", "sub[[\"strategy\", \"budget\", \"variance\", \"predicted\", \"z\"]].head(10)"),
         ("md", "## Per criterion\n\nThe same analysis runs per (model, criterion) when the table has a criterion "
                "column."),
-        ("code", "per_criterion = cj.estimate(cj.datasets.load(\"hanna\"))\n"
+        ("code", "per_criterion = cj.estimate(cj.datasets.load(\"hanna\"), method=\"reml\")   # a few calls missing\n"
                  "per_criterion.components.query(\"component == 'judge_panel'\").pivot(index=\"model\", "
                  "columns=\"criterion\", values=\"estimate\").round(3)"),
     ],
@@ -148,7 +155,8 @@ NOTEBOOKS: dict[str, list[tuple[str, str]]] = {
         ("md", "# Planning a CyclicJudge run\n\nFrom components (estimated on a pilot, here HANNA's GPT stories) "
                "to a design: how many scenarios, generations and judge calls, which strategy, and the schedule "
                "of who judges what."),
-        ("code", SETUP + "\n\nscores = cj.datasets.load(\"hanna\", composite=True)\nfit = cj.estimate(scores)\n"
+        ("code", SETUP + "\n\nscores = cj.datasets.load(\"hanna\", composite=True)\n"
+                 "fit = cj.estimate(scores, method=\"reml\")   # GPT misses 4 calls (parse failures dropped)\n"
                  "fit.estimates(model=\"GPT\")"),
         ("md", "## The strategies against the budget (paper Fig. 1)\n\nWith m = 1 in the pilot the generation "
                "variance is not identifiable; the curves draw it at 0 (a lower bound) and say so."),
