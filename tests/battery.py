@@ -157,8 +157,8 @@ def _table_makers() -> dict[str, Callable[[Battery], Any]]:
 
     t3 = cj.Truth.table3(["GPT", "Claude", "Llama"])
     return {
-        "hanna": lambda b: cj.datasets.load("hanna"),
-        "hanna_comp": lambda b: cj.datasets.load("hanna", composite=True),
+        "hanna": lambda b: cj.datasets.load("hanna", keep_sentinels=True),   # the table the battery was recorded on
+        "hanna_comp": lambda b: cj.datasets.load("hanna", composite=True, keep_sentinels=True),
         "ma": lambda b: cj.datasets.load("mentalalign"),
         # ordinal ML on all 10 models x 7 criteria is slow: 3 models x 2 criteria (Safety has judges that give
         # every item the top score: complete separation, an infinite offset)

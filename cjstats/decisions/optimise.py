@@ -455,7 +455,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     Examples
     --------
     >>> import cjstats as cj
-    >>> fit = cj.estimate(cj.datasets.load("hanna", composite=True))
+    >>> fit = cj.estimate(cj.datasets.load("hanna", composite=True), method="reml")
     >>> cj.optimise(fit, budget=480, model="GPT").recommendation["strategy"]  # doctest: +SKIP
     'cyclic'
     """

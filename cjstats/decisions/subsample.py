@@ -259,7 +259,7 @@ def subsample_strategies(data: Any, *, budgets: Sequence[int] | None = None, rep
     Examples
     --------
     >>> import cjstats as cj
-    >>> pool = cj.datasets.load("hanna", eval_prompt="as_generation")
+    >>> pool = cj.datasets.load("hanna", eval_prompt="as_generation", keep_sentinels=True)
     >>> t = subsample_strategies(pool, model="GPT", criterion="Coherence", reps=500, seed=0)
     >>> sorted(t["strategy"].unique())
     ['all', 'cyclic', 'random']

@@ -457,7 +457,7 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     Examples
     --------
     >>> import cjstats as cj
-    >>> fit = cj.estimate(cj.datasets.load("hanna"), method="anova")
+    >>> fit = cj.estimate(cj.datasets.load("hanna"), method="reml")
     >>> sorted(fit.components["component"].unique())
     ['generation', 'judge_panel', 'judge_population', 'mu', 'residual', 'scenario', 'scenario_judge']
     """

@@ -620,7 +620,7 @@ def read_scores(source: pd.DataFrame | str | Path, *, columns: Mapping[str, str]
     Examples
     --------
     >>> import cjstats as cj
-    >>> scores = cj.read_scores(cj.datasets.load_frame("hanna"))
+    >>> scores = cj.read_scores(cj.datasets.table("hanna"))
     >>> scores.design[["model", "n_scenarios", "generations", "n_judges"]].head(2)  # doctest: +SKIP
     """
     from cjstats._validate import check_choice

@@ -482,7 +482,7 @@ class VarianceComponents(Result):
         Examples
         --------
         >>> import cjstats as cj
-        >>> fit = cj.estimate(cj.datasets.load("hanna"), method="anova")
+        >>> fit = cj.estimate(cj.datasets.load("hanna"), method="reml")
         >>> r = fit.contrast("gamma[GPT-4] - gamma[Llama-3-70B]", model="GPT")  # doctest: +SKIP
         """
         from cjstats._validate import resolve_ci_level

@@ -13,7 +13,7 @@ Gaussian likelihood's statistics). Only numpy, scipy and pandas are needed.
 Examples
 --------
 >>> import cjstats as cj
->>> st = cj.stats.build_stats(cj.datasets.load("hanna"))
+>>> st = cj.stats.build_stats(cj.datasets.load("hanna", keep_sentinels=True))
 >>> unit = next(iter(st))
 >>> ms, _ = unit.for_anova()
 >>> ms.k

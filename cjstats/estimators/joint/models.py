@@ -491,7 +491,7 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method | None = 
     --------
     >>> import cjstats as cj
     >>> s = cj.datasets.load("hanna", composite=True).subset(models=["GPT-2", "Human", "GPT"])
-    >>> res = cj.compare_models(s)
+    >>> res = cj.compare_models(s, method="reml")
     >>> round(float(res.ranks["p_best"].sum()), 6)
     1.0
     """
