@@ -188,7 +188,8 @@ def _grid(n: Any, m: Any, k: Any, strategy: Any, designs: Any, k_total: int, def
             k_ = k_total
         elif k_ is None or (isinstance(k_, float) and math.isnan(k_)):
             k_ = k_total if s == "fixed" else 1
-        n_, m_, k_ = (check_positive_int(name, v, caller=caller) for name, v in (("n", n_), ("m", m_), ("k", k_)))
+        n_, m_, k_ = (check_positive_int(name, int(v) if isinstance(v, (float, np.floating)) and float(v).is_integer()
+                                         else v, caller=caller) for name, v in (("n", n_), ("m", m_), ("k", k_)))
         if k_ > k_total:
             raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={k_total} (judges per "
                                f"generation from the panel). Got {k_} instead.")
