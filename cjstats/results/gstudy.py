@@ -12,11 +12,14 @@ from cjstats.results.base import Result
 __all__ = ["GStudy", "Replication"]
 
 
+_VARIANCES = ("universe", "relative_error", "absolute_error")
+
+
 def _fmt(t: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     out = t.copy()
     for c in cols:
         if c in out.columns:
-            out[c] = out[c].map(lambda v: f"{v:.3f}")
+            out[c] = out[c].map(lambda v: f"{v:.3g}" if c in _VARIANCES else f"{v:.3f}")
     return out
 
 
