@@ -49,6 +49,8 @@ judge_panel    cyclic, all       R (K_tot − R)/((K_tot − 1) T²), R = T mod 
 scenario_judge fixed             (K_tot − k)/(K_tot k n)      1/(n K_tot)
 scenario_judge random            (K_tot − k)/(K_tot n m k)    1/(n K_tot)
 scenario_judge cyclic, all       r (K_tot − r)/(K_tot B² n)   1/(n K_tot)   (r = B mod K_tot)
+model_scenario every             0                            1/n   (joint model: (αp)_pi, like α_i)
+judge_model    every             the judge_panel coefficient  0     (joint model: (γp)_pl, like γ_l)
 ============== ================= ============================ ============================================
 
 FPC(k) = (K_tot − k)/(K_tot − 1) (Lemma 1, Eq. 12, ``lem:fpc``; 0 for a one-judge panel).
@@ -69,7 +71,7 @@ from cjstats.exceptions import CjstatsError
 from cjstats.results.estimands import ESTIMANDS, names as _estimand_names
 
 __all__ = ["Components", "VarianceDesign", "Contribution", "TERM_CONTRIBUTIONS", "register_contribution", "SCHEMES",
-           "SCALES", "CONDITIONINGS", "component_names", "term_coefficients", "term_variances", "score_variance"]
+           "SCALES", "CONDITIONINGS", "component_names", "single_model_terms", "term_coefficients", "term_variances", "score_variance"]
 
 #: How the judges of a design are chosen (module docstring): the paper's strategies and the general assignments.
 SCHEMES: tuple[str, ...] = ("all", "random", "cyclic", "fixed")
@@ -173,6 +175,16 @@ def register_contribution(name: str, coefficient_fn: CoefficientFn, *,
     c = Contribution(name, coefficient_fn, resampled_fn)
     TERM_CONTRIBUTIONS[name] = c
     return c
+
+
+def single_model_terms() -> tuple[str, ...]:
+    """The registered terms of one model's score: every contribution except the joint model's own terms
+    (estimands registered ``joint=True`` and not ``per_model``: ``model_scenario``, ``judge_model``), which only a
+    comparison of several models reads (:mod:`cjstats.decisions.gstudy`). The paper's coefficient tables
+    (:func:`~cjstats.decisions.formulas.strategy_coefficients`, :func:`~cjstats.decisions.formulas.design_coefficients`)
+    list these."""
+    return tuple(name for name in TERM_CONTRIBUTIONS
+                 if not (ESTIMANDS[name].joint and not ESTIMANDS[name].per_model))
 
 
 def component_names() -> tuple[str, ...]:
@@ -444,9 +456,33 @@ def _scenario_judge_resampled(d: VarianceDesign) -> np.ndarray:
     return 1.0 / (d.n * d.k_total)
 
 
-# Registration order is summation order (the four of the paper, then the interaction).
+def _model_scenario_resampled(d: VarianceDesign) -> np.ndarray:
+    """σ²_αp, the model x scenario interaction (αp)_pi of the joint model (docs/estimands.md, "Several models"):
+    a model's score holds its mean over the n scenarios, (1/n) Σ_i (αp)_pi, so 1/n when the scenarios are
+    resampled, exactly like σ²_α; 0 given the scenarios (the effects are then fixed). In a model's own fit the
+    two are one term (its ``scenario`` = σ²_α + σ²_αp); the joint fit separates them because only σ²_αp differs
+    between models: σ²_α is shared by every model on the same scenarios and cancels from their differences
+    (Brennan 2001, p x I: σ²_pi/n' in the relative error, σ²_i/n' only in the absolute error)."""
+    return 1.0 / d.n
+
+
+def _judge_model(d: VarianceDesign) -> np.ndarray:
+    """σ²_γp, the judge x model interaction (γp)_pl (panel view: the mean of (γp)_pl² over the panel and the
+    models, with Σ_l (γp)_pl = 0 for every model). Model p's score holds Σ_l w_l (γp)_pl with the same judge
+    weights w_l as its judge offsets Σ_l w_l γ_l (the judges score every model's generations in the same slots:
+    the crossed p x l design, a shared schedule), and a centred panel effect averages exactly as γ_l does, so its
+    coefficient is the judge_panel coefficient for every scheme: FPC(k)/k (fixed), FPC(k)/(knm) (random), the
+    leftover R (K_tot − R)/((K_tot − 1) T²) (cyclic, all). Over the models, the per-model judge variance is
+    ``judge_panel`` + ``judge_model`` (docs/estimands.md), so a model's absolute error adds c σ²_γp to c σ²_γ;
+    the difference of two models keeps only the interaction, since γ_l cancels (decisions/differences.py)."""
+    return _judge_panel(d)
+
+
+# Registration order is summation order (the four of the paper, then the interactions).
 register_contribution("scenario", lambda d: np.zeros_like(d.n), resampled_fn=_scenario_resampled)
 register_contribution("generation", _generation)
 register_contribution("residual", _residual)
 register_contribution("judge_panel", _judge_panel)
 register_contribution("scenario_judge", _scenario_judge, resampled_fn=_scenario_judge_resampled)
+register_contribution("model_scenario", lambda d: np.zeros_like(d.n), resampled_fn=_model_scenario_resampled)
+register_contribution("judge_model", _judge_model)

@@ -80,6 +80,7 @@ from cjstats.decisions.components import (
     _leftover_coef,
     _rotation_excess,
     score_variance,
+    single_model_terms,
     term_coefficients,
     term_variances,
 )
@@ -280,7 +281,7 @@ def strategy_coefficients(strategy: Strategy, *, budget: int | np.ndarray, n: in
         raise CjstatsError(f"The 'budget' and 'n' arguments of {caller} must be integers >= 1.")
     design = _strategy_design(strategy, b, n, kt)
     out = {"scenario": TERM_CONTRIBUTIONS["scenario"].resampled(design)}
-    for name, c in term_coefficients(design, conditioning="scenarios").items():
+    for name, c in term_coefficients(design, conditioning="scenarios", terms=single_model_terms()).items():
         if name != "scenario":
             out[name] = c
             if TERM_CONTRIBUTIONS[name].resampled is not None:
@@ -434,7 +435,7 @@ def design_coefficients(*, n: int | np.ndarray, m: int | np.ndarray, k: int | np
     if (k > kt).any():
         raise CjstatsError(f"The 'k' argument of {caller} must be at most k_total={kt}. Got {int(k.max())} instead.")
     return term_coefficients(VarianceDesign(assignment, n=n, k_total=kt, m=m, k=k),
-                             conditioning="scenarios" if conditional else "unconditional")
+                             conditioning="scenarios" if conditional else "unconditional", terms=single_model_terms())
 
 
 def design_variance(s2_scenario: float, s2_generation: float, s2_residual: float, s2_judge_panel: float, *,

@@ -65,6 +65,8 @@ RESULT_TYPES: dict[str, str] = {
     "Agreement": "cjstats.estimators.humans.agreement",
     "PPIMeans": "cjstats.estimators.humans.ppi",
     "StudyResult": "cjstats.studies.study",
+    "GStudy": "cjstats.results.gstudy",
+    "Replication": "cjstats.results.gstudy",
 }
 
 
