@@ -67,7 +67,7 @@ from cjstats.estimators.identification import IdentificationWarning, ordinal_sep
 from cjstats.estimators.joint._joint import JOINT_LABEL, JointFit, JointSource, components_frame, joint_data, joint_stats
 from cjstats.estimators.ordinal_ml.likelihood import unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE, log_prob
-from cjstats.estimators.ordinal_ml.nested import NestedProblem, fit_nested, joint_modes, make_nested, profile_nested
+from cjstats.estimators.ordinal_ml.nested import NestedProblem, fit_nested, make_nested, mode_curvatures, profile_nested
 from cjstats.estimators.ordinal_ml.numdiff import central_difference
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.results.components import ComponentRow
@@ -96,12 +96,7 @@ def nested_agq_neg_loglik(q: NestedProblem, x: np.ndarray, nagq: int, a0: np.nda
     h_c(b) = log N(b; 0, s_b^2) + sum_{r in c} log P(Y_r | a_t + b), (z, w) the rule for exp(-z^2/2). Q = 1 is
     the Laplace approximation exactly; the error falls quickly with Q (docs/comparisons.md)."""
     p = q.base
-    a, b, _, _ = joint_modes(q, x, a0, b0)
-    from cjstats.estimators.ordinal_ml.nested import _arrow, _joint, _parts
-
-    s2a, s2b, u0, lo0 = _parts(q, x)
-    _, _, _, D2 = _joint(q, u0, lo0, a, b, s2a, s2b, True)
-    _, v, w, S, _ = _arrow(q, D2, s2a, s2b)
+    a, b, s2a, s2b, u0, lo0, v, w, S = mode_curvatures(q, x, a0, b0)
     z, wq = np.polynomial.hermite_e.hermegauss(int(nagq))
     n, cs, nc = p.n_scenarios, q.cell_scenario, q.n_cells
     sd_a = 1.0 / np.sqrt(S)
@@ -174,7 +169,18 @@ def _code(rows: Any, link: str, nagq: int) -> dict[str, Any]:
     labels = [f"{m}:{j}" for m in d.models for j in d.judges]
     findings = [f for f in ordinal_separation(cat, cellcode, labels, values, thresholds="shared")
                 if f.judge is not None]
-    separated = {labels.index(f.judge): f for f in findings}
+    from dataclasses import replace as dc_replace
+
+    counts = np.bincount(cellcode, minlength=p * k)
+    separated = {}
+    for f in findings:
+        ci_ = labels.index(f.judge)
+        m, j = d.models[ci_ // k], d.judges[ci_ % k]
+        side = "top" if f.limit > 0 else "bottom"
+        separated[ci_] = dc_replace(f, parameter=f"eta[{m}, {j}]", reason=(
+            f"model '{m}' gets {f.value:g} (the {side} score) from judge '{j}' on all {int(counts[ci_])} calls: "
+            f"complete separation, so its latent cell mean is {'+' if f.limit > 0 else '-'}inf"),
+            fix=f"report model '{m}''s raw rate, drop it, or use method='bayes' (prior-driven effects)")
     keep = ~np.isin(cellcode, list(separated))
     if not keep.any() or np.unique(cat[keep]).size < 2:
         raise CjstatsError("Every (model, judge) cell of these scores is in one category (or what is left after "
@@ -385,7 +391,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             "values": c["values"].tolist(), "n_categories": int(c["values"].size),
             "kept_cells": kept.tolist(), "cell_labels": labels, "has_generation": False,
             "generations_max": c["generations_max"],
-            "identification": [{"parameter": f"eta[{f.judge}]", "reason": f.reason, "fix": f.fix,
+            "identification": [{"parameter": f.parameter, "reason": f.reason, "fix": f.fix,
                                 "limit": f.limit} for f in sep.values()],
             "cell_counts": np.bincount(d.model * K + d.judge, minlength=P * K).reshape(P, K).tolist()}
     return JointFit(method="ordinal", models=d.models, judges=d.judges, cell_means=E,
