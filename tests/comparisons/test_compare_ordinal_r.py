@@ -6,7 +6,9 @@ Fixture: tests/data/joint_ordinal/r_joint.json, made by fit_r.R (Rscript, from t
 of make_tables.py (20 and 80 scenarios, 3-4 models, 3-4 judges). Both R fits and ours use the Laplace
 approximation of the nested (a_i, b_pi) integral, so they maximise the same function: the paired differences of
 the model means agree within 0.1 of their standard error, the standard errors within 5%, the variances within 10%
-(measured agreement: docs/comparisons.md, "Verdicts and ratings").
+(measured agreement: docs/comparisons.md, "Verdicts and ratings"). ``clmm`` agrees to 1e-4 in every number;
+glmer with the logit link within 1%; glmer with the probit link in the differences and SEs, not the model x
+scenario variance (its Laplace for a non-canonical link is another approximation: see ``test_equals_r``).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def _agreement(res, r: dict) -> dict[str, float]:
     c = res.fit.components.set_index(["component", "view"])["estimate"]
     return {"diff_over_se": max(dz), "se_rel": max(dse),
             "s2_scenario_rel": abs(c[("scenario", "panel")] / r["s2_scenario"] - 1),
-            "s2_model_scenario_rel": abs(c[("model_scenario", "panel")] / r["s2_model_scenario"] - 1),
+            "s2_model_scenario_rel": abs(c[("model_scenario", "panel")] / r["s2_model_scenario"] - 1)
+            if r["s2_model_scenario"] > 0 else abs(c[("model_scenario", "panel")]),
             "loglik": res.fit.diagnostics["loglik"] - r["loglik"]}
 
 
@@ -72,10 +75,14 @@ def test_equals_r(name, fitname):
     assert a["se_rel"] < 0.05, a
     # same Laplace likelihood: ours is at least R's maximum (to its optimiser's tolerance)
     assert a["loglik"] > -2e-3, a
-    assert a["s2_scenario_rel"] < 0.10 or abs(res.fit.components.set_index("component").loc["scenario", "estimate"]
-                                              - r["s2_scenario"]) < 0.01, a
-    assert a["s2_model_scenario_rel"] < 0.10 or abs(
-        res.fit.components.set_index("component").loc["model_scenario", "estimate"] - r["s2_model_scenario"]) < 0.01, a
+    c = res.fit.components.set_index("component")["estimate"]
+    assert a["s2_scenario_rel"] < 0.10 or abs(c["scenario"] - r["s2_scenario"]) < 0.01, a
+    if fitname == "glmer_probit":
+        # glmer's Laplace for a non-canonical link takes log det of its PIRLS (Fisher-scoring) weights, not of the
+        # observed curvature, so it maximises another approximation: its model x scenario variance differs from ours
+        # and clmm's (0.027-0.12 vs 0.081-0.33 here) while the differences and their SEs still agree (docs/comparisons.md)
+        return
+    assert a["s2_model_scenario_rel"] < 0.10 or abs(c["model_scenario"] - r["s2_model_scenario"]) < 0.01, a
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(REF) if n.startswith("verdict")])

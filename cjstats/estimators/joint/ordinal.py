@@ -346,10 +346,16 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     if uf.at_boundary or uf.extra.get("generation_at_boundary"):
         fit_for_profile = uf if int(nagq) == 1 else None
         if fit_for_profile is not None:
+            def prof(index: int) -> tuple[float, float] | None:
+                try:
+                    return profile_nested(q, uf, level, index, at_boundary=True)
+                except ValueError:        # no sign change found: the interval's upper limit is left unstated
+                    return None
+
             if uf.at_boundary:
-                prof_a = profile_nested(q, uf, level, 0, at_boundary=True)
+                prof_a = prof(0)
             if uf.extra.get("generation_at_boundary"):
-                prof_b = profile_nested(q, uf, level, -1, at_boundary=True)
+                prof_b = prof(-1)
     rows_out.append((J, _var_row("scenario", float(x[0]), float(se_x[0]), z, uf.at_boundary, prof_a)))
     m1 = "" if c["generations_max"] > 1 else "m = 1: holds s2_model_scenario + s2_generation"
     rows_out.append((J, _var_row("model_scenario", float(x[-1]), float(se_x[-1]), z,
