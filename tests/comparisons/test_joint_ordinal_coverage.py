@@ -52,8 +52,10 @@ def coverage(n: int, reps: int, seed: int, level: float = 0.95) -> dict[str, flo
             warnings.simplefilter("ignore")
             try:
                 fit = cj.fit_joint(d, method="ordinal", ci_level=level)
-            except cj.CjstatsError:       # a separated table (rare at these rates): no interval to score
+            except cj.CjstatsError:
                 continue
+        if fit.diagnostics["identification"]:    # a separated cell (rare at these rates): no interval is reported
+            continue
         _, sd = score_scale(fit, level)
         for a, b in [(0, 1), (0, 2), (1, 2)]:
             c = np.zeros((3, 3))
