@@ -75,7 +75,7 @@ def coverage(n: int, reps: int, seed: int, level: float = 0.95) -> dict[str, flo
 
 @pytest.mark.parametrize("n", [20, 80])
 def test_coverage_subset(n):
-    cov = coverage(n, reps=12 if n == 20 else 6, seed=2024 + n)
+    cov = coverage(n, reps=16, seed=2024 + n)
     assert 0.8 <= cov["latent"] <= 1.0 and 0.8 <= cov["pass_rate"] <= 1.0, cov
 
 
