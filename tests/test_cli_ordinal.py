@@ -13,6 +13,8 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -159,7 +161,6 @@ def test_report_with_the_ordinal_backend(tables, tmp_path):
 
 # --------------------------------------------------------------------------------- commands that refuse it
 @pytest.mark.parametrize("command, args, instead", [
-    ("compare", [], "cjstats decompose FILE --method ordinal"),
     ("judges", [], "cjstats decompose FILE --method ordinal --offsets"),
     ("variance", [], "cjstats allocate FILE --method ordinal --budget"),
     ("demo", None, "cjstats decompose --dataset mentalalign --method ordinal"),
@@ -171,6 +172,20 @@ def test_commands_needing_score_scale_components_refuse_it(tables, command, args
     assert instead in text and text.endswith(f"(see cjstats {command} --help).")
 
 
+def test_compare_fits_the_joint_ordinal_model(tmp_path):
+    """compare --method ordinal: the joint cumulative-link model (latent differences and the score scale)."""
+    rng = np.random.default_rng(3)
+    rows = [(m, i, 0, j, float(rng.normal(0.3 * mi + a, 1) > 0)) for i, a in enumerate(rng.normal(0, 0.7, 30))
+            for mi, m in enumerate(["a", "b", "c"]) for j in ("j1", "j2", "j3")]
+    path = tmp_path / "verdicts.csv"
+    pd.DataFrame(rows, columns=["model", "scenario", "generation", "judge", "score"]).to_csv(path, index=False)
+    code, out, err = run_main(["compare", str(path), "--method", "ordinal", "--link", "logit"])
+    assert code == 0, err
+    assert "Model comparison (ordinal" in out and "pass rate" in out
+    text = _one_sentence(*run_main(["compare", str(path), "--link", "logit"]))
+    assert "--link applies to --method ordinal only" in text
+
+
 def test_the_other_choices_still_work_where_ordinal_is_refused(tables):
     code, out, err = run_main(["variance", tables["ordinal"], "--method", "reml", "--format", "json"])
     assert code == 0, err
@@ -179,12 +194,13 @@ def test_the_other_choices_still_work_where_ordinal_is_refused(tables):
 
 
 def test_help_offers_ordinal_where_it_fits():
-    for command, offered in (("decompose", True), ("allocate", True), ("report", True), ("variance", False),
-                             ("compare", False)):
+    for command, offered in (("decompose", True), ("allocate", True), ("report", True), ("variance", False)):
         code, out, err = run_main([command, "--help"])
         assert code == 0, err
         assert ("ordinal]" in out) is offered, command
         assert ("--link" in out) is offered and ("--thresholds" in out) is offered, command
+    code, out, err = run_main(["compare", "--help"])     # the joint model: --link, shared thresholds only
+    assert code == 0 and "ordinal]" in out and "--link" in out and "--thresholds" not in out
 
 
 # ------------------------------------------------------------------------------------ --method auto's advice

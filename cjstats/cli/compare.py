@@ -8,10 +8,9 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_list,
+    METHODS, DataOptions, anova_options, data_options, engine_options, format_option, load_source, method_option, parse_list,
     parse_mapping, parse_pairs, resolve_method,
 )
-from cjstats.cli._ordinal_choice import refuse_ordinal
 
 __all__ = ["compare"]
 
@@ -30,7 +29,10 @@ def _plain(v):
 
 @click.command(short_help="Which model is better: paired differences, rank intervals, self-preference.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@method_option
+@method_option(choices=(*METHODS, "ordinal"))
+@click.option("--link", type=click.Choice(["probit", "logit"]), default=None,
+              help="--method ordinal (verdicts and ratings: the joint cumulative-link model, latent scale plus pass "
+                   "rates): the link, probit (default) or logit.")
 @click.option("--population", is_flag=True,
               help="Treat the judges as a sample of a population (judge x model variance enters the SEs).")
 @click.option("--model-scenario", "model_scenario", type=click.Choice(["pooled", "per-model"]), default="pooled",
@@ -51,7 +53,7 @@ def _plain(v):
 @engine_options
 @data_options
 @format_option
-def compare(file: str | None, method: str, population: bool, model_scenario: str, families: tuple[str, ...],
+def compare(file: str | None, method: str, link: str | None, population: bool, model_scenario: str, families: tuple[str, ...],
             covariates: str | None, ci_level: float | None, adjust: str, seed: int, engine: str,
             memory_limit: str | None, data: DataOptions, fmt: str) -> None:
     """Compare the models of FILE on one joint fit: every paired difference, simultaneous ranks, p_best.
@@ -64,17 +66,20 @@ def compare(file: str | None, method: str, population: bool, model_scenario: str
 
     from cjstats.exceptions import CjstatsError
 
-    if engine != "numpy" and method == "bayes":
-        raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for bayes.")
+    if engine != "numpy" and method in ("bayes", "ordinal"):
+        raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for {method}.")
+    if link is not None and method != "ordinal":
+        raise CjstatsError(f"The option --link applies to --method ordinal only (got --method {method}); add "
+                           f"--method ordinal or leave --link {link} out.")
     per_model = model_scenario == "per-model"
-    if per_model and method in ("anova", "bayes"):
+    if per_model and method in ("anova", "bayes", "ordinal"):
         raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
                            f"--method {method}).")
     covs = parse_list(covariates, option="--covariates") if covariates is not None else None
     if covs is not None:
         if engine != "numpy":
             raise CjstatsError(f"--covariates are fitted in memory; use --engine numpy (got --engine {engine}).")
-        if method in ("anova", "bayes"):
+        if method in ("anova", "bayes", "ordinal"):
             raise CjstatsError(f"--covariates are fitted by REML only; use --method reml or auto (got --method "
                                f"{method}).")
     scores = load_source(file, data, engine, memory_limit)
@@ -95,6 +100,8 @@ def compare(file: str | None, method: str, population: bool, model_scenario: str
         else:
             chosen, note = resolve_method(part, method, data.incomplete, joint=True)
         options = anova_options(chosen, data.incomplete, data.max_drop)
+        if chosen == "ordinal" and link is not None:
+            options["link"] = link
         if chosen == "reml":
             options["model_scenario"] = "per_model" if per_model else "pooled"
         if covs is not None:
@@ -248,8 +255,3 @@ def _emit(runs, fmt: str) -> None:
                 click.echo(sp.as_text())
 
 
-# --method ordinal: one sentence saying why not here and what to use instead (issue 22)
-refuse_ordinal(compare,
-               'compare fits the models jointly on the score scale (paired differences, ranks), which the '
-               "cumulative-link model does not; cjstats decompose FILE --method ordinal gives each model's latent "
-               'components and mu, its mean score with an interval')

@@ -158,6 +158,13 @@ register_joint_backend(ModuleBackend(
     capabilities=JointCapabilities(rows_always=True, samples=True, estimands=JOINT_ESTIMANDS,
                                    options=("draws", "tune", "chains", "target_accept", "nuts_sampler"),
                                    rank_intervals="posterior")))
+register_joint_backend(ModuleBackend(
+    "ordinal", "cjstats.estimators.joint.ordinal",   # verdicts and ratings: the joint cumulative-link mixed model
+    capabilities=JointCapabilities(rows_always=True, estimands=JOINT_ESTIMANDS, terms=("scenario", "model_scenario"),
+                                   likelihoods={"cumulative": ("probit", "logit")}, thresholds=("shared",),
+                                   latent_options={"link": ("probit", "logit")}, option_defaults={"link": "probit"},
+                                   options=("link", "nagq"), model_options=("link",), model_scenario=("pooled",),
+                                   rank_intervals="max_t", hooks=("score_scale",))))
 
 
 # ------------------------------------------------------------------------------------------ the model as data

@@ -243,6 +243,10 @@ class ModelComparison(Result):
         ``model, mean, rank, rank_lower, rank_upper, p_best``; rank 1 is the highest mean.
     fit : JointFit
         The joint fit, with its tidy ``components`` table.
+    score_means, score_differences : DataFrame or None
+        For a fit on a latent scale whose backend declares the hook ``score_scale`` (``method="ordinal"``): each
+        model's expected score (pass rate for 0/1) for a new scenario and the panel, and the pairwise differences
+        of those, with delta-method intervals; None otherwise.
     """
 
     differences: pd.DataFrame
@@ -253,6 +257,8 @@ class ModelComparison(Result):
     ci_level: float
     adjust: str
     rank_method: str
+    score_means: pd.DataFrame | None = None
+    score_differences: pd.DataFrame | None = None
 
     @property
     def dropped(self) -> pd.DataFrame | None:
@@ -335,6 +341,17 @@ class ModelComparison(Result):
                  f"{1 - self.ci_level:g})", self.significance_matrix().to_string(), "",
                  f"rank intervals: {self.rank_method}; p-values adjusted: {self.adjust}; models sharing a "
                  "letter are not significantly different."]
+        if self.score_differences is not None:
+            sm, sdf = self.score_means.copy(), self.score_differences.copy()
+            what = "pass rate" if (sm["quantity"] == "pass_rate").all() else "expected score"
+            sm[f"{pct} interval"] = [format_interval(lo, hi, 3, na="-") for lo, hi in zip(sm["lower"], sm["upper"])]
+            sdf[f"{pct} interval"] = [format_interval(lo, hi, 3, na="-") for lo, hi in zip(sdf["lower"], sdf["upper"])]
+            sm = format_frame(sm[["model", "estimate", "std_error", f"{pct} interval"]], na="-")
+            sdf = format_frame(sdf[["model_a", "model_b", "difference", "std_error", f"{pct} interval", "p_value"]],
+                               se_column="std_error", value_columns=("difference", "std_error"), na="-")
+            lines += ["", f"Score scale: {what} of a new scenario scored by the panel (marginal over the scenario "
+                      "effects; delta method)", sm.to_string(index=False), "", f"Differences in {what} (a minus b)",
+                      sdf.to_string(index=False)]
         notes = self.fit_notes()
         lines += [""] + notes if notes else []
         return "\n".join(lines)
@@ -513,6 +530,14 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method | None = 
     rng = np.random.default_rng(seed)
     p, k = fit.cell_means.shape
     means = fit.model_means()
+    if not np.all(np.isfinite(means)):
+        bad = [m for m, v in zip(fit.models, means) if not np.isfinite(v)]
+        why = "; ".join(f["reason"] for f in fit.diagnostics.get("identification", [])[:2])
+        raise CjstatsError(f"Model{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))} "
+                           f"{'have' if len(bad) > 1 else 'has'} no finite mean on the latent scale ({why or 'not identified'}): "
+                           f"its differences and ranks are not identified, so none are reported; the fit "
+                           f"(compare_models(...) refits it: cj.fit_joint) marks what is identified, or use "
+                           f"method='bayes', whose priors keep the effects finite, or the raw rates.")
     order = list(np.argsort(-means, kind="stable"))
     a_idx, b_idx, est, se, dfs = [], [], [], [], []
     for ia, a in enumerate(order):
@@ -567,5 +592,9 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method | None = 
     ranks = pd.DataFrame({"model": [models[i] for i in order], "mean": means[order], "rank": rank[order],
                           "rank_lower": np.asarray(r_lower)[order].astype(int),
                           "rank_upper": np.asarray(r_upper)[order].astype(int), "p_best": p_best[order]})
+    score_means = score_differences = None
+    if backend is not None and "score_scale" in backend.capabilities.hooks:   # a latent fit's score-scale answers
+        score_means, score_differences = backend.hook("score_scale")(fit, level)
     return ModelComparison(differences=differences, ranks=ranks, fit=fit, method=method, view=view,
-                           ci_level=level, adjust=adjust, rank_method=rank_method)
+                           ci_level=level, adjust=adjust, rank_method=rank_method, score_means=score_means,
+                           score_differences=score_differences)

@@ -48,7 +48,7 @@ from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, ma
 from cjstats.estimators.ordinal_ml.links import log_prob
 from cjstats.estimators.ordinal_ml.numdiff import central_difference
 
-__all__ = ["NestedProblem", "make_nested", "joint_modes", "laplace_neg_loglik", "laplace_grad", "fit_nested",
+__all__ = ["NestedProblem", "make_nested", "joint_modes", "mode_curvatures", "laplace_neg_loglik", "laplace_grad", "fit_nested",
            "profile_nested", "GRADIENTS"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -143,6 +143,17 @@ def joint_modes(q: NestedProblem, x: np.ndarray, a0: np.ndarray | None = None, b
             break
     logdet = _arrow(q, D2, s2a, s2b)[4]
     return a, b, G, logdet
+
+
+def mode_curvatures(q: NestedProblem, x: np.ndarray, a0: np.ndarray | None = None, b0: np.ndarray | None = None):
+    """At the joint modes of x: (a*, b*, s_a^2, s_b^2, u0, lo0, v, w, S): the modes, the variances, the rows'
+    bounds before the effects, and the arrow Hessian's v_c = -D2_c, w_c = 1/s_b^2 + v_c and Schur complement S_i
+    (module docstring); what a quadrature centred on the Laplace modes needs (the joint model's nested AGQ)."""
+    a, b, _, _ = joint_modes(q, x, a0, b0)
+    s2a, s2b, u0, lo0 = _parts(q, x)
+    _, _, _, D2 = _joint(q, u0, lo0, a, b, s2a, s2b, True)
+    _, v, w, S, _ = _arrow(q, D2, s2a, s2b)
+    return a, b, s2a, s2b, u0, lo0, v, w, S
 
 
 def laplace_grad(q: NestedProblem, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
