@@ -36,6 +36,9 @@ def _ordinal(n: int, m: int, seed: int, link: str = "probit") -> pd.DataFrame:
                          "judge": [f"j{l}" for l in idx[2]], "score": q.ravel().astype(float)})
 
 
+_JOINT_ORDINAL = __import__("pathlib").Path(__file__).parent / "data" / "joint_ordinal" / "rating_n20_p3_k3.csv"
+
+
 def _drop(df: pd.DataFrame, share: float, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return df[rng.random(len(df)) >= share].reset_index(drop=True)
@@ -57,6 +60,7 @@ CASES: dict[str, tuple[str, object, dict]] = {
     "ordinal_probit": ("clmm", lambda: _ordinal(60, 1, seed=18), {"method": "ordinal"}),
     "ordinal_logit": ("clmm", lambda: _ordinal(60, 1, seed=19, link="logit"), {"method": "ordinal", "link": "logit"}),
     "ordinal_generation": ("clmm", lambda: _ordinal(50, 2, seed=20), {"method": "ordinal"}),
+    "joint_ordinal": ("clmm_joint", lambda: pd.read_csv(_JOINT_ORDINAL), {"method": "ordinal"}),
 }
 
 
@@ -68,7 +72,7 @@ def run_case(name: str) -> tuple[pd.DataFrame, object]:
     method = opts.pop("method")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if kind == "joint":
+        if kind in ("joint", "clmm_joint"):
             fit = cj.fit_joint(table, method, **opts)
         else:
             fit = cj.estimate(table, method, **opts)
@@ -83,7 +87,10 @@ def variances(name: str, fit: object) -> dict[str, float]:
     out = {}
     for _, r in t.iterrows():
         c = r["component"]
-        if kind == "joint":
+        if kind == "clmm_joint":
+            if c in ("scenario", "model_scenario") and r["model"] == "(joint)":
+                out[c] = float(r["estimate"])
+        elif kind == "joint":
             if c in ("scenario", "generation", "residual") and r["model"] == "(joint)":
                 out[c] = float(r["estimate"])
             elif c == "model_scenario":

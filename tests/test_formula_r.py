@@ -52,11 +52,13 @@ def test_the_criterion_equals_r(fits, name):
     fit = fits[name][1]
     if kind == "joint":
         ours = fit.reml_criterion
+    elif kind == "clmm_joint":
+        ours = fit.diagnostics["loglik"]
     else:
         (diag,) = fit.diagnostics.values()
         ours = diag["reml_criterion"] if kind == "lmer" else diag["loglik"]
     assert ours == pytest.approx(R[name]["criterion"], rel=1e-7, abs=1e-5)
-    assert (f"{ours:.2f}" in fit.summary().as_text()) or kind == "clmm" and f"{ours:.2f}" in str(fit)
+    assert f"{ours:.2f}" in fit.summary().as_text()
 
 
 def test_a_perturbed_r_value_fails_the_comparison(fits):

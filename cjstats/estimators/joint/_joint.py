@@ -310,6 +310,12 @@ class JointFit(Result):
         return self.model.with_terms(t for t in self.model.terms if t != "generation" or has_gen)
 
     @property
+    def scale(self) -> str:
+        """``"latent"`` for the cumulative (ordinal) joint model, whose variances are on its latent scale, else
+        ``"score"`` (read from :attr:`model`)."""
+        return self.model.scale if self.model is not None else "score"
+
+    @property
     def formula(self) -> str:
         """The exact R (lme4) formula of what was fitted; per-model variances as ``dummy()`` terms."""
         from cjstats.results.model import formula
@@ -440,6 +446,8 @@ class JointFit(Result):
             f"groups: scenario {int(n)}, model {len(self.models)}, judge {len(self.judges)}" if n else "")
         if dev is not None:
             data += f"; REML criterion {float(dev):.2f}"
+        elif self.diagnostics.get("loglik") is not None:
+            data += f"; log-likelihood {float(self.diagnostics['loglik']):.2f}"
         head += (("data", data),) if data else ()
         return Summary(title=f"Joint variance components ({self.method})",
                        header=(*head, ("models", str(len(self.models))), ("judges", str(len(self.judges)))),

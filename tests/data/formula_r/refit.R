@@ -10,7 +10,7 @@ for (cs in cases) {
   contrasts(d$judge) <- contr.sum(nlevels(d$judge))
   if (nlevels(d$model) > 1) contrasts(d$model) <- contr.sum(nlevels(d$model))
   res <- list()
-  if (cs$kind == "clmm") {
+  if (cs$kind %in% c("clmm", "clmm_joint")) {
     cl <- parse(text = cs$formula)[[1]]
     cl$data <- quote(d)
     n_re <- length(gregexpr("\\(1\\|", cs$formula)[[1]])
@@ -18,7 +18,8 @@ for (cs in cases) {
     fit <- eval(cl)
     vc <- VarCorr(fit)
     for (g in names(vc)) {
-      key <- if (g == "scenario") "scenario" else if (g %in% c("scenario:generation", "generation:scenario")) "generation" else g
+      key <- if (g == "scenario") "scenario" else if (g %in% c("scenario:generation", "generation:scenario")) "generation"
+             else if (g %in% c("scenario:model", "model:scenario")) "model_scenario" else g
       res[[key]] <- as.numeric(vc[[g]][1, 1])
     }
     crit <- as.numeric(logLik(fit))
