@@ -137,4 +137,4 @@ register_engine(ModuleEngine(
 register_engine(ModuleEngine(
     "dask", "cjstats.stats.engines.dask_engine", requires=("dask",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"),
-                                    covariates=True)))
+                                    scenario_judge=True, covariates=True)))
