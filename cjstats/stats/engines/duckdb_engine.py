@@ -512,17 +512,17 @@ def _with_scenario_judge(con: Any, units: list[Any], n_words: int) -> list[Any]:
     k = max(units[u].k for u in need)
     q = 1 + m + k
     order = ", ".join([f"r{w} DESC" for w in range(n_words)] + ["generation"])
-    mask = "w0" if n_words == 1 else "[" + ", ".join(f"w{w}" for w in range(n_words)) + "]"
-    zcols = (["ys_s AS z0"] + [f"COALESCE(yl[{c}], 0) AS z{c}" for c in range(1, m + 1)]
-             + [f"js{l} AS z{1 + m + l}" for l in range(k)])
+    pos = [f"max(w{w}) FILTER (WHERE pos = {c}) AS c{c}_w{w}" for c in range(1, m + 1) for w in range(n_words)]
+    pat = ", ".join(f"c{c}_w{w}" for c in range(1, m + 1) for w in range(n_words))
+    zcols = (["sum(ys) AS z0"] + [f"COALESCE(sum(ys) FILTER (WHERE pos = {c}), 0) AS z{c}" for c in range(1, m + 1)]
+             + [f"COALESCE(sum(j{l}), 0) AS z{1 + m + l}" for l in range(k)])
     sums = [f"sum(z{a}) AS s{a}" for a in range(q)]
     prods = [f"sum(z{a} * z{b}) AS p{a}_{b}" for a in range(q) for b in range(a, q)]
     tbl = con.execute(
-        f"WITH s AS (SELECT unit_id, list({mask} ORDER BY {order}) AS pat, list(ys ORDER BY {order}) AS yl, "
-        f"           sum(ys) AS ys_s, {', '.join(f'COALESCE(sum(j{l}), 0) AS js{l}' for l in range(k))} "
-        f"           FROM cj_cells WHERE unit_id IN ({', '.join(str(u) for u in need)}) GROUP BY unit_id, scenario), "
-        f"z AS (SELECT unit_id, pat, {', '.join(zcols)} FROM s) "
-        f"SELECT unit_id, pat, count(*) AS cnt, {', '.join(sums + prods)} FROM z GROUP BY unit_id, pat"
+        f"WITH o AS (SELECT *, row_number() OVER (PARTITION BY unit_id, scenario ORDER BY {order}) AS pos "
+        f"           FROM cj_cells WHERE unit_id IN ({', '.join(str(u) for u in need)})), "
+        f"z AS (SELECT unit_id, {', '.join(pos + zcols)} FROM o GROUP BY unit_id, scenario) "
+        f"SELECT unit_id, {pat}, count(*) AS cnt, {', '.join(sums + prods)} FROM z GROUP BY unit_id, {pat}"
     ).fetchnumpy()
     unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
     cnt = np.asarray(tbl["cnt"], dtype=np.float64)
@@ -537,11 +537,11 @@ def _with_scenario_judge(con: Any, units: list[Any], n_words: int) -> list[Any]:
         rows = np.flatnonzero(unit_id == u)
         mu, ku = int(cs.cnt_is.sum(axis=1).max()), cs.k
         incidence = np.zeros((len(rows), mu, ku))
-        for p, r in enumerate(rows):
-            for c, wv in enumerate(tbl["pat"][r]):
-                wv = [wv] if n_words == 1 else list(wv)
-                for j in range(ku):
-                    incidence[p, c, j] = (int(wv[j // _WORD]) >> (j % _WORD)) & 1
+        for c in range(mu):   # the masks of each pattern's cells (NULL: a padded cell, no calls)
+            for w in range(n_words):
+                col = np.ma.filled(np.ma.asarray(tbl[f"c{c + 1}_w{w}"])[rows].astype(np.int64), 0)
+                for j in range(w * _WORD, min(ku, (w + 1) * _WORD)):
+                    incidence[:, c, j] = (col >> (j % _WORD)) & 1
         idx = np.r_[np.arange(1 + mu), 1 + m + np.arange(ku)]   # this unit's cells and judges of the columns
         sj = ScenarioJudgeStats(incidence=incidence, count=cnt[rows], zsum=zsum_all[np.ix_(rows, idx)],
                                 zscat=zscat_all[np.ix_(rows, idx, idx)], shift=np.asarray(cs.shift, dtype=np.float64))
