@@ -185,8 +185,8 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | 
     incidence = np.zeros((n_pat, m, k))
     if d_cell is None:                                     # one pattern, every cell with every judge
         incidence[:] = 1.0
-    elif n_pat == 1 and in_order:                          # one pattern: the judge calls of the first scenario
-        incidence[0] = d_cell[:m]
+    elif order is None:                                    # one pattern of equal cells, in order: the first
+        incidence[0] = d_cell[:m]                          # scenario's calls (any scenario's)
     else:
         rep_of = np.full(n_scen, -1, dtype=np.int64)
         rep_of[first] = np.arange(n_pat)
@@ -198,7 +198,7 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | 
         ysum = np.bincount(cell, weights=y0, minlength=n_cells)
     z = np.zeros((n_scen, q))
     z[:, 0] = np.bincount(cell_scen, weights=ysum, minlength=n_scen)
-    if n_pat == 1 and in_order:
+    if order is None:   # cells in scenario order, all with the same calls: the canonical order is theirs
         z[:, 1:1 + m] = ysum.reshape(n_scen, m)
     else:
         z[scen_sorted, 1 + pos] = ysum[order]
