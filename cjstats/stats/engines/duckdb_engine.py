@@ -20,6 +20,13 @@ DD_h = sum N_cells D D', DY_h = sum D sum_c Y_c, YY_h = sum_c Y_c^2, judge count
 sum y0^2 and SSW_h = sum_c (sum y0^2 - Y_c^2 / n_c); per scenario and class s_isk = sum N_cells D, the cell
 count and sum Y_c. A cell whose size differs from the number of bits of its mask holds a duplicate judge call.
 
+3. **Scenario x judge statistics** (``CellStats.sj``, when the model has the term and the table a generation
+   column): step 2 then keeps its cells in a temp table, and for the units where a judge scored two generations of
+   a scenario, ``row_number() OVER (PARTITION BY unit, scenario ...)`` places each cell in the numpy engine's
+   canonical order, ``GROUP BY (unit, scenario)`` gives z_i (scenario sum, cell sums by place, scenario x judge
+   sums) and the scenario's pattern (its masks by place), and ``GROUP BY (unit, pattern)`` the count, sum z_i and
+   sum z_i z_i' of each pattern: only the patterns reach Python (:func:`_with_scenario_judge`).
+
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
 O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
 """
@@ -493,9 +500,9 @@ def _with_scenario_judge(con: Any, units: list[Any], n_words: int) -> list[Any]:
 
     Everything :func:`cjstats.stats.scenario_judge.build_sj_stats` computes from rows is a GROUP BY of the cells in
     ``cj_cells``: per scenario i (``GROUP BY unit, scenario``) the vector z_i = (scenario sum of y0, the cell sums
-    Y_c in canonical order, the K scenario x judge sums of y0) and its pattern, the list of its cells' judge masks
-    in that order. The canonical order is the numpy engine's: cells by their judge calls D_c (0/1 rows compared
-    lexicographically, largest first), ties by generation. Then ``GROUP BY unit, pattern`` gives each pattern's
+    Y_c in canonical order, the K scenario x judge sums of y0) and its pattern, its cells' judge masks in that order
+    (one column per place, NULL past the scenario's last cell). The canonical order is the numpy engine's: cells by their judge calls D_c (0/1 rows compared
+    lexicographically, largest first), ties by generation; ``row_number()`` over it gives each cell its place. Then ``GROUP BY unit, pattern`` gives each pattern's
     scenario count n_p, sum_i z_i and the upper triangle of sum_i z_i z_i'. Only the patterns (a handful for
     designed data, at most one per scenario) reach Python, where the masks become the pattern's judge calls.
     Units whose largest calls of one judge on one scenario is below 2 (the term is not identifiable) keep
