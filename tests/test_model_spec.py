@@ -93,8 +93,10 @@ def test_model_arguments_are_checked():
 # ---------------------------------------------------------------------------------------------- capabilities
 @pytest.mark.parametrize("method, model, engine, ok, says", [
     ("reml", Model(), None, True, ""),
-    ("anova", Model(), "duckdb", True, ""),                         # scenario_judge 'auto': left out, said so
-    ("reml", Model(auto=("generation",)), "duckdb", False, "engine='duckdb' does not build"),
+    ("anova", Model(), "nosj", True, ""),                           # scenario_judge 'auto': left out, said so
+    ("reml", Model(auto=("generation",)), "nosj", False, "engine='nosj' does not build"),
+    ("reml", Model(auto=("generation",)), "duckdb", True, ""),       # every registered engine builds the term
+    ("reml", Model(auto=("generation",)), "dask", True, ""),
     ("anova", Model(likelihood="cumulative", link="probit", terms=("scenario",)), None, False, "cumulative"),
     ("ordinal", Model(), None, False, "gaussian likelihood"),
     ("ordinal", Model(terms=("scenario", "generation"), likelihood="cumulative", link="logit",
@@ -108,7 +110,12 @@ def test_model_arguments_are_checked():
      "per_model"),
     ("reml", Model(terms=("scenario", "model_scenario"), unit="joint", model_scenario="per_model"), None, True, ""),
 ])
-def test_can_fit_answers_from_the_declarations(method, model, engine, ok, says):
+def test_can_fit_answers_from_the_declarations(method, model, engine, ok, says, monkeypatch):
+    from cjstats.stats.engines import ENGINES, EngineCapabilities, ModuleEngine
+
+    # an engine that does not build the scenario x judge statistics (every registered one does)
+    monkeypatch.setitem(ENGINES, "nosj", ModuleEngine("nosj", "cjstats.stats.engines.numpy_engine",
+                                                      capabilities=EngineCapabilities(in_memory=True)))
     got, why = cj.can_fit(method, model, engine=engine)
     assert got is ok and says in why
     assert ok or (why.endswith(".") and "\n" not in why)

@@ -447,10 +447,11 @@ def merge_stats(*parts: CellStats) -> CellStats:
                 cands.append((pos[p.first_missing[0]], p.first_missing))
         first_missing = min(cands, key=lambda c: c[0])[1] if cands else None
     first = min(parts, key=lambda p: int(np.flatnonzero(scen == p.first_cell[0])[0]))
-    # the scenario x judge statistics merge only when every chunk has them over the same judges
+    # the scenario x judge statistics merge when every chunk has them (a chunk's judges placed among the unit's),
+    # and are kept where the merged unit identifies the term, as the numpy engine keeps them
     sj = None
-    if all(p.sj is not None and p.judge_labels == tuple(labels) for p in parts):
-        sj = merge_sj_stats([p.sj for p in parts], shift)
+    if all(p.sj is not None for p in parts) and scenario_judge_pairs(cat["s_isk"]) >= 2:
+        sj = merge_sj_stats([p.sj for p in parts], shift, judges=[jidx for _, jidx, _ in expanded])
     # the covariate statistics merge when every chunk has the same covariates (re-centred to their pooled means)
     cov = merge_covariate_stats(recentred, k, n_s, order)
     return CellStats(

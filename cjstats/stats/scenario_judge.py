@@ -84,6 +84,31 @@ class ScenarioJudgeStats:
         g[:, 1 + m + il, il] = nl
         return w, g
 
+    def with_judges(self, judges: np.ndarray, shift: np.ndarray) -> ScenarioJudgeStats:
+        """The same statistics over the K judges of ``shift``, this chunk's judge l being judge ``judges[l]``.
+
+        A judge the chunk lacks has no calls (zero incidence columns) and zero scenario x judge sums, so its
+        entries of z are 0 whatever its centring (its G column is 0, so :meth:`recentre` leaves them 0). The
+        canonical cell order is kept: inserting a column of zeros into every cell's judge calls does not change
+        their lexicographic order.
+        """
+        judges = np.asarray(judges, dtype=np.int64)
+        k = int(np.asarray(shift).shape[0])
+        if self.k == k and np.array_equal(judges, np.arange(k)):
+            return self
+        p, m = self.incidence.shape[:2]
+        q = 1 + m + k
+        incidence = np.zeros((p, m, k))
+        incidence[:, :, judges] = self.incidence
+        idx = np.r_[np.arange(1 + m), 1 + m + judges]
+        zsum = np.zeros((p, q))
+        zsum[:, idx] = self.zsum
+        zscat = np.zeros((p, q, q))
+        zscat[np.ix_(np.arange(p), idx, idx)] = self.zscat
+        new = np.asarray(shift, dtype=np.float64).copy()
+        new[judges] = self.shift
+        return ScenarioJudgeStats(incidence=incidence, count=self.count, zsum=zsum, zscat=zscat, shift=new)
+
     def recentre(self, shift: np.ndarray) -> ScenarioJudgeStats:
         """The same statistics with y0 = y - ``shift``[judge]: z_i -> z_i - G_p delta, delta = shift_new - shift_old."""
         new = np.asarray(shift, dtype=np.float64)
@@ -160,8 +185,8 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | 
     incidence = np.zeros((n_pat, m, k))
     if d_cell is None:                                     # one pattern, every cell with every judge
         incidence[:] = 1.0
-    elif n_pat == 1 and in_order:                          # one pattern: the judge calls of the first scenario
-        incidence[0] = d_cell[:m]
+    elif order is None:                                    # one pattern of equal cells, in order: the first
+        incidence[0] = d_cell[:m]                          # scenario's calls (any scenario's)
     else:
         rep_of = np.full(n_scen, -1, dtype=np.int64)
         rep_of[first] = np.arange(n_pat)
@@ -173,7 +198,7 @@ def build_sj_stats(y0: np.ndarray, cell: np.ndarray | None, judge: np.ndarray | 
         ysum = np.bincount(cell, weights=y0, minlength=n_cells)
     z = np.zeros((n_scen, q))
     z[:, 0] = np.bincount(cell_scen, weights=ysum, minlength=n_scen)
-    if n_pat == 1 and in_order:
+    if order is None:   # cells in scenario order, all with the same calls: the canonical order is theirs
         z[:, 1:1 + m] = ysum.reshape(n_scen, m)
     else:
         z[scen_sorted, 1 + pos] = ysum[order]
@@ -271,8 +296,15 @@ def _row_ids(a: np.ndarray, *, first: bool = False):
     return ids, first_idx
 
 
-def merge_sj_stats(parts: list[ScenarioJudgeStats], shift: np.ndarray) -> ScenarioJudgeStats:
-    """Statistics of a unit split by scenario, from its chunks' (recentred to ``shift`` first)."""
+def merge_sj_stats(parts: list[ScenarioJudgeStats], shift: np.ndarray,
+                   judges: list[np.ndarray] | None = None) -> ScenarioJudgeStats:
+    """Statistics of a unit split by scenario, from its chunks' (recentred to ``shift`` first).
+
+    ``judges`` (one array per chunk) places each chunk's judges among the K of ``shift`` when a chunk lacks some
+    judge (default: every chunk has the K judges in that order); see :meth:`ScenarioJudgeStats.with_judges`.
+    """
+    if judges is not None:
+        parts = [p.with_judges(j, shift) for p, j in zip(parts, judges)]
     parts = [p.recentre(shift) for p in parts]
     m = max(p.m for p in parts)
     k = parts[0].k

@@ -4,7 +4,9 @@ Every engine must build, through :func:`cjstats.stats.build_stats`, the statisti
 the same table: designs and labels exactly, every array and every view (``for_anova``, ``for_reml``,
 ``for_gaussian``, the joint units) to 1e-12 relative (the engines add the same numbers in another order), on
 seeded tables that are balanced, have missing judge calls, or have unequal generations per scenario, with
-several models and criteria. The suite is parametrised over the registry, so an engine registered with
+several models and criteria. An engine that declares ``scenario_judge`` builds the scenario x judge statistics
+(``CellStats.sj``) exactly where the numpy engine does, with the same patterns, counts and sums (to 1e-12); every
+registered engine declares it. The suite is parametrised over the registry, so an engine registered with
 ``register_engine`` is checked from its first commit; each check reads the engine's declared
 :class:`~cjstats.stats.engines.EngineCapabilities`, not its name. An engine whose packages are missing is skipped
 with the extra that installs them. Known failures go in KNOWN_FAILURES {(engine, check_name): reason} (strict
@@ -192,6 +194,14 @@ def check_declared_options_are_the_build_options(engine: str) -> None:
         f"{engine}: declares options {sorted(e.capabilities.options)} but build takes {sorted(taken)}"
 
 
+def check_builds_every_terms_statistics(engine: str) -> None:
+    """Every engine builds the statistics of every term of the one-model unit, so the same call fits the same
+    model on every engine (no engine leaves the scenario x judge interaction in the residual)."""
+    terms = ENGINES[engine].capabilities.terms
+    missing = [t for t in ("scenario", "generation", "scenario_judge") if t not in terms]
+    assert not missing, f"{engine}: does not build the statistics of {missing}"
+
+
 def check_a_model_without_a_term_gets_no_statistics_for_it(engine: str) -> None:
     """build_stats(terms=) leaves out the optional statistics of an absent term (the scenario x judge sums) and
     changes nothing else."""
@@ -327,6 +337,7 @@ CHECKS = [
     check_ragged_statistics_equal_numpy, check_joint_units_equal_numpy, check_reads_files_out_of_core,
     check_unit_model_refuses_a_criterion_table, check_refuses_undeclared_options,
     check_covariate_statistics_equal_numpy, check_a_model_without_a_term_gets_no_statistics_for_it,
+    check_builds_every_terms_statistics,
 ]
 
 
@@ -389,6 +400,24 @@ def _forget_scenario_judge(st: ScoreStats) -> ScoreStats:
     return _map_units(st, lambda u: dataclasses.replace(u, sj=None))
 
 
+def _perturb_scenario_judge(st: ScoreStats) -> ScoreStats:
+    """1e-9 relative on the per-pattern scatter of the scenario x judge vectors z_i: a thousand times the
+    tolerance (the patterns and counts are left right)."""
+    return _map_units(st, lambda u: u if u.sj is None else dataclasses.replace(
+        u, sj=dataclasses.replace(u.sj, zscat=u.sj.zscat * (1 + 1e-9))))
+
+
+def _split_a_scenario_judge_pattern(st: ScoreStats) -> ScoreStats:
+    """The scenarios of the first pattern counted one short (its sums unchanged)."""
+    def fn(u):
+        if u.sj is None:
+            return u
+        count = u.sj.count.copy()
+        count[0] -= 1
+        return dataclasses.replace(u, sj=dataclasses.replace(u.sj, count=count))
+    return _map_units(st, fn)
+
+
 def _wrong_engine_label(st: ScoreStats) -> ScoreStats:
     return dataclasses.replace(st, engine="numpy")
 
@@ -413,12 +442,19 @@ class TestPlantedBrokenEngines:
         (_perturb_ssw, None, check_joint_units_equal_numpy),
         (_drop_a_scenario_count, None, check_missing_call_statistics_equal_numpy),
         (_forget_scenario_judge, None, check_balanced_statistics_equal_numpy),
+        (_forget_scenario_judge, None, check_ragged_statistics_equal_numpy),
+        (_perturb_scenario_judge, None, check_balanced_statistics_equal_numpy),
+        (_perturb_scenario_judge, None, check_missing_call_statistics_equal_numpy),
+        (_perturb_scenario_judge, None, check_ragged_statistics_equal_numpy),
+        (_perturb_scenario_judge, None, check_joint_units_equal_numpy),
+        (_split_a_scenario_judge_pattern, None, check_missing_call_statistics_equal_numpy),
         (_wrong_engine_label, None, check_balanced_statistics_equal_numpy),
         (_same, {"options": ("threads",)}, check_declared_options_are_the_build_options),
         (_same, {"in_memory": False}, check_is_a_registered_engine),
         (_perturb_covariates, None, check_covariate_statistics_equal_numpy),
         (_same, {"covariates": False}, check_declared_options_are_the_build_options),
         (_same, {"scenario_judge": False}, check_declared_options_are_the_build_options),
+        (_forget_scenario_judge, {"scenario_judge": False}, check_builds_every_terms_statistics),
     ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
     def test_a_broken_engine_fails_the_check(self, monkeypatch, tamper, caps, check):
         planted = _Planted(tamper, capabilities=dataclasses.replace(ENGINES["numpy"].capabilities, **(caps or {})))

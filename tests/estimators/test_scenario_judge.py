@@ -201,14 +201,33 @@ def test_anova_on_unbalanced_table_says_to_use_reml():
     assert "use method='reml'" in _est(fit).at["scenario_judge", "note"]
 
 
-def test_engines_without_the_statistics_say_so():
-    duckdb = pytest.importorskip("duckdb")  # noqa: F841
+class _EngineWithoutSJ:
+    """A registered engine that builds every statistic but the scenario x judge sums (every real engine builds
+    them: tests/conformance/test_engine_conformance.py)."""
+
+    name, requires, extra = "nosj", (), ""
+
+    def __init__(self):
+        from cjstats.stats.engines import EngineCapabilities
+
+        self.capabilities = EngineCapabilities(in_memory=True, takes_scores=True)
+
+    def build(self, source, *, unit, terms=None):
+        from cjstats.stats.engines.numpy_engine import build
+
+        return build(source, unit=unit, terms=("scenario", "generation"))
+
+
+def test_engines_without_the_statistics_say_so(monkeypatch):
+    from cjstats.stats.engines import ENGINES
+
+    monkeypatch.setitem(ENGINES, "nosj", _EngineWithoutSJ())
     df = simulate(n=10, m=2, k=3, seed=10)
     with pytest.warns(cj.CjstatsWarning, match="engine='numpy'"):
-        fit = cj.estimate(df, method="reml", engine="duckdb")
+        fit = cj.estimate(df, method="reml", engine="nosj")
     assert not _est(fit).at["scenario_judge", "identifiable"]
     with pytest.raises(CjstatsError, match="engine='numpy'"):
-        cj.estimate(df, method="reml", engine="duckdb", scenario_judge=True)
+        cj.estimate(df, method="reml", engine="nosj", scenario_judge=True)
 
 
 # ---------------------------------------------------------------------------------------- coverage
@@ -286,3 +305,31 @@ def test_coverage_long(method, reps):
     lo, hi = (0.93, 0.97) if reps >= 5000 else (0.91, 0.99)
     for c, v in cov.items():
         assert lo <= v <= hi, (c, v)
+
+
+def test_the_statistics_do_not_depend_on_the_order_of_a_scenarios_generations():
+    """Scenarios whose cells have the same judge calls in another order are one pattern: the cells take their
+    canonical order (by judge calls), so relabelling a scenario's generations changes no statistic and no fit.
+    (Before the fix, a unit that was one such pattern kept the first scenario's cell order for all of them and
+    put the other scenarios' cell sums against the wrong judge calls.)"""
+    rng = np.random.default_rng(4)
+    calls = [(0, 2), (0, 1)]   # generation 0 scored by judges 0 and 2, generation 1 by judges 0 and 1
+    alpha, sj = rng.normal(0, 1, 40), rng.normal(0, 0.8, (40, 3))   # interior variances: the fit is not all zeros
+    rows = []
+    for s in range(40):
+        first = s % 2            # every other scenario has its generations the other way round
+        for g in range(2):
+            for j in calls[(g + first) % 2]:
+                rows.append(("A", f"s{s}", f"g{g}", f"j{j}", float(alpha[s] + sj[s, j] + rng.normal(0, 0.5) + 0.3 * j)))
+    df = pd.DataFrame(rows, columns=["model", "scenario", "generation", "judge", "score"])
+    swapped = df.assign(generation=np.where(df["scenario"].str[1:].astype(int) % 2 == 1,
+                                            df["generation"].map({"g0": "g1", "g1": "g0"}), df["generation"]))
+    a, b = build_stats(df).units[0].sj, build_stats(swapped).units[0].sj
+    assert a.count.tolist() == b.count.tolist() == [40.0]
+    np.testing.assert_array_equal(a.incidence, b.incidence)
+    np.testing.assert_allclose(a.zsum, b.zsum, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(a.zscat, b.zscat, rtol=1e-13, atol=1e-13)
+    fa = cj.estimate(df, "reml").components.set_index("component")["estimate"]
+    fb = cj.estimate(swapped, "reml").components.set_index("component")["estimate"]
+    assert fa["scenario_judge"] > 0.1                  # (before the fix: every variance 0, not converged)
+    np.testing.assert_allclose(fa.to_numpy(float), fb.to_numpy(float), rtol=1e-9)

@@ -87,3 +87,12 @@ def assert_stats_equal(ref, got, rtol: float = RTOL) -> None:
             ma, mb = a.for_anova()[0], b.for_anova()[0]
             for f in ("grand_mean", "judge_means", "ss_scenario", "ss_generation", "ss_judge", "ss_residual"):
                 assert rel_close(getattr(ma, f), getattr(mb, f), rtol), f
+        # the scenario x judge statistics: built where the term is identifiable, the same patterns (in any order)
+        assert (a.sj is None) == (b.sj is None), "sj"
+        if a.sj is not None:
+            sa, sb = a.sj, b.sj.recentre(a.sj.shift)
+            oa, ob = (sorted(range(x.count.shape[0]), key=lambda i, x=x: x.incidence[i].tobytes()) for x in (sa, sb))
+            np.testing.assert_array_equal(sa.incidence[oa], sb.incidence[ob], err_msg="sj.incidence")
+            np.testing.assert_array_equal(sa.count[oa], sb.count[ob], err_msg="sj.count")
+            for f in ("zsum", "zscat"):
+                assert rel_close(getattr(sa, f)[oa], getattr(sb, f)[ob], rtol), f"sj.{f}"

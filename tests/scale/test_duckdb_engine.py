@@ -1,8 +1,8 @@
 """The DuckDB engine: the same statistics and fits as the numpy engine, read_scores' messages, bounded memory.
 
-The out-of-core engines do not collect the scenario x judge statistics, so the comparisons are of the paper's
-model (``scenario_judge=False``); that they say so when the term is identifiable is tested in
-tests/estimators/test_scenario_judge.py. Equality is to 1e-12 relative (rounding: DuckDB adds the same numbers in another order), every column of the
+The statistics compared include the scenario x judge sums (``CellStats.sj``, ``_scale_helpers.assert_stats_equal``);
+the fits here are of the paper's model (``scenario_judge=False``), and the fits with the term, from a glob, are in
+tests/scale/test_scenario_judge_engines.py. Equality is to 1e-12 relative (rounding: DuckDB adds the same numbers in another order), every column of the
 fits included: REML's standard errors come from the analytic Hessian of the REML criterion (measured: 8e-14
 per value), and its profile intervals from root searches that take the same steps (measured: 1.6e-13).
 """

@@ -54,6 +54,8 @@ def test_a_file_larger_than_the_memory_limit_is_reduced_without_materialising_ro
     for u in st:
         assert (u.n_obs, u.n_scenarios, u.design.generations, u.k) == (n_rows // N_MODELS, N_SCEN, N_GEN, N_JUDGES)
         assert u.design.balanced
+        # the scenario x judge statistics are built too (by default), within the same limit: one pattern
+        assert u.sj is not None and u.sj.count.tolist() == [float(N_SCEN)] and u.sj.m == N_GEN
         ms, _ = u.for_anova()
         # judge offsets are j * 0.5 by construction; their noise averages over 240k calls (sd 0.58/sqrt(240k))
         np.testing.assert_allclose(np.diff(ms.judge_means), 0.5, atol=0.01)

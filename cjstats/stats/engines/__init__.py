@@ -131,9 +131,10 @@ register_engine(ModuleEngine(
     capabilities=EngineCapabilities(in_memory=True, scenario_judge=True, takes_scores=True, covariates=True)))
 register_engine(ModuleEngine(
     "duckdb", "cjstats.stats.engines.duckdb_engine", requires=("duckdb",), extra="scale",
-    capabilities=EngineCapabilities(reads_files=True, options=("columns", "connection", "memory_limit",
-                                                               "temp_directory", "threads"))))
+    capabilities=EngineCapabilities(reads_files=True, scenario_judge=True,
+                                    options=("columns", "connection", "memory_limit", "temp_directory",
+                                             "threads"))))
 register_engine(ModuleEngine(
     "dask", "cjstats.stats.engines.dask_engine", requires=("dask",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"),
-                                    covariates=True)))
+                                    scenario_judge=True, covariates=True)))

@@ -19,6 +19,7 @@ sentence :func:`cjstats.read_scores` raises, with the row named by the partition
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,18 +41,19 @@ def _import_dask() -> Any:
     return dask, dd
 
 
-def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...], covariates: tuple[str, ...] | None = None
-                     ) -> tuple[Any, ...]:
+def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...], covariates: tuple[str, ...] | None = None,
+                     terms: tuple[str, ...] | None = None) -> tuple[Any, ...]:
     """The numpy engine's statistics of one partition (empty tuple for an empty partition), with its covariate
-    statistics when ``covariates`` are given; runs on a worker."""
+    statistics when ``covariates`` are given and its scenario x judge statistics when ``terms`` has the term
+    (built in every partition, since another partition may be the one that identifies it); runs on a worker."""
     from cjstats.io.read import read_scores
-    from cjstats.stats.engines.numpy_engine import build
+    from cjstats.stats.engines.numpy_engine import chunk_stats
 
     if len(part) == 0:
         return ()
     if covariates is not None:   # read from the partition's columns (a cell never straddles partitions)
-        return tuple(build(part.reset_index(drop=True), unit=tuple(unit), covariates=covariates))
-    return tuple(build(read_scores(part), unit=tuple(unit)))   # what build_stats(..., engine="numpy") runs
+        return tuple(chunk_stats(part.reset_index(drop=True), unit=tuple(unit), terms=terms, covariates=covariates))
+    return tuple(chunk_stats(read_scores(part), unit=tuple(unit), terms=terms))
 
 
 def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
@@ -70,7 +72,7 @@ def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
 
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
           shuffle: bool = True, npartitions: int | None = None, client: Any = None,
-          covariates: tuple[str, ...] | None = None) -> Any:
+          covariates: tuple[str, ...] | None = None, terms: tuple[str, ...] | None = None) -> Any:
     """Reduce a dask DataFrame (or files read by Dask) to :class:`~cjstats.stats.ScoreStats`, one partition per task.
 
     Parameters
@@ -91,6 +93,10 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     covariates : tuple of str, optional
         Item covariate columns: each partition also gets its covariate statistics (checked there: numeric, one
         value per model x scenario x generation), merged by :func:`cjstats.stats.merge_stats`.
+    terms : tuple of str, optional
+        The model's terms (None: every term). With ``"scenario_judge"`` every partition builds its scenario x
+        judge statistics and ``merge_stats`` adds them pattern by pattern (chunks split by scenario add up
+        exactly); they are kept for the units that identify the term, as the numpy engine keeps them.
 
     Returns
     -------
@@ -123,7 +129,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     ddf = ddf[keep]
     if shuffle and ddf.npartitions > 1:
         ddf = ddf.shuffle(on=["model"] + (["criterion"] if has_criterion else []) + ["scenario"])
-    tasks = [dask.delayed(_partition_stats)(part, tuple(unit), covariates) for part in ddf.to_delayed()]
+    tasks = [dask.delayed(_partition_stats)(part, tuple(unit), covariates, terms) for part in ddf.to_delayed()]
     if client is None:
         try:
             from distributed import default_client
@@ -140,6 +146,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         raise CjstatsError(R.msg_empty())
     order = sorted(by_unit, key=lambda k: k[0] + ("" if k[1] is None else "\x1f" + k[1]))
     units = tuple(merge_stats(*by_unit[k]) for k in order)
+    # one partition's statistics are not merged: its scenario x judge sums go where the unit does not identify them
+    units = tuple(dataclasses.replace(u, sj=None) if u.sj is not None and u.max_pair_calls < 2 else u for u in units)
     design = pd.DataFrame([u.design.as_dict() for u in units])
     design["generations"] = design["generations"].astype("Int64")
     if not has_criterion:

@@ -20,6 +20,13 @@ DD_h = sum N_cells D D', DY_h = sum D sum_c Y_c, YY_h = sum_c Y_c^2, judge count
 sum y0^2 and SSW_h = sum_c (sum y0^2 - Y_c^2 / n_c); per scenario and class s_isk = sum N_cells D, the cell
 count and sum Y_c. A cell whose size differs from the number of bits of its mask holds a duplicate judge call.
 
+3. **Scenario x judge statistics** (``CellStats.sj``, when the model has the term and the table a generation
+   column): step 2 then keeps its cells in a temp table, and for the units where a judge scored two generations of
+   a scenario, ``row_number() OVER (PARTITION BY unit, scenario ...)`` places each cell in the numpy engine's
+   canonical order, ``GROUP BY (unit, scenario)`` gives z_i (scenario sum, cell sums by place, scenario x judge
+   sums) and the scenario's pattern (its masks by place), and ``GROUP BY (unit, pattern)`` the count, sum z_i and
+   sum z_i z_i' of each pattern: only the patterns reach Python (:func:`_with_scenario_judge`).
+
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
 O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
 """
@@ -181,7 +188,7 @@ def _check_files_agree(schemas: dict[str, dict[str, str]], used: list[str]) -> N
 # --------------------------------------------------------------------------------------------- the build
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
           connection: Any = None, memory_limit: str | None = None, temp_directory: str | Path | None = None,
-          threads: int | None = None) -> Any:
+          threads: int | None = None, terms: tuple[str, ...] | None = None) -> Any:
     """Reduce a score source to :class:`~cjstats.stats.ScoreStats` inside DuckDB (raw rows stay in DuckDB).
 
     Parameters
@@ -198,6 +205,10 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     memory_limit, temp_directory, threads
         DuckDB settings for the new connection (``memory_limit="2GB"``; hash aggregates spill to
         ``temp_directory`` beyond it).
+    terms : tuple of str, optional
+        The model's terms (``cjstats.results.model.TERMS`` names; None: every term). Without
+        ``"scenario_judge"`` the scenario x judge statistics (``CellStats.sj``) are not built (and their SQL not
+        run); with it they are built for every unit where the term is identifiable, as the numpy engine does.
 
     Returns
     -------
@@ -214,7 +225,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         con.execute("SET enable_progress_bar = false")  # library code writes nothing to the terminal
         if src.frame is not None:
             con.register("cj_frame", src.frame)
-        units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns)
+        sj = terms is None or "scenario_judge" in terms
+        units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns, scenario_judge=sj)
     finally:
         if src.frame is not None:
             con.unregister("cj_frame")
@@ -225,7 +237,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     return ScoreStats(units=units, has_criterion=has_criterion, design=design, unit=tuple(unit), engine="duckdb")
 
 
-def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[str, str] | None) -> Any:
+def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[str, str] | None,
+           scenario_judge: bool = True) -> Any:
     schemas = _schemas(con, src)
     first = next(iter(schemas.values()))
     rename = {}
@@ -312,9 +325,12 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     k_max = int(p1["jcode"].max()) + 1
     n_words = (k_max + _WORD - 1) // _WORD
     judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
+    # the scenario x judge statistics need each cell (its place in its scenario), so the cells are kept in a temp
+    # table; without a generation column every scenario has one cell and the term is never identifiable
+    keep_cells = scenario_judge and has_gen
     con.register("cj_judges", judges_tbl)
     try:
-        cls_tbl = _aggregate(con, rows_sql, has_criterion, k_max, n_words)
+        cls_tbl = _aggregate(con, rows_sql, has_criterion, k_max, n_words, keep_cells=keep_cells)
     finally:
         con.unregister("cj_judges")
     units = []
@@ -331,8 +347,11 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
             del scen
             units.append(cs)
             designs.append(cs.design.as_dict())
+        if keep_cells:
+            units = _with_scenario_judge(con, units, n_words)
     finally:
         con.execute("DROP TABLE IF EXISTS cj_scen")
+        con.execute("DROP TABLE IF EXISTS cj_cells")
     design = pd.DataFrame(designs)
     design["generations"] = design["generations"].astype("Int64")
     if not has_criterion:
@@ -440,28 +459,101 @@ def _first_offending(con: Any, src: S.Source, pos_rows: str, cond: str, extra: s
     return (file, row, *hit[2:])
 
 
-def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int) -> pd.DataFrame:
-    """One scan: rows -> cells -> temp table ``cj_scen`` by (unit, scenario, size, mask); returns its class sums."""
+def _aggregate(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int, *,
+               keep_cells: bool = False) -> pd.DataFrame:
+    """One scan: rows -> cells -> temp table ``cj_scen`` by (unit, scenario, size, mask); returns its class sums.
+
+    With ``keep_cells`` the cells are first written to the temp table ``cj_cells`` (with their judge masks also
+    bit-reversed, ``r0..``, the key of their canonical order in a scenario) and ``cj_scen`` is summed from it;
+    :func:`_with_scenario_judge` reads it.
+    """
     on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
     words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
              for w in range(n_words)]
+    if keep_cells:  # judge l at bit 61 - l: ordering by r0 DESC, r1 DESC, ... orders the 0/1 rows D_c
+        # lexicographically (judge 0 first), largest first, as the numpy engine orders a scenario's cells
+        words += [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << ({_WORD - 1} - jcode % {_WORD}) "
+                  f"ELSE 0 END) AS r{w}" for w in range(n_words)]
     jsums = [f"sum(y0) FILTER (WHERE jcode = {l}) AS j{l}" for l in range(k_max)]
     jsum2 = [f"COALESCE(sum(j{l}), 0) AS j{l}" for l in range(k_max)]
     wcols = ", ".join(f"w{w}" for w in range(n_words))
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE cj_scen AS "
-        f"WITH r AS (SELECT j.unit_id, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
-        f"           FROM {rows_sql} x JOIN cj_judges j ON {on}), "
-        f"c AS (SELECT unit_id, scenario, generation, count(*) AS n, {', '.join(words)}, sum(y0) AS ys, "
-        f"      sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r GROUP BY unit_id, scenario, generation) "
-        f"SELECT unit_id, scenario, n, {wcols}, count(*) AS cells, sum(ys) AS ys, min(generation) AS gen_min, "
-        f"sum(ys * ys) AS yyc, sum(yy) AS yy, sum(yy - ys * ys / n) AS ssw, {', '.join(jsum2)} "
-        f"FROM c GROUP BY unit_id, scenario, n, {wcols}"
-    )
+    cells = (f"SELECT unit_id, scenario, generation, count(*) AS n, {', '.join(words)}, sum(y0) AS ys, "
+             f"sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r GROUP BY unit_id, scenario, generation")
+    rows = (f"r AS (SELECT j.unit_id, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
+            f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
+    scen = (f"SELECT unit_id, scenario, n, {wcols}, count(*) AS cells, sum(ys) AS ys, min(generation) AS gen_min, "
+            f"sum(ys * ys) AS yyc, sum(yy) AS yy, sum(yy - ys * ys / n) AS ssw, {', '.join(jsum2)} "
+            f"FROM {{c}} GROUP BY unit_id, scenario, n, {wcols}")
+    if keep_cells:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE cj_cells AS WITH {rows} {cells}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE cj_scen AS {scen.format(c='cj_cells')}")
+    else:  # one streaming query: DuckDB keeps O(scenarios) rows
+        con.execute(f"CREATE OR REPLACE TEMP TABLE cj_scen AS WITH {rows}, c AS ({cells}) {scen.format(c='c')}")
     return con.execute(
         f"SELECT unit_id, n, {wcols}, sum(cells) AS cells, sum(ys) AS ys, sum(yyc) AS yyc, sum(yy) AS yy, "
         f"sum(ssw) AS ssw, {', '.join(f'sum(j{l}) AS j{l}' for l in range(k_max))} "
         f"FROM cj_scen GROUP BY unit_id, n, {wcols} ORDER BY unit_id, n, {wcols}").df()
+
+
+def _with_scenario_judge(con: Any, units: list[Any], n_words: int) -> list[Any]:
+    r"""``units`` with their scenario x judge statistics (``CellStats.sj``), where the term is identifiable.
+
+    Everything :func:`cjstats.stats.scenario_judge.build_sj_stats` computes from rows is a GROUP BY of the cells in
+    ``cj_cells``: per scenario i (``GROUP BY unit, scenario``) the vector z_i = (scenario sum of y0, the cell sums
+    Y_c in canonical order, the K scenario x judge sums of y0) and its pattern, its cells' judge masks in that order
+    (one column per place, NULL past the scenario's last cell). The canonical order is the numpy engine's: cells by their judge calls D_c (0/1 rows compared
+    lexicographically, largest first), ties by generation; ``row_number()`` over it gives each cell its place. Then ``GROUP BY unit, pattern`` gives each pattern's
+    scenario count n_p, sum_i z_i and the upper triangle of sum_i z_i z_i'. Only the patterns (a handful for
+    designed data, at most one per scenario) reach Python, where the masks become the pattern's judge calls.
+    Units whose largest calls of one judge on one scenario is below 2 (the term is not identifiable) keep
+    ``sj=None``, as in the numpy engine.
+    """
+    import dataclasses
+
+    from cjstats.stats.scenario_judge import ScenarioJudgeStats
+
+    need = [u for u, cs in enumerate(units) if cs.max_pair_calls >= 2]
+    if not need:
+        return units
+    m = max(int(units[u].cnt_is.sum(axis=1).max()) for u in need)
+    k = max(units[u].k for u in need)
+    q = 1 + m + k
+    order = ", ".join([f"r{w} DESC" for w in range(n_words)] + ["generation"])
+    pos = [f"max(w{w}) FILTER (WHERE pos = {c}) AS c{c}_w{w}" for c in range(1, m + 1) for w in range(n_words)]
+    pat = ", ".join(f"c{c}_w{w}" for c in range(1, m + 1) for w in range(n_words))
+    zcols = (["sum(ys) AS z0"] + [f"COALESCE(sum(ys) FILTER (WHERE pos = {c}), 0) AS z{c}" for c in range(1, m + 1)]
+             + [f"COALESCE(sum(j{l}), 0) AS z{1 + m + l}" for l in range(k)])
+    sums = [f"sum(z{a}) AS s{a}" for a in range(q)]
+    prods = [f"sum(z{a} * z{b}) AS p{a}_{b}" for a in range(q) for b in range(a, q)]
+    tbl = con.execute(
+        f"WITH o AS (SELECT *, row_number() OVER (PARTITION BY unit_id, scenario ORDER BY {order}) AS pos "
+        f"           FROM cj_cells WHERE unit_id IN ({', '.join(str(u) for u in need)})), "
+        f"z AS (SELECT unit_id, {', '.join(pos + zcols)} FROM o GROUP BY unit_id, scenario) "
+        f"SELECT unit_id, {pat}, count(*) AS cnt, {', '.join(sums + prods)} FROM z GROUP BY unit_id, {pat}"
+    ).fetchnumpy()
+    unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
+    cnt = np.asarray(tbl["cnt"], dtype=np.float64)
+    zsum_all = np.stack([np.asarray(tbl[f"s{a}"], dtype=np.float64) for a in range(q)], axis=1)
+    zscat_all = np.empty((len(cnt), q, q))
+    for a in range(q):
+        for b in range(a, q):
+            zscat_all[:, a, b] = zscat_all[:, b, a] = np.asarray(tbl[f"p{a}_{b}"], dtype=np.float64)
+    out = list(units)
+    for u in need:
+        cs = units[u]
+        rows = np.flatnonzero(unit_id == u)
+        mu, ku = int(cs.cnt_is.sum(axis=1).max()), cs.k
+        incidence = np.zeros((len(rows), mu, ku))
+        for c in range(mu):   # the masks of each pattern's cells (NULL: a padded cell, no calls)
+            for w in range(n_words):
+                col = np.ma.filled(np.ma.asarray(tbl[f"c{c + 1}_w{w}"])[rows].astype(np.int64), 0)
+                for j in range(w * _WORD, min(ku, (w + 1) * _WORD)):
+                    incidence[:, c, j] = (col >> (j % _WORD)) & 1
+        idx = np.r_[np.arange(1 + mu), 1 + m + np.arange(ku)]   # this unit's cells and judges of the columns
+        sj = ScenarioJudgeStats(incidence=incidence, count=cnt[rows], zsum=zsum_all[np.ix_(rows, idx)],
+                                zscat=zscat_all[np.ix_(rows, idx, idx)], shift=np.asarray(cs.shift, dtype=np.float64))
+        out[u] = dataclasses.replace(cs, sj=sj)
+    return out
 
 
 def _popcount(tbl: pd.DataFrame, n_words: int) -> np.ndarray:

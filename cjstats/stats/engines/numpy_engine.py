@@ -22,19 +22,25 @@ from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 __all__ = ["unit_stats"]
 
 
-def unit_stats(g: GroupData, *, scenario_judge: bool = True) -> CellStats:
-    """Reduce the rows of one unit to its sufficient statistics (see :mod:`cjstats.stats.cellstats`)."""
+def unit_stats(g: GroupData, *, scenario_judge: bool = True, chunk: bool = False) -> CellStats:
+    """Reduce the rows of one unit to its sufficient statistics (see :mod:`cjstats.stats.cellstats`).
+
+    ``scenario_judge`` builds the scenario x judge statistics (``CellStats.sj``) where the term is identifiable
+    (some judge scored two generations of a scenario). ``chunk=True`` builds them whatever the rows identify: the
+    rows are a chunk of the unit (split by scenario, :func:`cjstats.stats.merge_stats`) and another chunk may
+    identify the term.
+    """
     y = np.asarray(g.y, dtype=np.float64)
     cell_scen = np.asarray(g.cell_scenario, dtype=np.int64)
     k = g.design.n_judges
     n_cells = int(cell_scen.shape[0])
     if g.design.complete and k >= 1 and y.shape[0] == n_cells * k:
-        return _complete_unit(g, y, cell_scen, k, scenario_judge)
-    return _general_unit(g, y, cell_scen, k, scenario_judge)
+        return _complete_unit(g, y, cell_scen, k, scenario_judge, chunk)
+    return _general_unit(g, y, cell_scen, k, scenario_judge, chunk)
 
 
 def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
-                   scenario_judge: bool = True) -> CellStats:
+                   scenario_judge: bool = True, chunk: bool = False) -> CellStats:
     """:func:`unit_stats` of a complete unit: its rows are the (cells x K) matrix Y (module docstring).
 
     With Y0 = Y - shift (shift_l = the judge means, sum_c Y_cl / C): the cell sums Y_c are Y0 1 (added judge by
@@ -57,7 +63,7 @@ def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
     yy = sumprod(y0, y0)
     yw = (y0c - (ysum / k)[:, None]).reshape(-1)
     sj = None
-    if scenario_judge and n_cells > n_scen:   # a scenario with two generations: every judge scored both (scenario_judge_pairs)
+    if scenario_judge and (chunk or n_cells > n_scen):   # two generations of a scenario: every judge scored both
         m = n_cells // n_scen
         if n_cells == n_scen * m and bool((per == m).all()):   # balanced: sum the (n, m, K) cube over generations
             scen_judge = np.einsum("imk->ik", y0c.reshape(n_scen, m, k))
@@ -81,7 +87,7 @@ def _complete_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
 
 
 def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
-                  scenario_judge: bool = True) -> CellStats:
+                  scenario_judge: bool = True, chunk: bool = False) -> CellStats:
     """:func:`unit_stats` of any unit, by ``bincount`` over the rows' cell and judge codes."""
     cell = np.asarray(g.cell, dtype=np.int64)
     judge = np.asarray(g.judge, dtype=np.int64)
@@ -136,7 +142,7 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
                          tuple(g.judge_labels[j] for j in np.flatnonzero(d_int[:, c] == 0)))
     s_isk = s_isk.reshape(n_scen, n_s, k)
     sj = None
-    if scenario_judge and scenario_judge_pairs(s_isk) >= 2:   # some judge scored two generations of a scenario
+    if scenario_judge and (chunk or scenario_judge_pairs(s_isk) >= 2):   # a judge scored two generations of one
         sj = build_sj_stats(y0, cell, judge, cell_scen, k, shift, d_cell=d_t.T, ysum=ysum)
     return CellStats(
         model=g.model, criterion=g.criterion, scenario_labels=np.asarray(g.scenario_labels),
@@ -152,7 +158,7 @@ def _general_unit(g: GroupData, y: np.ndarray, cell_scen: np.ndarray, k: int,
 
 
 # ------------------------------------------------------------------ the engine protocol (cjstats.stats.engines)
-__all__ += ["build"]
+__all__ += ["build", "chunk_stats"]
 
 
 def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
@@ -168,6 +174,20 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
     (``CellStats.cov``, :mod:`cjstats.stats.covariates`). Returns the :class:`~cjstats.stats.ScoreStats` of the
     units, in the table's order.
     """
+    return _build(source, unit=unit, terms=terms, covariates=covariates, chunk=False)
+
+
+def chunk_stats(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
+                terms: tuple[str, ...] | None = None, covariates: tuple[str, ...] | list[str] | None = None) -> object:
+    """:func:`build` of a chunk of a table split by scenario, to be added up by :func:`cjstats.stats.merge_stats`
+    (the Dask engine's partitions): the scenario x judge statistics are built for every unit when ``terms`` has the
+    term, identifiable in the chunk or not, since the whole unit may identify it (``merge_stats`` drops them
+    where the merged unit does not)."""
+    return _build(source, unit=unit, terms=terms, covariates=covariates, chunk=True)
+
+
+def _build(source: object, *, unit: tuple[str, ...], terms: tuple[str, ...] | None,
+           covariates: tuple[str, ...] | list[str] | None, chunk: bool) -> object:
     import dataclasses
 
     import pandas as pd
@@ -191,7 +211,7 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
         raise CjstatsError("The 'unit' argument of build_stats is ('model',) but the table has a 'criterion' "
                            "column; pass unit=('model', 'criterion') or drop the column.")
     sj = terms is None or "scenario_judge" in terms
-    units = tuple(unit_stats(g, scenario_judge=sj) for g in source.groups())
+    units = tuple(unit_stats(g, scenario_judge=sj, chunk=chunk) for g in source.groups())
     if values is not None:
         units = tuple(dataclasses.replace(u, cov=_unit_covariates(g, u, values, keys))
                       for g, u in zip(source.groups(), units))
