@@ -115,7 +115,7 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     **{(cmd, "--model-scenario"): _PER_MODEL for cmd in ("allocate", "decompose", "demo", "drift", "judges", "report",
                                                           "study", "variance")},
     **{(cmd, opt): _ORDINAL_FIT for cmd in ("compare", "demo", "drift", "judges", "study", "variance")
-       for opt in ("--link", "--thresholds")},
+       for opt in ("--link", "--thresholds") if (cmd, opt) != ("compare", "--link")},   # compare --method ordinal takes --link
 }
 
 
@@ -149,6 +149,8 @@ class _Graph:
                 for a in n.names:
                     if a.name.startswith("cjstats"):
                         self.imports[mod][a.asname or "cjstats"] = ("module", a.name if a.asname else "cjstats")
+                    else:                              # np.full(...) is numpy's, not a cjstats method named full
+                        self.imports[mod].setdefault(a.asname or a.name.split(".")[0], ("external",))
             elif isinstance(n, ast.ImportFrom):
                 base = n.module or ""
                 if n.level:
@@ -242,6 +244,8 @@ class _Graph:
                 elif isinstance(n, ast.Attribute):
                     base = n.value
                     imp = self.imports[mod].get(base.id) if isinstance(base, ast.Name) else None
+                    if imp and imp[0] == "external":
+                        continue
                     if imp and imp[0] == "module":
                         if n.attr in self.defs.get(imp[1], {}):
                             out.add(self.defs[imp[1]][n.attr])

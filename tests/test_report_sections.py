@@ -50,7 +50,7 @@ def _inputs(scores, method, **kw):
 @pytest.fixture(scope="module")
 def full_inputs():
     """Computed results under which every registered section has something to show."""
-    hanna = cj.datasets.load("hanna", composite=True, humans=True).subset(models=["GPT", "GPT-2", "XLNet"])
+    hanna = cj.datasets.load("hanna", composite=True, humans=True, keep_sentinels=True).subset(models=["GPT", "GPT-2", "XLNet"])
     f = hanna.to_frame()
     shift = 0.6 * (f["judge"] == "ChatGPT")
     later = f.assign(score=f["score"] + np.random.default_rng(0).normal(0, 0.3, len(f)) + shift)
@@ -155,7 +155,7 @@ def test_a_section_registered_with_one_line_appears_in_the_report():
 
     register_section(Section("toy", "A toy section", 25, render))   # the one line
     try:
-        out = cj.report(cj.datasets.load("hanna", composite=True).subset(models=["GPT"]), method="anova",
+        out = cj.report(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT"]), method="anova",
                         comparisons=None)
     finally:
         SECTIONS.pop("toy")
