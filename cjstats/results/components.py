@@ -268,7 +268,8 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
     """The compact, lme4-style summary of a fit (``print(fit)``): title, the model header (formula, observations
     and groups, REML criterion or log-likelihood), then the components (variance, SD = sqrt(variance) and the
     interval; one column per model when there are several), short method labels with their legend, the judge
-    offsets, the notes. No line is wider than ``width`` characters (model columns split into blocks)."""
+    offsets, the notes. No line of the tables is wider than ``width`` characters (model columns split into
+    blocks); a note is one line."""
     from cjstats.results.format import fixed, format_interval, row_decimals, short_labels
 
     t = summary.table
@@ -340,17 +341,9 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
             lines += _indent(_grid(("judge",), [(j,) for j in judges], ogroups, cells, width=width - 2,
                                    right=frozenset({0})))
     if summary.footnotes:
-        lines += [""] + [_wrap(n, width) for n in summary.footnotes]
+        lines += [""] + list(summary.footnotes)          # whole lines: a note is searched for as it is written
     lines += ["", "Every row with its full interval method: fit.components (cjstats decompose --format long)."]
     return "\n".join(lines)
-
-
-def _wrap(text: str, width: int) -> str:
-    """A note wrapped at ``width`` (continuation lines indented by two spaces)."""
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent="  ", break_long_words=False,
-                                   break_on_hyphens=False)) or text
 
 
 @dataclass(frozen=True, slots=True)
