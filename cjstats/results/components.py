@@ -304,8 +304,8 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
         lines += _indent(_grid(("component",), rows, ["estimate", "SD", f"{pct} interval", "method"], cells,
                                width=width - 2, right_cols=frozenset({0, 1})))
     else:
-        lines.append(f"Random effects (variances) and the mean score mu by model: estimate [{pct} interval] SD, "
-                     f"SD = sqrt(variance)")
+        lines.append(f"Random effects (variances) and the mean score mu by model: estimate [{pct} interval] "
+                     f"SD")
         rows = [(c, method_of(c)) for c in shown]
         cells = []
         for c in shown:
