@@ -115,7 +115,7 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     **{(cmd, "--model-scenario"): _PER_MODEL for cmd in ("allocate", "decompose", "demo", "drift", "judges", "report",
                                                           "study", "variance")},
     **{(cmd, opt): _ORDINAL_FIT for cmd in ("compare", "demo", "drift", "judges", "study", "variance")
-       for opt in ("--link", "--thresholds")},
+       for opt in ("--link", "--thresholds") if (cmd, opt) != ("compare", "--link")},
 }
 
 
