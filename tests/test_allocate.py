@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from cjstats.results.format import format_prob
 import pytest
 
 import cjstats as cj
@@ -463,7 +465,7 @@ class TestSectionAndErrors:
         # two P(best)s with different reference sets: the header's among every ranked design, the strategies
         # table's among the best design of each strategy; the text names each
         a = optimise(qwen_fit, budget=450)
-        assert f"P(best) = {a.recommendation['p_best']:.2f} among the {len(a.table)} ranked designs" in text
+        assert f"P(best) = {format_prob(a.recommendation['p_best'])} among the {len(a.table)} ranked designs" in text
         assert f"p_best among these {len(a.strategies)})" in text
 
 

@@ -94,18 +94,19 @@ def fit():
     return cj.estimate(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(models=["GPT", "Human"]), method="anova")
 
 
-def test_text_summary_prints_estimates_and_intervals_with_one_decimals_setting(fit):
-    text = fit.summary().as_text()
-    comps, offsets = text.split("Judge offsets")
-    for part, table in ((comps, fit.components), (offsets, fit.judge_offsets)):
-        d = column_decimals(table["std_error"])
-        rows = [line for line in part.splitlines() if re.search(r"\[[-\d.]+, [-\d.]+\]", line)]
-        assert len(rows) == table["lower"].notna().sum()
-        for line in rows:
-            est = line.split("[")[0].split()[-1]
-            lo, hi = re.search(r"\[([-\d.]+), ([-\d.]+)\]", line).groups()
-            assert _decimals(est) == _decimals(lo) == _decimals(hi) == d, line
-    assert "e-0" not in text and "e+0" not in text
+def test_text_summary_prints_each_row_with_the_decimals_of_its_own_standard_error(fit):
+    # Changed with the compact summary: a row no longer takes the decimals of the column's most precise row (the
+    # issue's "4.8084562"); each estimate and interval has the decimals its own SE supports, in the compact
+    # printout (models side by side) and in the long table (as_long_text) alike.
+    from cjstats.results.format import format_interval, row_decimals
+
+    for text in (fit.summary().as_text(), fit.summary().as_long_text()):
+        comps, offsets = text.split("Judge offsets")
+        for part, table in ((comps, fit.components), (offsets, fit.judge_offsets)):
+            for r in table[table["lower"].notna()].itertuples(index=False):
+                d = row_decimals(r.std_error, r.estimate, r.lower, r.upper)
+                assert f"{fixed(r.estimate, d)}" in part and format_interval(r.lower, r.upper, d) in part, r
+        assert "e-0" not in text and "e+0" not in text
 
 
 def test_the_boundary_footnote_only_when_a_row_is_starred(fit):
@@ -163,7 +164,7 @@ def test_numbers_are_never_minus_zero():
     assert fixed(-1e-9, 3) == "0.000" and fixed(-0.0, 1) == "0.0" and fixed(np.float64(-0.0004), 3) == "0.000"
 
 
-def test_known_standard_error_columns_set_their_estimates_decimals_and_probabilities_keep_two():
+def test_known_standard_error_columns_set_their_estimates_decimals_and_probabilities_keep_three():
     frame = pd.DataFrame({"difference": [0.8941, 0.0504], "std_error": [0.0497, 0.0497], "lower": [0.79660, -0.02780],
                           "upper": [0.99170, 0.14790], "bias": [0.1, -0.25], "bias_se": [0.0273, 0.0259],
                           "bias_lower": [-0.358, -0.306], "bias_upper": [-0.25, -0.195], "p_best": [1.0, 0.0],
@@ -171,7 +172,7 @@ def test_known_standard_error_columns_set_their_estimates_decimals_and_probabili
     out = format_frame(frame)
     assert list(out["lower"]) == ["0.797", "-0.028"] and list(out["difference"]) == ["0.894", "0.050"]
     assert list(out["bias_upper"]) == ["-0.250", "-0.195"]
-    assert list(out["p_best"]) == ["1.00", "0.00"] and list(out["ci_level"]) == ["0.95", "0.95"]
+    assert list(out["p_best"]) == ["1.000", "0.000"] and list(out["ci_level"]) == ["0.95", "0.95"]
 
 
 def test_self_preference_text_uses_the_formatter():

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from cjstats.results.components import VarianceComponents
     from cjstats.io.scores import Scores
 
-__all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "data_options", "DataOptions",
+__all__ = ["run_group", "abort", "emit_frame", "emit_tables", "format_option", "fit_format_option", "data_options", "DataOptions",
            "load_scores", "parse_mapping", "parse_list", "method_option", "bayes_options", "resolve_method", "fit_scores",
            "anova_options", "refuse_drop_options", "accept_dataset", "parse_pairs", "bayes_kwargs", "as_flags", "scores_options", "select_model",
            "METHODS"]
@@ -162,9 +162,12 @@ def frame_to_json(df: pd.DataFrame) -> str:
     return json.dumps(frame_records(df), indent=2)
 
 
-def emit_frame(df: pd.DataFrame, fmt: str, *, text: str | None = None) -> None:
-    """Write a result table to stdout in the chosen format (``text`` is the human rendering for ``table``)."""
-    if fmt == "json":
+def emit_frame(df: pd.DataFrame, fmt: str, *, text: str | None = None, long_text: str | None = None) -> None:
+    """Write a result table to stdout in the chosen format (``text`` is the human rendering for ``table``,
+    ``long_text`` the long one for ``long``: one row per model x component; without it ``long`` prints the frame)."""
+    if fmt == "long":
+        click.echo(long_text if long_text is not None else df.to_string(index=False))
+    elif fmt == "json":
         click.echo(frame_to_json(df))
     elif fmt == "csv":
         click.echo(df.to_csv(index=False), nl=False)
@@ -190,6 +193,15 @@ def emit_tables(tables: dict[str, Any], fmt: str, *, text: str) -> None:
 def format_option(f: Callable) -> Callable:
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
                         help="table for people, json (row objects; null for numbers that do not exist) or csv.")(f)
+
+
+def fit_format_option(f: Callable) -> Callable:
+    """``--format`` of a command that prints a fit: ``table`` is the compact summary, ``long`` the long table."""
+    return click.option("--format", "fmt", type=click.Choice((*FORMATS, "long")), default="table",
+                        show_default=True,
+                        help="table: the compact summary (variance, SD and interval per component; models side by "
+                             "side); long: one row per model x component with its full interval method; json (row "
+                             "objects; null for numbers that do not exist) or csv.")(f)
 
 
 # ------------------------------------------------------------------------------------------- parsing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, format_option, load_source, method_option,
+    DataOptions, bayes_options, data_options, emit_frame, engine_options, fit_scores, fit_format_option, load_source, method_option,
     formula_option, scenario_judge_option, scenario_judge_text,
 )
 from cjstats.cli._ordinal import ORDINAL_METHODS, fit_ordinal, latent_note, ordinal_kwargs, ordinal_options
@@ -25,7 +25,7 @@ __all__ = ["decompose"]
 @click.option("--offsets", is_flag=True, help="Print the judge offsets gamma[l] instead of the components.")
 @engine_options
 @data_options
-@format_option
+@fit_format_option
 def decompose(file: str, method: str, link: str | None, thresholds: str | None, scenario_judge: str,
               formula: str | None, ci_level: float | None, seed: int | None, draws: int | None,
               chains: int | None, tune: int | None, offsets: bool, engine: str, memory_limit: str | None,
@@ -57,6 +57,8 @@ def decompose(file: str, method: str, link: str | None, thresholds: str | None, 
         text = (note + "\n" if note else "") + fit.judge_offsets.to_string(index=False)
         emit_frame(fit.judge_offsets, fmt, text=text)
     else:
-        extra = scenario_judge_text(fit) if fmt == "table" else ""
-        emit_frame(fit.components, fmt, text=(note + "\n" if note else "") + fit.summary().as_text()
-                   + ("\n" + extra if extra else ""))
+        extra = scenario_judge_text(fit) if fmt in ("table", "long") else ""
+        head, tail = (note + "\n" if note else ""), ("\n" + extra if extra else "")
+        summary = fit.summary()
+        emit_frame(fit.components, fmt, text=head + summary.as_text() + tail,
+                   long_text=head + summary.as_long_text() + tail)

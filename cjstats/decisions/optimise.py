@@ -384,7 +384,8 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
              target_se: float | None = None, model: str | None = None, criterion: str | None = None,
              m_max: int | None = None, residual_by_judge: Mapping[str, float] | None = None,
              strategies: Sequence[str] | None = None, n_draws: int = 4000, seed: int | None = 0,
-             target: Literal["mean", "difference"] = "mean", models: tuple[str, str] | None = None) -> Allocation:
+             target: Literal["mean", "difference"] = "mean", models: tuple[str, str] | None = None,
+             progress: bool | None = None) -> Allocation:
     """Find the design with the smallest predicted variance for a budget (or the cheapest that reaches a SE).
 
     Parameters
@@ -450,7 +451,8 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
     q = calls // K_tot calls and the r = calls mod K_tot extra calls to a random r-subset of the judges, so at
     most q Σ c_l plus the r largest prices; ``random`` at most every call on the dearest judges; ``all`` and
     ``weighted`` (whose counts :func:`cjstats.decisions.schedules.cyclic_schedule` realises exactly) cost exactly ``cost``.
-    An ordinal fit's calls all cost 1, so ``cost`` = ``max_cost`` = calls.
+    An ordinal fit's calls all cost 1, so ``cost`` = ``max_cost`` = calls. Its simulation counts the designs on stderr
+    when ``progress`` is True (None, the default: only when stderr is a terminal).
 
     Examples
     --------
@@ -472,7 +474,7 @@ def optimise(fit: Any, *, budget: float | None = None, k_total: int | None = Non
                                                        residual_by_judge, caller)
         rng = None
         pb = _ordinal_problem(fit, model=model, criterion=criterion, budget=budget, k_total=k_total, n_max=n_max,
-                              m_max=m_max, strategies=strategies, seed=seed, caller=caller)
+                              m_max=m_max, strategies=strategies, seed=seed, caller=caller, progress=progress)
     else:
         budget, target_se, cg, n_draws = _check_targets(budget, target_se, generation_cost, n_draws, caller)
         rng = _rng(seed, caller)
@@ -700,7 +702,7 @@ _GENERATION_NOTE = ("generation is not identifiable (m = 1 in the data): designs
 
 def _ordinal_problem(fit: Any, *, model: str | None, criterion: str | None, budget: float, k_total: int | None,
                      n_max: int | None, m_max: int | None, strategies: Sequence[str] | None, seed: int | None,
-                     caller: str) -> _Problem:
+                     caller: str, progress: bool | None = None) -> _Problem:
     """Step 2 for a latent-scale (ordinal) fit: the posterior draws the simulation needs
     (:func:`cjstats.decisions.predictive.ordinal_draws`), the fit's panel at one price per call, and the
     strategies ``cyclic``, ``random`` and ``all`` (``weighted`` needs unequal prices or residuals: refused)."""
@@ -734,7 +736,8 @@ def _ordinal_problem(fit: Any, *, model: str | None, criterion: str | None, budg
     judges = list(params["judges"])
     return _Problem(inp=None, names=judges, prices=np.ones(kt), kt=kt, nmax=nmax, m_cap=m_cap, rho=np.ones(kt),
                     unit="calls", strategies=strategies, shares=None, budget=budget, target_se=None,
-                    target_v=None, cg=0.0, notes=notes, variance=PosteriorPredictive(params, int(seed), caller),
+                    target_v=None, cg=0.0, notes=notes,
+                    variance=PosteriorPredictive(params, int(seed), caller, progress),
                     components=comp_map, ci_level=float(fit.ci_level), model=params["model"],
                     criterion=params["criterion"], generation_identifiable=bool(params["generation_identifiable"]))
 

@@ -265,8 +265,8 @@ def _simulate_squares(params: Mapping[str, Any], mu: np.ndarray, strategy: str, 
 
 
 def simulate_design_variance(params: Mapping[str, Any], designs: Any, *, n_sims: int = 400, seed: int = 0,
-                             caller: str = "simulate_design_variance") -> tuple[pd.DataFrame, np.ndarray,
-                                                                                   np.ndarray]:
+                             caller: str = "simulate_design_variance", progress: bool | None = None
+                             ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Predicted variances of ``designs`` for given latent parameters (the engine of
     :func:`predictive_design_variance`; see the module docstring for the scheme).
 
@@ -275,8 +275,11 @@ def simulate_design_variance(params: Mapping[str, Any], designs: Any, *, n_sims:
     residual's distribution in step 3, standard logistic or standard normal). Returns the validated design
     frame, the (designs, D) per-draw predicted variances and the (designs, D) Monte Carlo standard errors of
     those. Every design uses a fresh generator seeded with ``seed``, so designs of the same shape share random numbers (common random numbers: differences between
-    strategies are less noisy than each variance).
+    strategies are less noisy than each variance). ``progress``: count the designs on stderr (None: only when
+    stderr is a terminal; :mod:`cjstats._progress`).
     """
+    from cjstats._progress import progress_iter
+
     gamma = np.atleast_2d(np.asarray(params["gamma"], dtype=np.float64))
     kt = gamma.shape[1]
     gen_ok = bool(params.get("generation_identifiable", True))
@@ -286,7 +289,8 @@ def simulate_design_variance(params: Mapping[str, Any], designs: Any, *, n_sims:
     mu = _panel_mean(params)
     var = np.empty((len(d), gamma.shape[0]))
     mcse = np.empty_like(var)
-    for i, r in enumerate(d.itertuples(index=False)):
+    rows = progress_iter(list(d.itertuples(index=False)), "simulating designs", progress=progress)
+    for i, r in enumerate(rows):
         sq = _simulate_squares(params, mu, r.strategy, r.n, r.m, r.judges_per_generation, int(n_sims),
                                np.random.default_rng(seed))
         var[i] = sq.mean(axis=1)
@@ -306,7 +310,7 @@ def _p_best_equal_budget(d: pd.DataFrame, var: np.ndarray) -> np.ndarray:
 
 def predictive_design_variance(fit: Any, *, model: str | None = None, criterion: str | None = None,
                                designs: Any, n_sims: int = 400, n_draws: int = 200,
-                               seed: int = 0) -> pd.DataFrame:
+                               seed: int = 0, progress: bool | None = None) -> pd.DataFrame:
     """Posterior-predictive variance of the benchmark score (score scale) for candidate designs, ordinal fits.
 
     Parameters
@@ -325,6 +329,8 @@ def predictive_design_variance(fit: Any, *, model: str | None = None, criterion:
         Posterior draws used (an evenly spaced subsample).
     seed : int
         Seed of the simulation; the same seed gives the same numbers.
+    progress : bool, optional
+        Count the simulated designs on stderr; None (default): only when stderr is a terminal.
 
     Returns
     -------
@@ -347,7 +353,8 @@ def predictive_design_variance(fit: Any, *, model: str | None = None, criterion:
         raise CjstatsError(f"The 'n_draws' argument of {caller} must be a positive integer. Got {n_draws!r} "
                            f"instead.")
     params = ordinal_draws(fit, model=model, criterion=criterion, n_draws=int(n_draws), caller=caller)
-    d, var, mcse = simulate_design_variance(params, designs, n_sims=n_sims, seed=seed, caller=caller)
+    d, var, mcse = simulate_design_variance(params, designs, n_sims=n_sims, seed=seed, caller=caller,
+                                            progress=progress)
     return _summarise(d, var, mcse, float(fit.ci_level))
 
 
@@ -392,8 +399,10 @@ class PosteriorPredictive:
     label = "posterior-predictive simulation (ordinal fit, score scale)"
     extra_columns: tuple[str, ...] = ("mc_se",)
 
-    def __init__(self, params: Mapping[str, Any], seed: int, caller: str = "optimise") -> None:
+    def __init__(self, params: Mapping[str, Any], seed: int, caller: str = "optimise",
+                 progress: bool | None = None) -> None:
         self.params = params
+        self.progress = progress
         self.seed = int(seed)
         self.caller = caller
         self._var: np.ndarray | None = None
@@ -418,7 +427,8 @@ class PosteriorPredictive:
     def evaluate(self, designs: pd.DataFrame) -> pd.DataFrame:
         """``designs`` with ``variance`` and ``mc_se`` from the simulation (and ``_row``, the row of V_d)."""
         d, var, mcse = simulate_design_variance(self.params, designs[["strategy", "judges_per_generation", "n", "m"]],
-                                                n_sims=OPTIMISE_SIMS, seed=self.seed, caller=self.caller)
+                                                n_sims=OPTIMISE_SIMS, seed=self.seed, caller=self.caller,
+                                                progress=self.progress)
         out = designs.copy()
         out["variance"] = var.mean(axis=1)
         out["mc_se"] = np.sqrt((mcse**2).sum(axis=1)) / var.shape[1]

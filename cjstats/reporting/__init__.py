@@ -78,10 +78,13 @@ def write_html(text: str, output: str | os.PathLike[str], *, force: bool = False
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def render_sections(inputs: Any) -> list[dict[str, Any]]:
-    """Every registered section that has something to show, in order: ``{"id", "title", "items"}``."""
+def render_sections(inputs: Any, *, progress: bool | None = False) -> list[dict[str, Any]]:
+    """Every registered section that has something to show, in order: ``{"id", "title", "items"}`` (counted on
+    stderr with ``progress``, :mod:`cjstats._progress`)."""
+    from cjstats._progress import progress_iter
+
     out = []
-    for section in ordered_sections():
+    for section in progress_iter(list(ordered_sections()), "report: sections", progress=progress):
         items = section.render(inputs)
         if items:
             out.append({"id": section.name, "title": section.title, "items": list(items)})
@@ -94,7 +97,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
            seed: int | None = 0, title: str | None = None, force: bool = False,
            subsample_reps: int = 1000, browser: str | None = None,
            backend_options: Mapping[str, Mapping[str, Any]] | None = None, diagnosis: Any = None,
-           drift: Any = None, sequences: Any = None, covariates: Any = None) -> str:
+           drift: Any = None, sequences: Any = None, covariates: Any = None,
+           progress: bool | None = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
     Sections (:data:`SECTION_TITLES`, in order): what the file holds, when a diagnosis is given (the data first);
@@ -153,6 +157,9 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         :class:`~cjstats.results.sequential.SequentialPlan` (:func:`cjstats.confidence_sequence`,
         :func:`cjstats.sequential_plan`), and a covariate fit (``cj.fit_joint(scores, covariates=["length"])``:
         each judge's slope and the model means at the mean covariate). None (default) leaves a section out.
+    progress : bool, optional
+        Say on stderr when the fitting starts and count the sections rendered; None (default): only when stderr is a
+        terminal.
 
     Returns
     -------
@@ -191,12 +198,16 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
             from cjstats.reporting.pdf import require_browser
 
             require_browser(browser)                 # no Chromium: say so before fitting
-    inputs = compute_inputs(scores, methods=methods, auto_why=auto_why, level=level, seed=seed, model=model,
-                            criterion=criterion, budget=budget, comparisons=comparisons,
-                            human_agreement=human_agreement, subsample_reps=subsample_reps,
-                            backend_options=backend_options, diagnosis=diagnosis, drift=drift, sequences=sequences,
-                            covariates=covariates)
-    sections = render_sections(inputs)
+    from cjstats._progress import Progress
+
+    with Progress(None, "report: fitting " + ", ".join(methods), progress=progress) as bar:
+        inputs = compute_inputs(scores, methods=methods, auto_why=auto_why, level=level, seed=seed, model=model,
+                                criterion=criterion, budget=budget, comparisons=comparisons,
+                                human_agreement=human_agreement, subsample_reps=subsample_reps,
+                                backend_options=backend_options, diagnosis=diagnosis, drift=drift,
+                                sequences=sequences, covariates=covariates)
+        bar.update()
+    sections = render_sections(inputs, progress=progress)
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("cjstats.reporting", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,

@@ -67,7 +67,41 @@ class Allocation(Result):
         """A copy of the ranked table."""
         return self.table.copy()
 
+    def budget_sentence(self) -> str:
+        """Why the recommended design spends fewer calls than a call budget (empty when it spends them all, or the
+        budget is in money): a design is whole numbers n x m x k, and what is left cannot buy one more scenario or
+        one more generation per scenario, or the designs that would spend it predict no smaller SE."""
+        r = self.recommendation
+        if self.budget is None or self.budget_unit != "calls":
+            return ""
+        calls, budget = int(r["calls"]), float(self.budget)
+        left = budget - calls
+        if left < 1:
+            return ""
+        n, m = int(r["n"]), int(r["m"])
+        per = calls / (n * m) if n * m else float("nan")       # calls per generation (k, or 1 for weighted)
+        k = int(round(per)) if math.isfinite(per) and abs(per - round(per)) < 1e-9 else None
+        head = (f"The design uses {calls:,} of the {budget:g} budgeted calls (left over: {left:g}): a design is whole "
+                f"numbers of scenarios, generations and judges"
+                + (f" (n x m x k = {n} x {m} x {k})" if k is not None else f" (n = {n}, m = {m})"))
+        if k is None:
+            return head + ", so the budget cannot be hit exactly."
+        scen, gen = m * k, n * k
+        if left < min(scen, gen):
+            return (head + f", and one more scenario ({scen} calls) or one more generation per scenario ({gen} "
+                           f"calls) would not fit in what is left.")
+        d = self.designs
+        more = d[(d["calls"] > calls) & (d["calls"] <= budget)] if "calls" in d.columns else d.iloc[:0]
+        if len(more):
+            return (head + f"; the {len(more)} enumerated design(s) that spend more of it predict a larger SE (or "
+                           f"the same).")
+        mmax = int(d["m"].max()) if "m" in d.columns and len(d) else m
+        return (head + f"; no enumerated design spends more within the budget (n at most {self.n_max} scenarios, m "
+                       f"at most {mmax} generations, k at most {self.k_total} judges).")
+
     def as_text(self) -> str:
+        from cjstats.results.format import format_prob
+
         who = "" if self.model is None else f" for model '{self.model}'" + (
             "" if self.criterion is None else f", criterion '{self.criterion}'")
         goals = ([f"budget {self.budget:g} {self.budget_unit}"] if self.budget is not None else []) + (
@@ -81,8 +115,9 @@ class Allocation(Result):
                  f"Recommended: {r['strategy']}, {r['judges_per_generation']} judge(s) per generation, "
                  f"n = {r['n']} scenarios x m = {r['m']} generations = {r['calls']} calls (cost {r['cost']:g}"
                  + (f", at most {r['max_cost']:g}" if r["max_cost"] > r["cost"] * (1 + _TOL) else "") + "); "
-                 f"predicted SE {r['se']:.4g}{ival}; P(best) = {r['p_best']:.2f} among the {len(self.table)} "
-                 f"ranked designs",
+                 f"predicted SE {r['se']:.4g}{ival}; P(best) = {format_prob(r['p_best'])} among the "
+                 f"{len(self.table)} ranked designs",
+                 *([s] if (s := self.budget_sentence()) else []),
                  "", "Best design per strategy (uncertainty: " + self.uncertainty + "; p_best among these "
                  f"{len(self.strategies)})"]
         cols = ["strategy", "judges_per_generation", "n", "m", "calls", "cost", "max_cost", "se", "variance_lower",
@@ -90,6 +125,8 @@ class Allocation(Result):
         show = self.strategies[[c for c in cols if c in self.strategies.columns]].copy()
         show["se_lower"] = np.sqrt(show.pop("variance_lower"))
         show["se_upper"] = np.sqrt(show.pop("variance_upper"))
+        if "p_best" in show.columns:                  # fixed decimals: 1.000, >0.999, <0.001 (never 1, 0.9999)
+            show["p_best"] = [format_prob(v) for v in show.pop("p_best")]
         lines.append(show.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         if self.frequencies:
             lines += ["", "Weighted judge shares (Neyman/Cochran): " +

@@ -186,6 +186,166 @@ def _column_decimals(frame: pd.DataFrame) -> int:
     return d if d is not None else max(value_decimals(frame["estimate"]), 3)
 
 
+#: Widest line of the compact summary (model columns are split into blocks that fit).
+COMPACT_WIDTH = 100
+
+
+def _group_label(row: Any, has_criterion: bool) -> str:
+    return str(row["model"]) if not has_criterion else f"{row['model']} / {row['criterion']}"
+
+
+def _component_cell(r: Mapping[str, Any], *, sd: bool) -> tuple[str, str, str]:
+    """(estimate, SD, interval) of one component row, each from its own standard error (the SD's is the delta
+    method's se / (2 sd)); ``n/a`` when the data do not identify it, ``*`` at the boundary."""
+    from cjstats.results.format import fixed, format_interval, row_decimals, se_decimals
+
+    if not bool(r["identifiable"]):
+        return "n/a", "", ""
+    est, se, lo, hi = r["estimate"], r["std_error"], r["lower"], r["upper"]
+    d = row_decimals(se, est, lo, hi)
+    e = fixed(est, d) + ("*" if bool(r["at_boundary"]) else "")
+    sd_text = ""
+    if sd and isinstance(est, (int, float, np.floating)) and math.isfinite(float(est)):
+        s = math.sqrt(max(float(est), 0.0))
+        ds = se_decimals(float(se) / (2.0 * s)) if s > 0 and math.isfinite(float(se)) else None
+        sd_text = fixed(s, ds if ds is not None else row_decimals(_NAN, s))
+    return e, sd_text, format_interval(lo, hi, d)
+
+
+def _grid(label_head: tuple[str, ...], labels: list[tuple[str, ...]], heads: list[str],
+          cells: list[list[tuple[str, ...]]], *, width: int, right: frozenset[int] = frozenset(),
+          right_cols: frozenset[int] | None = None) -> list[str]:
+    """Rows of ``labels`` (left columns) beside the columns ``heads``; ``cells[i][j]`` is row i's cell in column j,
+    a tuple of parts (estimate, interval, SD) each aligned under the same part of the rows above (part k
+    right-aligned when k is in ``right``). The columns are split into blocks so that no line is wider than
+    ``width``; each block repeats the labels. With ``right_cols``, the columns it names are right-aligned instead
+    (one-part cells)."""
+    nparts = max((len(c) for row in cells for c in row), default=1)
+    pw = [[max([0] + [len(row[j][k]) for row in cells if k < len(row[j])]) for k in range(nparts)]
+          for j in range(len(heads))]
+    cw = []
+    for j, h in enumerate(heads):
+        used = [w for w in pw[j] if w]
+        inner = sum(used) + max(len(used) - 1, 0)
+        if len(h) > inner and used:                  # a long model name widens the last part
+            pw[j][max(k for k, w in enumerate(pw[j]) if w)] += len(h) - inner
+        cw.append(max(len(h), inner))
+    lw = [max([len(h)] + [len(lab[k]) for lab in labels]) for k, h in enumerate(label_head)]
+    left = sum(lw) + 2 * (len(lw) - 1)
+    blocks, cur, used_w = [], [], left
+    for j, w in enumerate(cw):
+        if cur and used_w + 2 + w > width:
+            blocks.append(cur)
+            cur, used_w = [], left
+        cur.append(j)
+        used_w += 2 + w
+    if cur:
+        blocks.append(cur)
+
+    def cell(j: int, parts: tuple[str, ...]) -> str:
+        rt = (lambda k: j in right_cols) if right_cols is not None else (lambda k: k in right)
+        out = [(p.rjust(pw[j][k]) if rt(k) else p.ljust(pw[j][k])) for k, p in enumerate(parts) if pw[j][k]]
+        return " ".join(out).ljust(cw[j])
+
+    out: list[str] = []
+    for b, block in enumerate(blocks):
+        if b:
+            out.append("")
+        head = [v.ljust(lw[k]) for k, v in enumerate(label_head)] + [(heads[j].rjust(cw[j]) if right_cols and j in right_cols
+                                                                    else heads[j].ljust(cw[j])) for j in block]
+        out.append("  ".join(head).rstrip())
+        for i, lab in enumerate(labels):
+            parts = [v.ljust(lw[k]) for k, v in enumerate(lab)] + [cell(j, cells[i][j]) for j in block]
+            out.append("  ".join(parts).rstrip())
+    return out
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["  " + ln if ln else ln for ln in lines]
+
+
+def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
+    """The compact, lme4-style summary of a fit (``print(fit)``): title, the model header (formula, observations
+    and groups, REML criterion or log-likelihood), then the components (variance, SD = sqrt(variance) and the
+    interval; one column per model when there are several), short method labels with their legend, the judge
+    offsets, the notes. No line of the tables is wider than ``width`` characters (model columns split into
+    blocks); a note is one line."""
+    from cjstats.results.format import fixed, format_interval, row_decimals, short_labels
+
+    t = summary.table
+    has_c = "criterion" in t.columns
+    lines = [summary.title, "=" * len(summary.title)]
+    lines += [f"{k}: {v}" for k, v in summary.header]
+    lvl = t["ci_level"].dropna()
+    pct = f"{int(round(100 * lvl.iloc[0]))}%" if len(lvl) else ""
+    groups = list(dict.fromkeys(_group_label(r, has_c) for _, r in t.iterrows()))
+    present = [c for c in dict.fromkeys(t["component"])]
+    shown = [c for c in present if c != "mu" and t.loc[t["component"] == c, "identifiable"].astype(bool).any()]
+    shown += ["mu"] if "mu" in present and t.loc[t["component"] == "mu", "identifiable"].astype(bool).any() else []
+    missing = [c for c in present if c not in shown]
+    ok = t["identifiable"].astype(bool)
+    labels_of = short_labels(m for c in shown for m in t.loc[(t["component"] == c) & ok, "ci_method"])
+    by = {(_group_label(r, has_c), r["component"]): r for _, r in t.iterrows()}
+
+    def method_of(c: str) -> str:
+        ms = [labels_of.get(str(by[(g, c)]["ci_method"]), "") for g in groups if (g, c) in by
+              and bool(by[(g, c)]["identifiable"])]
+        return "/".join(dict.fromkeys(m for m in ms if m))
+
+    lines.append("")
+    if len(groups) == 1:
+        g = groups[0]
+        lines.append(f"Random effects (variances) and the mean score mu, {pct} intervals:")
+        rows = [(c,) for c in shown]
+        cells = []
+        for c in shown:
+            e, sd, iv = _component_cell(by[(g, c)], sd=c != "mu")
+            cells.append([(e,), (sd,), (iv,), (method_of(c),)])
+        lines += _indent(_grid(("component",), rows, ["estimate", "SD", f"{pct} interval", "method"], cells,
+                               width=width - 2, right_cols=frozenset({0, 1})))
+    else:
+        lines.append(f"Random effects (variances) and the mean score mu by model: estimate [{pct} interval] "
+                     f"SD")
+        rows = [(c, method_of(c)) for c in shown]
+        cells = []
+        for c in shown:
+            row = []
+            for g in groups:
+                row.append(_component_cell(by[(g, c)], sd=c != "mu") if (g, c) in by else ("", "", ""))
+            cells.append([(e, iv, sd) for e, sd, iv in row])
+        lines += _indent(_grid(("component", "method"), rows, groups, cells, width=width - 2,
+                               right=frozenset({0, 2})))
+    if labels_of:
+        lines.append("methods: " + "; ".join(f"{s} = {m}" for m, s in labels_of.items()))
+    if missing:
+        lines.append("not identified by these data: " + ", ".join(missing) + " (why: the notes below)")
+    if any(bool(b) for b in t.loc[t["component"].isin(shown), "at_boundary"]):
+        lines.append("* at the boundary (reported as 0)")
+    off = summary.offsets
+    if not off.empty:
+        og = [_group_label(r, "criterion" in off.columns) for _, r in off.iterrows()]
+        judges = list(dict.fromkeys(off["judge"].astype(str)))
+        cell = {}
+        for g, (_, r) in zip(og, off.iterrows()):
+            d = row_decimals(r["std_error"], r["estimate"], r["lower"], r["upper"])
+            cell[(g, str(r["judge"]))] = (fixed(r["estimate"], d), format_interval(r["lower"], r["upper"], d))
+        ogroups = list(dict.fromkeys(og))
+        lines += ["", "Judge offsets gamma[l] (judge mean minus panel mean)"
+                  + (f", by model: estimate [{pct} interval]" if len(ogroups) > 1 else ":")]
+        if len(ogroups) == 1:
+            cells = [[(x,) for x in cell.get((ogroups[0], j), ("", ""))] for j in judges]
+            lines += _indent(_grid(("judge",), [(j,) for j in judges], ["estimate", f"{pct} interval"], cells,
+                                   width=width - 2, right_cols=frozenset({0})))
+        else:
+            cells = [[cell.get((g, j), ("", "")) for g in ogroups] for j in judges]
+            lines += _indent(_grid(("judge",), [(j,) for j in judges], ogroups, cells, width=width - 2,
+                                   right=frozenset({0})))
+    if summary.footnotes:
+        lines += [""] + list(summary.footnotes)          # whole lines: a note is searched for as it is written
+    lines += ["", "Every row with its full interval method: fit.components (cjstats decompose --format long)."]
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     """A printable summary of a fit: ``as_text()``, ``as_markdown()``, ``as_html()``."""
@@ -199,30 +359,43 @@ class Summary:
     def _display_table(self) -> pd.DataFrame:
         from cjstats.results.format import fixed, format_interval
 
+        from cjstats.results.format import row_decimals
+
         t = self.table.copy()
         lvl = t["ci_level"].dropna()
         pct = f"{int(round(100 * lvl.iloc[0]))}%" if len(lvl) else ""
-        d = _column_decimals(t)             # one number of decimals for the whole column (docs/reports.md)
-        t["interval"] = [format_interval(lo, hi, d, na="-") if ok else "-" for lo, hi, ok in
-                         zip(t["lower"], t["upper"], t["identifiable"])]
-        t["estimate"] = [(fixed(e, d, na="-") + (" *" if b else "")) if ok else "n/a" for e, b, ok in
-                         zip(t["estimate"], t["at_boundary"], t["identifiable"])]
+        ds = [row_decimals(se, e, lo, hi) for se, e, lo, hi in    # each row the decimals of its own SE
+              zip(t["std_error"], t["estimate"], t["lower"], t["upper"])]
+        t["interval"] = [format_interval(lo, hi, d, na="-") if ok else "-" for lo, hi, ok, d in
+                         zip(t["lower"], t["upper"], t["identifiable"], ds)]
+        t["estimate"] = [(fixed(e, d, na="-") + (" *" if b else "")) if ok else "n/a" for e, b, ok, d in
+                         zip(t["estimate"], t["at_boundary"], t["identifiable"], ds)]
         cols = ["model"] + (["criterion"] if "criterion" in t.columns else []) + [
             "component", "estimate", "interval", "ci_method", "view"]
         out = t[cols].rename(columns={"interval": f"{pct} interval"})
         return out
 
-    def as_text(self) -> str:
+    def as_text(self, *, width: int = COMPACT_WIDTH) -> str:
+        """The compact summary, lme4-style (:func:`compact_text`): the model header, then per component the
+        variance, SD and interval (models side by side when there are several), judge offsets, notes. The long
+        table, one row per model x component, is :meth:`as_long_text` (and ``fit.components``)."""
+        return compact_text(self, width=width)
+
+    def as_long_text(self) -> str:
+        """The long table: one row per (model, component) with its full interval method, then the offsets."""
         lines = [self.title, "=" * len(self.title)]
         lines += [f"{k}: {v}" for k, v in self.header]
         lines += ["", self._display_table().to_string(index=False)]
         if not self.offsets.empty:
             from cjstats.results.format import fixed, format_interval
 
+            from cjstats.results.format import row_decimals
+
             off = self.offsets.copy()
-            d = _column_decimals(off)
-            off["interval"] = [format_interval(lo, hi, d, na="-") for lo, hi in zip(off["lower"], off["upper"])]
-            off["estimate"] = [fixed(e, d, na="-") for e in off["estimate"]]
+            ds = [row_decimals(se, e, lo, hi) for se, e, lo, hi in
+                  zip(off["std_error"], off["estimate"], off["lower"], off["upper"])]
+            off["interval"] = [format_interval(lo, hi, d, na="-") for lo, hi, d in zip(off["lower"], off["upper"], ds)]
+            off["estimate"] = [fixed(e, d, na="-") for e, d in zip(off["estimate"], ds)]
             keep = ["model"] + (["criterion"] if "criterion" in off.columns else []) + ["judge", "estimate", "interval"]
             lines += ["", "Judge offsets gamma[l] (judge mean minus panel mean)", off[keep].to_string(index=False)]
         if self.footnotes:

@@ -12,7 +12,10 @@ The rules (docs/reports.md, "How numbers are printed"):
   Satterthwaite 950.4 prints ``950``), otherwise one decimal (``12.3``);
 * a float column without a standard error gets fixed decimals, enough for three significant digits of its
   largest value and two of its smallest non-zero one; whole-number columns print as integers; probabilities
-  (``p_best``) two decimals; interval levels as given (``0.95``);
+  (``p_best``) three decimals, ``<0.001``/``>0.999`` near the ends (:func:`format_prob`); interval levels as given
+  (``0.95``);
+* a compact summary (``print(fit)``) formats each row from its own standard error (:func:`row_decimals`): a row
+  never takes the decimals of a more precise row;
 * a number that does not exist (NaN) is a dash.
 
 Functions take plain floats (or a DataFrame for :func:`format_frame`) and return strings; nothing here computes
@@ -29,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["P_FLOOR", "P_COLUMNS", "DF_COLUMNS", "PROB_COLUMNS", "LEVEL_COLUMNS", "SE_GROUPS", "NA", "se_decimals", "column_decimals", "value_decimals",
-           "fixed", "format_p", "format_df", "format_interval", "format_pm", "format_frame", "format_scalar"]
+           "fixed", "format_p", "format_df", "format_interval", "format_pm", "format_frame", "format_scalar",
+           "format_prob", "short_labels", "row_decimals"]
 
 #: p-values below this print as ``< 1e-300`` (below ~1e-308 a double underflows to 0, so ``p = 0`` would show).
 P_FLOOR = 1e-300
@@ -37,7 +41,8 @@ P_FLOOR = 1e-300
 P_COLUMNS: tuple[str, ...] = ("p", "p_value", "p_adjusted", "p_value_adjusted", "pvalue")
 #: Column names holding degrees of freedom.
 DF_COLUMNS: tuple[str, ...] = ("df", "df1", "df2", "df_num", "df_den", "df_denominator", "df_numerator")
-#: Column names holding probabilities (two decimals: ``1.00``, ``0.00``, never ``1`` beside ``0.97``).
+#: Column names holding probabilities (three decimals, :func:`format_prob`: ``1.000``, ``>0.999``, ``<0.001``, never
+#: ``1`` beside ``0.9999`` and ``0.000125``).
 PROB_COLUMNS: tuple[str, ...] = ("p_best", "prob", "probability", "share", "power")
 #: Column names holding an interval level (printed as given: ``0.95``).
 LEVEL_COLUMNS: tuple[str, ...] = ("ci_level", "level")
@@ -181,7 +186,7 @@ def format_frame(frame: pd.DataFrame, *, se_column: str | None = None, value_col
     ``value_columns`` get the decimals of ``se_column`` (:func:`column_decimals`); with ``se_groups`` the known
     standard-error columns of :data:`SE_GROUPS` present in the frame set the decimals of their estimates too
     (``std_error`` for ``estimate``, ``difference``, ``lower``, ``upper``...); p-value columns :func:`format_p`;
-    degrees of freedom :func:`format_df`; probabilities two decimals; interval levels as given; integers as
+    degrees of freedom :func:`format_df`; probabilities :func:`format_prob`; interval levels as given; integers as
     integers (with ``,`` separators when ``thousands``); booleans yes/no; other float columns
     :func:`value_decimals`; text as it is.
     """
@@ -207,7 +212,7 @@ def format_frame(frame: pd.DataFrame, *, se_column: str | None = None, value_col
         elif pd.api.types.is_integer_dtype(s):
             out[c] = [f"{int(v):,}" if thousands else str(int(v)) for v in s]
         elif pd.api.types.is_float_dtype(s) and name in PROB_COLUMNS:
-            out[c] = [fixed(v, 2, na=na) for v in s]
+            out[c] = [format_prob(v, na=na) for v in s]
         elif pd.api.types.is_float_dtype(s) and name in LEVEL_COLUMNS:
             out[c] = [f"{float(v):g}" if _finite(v) else na for v in s]
         elif pd.api.types.is_float_dtype(s):
@@ -232,3 +237,59 @@ def _cell(v: Any, *, na: str, thousands: bool) -> str:
     if isinstance(v, float | np.floating):
         return format_scalar(v, na=na)
     return str(v)
+
+
+# ----------------------------------------------------------------------------------- compact summaries
+#: Short labels of interval methods, by the first phrase a method string contains (case-insensitive).
+_SHORT_METHODS: tuple[tuple[str, str], ...] = (
+    ("profile likelihood", "PL"), ("noncentral chi-square", "NC"), ("t (", "t"), ("t,", "t"),
+    ("satterthwaite", "Satt"), ("posterior", "post"), ("bootstrap", "boot"), ("wald", "Wald"),
+    ("chi-square", "chi2"),
+)
+
+
+def short_labels(methods: Iterable[Any]) -> dict[str, str]:
+    """A short label (a few letters) for each distinct method string, unique among them, in order of appearance.
+
+    >>> short_labels(["profile likelihood (REML)", "t (REML GLS, Satterthwaite df)", "profile likelihood"])
+    {'profile likelihood (REML)': 'PL', 't (REML GLS, Satterthwaite df)': 't', 'profile likelihood': 'PL2'}
+    """
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for m in methods:
+        m = "" if m is None or (isinstance(m, float) and math.isnan(m)) else str(m)
+        if not m or m in out:
+            continue
+        low = m.lower()
+        base = next((s for key, s in _SHORT_METHODS if low.startswith(key) or (len(key) > 3 and key in low)),
+                    None) or (m.split()[0][:6] if m.split() else "m")
+        label, i = base, 2
+        while label in used:
+            label, i = f"{base}{i}", i + 1
+        used.add(label)
+        out[m] = label
+    return out
+
+
+def format_prob(v: Any, decimals: int = 3, *, na: str = NA) -> str:
+    """A probability with fixed decimals; strictly between 0 and 1 but rounding to an end: ``<0.001``/``>0.999``.
+
+    >>> format_prob(1.0), format_prob(0.9999), format_prob(0.000125), format_prob(0.0), format_prob(0.25)
+    ('1.000', '>0.999', '<0.001', '0.000', '0.250')
+    """
+    if not _finite(v):
+        return na
+    v = float(v)
+    step = 10.0 ** -decimals
+    if 0.0 < v < step / 2:
+        return f"<{step:.{decimals}f}"
+    if 1.0 - step / 2 < v < 1.0:
+        return f">{1 - step:.{decimals}f}"
+    return fixed(v, decimals)
+
+
+def row_decimals(se: Any, *values: Any) -> int:
+    """Decimals of one row: those its own standard error supports (:func:`se_decimals`), else three significant
+    digits of its values (:func:`value_decimals`, at least one decimal)."""
+    d = se_decimals(se)
+    return d if d is not None else max(value_decimals([v for v in values if _finite(v)]), 1)

@@ -515,21 +515,26 @@ class _NoBar:
         return None
 
 
-def _progress_bar(progress: bool, total: int, initial: int) -> Any:
-    """A tqdm bar with the time left (stderr), or a stand-in that does nothing."""
-    if not progress:
+def _progress_bar(progress: bool | None, total: int, initial: int) -> Any:
+    """A tqdm bar with the time left (stderr), a plain stderr line without tqdm, or a stand-in that does nothing
+    (``progress`` None: only when stderr is a terminal, :mod:`cjstats._progress`)."""
+    from cjstats._progress import Progress, progress_enabled
+
+    if not progress_enabled(progress):
         return _NoBar()
     try:
         from tqdm.auto import tqdm
-    except ImportError as exc:
-        raise CjstatsError(f"progress=True in {_CALLER} needs tqdm: pip install 'cjstats[study]'.") from exc
+    except ImportError:
+        bar = Progress(total, "simulation study", progress=True)
+        bar.done = initial
+        return bar
     return tqdm(total=total, initial=initial, unit="rep", desc="simulation study", dynamic_ncols=True)
 
 
 def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequence[Design | Mapping[str, Any]],
                      methods: Any, replicates: int, *, ci_level: float | None = None,
                      seed: int | None = None, jobs: int | str | Any = 1, checkpoint: str | Path | None = None,
-                     progress: bool = False, batch_size: int | None = None) -> StudyResult:
+                     progress: bool | None = None, batch_size: int | None = None) -> StudyResult:
     """Compare estimators on data simulated from known components, over a grid of designs.
 
     Parameters
@@ -562,8 +567,9 @@ def simulation_study(truth: Truth, designs: Design | Mapping[str, Any] | Sequenc
         A Parquet file: finished replicates are written to it after each batch (atomically), and a study that
         was interrupted resumes from it. A checkpoint of a different study (truth, designs, methods, seed or
         ci_level) is refused. Raising ``replicates`` extends a finished study.
-    progress : bool
-        Show a tqdm progress bar with the time left (on stderr).
+    progress : bool, optional
+        Show a progress bar with the time left on stderr (tqdm; a plain line without it). None (default): only
+        when stderr is a terminal.
     batch_size : int, optional
         Replicates per task (default: about four tasks per worker and design, at most 50).
 

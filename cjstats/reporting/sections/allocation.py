@@ -11,6 +11,7 @@ from cjstats.reporting.sections._group import which_group
 
 def render(inputs: Any) -> list[dict[str, Any]]:
     from cjstats import plots
+    from cjstats.results.format import format_prob
 
     alloc, g = inputs.allocation, inputs.group
     if alloc is None:
@@ -22,7 +23,7 @@ def render(inputs: Any) -> list[dict[str, Any]]:
                 f"{r['judges_per_generation']} judge(s) per generation, n = {r['n']} scenarios x m = {r['m']} "
                 f"generations ({r['calls']} calls); predicted SE including scenario sampling {se_text(r['se'])}"
                 + (f" (SE on these scenarios, the strategy curves' quantity: {se_text(both[1])})" if both else "")
-                + f"; P(best) = {r['p_best']:.2f}."),
+                + f"; P(best) = {format_prob(r['p_best'])}." + (f" {s}" if (s := alloc.budget_sentence()) else "")),
         format_table(alloc.strategies, caption="best design per strategy (se: SE including scenario sampling)"),
         figure(plots.allocation_frontier(alloc), "Predicted SE including scenario sampling (sigma2_alpha/n) against "
                "cost; star: recommendation.", "allocation frontier"),

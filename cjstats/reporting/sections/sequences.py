@@ -9,13 +9,38 @@ from cjstats.reporting.plan import refuse as _refuse
 from cjstats.reporting.sections._audit import items_of as _items
 
 
+def _shown_rows(r: Any) -> list[int]:
+    """Rows of the sequence table: the stopping row and the last 10."""
+    t = r.table
+    return sorted({*range(max(len(t) - 10, 0), len(t)), *([r.stop_at - 1] if r.stop_at else [])})
+
+
+def sequence_decimals(r: Any) -> int:
+    """One number of decimals for the sequence's paragraph and its table: two significant digits of the narrowest
+    half-width shown (the interval's +- precision), more when needed to show that the stopping row's bound is off
+    the null."""
+    from cjstats.results.format import column_decimals, value_decimals
+
+    show = r.table.iloc[_shown_rows(r)]
+    dec = column_decimals(show["width"] / 2.0) or value_decimals(show["x"])
+    if r.stop_at is not None:
+        stop = r.table.iloc[r.stop_at - 1]
+        gap = min(abs(float(stop["lower"]) - r.null), abs(float(stop["upper"]) - r.null))
+        dec = max(dec, value_decimals([gap], sig=2))
+    return dec
+
+
 def sequence_paragraph(r: Any) -> str:
-    """One paragraph: what the sequence is for, where it stands, STOP or CONTINUE and what that allows."""
+    """One paragraph: what the sequence is for, where it stands, STOP or CONTINUE and what that allows (its numbers
+    with the decimals of the table below it, :func:`sequence_decimals`)."""
+    from cjstats.results.format import fixed, format_interval
+
     last = r.last
+    d = sequence_decimals(r)
     pct = f"{100 * (1 - r.alpha):g}%"
     now = (f"After {r.n} scenarios the {pct} confidence sequence ({r.method.replace('_', ' ')}) for {r._what()} is "
-           f"[{last['lower']:.3g}, {last['upper']:.3g}] around {last['estimate']:.3g}; the fixed-n t interval "
-           f"[{r.t_lower:.3g}, {r.t_upper:.3g}] would hold only had n been fixed in advance.")
+           f"{format_interval(last['lower'], last['upper'], d)} around {fixed(last['estimate'], d)}; the fixed-n t "
+           f"interval {format_interval(r.t_lower, r.t_upper, d)} would hold only had n been fixed in advance.")
     if r.stop_at is not None:
         side = "above" if r.sign > 0 else "below"
         verdict = (f"STOP: it excluded {r.null:g} at n = {r.stop_at}, so the difference is {side} {r.null:g} with "
@@ -27,19 +52,14 @@ def sequence_paragraph(r: Any) -> str:
 
 
 def _sequence_table(r: Any) -> dict[str, Any]:
-    """The stopping row and the last 10 rows; x, estimate and bounds share one number of decimals: two significant
-    digits of the narrowest width, more when needed to show that the stopping row's bound is off the null."""
+    """The stopping row and the last 10 rows; x, estimate and bounds share one number of decimals, the paragraph's
+    (:func:`sequence_decimals`)."""
     from cjstats.reporting.items import format_table
-    from cjstats.results.format import column_decimals, fixed, value_decimals
+    from cjstats.results.format import fixed
 
     t = r.table
-    rows = sorted({*range(max(len(t) - 10, 0), len(t)), *([r.stop_at - 1] if r.stop_at else [])})
-    show = t.iloc[rows][["n", "scenario", "x", "estimate", "lower", "upper", "width", "excludes_null"]].copy()
-    dec = column_decimals(show["width"]) or value_decimals(show["x"])
-    if r.stop_at is not None:
-        stop = t.iloc[r.stop_at - 1]
-        gap = min(abs(float(stop["lower"]) - r.null), abs(float(stop["upper"]) - r.null))
-        dec = max(dec, value_decimals([gap], sig=2))
+    show = t.iloc[_shown_rows(r)][["n", "scenario", "x", "estimate", "lower", "upper", "width", "excludes_null"]].copy()
+    dec = sequence_decimals(r)
     cols = ["x", "estimate", "lower", "upper", "width"]
     for c in cols:
         show[c] = [fixed(v, dec) for v in show[c]]
