@@ -215,7 +215,11 @@ def joint_source(scores: Any, engine: str | None, engine_options: Mapping[str, A
     from cjstats.stats import build_stats
 
     src = scores.to_frame() if isinstance(scores, Scores) else scores
-    return build_stats(src, unit=("criterion",), engine=engine, **stats_options, **dict(engine_options or {}))
+    from cjstats.results.model import DEFAULT_TERMS
+
+    # the joint model's terms: no engine builds the per-model scenario x judge sums it does not use
+    return build_stats(src, unit=("criterion",), engine=engine, terms=DEFAULT_TERMS["joint"], **stats_options,
+                       **dict(engine_options or {}))
 
 
 def _t_sf2(t: float, df: float) -> float:
