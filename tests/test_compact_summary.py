@@ -124,3 +124,18 @@ def test_progress_on_request_writes_to_stderr_only(capsys):
     out = list(progress_iter(range(3), "counting", progress=True))
     cap = capsys.readouterr()
     assert out == [0, 1, 2] and cap.out == "" and "counting" in cap.err
+
+
+def test_a_component_in_two_views_keeps_both_rows():
+    """The joint judge_model is reported in the panel and the population view: the compact summary shows both."""
+    import warnings
+
+    import cjstats as cj
+
+    s = cj.simulate_scores(cj.Truth.table3(), n=15, m=2, k=3, seed=2).subset(models=["Claude", "GPT"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = str(cj.fit_joint(s, "reml"))
+    assert "\n  judge_model " in text and "\n  judge_model (population) " in text
+    block = text.split("Random effects")[1].splitlines()[1]
+    assert block.split()[2] == "(joint)"                    # the shared terms' column comes first

@@ -272,13 +272,19 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
     blocks); a note is one line."""
     from cjstats.results.format import fixed, format_interval, row_decimals, short_labels
 
-    t = summary.table
+    t = summary.table.copy()
+    # a component reported in both views (the joint judge_model) gets one row per view
+    if "view" in t.columns:
+        views = t.groupby("component")["view"].nunique()
+        two = t["component"].isin(views[views > 1].index) & (t["view"] != "panel")
+        t.loc[two, "component"] = t.loc[two, "component"] + " (" + t.loc[two, "view"].astype(str) + ")"
     has_c = "criterion" in t.columns
     lines = [summary.title, "=" * len(summary.title)]
     lines += [f"{k}: {v}" for k, v in summary.header]
     lvl = t["ci_level"].dropna()
     pct = f"{int(round(100 * lvl.iloc[0]))}%" if len(lvl) else ""
     groups = list(dict.fromkeys(_group_label(r, has_c) for _, r in t.iterrows()))
+    groups = [g for g in groups if g == "(joint)"] + [g for g in groups if g != "(joint)"]   # shared terms first
     present = [c for c in dict.fromkeys(t["component"])]
     shown = [c for c in present if c != "mu" and t.loc[t["component"] == c, "identifiable"].astype(bool).any()]
     shown += ["mu"] if "mu" in present and t.loc[t["component"] == "mu", "identifiable"].astype(bool).any() else []
