@@ -68,7 +68,7 @@ from cjstats.estimators.joint._joint import JOINT_LABEL, JointFit, JointSource, 
 from cjstats.estimators.ordinal_ml.likelihood import unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE, log_prob
 from cjstats.estimators.ordinal_ml.nested import NestedProblem, fit_nested, make_nested, mode_curvatures, profile_nested
-from cjstats.estimators.ordinal_ml.numdiff import central_difference
+from cjstats.estimators.ordinal_ml.numdiff import central_difference, pinv_held
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import JointCovariance
@@ -226,16 +226,6 @@ def _eta(q: NestedProblem, x: np.ndarray) -> np.ndarray:
     return gamma - float(np.mean(theta[0]))
 
 
-def _pinv_held(h: np.ndarray, held: list[int]) -> np.ndarray:
-    h = np.asarray(h, dtype=np.float64)
-    if not np.all(np.isfinite(h)):
-        return np.full_like(h, np.nan)
-    free = np.array([i for i in range(h.shape[0]) if i not in set(held)], dtype=np.int64)
-    out = np.zeros_like(h)
-    out[np.ix_(free, free)] = np.linalg.pinv(h[np.ix_(free, free)])
-    return 0.5 * (out + out.T)
-
-
 def _var_row(component: str, log_s: float, se_log: float, z: float, at: bool, prof: tuple[float, float] | None,
              note: str = "") -> ComponentRow:
     s2 = math.exp(2 * log_s)
@@ -309,7 +299,8 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         uf = _fit_agq(q, uf, int(nagq))
     x = uf.x
     held = ([0] if uf.at_boundary else []) + ([x.size - 1] if uf.extra.get("generation_at_boundary") else [])
-    cov_x = _pinv_held(uf.hessian, held)
+    cov_x = pinv_held(uf.hessian, held)
+    cov_x = 0.5 * (cov_x + cov_x.T)
     level = ci_level
     z = float(norm.ppf(0.5 + level / 2))
 

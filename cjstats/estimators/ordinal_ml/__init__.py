@@ -38,24 +38,12 @@ from cjstats.estimators.identification import (
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
 from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.nested import profile_nested
-from cjstats.estimators.ordinal_ml.numdiff import central_difference
+from cjstats.estimators.ordinal_ml.numdiff import central_difference, pinv_held
 from cjstats.estimators.ordinal_ml.optimise import profile_scenario
 from cjstats.estimators.ordinal_ml.unit import fit_unit, fit_unit_nested
 from cjstats.results.components import ComponentRow, ParameterCovariance
 
 __all__ = ["fit", "fit_unit", "parameter_draws", "threshold_test"]
-
-
-def _pinv(h: np.ndarray, held: Any = ()) -> np.ndarray:
-    """Moore-Penrose inverse of the observed information on the entries not ``held`` (those fixed at a limit:
-    rows and columns 0); NaN where the Hessian is not finite."""
-    h = np.asarray(h, dtype=np.float64)
-    if not np.all(np.isfinite(h)):
-        return np.full_like(h, np.nan)
-    free = np.array([i for i in range(h.shape[0]) if i not in set(held)], dtype=np.int64)
-    out = np.zeros_like(h)
-    out[np.ix_(free, free)] = np.linalg.pinv(h[np.ix_(free, free)])
-    return out
 
 
 def _drop_judges(g: Any, separated: dict[str, Any]) -> Any:
@@ -250,7 +238,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             q, uf, values = fit_unit_nested(fd, link=link, thresholds=thresholds)
             p, xb = q.base, uf.x[:-1]
             gen_boundary = bool(uf.extra["generation_at_boundary"])
-            cx = _x_cov(_pinv(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
+            cx = _x_cov(pinv_held(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
             if gen_boundary:
                 cx[-1, :] = cx[:, -1] = 0.0
             jac = np.hstack([_jacobian(p, xb), np.zeros((p.n_judges + 1, 1))])
@@ -259,7 +247,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             p, uf, values = fit_unit(fd, link=link, thresholds=thresholds, nagq=nagq)
             xb = uf.x
             # log s_a held fixed at a boundary estimate, per-judge thresholds of unused categories at their limits
-            cx = _x_cov(_pinv(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
+            cx = _x_cov(pinv_held(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
             jac = _jacobian(p, uf.x)
             umethod = method
         cov = jac @ cx @ jac.T

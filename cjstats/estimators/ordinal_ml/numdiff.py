@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["central_difference"]
+__all__ = ["pinv_held", "central_difference"]
 
 
 def central_difference(fn: Callable[[np.ndarray], Any], x: np.ndarray, h: float, *, relative: bool = False,
@@ -43,3 +43,15 @@ def central_difference(fn: Callable[[np.ndarray], Any], x: np.ndarray, h: float,
     if not cols:
         return np.empty((*np.shape(fn(x)), 0))
     return np.stack(cols, axis=-1)
+
+
+def pinv_held(h: np.ndarray, held: Any = ()) -> np.ndarray:
+    """Moore-Penrose inverse of the observed information on the entries not ``held`` (those fixed at a limit:
+    rows and columns 0); NaN where the Hessian is not finite."""
+    h = np.asarray(h, dtype=np.float64)
+    if not np.all(np.isfinite(h)):
+        return np.full_like(h, np.nan)
+    free = np.array([i for i in range(h.shape[0]) if i not in set(held)], dtype=np.int64)
+    out = np.zeros_like(h)
+    out[np.ix_(free, free)] = np.linalg.pinv(h[np.ix_(free, free)])
+    return out
