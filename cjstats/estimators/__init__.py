@@ -299,32 +299,34 @@ def resolve_model(backend: Backend, model: Model | str | None, options: dict[str
 
 
 def check_required_terms(spec: Model, design: pd.DataFrame, backend: Backend | None = None) -> None:
-    """One sentence when the data contradict the model for some group's design.
+    """One sentence when the data contradict the model for some group's design, read from each term's declared
+    requirement (``Term.needs``; the scenario x judge interaction with ``scenario_judge=True`` is checked by the
+    backends on the statistics):
 
-    A term the model requires (not 'auto') that a group cannot identify: today the generation effect, which
-    needs a scenario with two generations (``generations_max >= 2``; the scenario x judge interaction with
-    ``scenario_judge=True`` is checked by the backends on the statistics). And a term the model leaves out but
-    ``backend`` always fits where identifiable (not in its ``optional_terms``), in a group that identifies it.
+    - a term the model requires (not 'auto') that a group's design cannot identify;
+    - a term the model leaves out but ``backend`` always fits where identifiable (not in its ``optional_terms``),
+      in a group whose design identifies it.
     """
     caps = backend.capabilities if backend is not None else None
-    if caps is not None and "generation" in caps.terms and "generation" not in spec.terms \
-            and "generation" not in caps.optional_terms and "generations_max" in design.columns:
-        two = design[design["generations_max"] >= 2]
-        if len(two):
-            r = two.iloc[0]
-            where = f"model '{r['model']}'" + (f", criterion '{r['criterion']}'" if "criterion" in two.columns else "")
-            raise CjstatsError(f"The model leaves out the generation term (1|scenario:generation), but {where} scores "
-                               f"several generations of a scenario and method='{backend.name}' fits the term wherever "
-                               f"the data identify it; add it to the model (or use a backend that can leave it out: "
-                               f"{_fitters(spec, lambda b: spec.likelihood in b.capabilities.likelihoods and 'generation' in b.capabilities.optional_terms)}).")
-    if "generation" in spec.terms and "generation" not in spec.auto and "generations_max" in design.columns:
-        bad = design[design["generations_max"] < 2]
-        if len(bad):
-            r = bad.iloc[0]
-            where = f"model '{r['model']}'" + (f", criterion '{r['criterion']}'" if "criterion" in bad.columns else "")
-            raise CjstatsError(f"The model requires the generation term (1|scenario:generation), but {where} has one "
-                               f"generation per scenario, so it is not identifiable; score m >= 2 generations, or "
-                               f"let the model fit it where identifiable (Model(auto=('generation', ...))).")
+    for _, r in design.iterrows():
+        where = f"model '{r['model']}'" + (f", criterion '{r['criterion']}'" if "criterion" in design.columns else "")
+        for name, term in TERMS.items():
+            ok = term.identified(r)
+            if ok is None:
+                continue
+            text = term.joint_lme4 if spec.unit == "joint" else term.lme4
+            if ok and caps is not None and name in caps.terms and name not in spec.terms \
+                    and name not in caps.optional_terms:
+                by = _fitters(spec, lambda b: spec.likelihood in b.capabilities.likelihoods
+                              and name in b.capabilities.optional_terms)
+                other = f" (or use a backend that can leave it out: {by})" if by != "no registered backend" else ""
+                raise CjstatsError(f"The model leaves out the {name} term {text}, but {where} has "
+                                   f"{term.needs[2]} and method='{backend.name}' fits the term wherever the data "
+                                   f"identify it; add it to the model{other}.")
+            if not ok and name in spec.terms and name not in spec.auto:
+                raise CjstatsError(f"The model requires the {name} term {text}, but {where} has {term.needs[3]}, "
+                                   f"so it is not identifiable; change the design, or let the model "
+                                   f"fit it where identifiable (Model(auto=('{name}', ...))).")
 
 
 def _installed(package: str) -> bool:

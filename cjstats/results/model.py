@@ -58,6 +58,10 @@ class Term:
         Fitted only where the data identify it (the default models list it in ``Model.auto``).
     meaning : str
         One line for error messages and docs.
+    needs : tuple or None
+        When a group's design identifies the term, as ``(design column, minimum, what meeting it means, what
+        missing it means)``, e.g. ``("generations_max", 2, "a scenario with several generations", "one generation
+        per scenario")``; None when the design summary cannot say (the backends then decide on the statistics).
     """
 
     name: str
@@ -65,6 +69,13 @@ class Term:
     joint_lme4: str = ""
     auto: bool = False
     meaning: str = ""
+    needs: tuple[str, float, str, str] | None = None
+
+    def identified(self, design_row: Any) -> bool | None:
+        """Whether one group's design row (``fit.design``) identifies the term; None when it cannot say."""
+        if self.needs is None or self.needs[0] not in design_row:
+            return None
+        return bool(design_row[self.needs[0]] >= self.needs[1])
 
     @property
     def units(self) -> tuple[str, ...]:
@@ -75,18 +86,20 @@ class Term:
 TERMS: dict[str, Term] = {}
 
 
-def register_term(name: str, lme4: str, *, joint_lme4: str = "", auto: bool = False, meaning: str = "") -> Term:
+def register_term(name: str, lme4: str, *, joint_lme4: str = "", auto: bool = False, meaning: str = "",
+                  needs: tuple[str, float, str, str] | None = None) -> Term:
     """Add a variance term to :data:`TERMS` (its name must be a registered estimand)."""
     if name not in ESTIMANDS:
         raise CjstatsError(f"register_term: '{name}' is not a registered estimand name; register it first with "
                            f"cjstats.results.estimands.register_estimand.")
-    term = Term(name, lme4, joint_lme4, auto, meaning or ESTIMANDS[name].meaning)
+    term = Term(name, lme4, joint_lme4, auto, meaning or ESTIMANDS[name].meaning, needs)
     TERMS[name] = term
     return term
 
 
 register_term("scenario", "(1|scenario)", joint_lme4="(1|scenario)")
-register_term("generation", "(1|scenario:generation)", joint_lme4="(1|scenario:model:generation)", auto=True)
+register_term("generation", "(1|scenario:generation)", joint_lme4="(1|scenario:model:generation)", auto=True,
+              needs=("generations_max", 2, "a scenario with several generations", "one generation per scenario"))
 register_term("scenario_judge", "(1|scenario:judge)", auto=True)
 register_term("model_scenario", "", joint_lme4="(1|scenario:model)")
 
