@@ -213,3 +213,24 @@ def test_replication_seeded_and_monotone(fit):
         assert big.kendall_tau > small.kendall_tau + 3 * math.hypot(big.kendall_tau_se, small.kendall_tau_se)
     new = replication(fit, judges="new", k_total=8, n_sims=200).table
     assert new.iloc[0]["k_total"] == 8 and new.iloc[0]["judges"] == "new"
+
+
+def test_the_gstudy_plot_draws_each_strategy_with_its_band():
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    import cjstats as cj
+
+    s = cj.simulate_scores(cj.Truth.table3(), n=15, m=1, k=3, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = cj.g_study(cj.fit_joint(s, "reml"), n=[10, 40], strategy=["all", "random", "cyclic"], k=1, n_draws=500)
+    fig = cj.plots.gstudy_plot(g)
+    for ax in fig.axes:
+        assert sorted(line.get_gid() for line in ax.get_lines()) == ["all", "cyclic", "random"]
+        assert len(ax.collections) == 3                        # one interval band per strategy
+    plt.close(fig)
+    with pytest.raises(cj.CjstatsError):
+        cj.plots.gstudy_plot(object())

@@ -18,8 +18,9 @@ from cjstats.plots._style import PALETTE, STRATEGY_COLOURS, set_style
 from cjstats.plots.sequential import sequence_plot
 from cjstats.plots.covariates import slopes_plot
 from cjstats.plots.ordinal import ordinal_plot
+from cjstats.plots.gstudy import gstudy_plot
 
 __all__ = ["judge_bias_heatmap", "strategy_curves", "components_forest", "allocation_frontier", "posterior",
            "rank_plot", "coverage_plot", "agreement_plot", "ppi_plot", "self_preference_plot", "drift_plot",
            "diagnosis_plot", "sequence_plot", "slopes_plot", "set_style", "PALETTE", "STRATEGY_COLOURS"]
-__all__ += ["ordinal_plot"]
+__all__ += ["ordinal_plot", "gstudy_plot"]
