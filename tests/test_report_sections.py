@@ -57,8 +57,10 @@ def full_inputs():
     drift = cj.judge_drift(f, later, labels=("May run", "June run"))
     seq = cj.confidence_sequence(f, "GPT-2", "XLNet", method="normal_mixture")
     covariate_fit = cj.fit_joint(cj.simulate_length_bias(), covariates=["length"])
+    g = cj.g_study(cj.fit_joint(hanna.subset(judge_type="llm") if "judge_type" in f.columns else hanna, "reml"),
+                   n=[25, 100], strategy=["all", "cyclic"], k=1, n_draws=500)
     return _inputs(hanna, ["anova", "reml"], diagnosis="auto", drift=drift, sequences={"GPT-2 vs XLNet": seq},
-                   covariates=covariate_fit)
+                   covariates=covariate_fit, gstudy=g)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,7 @@ NAMES = [s.name for s in ordered_sections()]
 
 def test_the_registry_holds_the_sections_in_report_order_data_first():
     assert NAMES == ["diagnosis", "design", "components", "judges", "f_tests", "strategies", "allocation",
-                     "comparisons", "human_agreement", "drift", "sequences", "covariates"]
+                     "comparisons", "human_agreement", "drift", "sequences", "covariates", "gstudy"]
     assert list(SECTION_TITLES) == NAMES
     assert SECTION_TITLES["diagnosis"] == "What the file holds (doctor)"
 

@@ -97,7 +97,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
            seed: int | None = 0, title: str | None = None, force: bool = False,
            subsample_reps: int = 1000, browser: str | None = None,
            backend_options: Mapping[str, Mapping[str, Any]] | None = None, diagnosis: Any = None,
-           drift: Any = None, sequences: Any = None, covariates: Any = None,
+           drift: Any = None, sequences: Any = None, covariates: Any = None, gstudy: Any = None,
            progress: bool | None = None) -> str:
     """Render a self-contained HTML report of a score table (and write it when ``output`` is given).
 
@@ -149,6 +149,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
         Repetitions per (strategy, budget) of the subsampling experiment.
     backend_options : mapping, optional
         Options of a backend's fit, by method, e.g. ``{"bayes": {"draws": 500, "tune": 500}}``.
+    gstudy : GStudy, mapping of labelled ones, or None
+        How reliable the ranking is (:func:`cjstats.g_study`): its figure and table of E rho^2 and Phi per design.
     diagnosis, drift, sequences, covariates : result, mapping of labelled results, or None
         The audit sections (:mod:`cjstats.reporting.sections`), each with its figure, table and one paragraph
         saying what it means: a :class:`~cjstats.results.diagnosis.Diagnosis` (``diagnosis="auto"``:
@@ -188,7 +190,8 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                            f"{type(scores).__name__}.")
     methods, auto_why = resolve_methods(method, scores)
     level = resolve_ci_level(ci_level)
-    check_audit(diagnosis=diagnosis, drift=drift, sequences=sequences, covariates=covariates)  # before fitting
+    check_audit(diagnosis=diagnosis, drift=drift, sequences=sequences, covariates=covariates,
+                gstudy=gstudy)  # before fitting
     for what, given in (("comparisons", comparisons), ("human_agreement", human_agreement)):
         if given is not None and not (isinstance(given, str) and given == "auto"):
             check_generic(given, what)
@@ -205,7 +208,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
                                 criterion=criterion, budget=budget, comparisons=comparisons,
                                 human_agreement=human_agreement, subsample_reps=subsample_reps,
                                 backend_options=backend_options, diagnosis=diagnosis, drift=drift,
-                                sequences=sequences, covariates=covariates)
+                                sequences=sequences, covariates=covariates, gstudy=gstudy)
         bar.update()
     sections = render_sections(inputs, progress=progress)
 

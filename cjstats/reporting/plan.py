@@ -74,6 +74,7 @@ class ReportInputs:
     drift: Any = None
     sequences: Any = None
     covariates: Any = None
+    gstudy: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -125,7 +126,8 @@ def refuse(arg: str, obj: Any, want: str) -> CjstatsError:
                         f"{type(obj).__name__}.")
 
 
-def check_audit(*, diagnosis: Any = None, drift: Any = None, sequences: Any = None, covariates: Any = None) -> None:
+def check_audit(*, diagnosis: Any = None, drift: Any = None, sequences: Any = None, covariates: Any = None,
+                gstudy: Any = None) -> None:
     """Refuse an audit argument of the wrong type in one sentence, before anything is fitted."""
     if diagnosis is not None and not (isinstance(diagnosis, str) and diagnosis == "auto"):
         from cjstats.results.diagnosis import Diagnosis
@@ -152,6 +154,12 @@ def check_audit(*, diagnosis: Any = None, drift: Any = None, sequences: Any = No
         for _, f in _items(covariates):
             if not isinstance(f, CovariateFit):
                 raise refuse("covariates", f, "a covariate fit (cj.fit_joint(scores, covariates=['length']))")
+    if gstudy is not None:
+        from cjstats.results.gstudy import GStudy
+
+        for _, g in _items(gstudy):
+            if not isinstance(g, GStudy):
+                raise refuse("gstudy", g, "a G study (cj.g_study(fit, n=[...], strategy=[...]))")
 
 
 def choose_group(fit: Any, model: str | None, criterion: str | None) -> GroupChoice:
@@ -243,7 +251,8 @@ def compute_inputs(scores: Any, *, methods: list[str], auto_why: str, level: flo
                    model: str | None = None, criterion: str | None = None, budget: float | None = None,
                    comparisons: Any = "auto", human_agreement: Any = "auto", subsample_reps: int = 1000,
                    backend_options: Mapping[str, Mapping[str, Any]] | None = None, diagnosis: Any = None,
-                   drift: Any = None, sequences: Any = None, covariates: Any = None) -> ReportInputs:
+                   drift: Any = None, sequences: Any = None, covariates: Any = None,
+                   gstudy: Any = None) -> ReportInputs:
     """Every result the report renders, computed once by the library's public functions (arguments already
     checked by :func:`cjstats.reporting.report`)."""
     from cjstats.decisions.optimise import optimise, scenario_judge_verdict
@@ -260,7 +269,7 @@ def compute_inputs(scores: Any, *, methods: list[str], auto_why: str, level: flo
     group = choose_group(main, model, criterion)
     inputs = ReportInputs(scores=scores, level=level, seed=seed, methods=methods, auto_why=auto_why, fits=fits,
                           group=group, subsample_reps=subsample_reps, diagnosis=diagnosis, drift=drift,
-                          sequences=sequences, covariates=covariates)
+                          sequences=sequences, covariates=covariates, gstudy=gstudy)
     if main.scenario_judge_lines():
         inputs.scenario_judge_verdict = scenario_judge_verdict(main, model=group.model, criterion=group.criterion)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cjstats.reporting.registry import Section, register_section
 from cjstats.reporting.sections import (
-    allocation, comparisons, components, covariates, design, diagnosis, drift, f_tests, human_agreement, judges,
+    allocation, comparisons, components, covariates, design, diagnosis, drift, f_tests, gstudy, human_agreement, judges,
     sequences, strategies,
 )
 from cjstats.reporting.sections.covariates import covariate_items, covariate_paragraph
@@ -34,3 +34,4 @@ register_section(Section("human_agreement", "Human agreement", 90, human_agreeme
 register_section(Section("drift", "Judge drift", 100, drift.render))
 register_section(Section("sequences", "Sequential comparisons", 110, sequences.render))
 register_section(Section("covariates", "Judge slopes on covariates", 120, covariates.render))
+register_section(Section("gstudy", "How reliable the ranking is (G study)", 130, gstudy.render))
