@@ -215,6 +215,7 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     env = jinja2.Environment(loader=jinja2.PackageLoader("cjstats.reporting", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
                              lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["breakable"] = breakable
     source = scores.provenance.get("source", "score table") if isinstance(scores.provenance, Mapping) else "scores"
     html = env.get_template("report.html.j2").render(
         title=title or "cjstats report", version=__version__, sections=sections, level=f"{100 * level:g}%",
@@ -226,6 +227,19 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     elif output is not None:
         write_html(html, output, force=force)
     return html
+
+
+def breakable(value: Any) -> Any:
+    """A table cell's text, HTML-escaped, with a break opportunity (``<wbr>``) after every ``_``, ``/`` and ``.``
+    between letters: identifiers such as ``judge_population`` or ``org/model-name`` then wrap at those joins, and
+    the stylesheet never breaks a word elsewhere (``overflow-wrap: break-word`` breaks only a word wider than the
+    page, which no table holds)."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    text = str(escape(value))
+    return Markup(re.sub(r"(?<=[A-Za-z0-9])([_/.])(?=[A-Za-z])", r"\1<wbr>", text))
 
 
 def _is_pdf(output: str | os.PathLike[str]) -> bool:
