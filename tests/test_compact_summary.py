@@ -139,3 +139,25 @@ def test_a_component_in_two_views_keeps_both_rows():
     assert "\n  judge_model " in text and "\n  judge_model (population) " in text
     block = text.split("Random effects")[1].splitlines()[1]
     assert block.split()[2] == "(joint)"                    # the shared terms' column comes first
+
+
+def test_the_report_table_is_the_compact_layout_with_the_text_cells(fits):
+    """The report's components table (compact_frame): one row per model, one column per identified component
+    named with its method label, each cell the estimate and interval the text printout shows for that model."""
+    from cjstats.results.components import compact_frame
+
+    many, _ = fits
+    frame, legend = compact_frame(many.summary())
+    assert list(frame["model"]) == sorted(many.components["model"].unique())
+    assert list(frame.columns[1:]) == ["scenario (PL)", "residual (PL)", "judge_panel (NC)",
+                                       "judge_population (PL)", "mu (t)"]
+    assert legend.startswith("PL = profile likelihood")
+    text = str(many)
+    for _, row in frame.iterrows():                       # every cell is printed, in the same digits, by print(fit)
+        for cell in row.iloc[1:]:
+            assert cell.split(" [")[0] in text and cell.split(" ", 1)[1] in text
+    gpt = many.components.query("model == 'GPT' and component == 'scenario'").iloc[0]
+    est, rest = frame.set_index("model").loc["GPT", "scenario (PL)"].split(" ", 1)
+    lo, hi = (float(x) for x in rest.strip("[]").split(", "))
+    assert float(est) == pytest.approx(gpt["estimate"], abs=1e-3)
+    assert (lo, hi) == (pytest.approx(gpt["lower"], abs=1e-3), pytest.approx(gpt["upper"], abs=1e-3))

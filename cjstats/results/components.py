@@ -264,13 +264,28 @@ def _indent(lines: list[str]) -> list[str]:
     return ["  " + ln if ln else ln for ln in lines]
 
 
-def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
-    """The compact, lme4-style summary of a fit (``print(fit)``): title, the model header (formula, observations
-    and groups, REML criterion or log-likelihood), then the components (variance, SD = sqrt(variance) and the
-    interval; one column per model when there are several), short method labels with their legend, the judge
-    offsets, the notes. No line of the tables is wider than ``width`` characters (model columns split into
-    blocks); a note is one line."""
-    from cjstats.results.format import fixed, format_interval, row_decimals, short_labels
+@dataclass(frozen=True)
+class _Compact:
+    """What the compact layouts (text and the report's table) read off a summary: the rows, the groups (the shared
+    joint column first), the identified components (``mu`` last), the left-out ones, the short method labels and
+    each (group, component)'s row."""
+
+    table: pd.DataFrame
+    groups: list[str]
+    shown: list[str]
+    missing: list[str]
+    labels: dict[str, str]
+    by: dict[tuple[str, str], Any]
+    pct: str
+
+    def method_of(self, component: str) -> str:
+        ms = [self.labels.get(str(self.by[(g, component)]["ci_method"]), "") for g in self.groups
+              if (g, component) in self.by and bool(self.by[(g, component)]["identifiable"])]
+        return "/".join(dict.fromkeys(m for m in ms if m))
+
+
+def _compact_parts(summary: Summary) -> _Compact:
+    from cjstats.results.format import short_labels
 
     t = summary.table.copy()
     # a component reported in both views (the joint judge_model) gets one row per view
@@ -279,8 +294,6 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
         two = t["component"].isin(views[views > 1].index) & (t["view"] != "panel")
         t.loc[two, "component"] = t.loc[two, "component"] + " (" + t.loc[two, "view"].astype(str) + ")"
     has_c = "criterion" in t.columns
-    lines = [summary.title, "=" * len(summary.title)]
-    lines += [f"{k}: {v}" for k, v in summary.header]
     lvl = t["ci_level"].dropna()
     pct = f"{int(round(100 * lvl.iloc[0]))}%" if len(lvl) else ""
     groups = list(dict.fromkeys(_group_label(r, has_c) for _, r in t.iterrows()))
@@ -292,11 +305,46 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
     ok = t["identifiable"].astype(bool)
     labels_of = short_labels(m for c in shown for m in t.loc[(t["component"] == c) & ok, "ci_method"])
     by = {(_group_label(r, has_c), r["component"]): r for _, r in t.iterrows()}
+    return _Compact(t, groups, shown, missing, labels_of, by, pct)
 
-    def method_of(c: str) -> str:
-        ms = [labels_of.get(str(by[(g, c)]["ci_method"]), "") for g in groups if (g, c) in by
-              and bool(by[(g, c)]["identifiable"])]
-        return "/".join(dict.fromkeys(m for m in ms if m))
+
+def compact_frame(summary: Summary) -> tuple[pd.DataFrame, str]:
+    """The compact layout as a table (the report's components table): one row per model (x criterion; the joint
+    fit's shared terms first), one column per identified component (variances, then ``mu``), each cell
+    ``estimate [interval]`` with the decimals of that cell's own standard error (``*`` at the boundary, blank
+    where the group has no such row); and the legend line of the short method labels, each column's methods
+    named in its header (``scenario (PL)``)."""
+    p = _compact_parts(summary)
+    rows = []
+    for g in p.groups:
+        row = {"model": g}
+        for c in p.shown:
+            r = p.by.get((g, c))
+            if r is None:
+                row[c] = ""
+                continue
+            e, _, iv = _component_cell(r, sd=False)
+            row[c] = e if not iv else f"{e} {iv}"
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=["model", *p.shown])
+    frame = frame.rename(columns={c: f"{c} ({p.method_of(c)})" for c in p.shown if p.method_of(c)})
+    legend = "; ".join(f"{short} = {m}" for m, short in p.labels.items())
+    return frame, legend
+
+
+def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
+    """The compact, lme4-style summary of a fit (``print(fit)``): title, the model header (formula, observations
+    and groups, REML criterion or log-likelihood), then the components (variance, SD = sqrt(variance) and the
+    interval; one column per model when there are several), short method labels with their legend, the judge
+    offsets, the notes. No line of the tables is wider than ``width`` characters (model columns split into
+    blocks); a note is one line."""
+    from cjstats.results.format import fixed, format_interval, row_decimals
+
+    p = _compact_parts(summary)
+    t, groups, shown, missing, labels_of, by, method_of, pct = (p.table, p.groups, p.shown, p.missing, p.labels,
+                                                                p.by, p.method_of, p.pct)
+    lines = [summary.title, "=" * len(summary.title)]
+    lines += [f"{k}: {v}" for k, v in summary.header]
 
     lines.append("")
     if len(groups) == 1:

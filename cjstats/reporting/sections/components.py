@@ -24,6 +24,27 @@ def components_table(fit: Any) -> pd.DataFrame:
     return out
 
 
+def compact_items(fit: Any, method: str, level: float) -> list[dict[str, Any]]:
+    """The compact, lme4-style table of one backend's fit (:func:`cjstats.results.components.compact_frame`): one
+    row per model, one column per identified component, ``estimate [interval]`` from each cell's own standard
+    error; then the legend of the short method labels and what the data left unidentified."""
+    from cjstats.results.components import compact_frame
+
+    frame, legend = compact_frame(fit.summary())
+    t = fit.components
+    left = [c for c in dict.fromkeys(t["component"]) if not t.loc[t["component"] == c, "identifiable"].any()]
+    items = [format_table(frame, caption=f"{method}: estimate [{100 * level:g}% interval] per model (variances; "
+                                          "mu the mean score)")]
+    lines = [f"Methods: {legend}." if legend else "",
+             ("Not identified by these data: " + ", ".join(left) + " (why: the notes below)."
+              if left else ""),
+             "* at the boundary (reported as 0)." if t["at_boundary"].astype(bool).any() else ""]
+    line = " ".join(x for x in lines if x)
+    if line:
+        items.append(text(line))
+    return items
+
+
 def _notes(fit: Any) -> list[dict[str, Any]]:
     notes = list(dict.fromkeys(n for n in fit.components["note"] if n))
     return [text(f"[{i}] {n}") for i, n in enumerate(notes, 1)]
@@ -58,10 +79,7 @@ def render(inputs: Any) -> list[dict[str, Any]]:
         + scale_text)]
     for m, fit in inputs.fits.items():
         items.append(heading(f"Backend {m}"))
-        items.append(format_table(components_table(fit), caption=f"{m}: estimate, sd = sqrt(variance), "
-                                  f"{100 * level:g}% interval", se_column="std_error",
-                                  value_columns=("estimate", "std_error", "lower", "upper", "sd", "sd_lower",
-                                                 "sd_upper")))
+        items.extend(compact_items(fit, m, level))
         items.extend(_notes(fit))
     items.extend(_scenario_judge(inputs))
     scales = {getattr(f, "scale", "score") for f in inputs.fits.values()}
@@ -70,6 +88,12 @@ def render(inputs: Any) -> list[dict[str, Any]]:
                         "as 0)" + ("; one row of panels per scale, since latent-scale and score-scale variances are "
                                    "not on one axis." if len(scales) > 1 else "."),
                         "forest plot of variance components"))
+    items.append(heading("Every component row (the long table)"))
+    for m, fit in inputs.fits.items():
+        items.append(format_table(components_table(fit), caption=f"{m}: estimate, sd = sqrt(variance), "
+                                  f"{100 * level:g}% interval", se_column="std_error",
+                                  value_columns=("estimate", "std_error", "lower", "upper", "sd", "sd_lower",
+                                                 "sd_upper")))
     if "bayes" in inputs.fits:
         items.append(figure(plots.posterior(inputs.fits["bayes"], model=g.model, criterion=g.criterion),
                             f"Posterior densities of the Bayesian components of {g.label}.", "posterior densities"))
