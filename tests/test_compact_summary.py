@@ -161,3 +161,30 @@ def test_the_report_table_is_the_compact_layout_with_the_text_cells(fits):
     lo, hi = (float(x) for x in rest.strip("[]").split(", "))
     assert float(est) == pytest.approx(gpt["estimate"], abs=1e-3)
     assert (lo, hi) == (pytest.approx(gpt["lower"], abs=1e-3), pytest.approx(gpt["upper"], abs=1e-3))
+
+
+@pytest.mark.parametrize("tty, asked, shown", [(True, None, True), (False, None, False), (False, True, True),
+                                               (True, False, False)])
+def test_bayes_fits_show_the_samplers_bar_on_a_terminal(monkeypatch, tty, asked, shown):
+    """estimate(method="bayes") hands the sampler its progress bar when stderr is a terminal (or progress=True),
+    and never in logs and pipes unless asked (the sampler draws the bar; this checks what it is told)."""
+    pytest.importorskip("nutpie")
+    import sys
+
+    import cjstats.estimators.bayes as bayes_mod
+
+    told = []
+
+    class Stop(Exception):
+        pass
+
+    def fake(*args, progress, **kwargs):
+        told.append(progress)
+        raise Stop
+
+    monkeypatch.setattr(bayes_mod, "_sample_nutpie", fake)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty, raising=False)
+    scores = cj.datasets.load("hanna", composite=True).subset(models=["GPT"])
+    with pytest.raises(Stop):
+        cj.estimate(scores, method="bayes", sampler="nutpie", progress=asked)
+    assert told == [shown]

@@ -156,7 +156,7 @@ register_joint_backend(ModuleBackend(
 register_joint_backend(ModuleBackend(
     "bayes", "cjstats.estimators.joint.bayes", requires=("pymc", "arviz"), extra="bayes",
     capabilities=JointCapabilities(rows_always=True, samples=True, estimands=JOINT_ESTIMANDS,
-                                   options=("draws", "tune", "chains", "target_accept", "nuts_sampler"),
+                                   options=("draws", "tune", "chains", "target_accept", "nuts_sampler", "progress"),
                                    rank_intervals="posterior")))
 register_joint_backend(ModuleBackend(
     "ordinal", "cjstats.estimators.joint.ordinal",   # verdicts and ratings: the joint cumulative-link mixed model

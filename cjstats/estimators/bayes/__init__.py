@@ -140,6 +140,7 @@ from cjstats.estimators.base import (
     rows_for,
 )
 from cjstats._warnings import warn
+from cjstats._progress import progress_enabled
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.io.scores import GroupData, Scores
 from cjstats.estimators.bayes.priors import GAUSSIAN_PRIORS, ORDINAL_PRIORS
@@ -535,7 +536,7 @@ def _capabilities() -> Any:
 def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None, rows: Scores | None = None,
         draws: int = 1000, tune: int | None = None,
         chains: int = 4, ci_kind: CiKind = "eti", likelihood: Likelihood = "gaussian", link: str = "logit",
-        priors: Mapping[str, float] | None = None, sampler: Sampler = "auto", progress: bool = False,
+        priors: Mapping[str, float] | None = None, sampler: Sampler = "auto", progress: bool | None = None,
         target_accept: float | None = None, cores: int | None = None,
         parametrisation: Parametrisation = "marginal", scenario_judge: Any = "auto") -> VarianceComponents:
     """Bayesian fit of every model (x criterion) of ``scores`` (see the module docstring for the model).
@@ -574,8 +575,9 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     sampler : {"auto", "nutpie", "pymc"}
         ``"nutpie"``: nutpie's NUTS on the hand-coded log density (no compilation; default when installed).
         ``"pymc"``: ``pm.sample`` on the PyMC model (compiles it first).
-    progress : bool
-        Show the sampler's progress bar.
+    progress : bool, optional
+        Show the sampler's progress bar on stderr (one per model x criterion group). ``None`` (default): only when
+        stderr is a terminal (:func:`cjstats._progress.progress_enabled`), so logs and pipes stay clean.
     target_accept : float, optional
         NUTS target acceptance rate (raise it, e.g. to 0.95, if divergences are reported). Default 0.8, and 0.9 for
         a unit that fits ``scenario_judge``: its scale is often near 0, where the log-scale geometry narrows (at
@@ -644,7 +646,7 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     fits: dict[str, GroupFit] = {}
     frames: list[pd.DataFrame] = []
     trees: dict[str, Any] = {}
-    opts = {"sampler": resolved, "draws": draws, "tune": tune, "chains": chains, "progress": bool(progress),
+    opts = {"sampler": resolved, "draws": draws, "tune": tune, "chains": chains, "progress": progress_enabled(progress),
             "target_accept": ta, "cores": cores}
     for g, s, (sj_fit, sj_note) in zip(groups, seeds, sj_plan):
         opts["target_accept"] = ta if ta is not None else (0.9 if sj_fit else 0.8)

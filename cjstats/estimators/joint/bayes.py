@@ -85,12 +85,17 @@ def build_joint_model(d: JointData, *, model_scenario: str = "pooled") -> tuple[
 
 def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: int = 500, tune: int = 500,
               chains: int = 2, target_accept: float = 0.9, nuts_sampler: str = "pymc",
-              model_scenario: str = "pooled") -> JointFit:
+              model_scenario: str = "pooled", progress: bool | None = None) -> JointFit:
     """Joint PyMC fit (module docstring). Returns a :class:`JointFit` with posterior draws of eta.
+
+    ``progress``: PyMC's progress bar on stderr; ``None`` (default) shows it only when stderr is a terminal
+    (:func:`cjstats._progress.progress_enabled`).
 
     ``model_scenario``: ``"pooled"`` (one sigma_model_scenario) or ``"per_model"`` (one per model, a
     ``model_scenario`` row per model).
     """
+    from cjstats._progress import progress_enabled
+
     try:
         import pymc as pm
     except ImportError as exc:  # pragma: no cover - optional
@@ -114,7 +119,8 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
     model, has_gen = build_joint_model(d, model_scenario=model_scenario)
     with model, reproducible_compile():  # the same bits from a cold or a warm compile cache (cjstats._pytensor)
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
-                          target_accept=target_accept, progressbar=False, compute_convergence_checks=False,
+                          target_accept=target_accept, progressbar=progress_enabled(progress),
+                          quiet=not progress_enabled(progress), compute_convergence_checks=False,
                           nuts_sampler=nuts_sampler)
     post = idata.posterior
 
@@ -163,7 +169,7 @@ def fit(stats: object, *, ci_level: float, seed: int | None = 0, rows: object = 
     """The joint backend protocol (:class:`cjstats.estimators.Backend`, registered in
     :data:`cjstats.estimators.JOINT_BACKENDS`): :func:`fit_joint` of the score rows ``rows`` (the model has an
     effect per scenario and cell, so statistics alone are refused); ``options`` are :func:`fit_joint`'s
-    (``draws``, ``tune``, ``chains``, ``target_accept``, ``nuts_sampler``)."""
+    (``draws``, ``tune``, ``chains``, ``target_accept``, ``nuts_sampler``, ``progress``)."""
     if model_scenario != "pooled":   # fit_joint refuses it first, from the capabilities
         raise CjstatsError(f"model_scenario={model_scenario!r} is not fitted by method='bayes'; use 'pooled'.")
     from cjstats.estimators.joint._joint import JointSource
