@@ -137,8 +137,12 @@ def test_a_component_in_two_views_keeps_both_rows():
         warnings.simplefilter("ignore")
         text = str(cj.fit_joint(s, "reml"))
     assert "\n  judge_model " in text and "\n  judge_model (population) " in text
-    block = text.split("Random effects")[1].splitlines()[1]
-    assert block.split()[2] == "(joint)"                    # the shared terms' column comes first
+    # the shared terms first, as one list (no empty per-model columns), then the models' own rows
+    shared = text.split("Random effects (variances) shared by the models, 95% intervals:")[1]
+    assert shared.splitlines()[1].split() == ["component", "estimate", "SD", "95%", "interval", "method"]
+    assert "(joint)" not in text
+    by_model = text.split("By model, the mean score mu: estimate [95% interval] SD")[1].splitlines()
+    assert by_model[1].split() == ["component", "method", "Claude", "GPT"] and by_model[2].split()[0] == "mu"
 
 
 def test_the_report_table_is_the_compact_layout_with_the_text_cells(fits):

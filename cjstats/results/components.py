@@ -346,29 +346,39 @@ def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:
     lines = [summary.title, "=" * len(summary.title)]
     lines += [f"{k}: {v}" for k, v in summary.header]
 
-    lines.append("")
-    if len(groups) == 1:
-        g = groups[0]
-        lines.append(f"Random effects (variances) and the mean score mu, {pct} intervals:")
-        rows = [(c,) for c in shown]
+    def one_group(g: str, comps: list[str], title: str) -> list[str]:
         cells = []
-        for c in shown:
+        for c in comps:
             e, sd, iv = _component_cell(by[(g, c)], sd=c != "mu")
             cells.append([(e,), (sd,), (iv,), (method_of(c),)])
-        lines += _indent(_grid(("component",), rows, ["estimate", "SD", f"{pct} interval", "method"], cells,
-                               width=width - 2, right_cols=frozenset({0, 1})))
-    else:
-        lines.append(f"Random effects (variances) and the mean score mu by model: estimate [{pct} interval] "
-                     f"SD")
-        rows = [(c, method_of(c)) for c in shown]
+        return [title, *_indent(_grid(("component",), [(c,) for c in comps],
+                                      ["estimate", "SD", f"{pct} interval", "method"], cells, width=width - 2,
+                                      right_cols=frozenset({0, 1})))]
+
+    def by_group(gs: list[str], comps: list[str], title: str) -> list[str]:
         cells = []
-        for c in shown:
-            row = []
-            for g in groups:
-                row.append(_component_cell(by[(g, c)], sd=c != "mu") if (g, c) in by else ("", "", ""))
+        for c in comps:
+            row = [_component_cell(by[(g, c)], sd=c != "mu") if (g, c) in by else ("", "", "") for g in gs]
             cells.append([(e, iv, sd) for e, sd, iv in row])
-        lines += _indent(_grid(("component", "method"), rows, groups, cells, width=width - 2,
-                               right=frozenset({0, 2})))
+        return [title, *_indent(_grid(("component", "method"), [(c, method_of(c)) for c in comps], gs, cells,
+                                      width=width - 2, right=frozenset({0, 2})))]
+
+    lines.append("")
+    others = [g for g in groups if g != "(joint)"]
+    # a joint fit: the terms only the shared column holds are one list, the per-model rows (mu, per-model
+    # variances) a table of the models, so no block of a model's columns is empty
+    shared = [c for c in shown if (("(joint)", c) in by and not any((g, c) in by for g in others))]
+    if len(groups) == 1:
+        lines += one_group(groups[0], shown, f"Random effects (variances) and the mean score mu, {pct} intervals:")
+    elif "(joint)" in groups and shared:
+        lines += one_group("(joint)", shared, f"Random effects (variances) shared by the models, {pct} intervals:")
+        rest = [c for c in shown if c not in shared]
+        if rest:
+            what = "the mean score mu" if rest == ["mu"] else "the terms of each model"
+            lines += ["", *by_group(others, rest, f"By model, {what}: estimate [{pct} interval] SD")]
+    else:
+        lines += by_group(groups, shown, f"Random effects (variances) and the mean score mu by model: estimate "
+                                         f"[{pct} interval] SD")
     if labels_of:
         lines.append("methods: " + "; ".join(f"{s} = {m}" for m, s in labels_of.items()))
     if missing:
