@@ -8,7 +8,8 @@ r"""The statistics layer: score rows reduced once to per-unit sufficient statist
 model x criterion) and returns a :class:`ScoreStats`. Each :class:`CellStats` is additive over chunks split by
 scenario (:func:`merge_stats`) and gives each backend its view: ``for_anova`` (mean squares),
 ``for_reml`` (the structured REML's design and score statistics) and ``for_gaussian`` (the collapsed
-Gaussian likelihood's statistics). Only numpy, scipy and pandas are needed.
+Gaussian likelihood's statistics); with ``likelihood="cumulative"`` it also holds the per-pattern counts of the
+ordinal model (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`). Only numpy, scipy and pandas are needed.
 
 Examples
 --------

@@ -241,7 +241,10 @@ def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None, link: str = "probit",
         thresholds: str = "shared", nagq: int = 10, interval: str = "wald", generation: bool | None = None) -> Any:
-    """ML fit of every model (x criterion); see the module docstring. Needs the score rows.
+    """ML fit of every model (x criterion); see the module docstring. A unit with one generation per scenario is
+    fitted from its per-pattern counts (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`: the same problem as
+    from its rows, so an out-of-core engine's statistics give the in-memory fit), built from ``rows`` when the
+    statistics lack them; a unit with several generations from its ``rows`` (refused in one sentence without).
 
     ``generation``: fit the nested generation effect beta_ij ~ N(0, s_b^2) (:mod:`.nested`, Laplace in the joint
     (a, b) integral; ``nagq`` then does not apply). None (default): fitted for a unit with m > 1 generations in

@@ -55,7 +55,7 @@ class EngineCapabilities:
         The likelihoods (names of ``cjstats.results.model.LIKELIHOODS``) whose statistics it builds:
         ``"gaussian"`` (the sums of :class:`~cjstats.stats.CellStats`, always) and ``"cumulative"``, the per-pattern
         counts of the cumulative link model with one generation per scenario (``CellStats.patterns``,
-        :mod:`cjstats.stats.ordinal`), built when ``build(..., likelihood="cumulative")``, which what the
+        :mod:`cjstats.stats.ordinal`), built when ``build(..., likelihood="cumulative")``: what the
         maximum-likelihood ordinal fit reads out of core.
     """
 

@@ -26,6 +26,9 @@ count and sum Y_c. A cell whose size differs from the number of bits of its mask
    canonical order, ``GROUP BY (unit, scenario)`` gives z_i (scenario sum, cell sums by place, scenario x judge
    sums) and the scenario's pattern (its masks by place), and ``GROUP BY (unit, pattern)`` the count, sum z_i and
    sum z_i z_i' of each pattern: only the patterns reach Python (:func:`_with_scenario_judge`).
+4. **Per-pattern counts of the ordinal model** (``CellStats.patterns``, with ``likelihood="cumulative"``): for the
+   units with one generation per scenario, one more scan ``GROUP BY (unit, scenario)`` gives each scenario's
+   judge -> score vector and ``GROUP BY (unit, pattern)`` its count and first scenario (:func:`_with_patterns`).
 
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
 O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
