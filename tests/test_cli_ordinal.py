@@ -109,7 +109,7 @@ def test_decompose_per_judge_thresholds(tables):
     (["--method", "ordinal", "--draws", "10"], ["--draws", "--method bayes"]),
     (["--method", "ordinal", "--incomplete", "drop"], ["--incomplete", "--method anova"]),
     (["--method", "ordinal", "--scenario-judge", "on"], ["--scenario-judge on", "--method ordinal"]),
-    (["--method", "ordinal", "--engine", "duckdb"], ["--engine numpy", "ordinal"]),
+    (["--method", "bayes", "--engine", "duckdb"], ["--engine numpy", "bayes"]),
     (["--method", "ordinal", "--link", "cloglog"], ["--link", "probit", "logit"]),
 ])
 def test_decompose_refuses_in_one_sentence(tables, args, names):

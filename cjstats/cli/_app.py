@@ -707,15 +707,17 @@ def engine_options(f: Callable) -> Callable:
                              "threads).")(f)
 
 
-def load_source(file: str | None, data: DataOptions, engine: str, memory_limit: str | None) -> Any:
-    """FILE read in memory (``--engine numpy``: a Scores table) or reduced by an out-of-core engine to statistics."""
+def load_source(file: str | None, data: DataOptions, engine: str, memory_limit: str | None, *,
+                likelihood: str = "gaussian") -> Any:
+    """FILE read in memory (``--engine numpy``: a Scores table) or reduced by an out-of-core engine to statistics
+    (those of ``likelihood``: ``"cumulative"`` adds the ordinal model's per-pattern counts)."""
     from cjstats.exceptions import CjstatsError
 
     if engine == "numpy":
         if memory_limit is not None:
             raise CjstatsError("--memory-limit is a DuckDB setting, but --engine is numpy; use --engine duckdb.")
         return load_scores(file, data)
-    return load_stats(file, engine, data, memory_limit)
+    return load_stats(file, engine, data, memory_limit, likelihood=likelihood)
 
 
 def _header(file: str) -> list[str]:
@@ -748,7 +750,8 @@ def _header(file: str) -> list[str]:
     return []
 
 
-def load_stats(file: str | None, engine: str, data: DataOptions, memory_limit: str | None):
+def load_stats(file: str | None, engine: str, data: DataOptions, memory_limit: str | None, *,
+               likelihood: str = "gaussian"):
     """The statistics of FILE (a path or a quoted glob) computed by an out-of-core engine; the rows stay out."""
     from cjstats.exceptions import CjstatsError
     from cjstats.stats import build_stats
@@ -773,4 +776,5 @@ def load_stats(file: str | None, engine: str, data: DataOptions, memory_limit: s
         raise CjstatsError(f"FILE has a judge_type column (human reference raters), which --engine {engine} would "
                            f"count as judges; use --engine numpy, which keeps them apart, or drop the human rows.")
     opts = {"memory_limit": memory_limit} if memory_limit else {}
-    return build_stats(file, engine=engine, columns=parse_mapping(data.columns, option="--columns") or None, **opts)
+    return build_stats(file, engine=engine, columns=parse_mapping(data.columns, option="--columns") or None,
+                       likelihood=likelihood, **opts)

@@ -39,11 +39,13 @@ def decompose(file: str, method: str, link: str | None, thresholds: str | None, 
 
     if seed is not None and seed < 0:
         raise CjstatsError(f"The option --seed must be an integer >= 0. Got {seed}.")
-    if engine != "numpy" and method in ("bayes", "ordinal"):
-        raise CjstatsError(f"--engine {engine} fits --method anova or reml (or auto); use --engine numpy for "
-                           f"{method}.")
+    if engine != "numpy" and method == "bayes":
+        raise CjstatsError(f"--engine {engine} fits --method anova, reml or ordinal (or auto); use --engine numpy "
+                           f"for {method}.")
     ordinal_kwargs(method, link, thresholds)       # --link / --thresholds without --method ordinal: one sentence
-    source = load_source(file, data, engine, memory_limit)
+    # --method ordinal out of core fits from the per-pattern counts (one generation per scenario)
+    source = load_source(file, data, engine, memory_limit,
+                         likelihood="cumulative" if method == "ordinal" else "gaussian")
     if method == "ordinal":
         fit = fit_ordinal(source, link=link, thresholds=thresholds, incomplete=data.incomplete, max_drop=data.max_drop,
                           ci_level=ci_level, seed=seed, draws=draws, chains=chains, tune=tune,

@@ -215,7 +215,12 @@ def can_fit(method: str, model: Model | str, *, engine: str | None = None) -> tu
     Read from the declarations alone (the backend's :class:`Capabilities`, the engine's ``EngineCapabilities``):
     the likelihood and link, the thresholds, every term the model requires (a term the model fits only where
     identifiable, ``Model.auto``, is left out where the backend or engine cannot fit it, and the fit says so),
-    the terms the backend always fits, the form of the model x scenario variance and covariates.
+    the terms the backend always fits, the form of the model x scenario variance and covariates. With ``engine``:
+    the engine builds the statistics of the likelihood (``EngineCapabilities.likelihoods``) and of every term, and
+    a term the backend fits from the score rows (``Capabilities.rows_terms``, e.g. the ordinal model's generation
+    effect) is required only of an engine that keeps the rows in memory; where identifiable (``Model.auto``) it
+    is fitted out of core in no group, and a group whose design identifies it is refused by the fit in one
+    sentence.
 
     Returns
     -------
@@ -262,7 +267,19 @@ def can_fit(method: str, model: Model | str, *, engine: str | None = None) -> tu
     if engine is not None:
         if engine not in ENGINES:
             return False, f"There is no engine '{engine}' (the engines: {', '.join(ENGINES)})."
-        built = ENGINES[engine].capabilities.terms
+        ecaps = ENGINES[engine].capabilities
+        if spec.likelihood not in ecaps.likelihoods:
+            by = " or ".join(f"'{n}'" for n, e in ENGINES.items() if spec.likelihood in e.capabilities.likelihoods)
+            return False, (f"engine='{engine}' does not build the statistics of the {spec.likelihood} likelihood; "
+                           f"use engine={by}.")
+        for t in spec.terms:
+            if t in caps.rows_terms and t not in spec.auto and not ecaps.in_memory:
+                by = " or ".join(f"'{n}'" for n, e in ENGINES.items() if e.capabilities.in_memory)
+                return False, (f"method='{method}' fits the {t} term {TERMS[t].lme4} from the score rows, which "
+                               f"engine='{engine}' does not load; read the table with cj.read_scores and use "
+                               f"engine={by}, or let the model fit the term where identifiable (then a group with "
+                               f"{TERMS[t].needs[2] if TERMS[t].needs else 'the term'} is refused out of core).")
+        built = ecaps.terms
         for t in spec.terms:
             if t not in built and t not in spec.auto:
                 by = " or ".join(f"'{n}'" for n, e in ENGINES.items() if t in e.capabilities.terms)
@@ -493,12 +510,20 @@ def estimate(scores: Scores | pd.DataFrame | Any, method: Method = "anova", *, c
     table = _as_scores(scores)
     if model is not None:
         check_required_terms(spec, table.design, backend)
-    rows = table if backend.capabilities.needs_rows(options) else None
-    stats = build_stats(table, engine=engine or "numpy", terms=spec.terms)   # the statistics the model's terms need
+    rows = table if backend.capabilities.needs_rows(options) or _rows_terms_identified(backend, table.design) else None
+    # the statistics the model's terms and likelihood need
+    stats = build_stats(table, engine=engine or "numpy", terms=spec.terms, likelihood=spec.likelihood)
     fit = backend.fit(stats, ci_level=ci, seed=seed, rows=rows, **options)
     from cjstats.estimators.score_advice import with_score_shape
 
     return dataclasses.replace(with_score_shape(fit, table), model=spec)
+
+
+def _rows_terms_identified(backend: Any, design: pd.DataFrame) -> bool:
+    """Whether some group's design identifies a term the backend fits from the score rows
+    (``Capabilities.rows_terms``)."""
+    terms = [TERMS[t] for t in backend.capabilities.rows_terms]
+    return any(bool(t.identified(r)) for t in terms for _, r in design.iterrows())
 
 
 def _stats_only(scores: Any, engine: str | None) -> bool:
@@ -522,7 +547,9 @@ def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: 
     if isinstance(scores, ScoreStats) and engine_options:
         raise CjstatsError("engine_options apply when the engine reads the rows; these statistics are already "
                            "computed, so leave them out.")
-    stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine, **dict(engine_options or {}))
+    likelihood = (model or model_for(backend, options)).likelihood
+    stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine, likelihood=likelihood,
+                                                                      **dict(engine_options or {}))
     if model is not None:
         check_required_terms(model, stats.design, backend)
     return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)

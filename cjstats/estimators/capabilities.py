@@ -45,6 +45,12 @@ class Capabilities:
     rows_always : bool
         Every fit reads score rows, whatever its options (the joint Bayesian model: an effect per scenario and
         cell).
+    rows_terms : tuple of str
+        Terms (names of :data:`cjstats.results.model.TERMS`) whose design makes the fit read score rows: a unit
+        whose design identifies one (``Term.needs``, e.g. ``generation``: a scenario with several generations) is
+        fitted from its rows, whether the model fits the term or not; the other units from the statistics. The
+        rows are given whenever the table is in memory and some unit identifies such a term; out of core such a
+        unit is refused in one sentence (the ordinal model: per-pattern counts suffice at m = 1 only).
     terms : tuple of str
         The model terms it fits (names of :data:`cjstats.results.model.TERMS`).
     optional_terms : tuple of str
@@ -73,6 +79,7 @@ class Capabilities:
     samples: bool = False
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     rows_always: bool = False
+    rows_terms: tuple[str, ...] = ()
     terms: tuple[str, ...] = _PER_MODEL_TERMS
     optional_terms: tuple[str, ...] = _PER_MODEL_OPTIONAL
     likelihoods: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {"gaussian": ("identity",)})
@@ -148,7 +155,8 @@ CAPABILITIES: dict[str, Capabilities] = {
                           likelihoods={"gaussian": ("identity",), "cumulative": ("logit", "probit")},
                           thresholds=("shared",), model_options=("scenario_judge", "likelihood", "link"),
                           likelihood_terms={"cumulative": ("scenario", "generation")}),
-    "ordinal": Capabilities(rows_always=True, latent_options={"link": ("probit", "logit")}, estimands=COMPONENTS,
+    "ordinal": Capabilities(rows_terms=("generation",), latent_options={"link": ("probit", "logit")},
+                            estimands=COMPONENTS,
                             option_defaults={"link": "probit"}, terms=("scenario", "generation"),
                             optional_terms=("generation",), likelihoods={"cumulative": ("probit", "logit")},
                             thresholds=("shared", "judge"), model_options=("link", "thresholds", "generation"),

@@ -70,14 +70,16 @@ def _fmt(v: float) -> str:
 
 
 def ordinal_separation(category: np.ndarray, judge: np.ndarray, judge_labels: Sequence[str], values: np.ndarray,
-                       *, thresholds: str = "shared") -> list[Finding]:
+                       *, thresholds: str = "shared", weight: np.ndarray | None = None) -> list[Finding]:
     """Separation findings of one unit of ordinal scores (module docstring): per judge, the categories it uses.
 
     ``category``: 0-based category codes of the rows, ``judge``: 0-based judge codes, ``values``: the score of
-    each category (the unit's observed distinct values, so no category is empty in the unit as a whole)."""
+    each category (the unit's observed distinct values, so no category is empty in the unit as a whole);
+    ``weight``: the number of calls each row stands for (the rows of per-pattern counts; None: 1)."""
     n_cat = int(len(values))
     counts = np.zeros((len(judge_labels), n_cat), dtype=np.int64)
-    np.add.at(counts, (np.asarray(judge, dtype=np.int64), np.asarray(category, dtype=np.int64)), 1)
+    np.add.at(counts, (np.asarray(judge, dtype=np.int64), np.asarray(category, dtype=np.int64)),
+              1 if weight is None else np.rint(np.asarray(weight, dtype=np.float64)).astype(np.int64))
     out: list[Finding] = []
     top, bottom = _fmt(values[-1]), _fmt(values[0])
     for j, lab in enumerate(judge_labels):

@@ -8,7 +8,8 @@ r"""The statistics layer: score rows reduced once to per-unit sufficient statist
 model x criterion) and returns a :class:`ScoreStats`. Each :class:`CellStats` is additive over chunks split by
 scenario (:func:`merge_stats`) and gives each backend its view: ``for_anova`` (mean squares),
 ``for_reml`` (the structured REML's design and score statistics) and ``for_gaussian`` (the collapsed
-Gaussian likelihood's statistics). Only numpy, scipy and pandas are needed.
+Gaussian likelihood's statistics); with ``likelihood="cumulative"`` it also holds the per-pattern counts of the
+ordinal model (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`). Only numpy, scipy and pandas are needed.
 
 Examples
 --------
@@ -44,7 +45,8 @@ UNITS: tuple[tuple[str, ...], ...] = (("model", "criterion"), ("model",), ("crit
 
 def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("model", "criterion"),
                 engine: str = "numpy", terms: tuple[str, ...] | None = None,
-                covariates: Sequence[str] | None = None, **engine_options: Any) -> ScoreStats:
+                covariates: Sequence[str] | None = None, likelihood: str = "gaussian",
+                **engine_options: Any) -> ScoreStats:
     """Reduce a score table to the sufficient statistics of each analysis unit.
 
     Parameters
@@ -71,6 +73,11 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         also gets its covariate statistics (``CellStats.cov``; :mod:`cjstats.stats.covariates`), and a joint unit
         their joint view (:meth:`JointStats.for_joint_slopes`), what ``cj.fit_joint(..., covariates=[...])``
         fits the judges' slopes from. Built by the engines that declare ``EngineCapabilities.covariates``.
+    likelihood : {"gaussian", "cumulative"}
+        The model's likelihood (``Model.likelihood``). ``"cumulative"`` also builds, for every unit with one
+        generation per scenario, its per-pattern counts (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`), the
+        sufficient statistics of the cumulative link model that ``method="ordinal"`` fits from out of core; built
+        by the engines that declare it in ``EngineCapabilities.likelihoods``.
     **engine_options
         Passed to an out-of-core engine's ``build``: ``columns``; duckdb ``memory_limit``, ``temp_directory``,
         ``threads``, ``connection``; dask ``shuffle``, ``npartitions``, ``client``.
@@ -90,9 +97,17 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         raise CjstatsError(f"engine='{eng.name}' does not build covariate statistics (covariates="
                            f"{list(covariates) if not isinstance(covariates, str) else covariates!r}); use "
                            f"engine={' or '.join(takers)}, which {'does' if len(takers) == 1 else 'do'}.")
+    from cjstats._validate import check_choice
+
+    check_choice("likelihood", likelihood, {lik for e in ENGINES.values() for lik in e.capabilities.likelihoods},
+                 caller="build_stats")
+    if likelihood not in eng.capabilities.likelihoods:
+        takers = " or ".join(f"'{n}'" for n, e in ENGINES.items() if likelihood in e.capabilities.likelihoods)
+        raise CjstatsError(f"engine='{eng.name}' does not build the statistics of the {likelihood} likelihood; use "
+                           f"engine={takers}.")
     if unit == ("criterion",):
         per = build_stats(source, unit=("model", "criterion"), engine=engine, terms=terms, covariates=covariates,
-                          **engine_options)
+                          likelihood=likelihood, **engine_options)
         crits = list(dict.fromkeys(u.criterion for u in per.units))
         joint = tuple(stack_models([u for u in per.units if u.criterion == c]) for c in crits)
         return ScoreStats(units=joint, has_criterion=per.has_criterion, design=per.design, unit=unit,
@@ -109,4 +124,5 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         from cjstats.stats.covariates import check_covariate_names
 
         engine_options = {**engine_options, "covariates": check_covariate_names(covariates)}
-    return eng.build(source, unit=unit, **({"terms": tuple(terms)} if terms is not None else {}), **engine_options)
+    return eng.build(source, unit=unit, **({"terms": tuple(terms)} if terms is not None else {}),
+                     **({"likelihood": likelihood} if likelihood != "gaussian" else {}), **engine_options)

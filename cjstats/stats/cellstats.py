@@ -29,6 +29,7 @@ import numpy as np
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import GroupDesign
 from cjstats.stats.covariates import CovariateStats, merge_covariate_stats
+from cjstats.stats.ordinal import OrdinalPatterns, merge_patterns
 from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
 from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
 
@@ -128,6 +129,9 @@ class CellStats:
     #: the covariate statistics of the unit (:mod:`cjstats.stats.covariates`), built when ``build_stats`` is given
     #: ``covariates=``, else None
     cov: CovariateStats | None = None
+    #: the per-pattern counts of the cumulative link model (:mod:`cjstats.stats.ordinal`), built when
+    #: ``build_stats`` is given ``likelihood="cumulative"`` and the unit has one generation per scenario, else None
+    patterns: OrdinalPatterns | None = None
 
     # -- identity ------------------------------------------------------------------------------------
     @property
@@ -454,9 +458,18 @@ def merge_stats(*parts: CellStats) -> CellStats:
         sj = merge_sj_stats([p.sj for p in parts], shift, judges=[jidx for _, jidx, _ in expanded])
     # the covariate statistics merge when every chunk has the same covariates (re-centred to their pooled means)
     cov = merge_covariate_stats(recentred, k, n_s, order)
+    # the per-pattern counts merge when every chunk has them (each chunk has one generation per scenario, so the
+    # unit has too): patterns added, each chunk's scenarios placed at their positions in the merged order
+    patterns = None
+    if all(p.patterns is not None for p in parts):
+        where = np.empty(len(order), dtype=np.int64)
+        where[order] = np.arange(len(order))
+        bounds = np.cumsum([0] + [p.n_scenarios for p in parts])
+        patterns = merge_patterns([p.patterns for p in parts], [jidx for _, jidx, _ in expanded], k,
+                                  [where[bounds[i]:bounds[i + 1]] for i in range(len(parts))])
     return CellStats(
         model=parts[0].model, criterion=parts[0].criterion, scenario_labels=scen, judge_labels=tuple(labels),
         design=design, shift=shift, n_obs=n_obs, n_cells=n_cells, sizes=sizes, yy=float(yy),
         y_min=min(p.y_min for p in parts), y_max=max(p.y_max for p in parts), first_cell=first.first_cell,
-        first_missing=first_missing, sj=sj, cov=cov, **acc, **cat,
+        first_missing=first_missing, sj=sj, cov=cov, patterns=patterns, **acc, **cat,
     )

@@ -6,7 +6,12 @@ the same table: designs and labels exactly, every array and every view (``for_an
 seeded tables that are balanced, have missing judge calls, or have unequal generations per scenario, with
 several models and criteria. An engine that declares ``scenario_judge`` builds the scenario x judge statistics
 (``CellStats.sj``) exactly where the numpy engine does, with the same patterns, counts and sums (to 1e-12); every
-registered engine declares it. The suite is parametrised over the registry, so an engine registered with
+registered engine declares it. An engine that declares the cumulative likelihood (``EngineCapabilities.likelihoods``)
+builds, with ``likelihood="cumulative"``, the numpy engine's per-pattern counts of the ordinal model
+(``CellStats.patterns``: categories, patterns, counts and first scenarios) exactly, on rated (1-5) tables with one
+generation per scenario that are balanced, have missing calls, or are ragged (judge panels differing between units,
+and a unit with several generations, which gets none), from a DataFrame and from Parquet files. The suite is
+parametrised over the registry, so an engine registered with
 ``register_engine`` is checked from its first commit; each check reads the engine's declared
 :class:`~cjstats.stats.engines.EngineCapabilities`, not its name. An engine whose packages are missing is skipped
 with the extra that installs them. Known failures go in KNOWN_FAILURES {(engine, check_name): reason} (strict
@@ -67,6 +72,50 @@ TABLES = {
                                  _sim(15, 2, 4, 12, "B", missing=0.1).assign(criterion="safe")], ignore_index=True),
 }
 _CACHE: dict[tuple, Any] = {}
+
+
+def _rated(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with its scores cut into a 1-5 rating scale (quintiles of its scores)."""
+    return df.assign(score=(pd.qcut(df["score"], 5, labels=False) + 1).astype(float))
+
+
+def _m1(n: int, k: int, seed: int, model: str, missing: float = 0.0) -> pd.DataFrame:
+    """One generation per scenario, scores 1-5."""
+    return _rated(_sim(n, 1, k, seed, model, missing=missing))
+
+
+#: Rated tables for the per-pattern counts of the ordinal model (one generation per scenario unless said).
+ORDINAL_TABLES = {
+    "balanced": lambda: pd.concat([_m1(40, 4, 21, "A").assign(criterion="helpful"),
+                                   _m1(40, 4, 22, "B").assign(criterion="helpful"),
+                                   _m1(30, 3, 23, "A").assign(criterion="safe")], ignore_index=True),
+    "missing": lambda: pd.concat([_m1(40, 4, 24, "A", missing=0.2).assign(criterion="helpful"),
+                                  _m1(40, 4, 25, "B", missing=0.3).assign(criterion="helpful"),
+                                  _m1(30, 3, 26, "A", missing=0.15).assign(criterion="safe")], ignore_index=True),
+    # judge panels that differ between units (judge j3 only in one), scenario labels that are text, and a unit
+    # with two or three generations per scenario (no per-pattern counts)
+    "ragged": lambda: pd.concat([
+        _m1(40, 4, 27, "A", missing=0.2).assign(criterion="helpful"),
+        _m1(35, 3, 28, "B", missing=0.1).assign(criterion="helpful",
+                                                 scenario=lambda d: "s" + d["scenario"].astype(str)),
+        _rated(_ragged(29, "A")).assign(criterion="safe")], ignore_index=True),
+}
+
+
+def ordinal_table(name: str) -> pd.DataFrame:
+    if ("ordinal", name) not in _CACHE:
+        _CACHE[("ordinal", name)] = ORDINAL_TABLES[name]().reset_index(drop=True)
+    return _CACHE[("ordinal", name)].copy()
+
+
+def ordinal_reference(name: str) -> ScoreStats:
+    """The numpy engine's statistics of ordinal table ``name`` with the per-pattern counts (its module, not the
+    registry)."""
+    key = ("ordinal_ref", name)
+    if key not in _CACHE:
+        _CACHE[key] = import_module("cjstats.stats.engines.numpy_engine").build(
+            cj.read_scores(ordinal_table(name)), unit=("model", "criterion"), likelihood="cumulative")
+    return _CACHE[key]
 
 
 def table(name: str) -> pd.DataFrame:
@@ -141,6 +190,14 @@ def assert_same_unit(a: Any, b: Any, engine: str, *, scenario_judge: bool) -> No
             assert _rel_close(getattr(ma, f), getattr(mb, f)), f"{where}: for_anova().{f}"
     if scenario_judge:
         assert (a.sj is None) == (b.sj is None), f"{where}: declares scenario_judge but sj={b.sj is not None}"
+    assert (a.patterns is None) == (b.patterns is None), \
+        f"{where}: per-pattern counts {'missing' if b.patterns is None else 'built where the reference has none'}"
+    if a.patterns is not None:   # counts of the ordinal model: exactly (integers, and the scores themselves)
+        pa, pb = a.patterns, b.patterns
+        assert np.array_equal(pa.values, pb.values), f"{where}: pattern categories"
+        assert np.array_equal(pa.codes, pb.codes), f"{where}: patterns"
+        assert np.array_equal(pa.count, pb.count), f"{where}: pattern counts"
+        assert np.array_equal(pa.first, pb.first), f"{where}: first scenario of each pattern"
     if a.sj is not None and b.sj is not None:   # statistics an engine gives must be right, declared or not
         sa, sb = a.sj, b.sj.recentre(a.sj.shift)
         oa, ob = _pattern_order(sa), _pattern_order(sb)   # patterns are a set: engines may list them in any order
@@ -189,7 +246,9 @@ def check_declared_options_are_the_build_options(engine: str) -> None:
         f"{engine}: declares covariates={e.capabilities.covariates} but build takes covariates={'covariates' in kw}"
     assert ("terms" in kw) == ("scenario_judge" in e.capabilities.terms), \
         f"{engine}: builds the optional scenario x judge statistics but its build takes no terms= (or the reverse)"
-    taken = kw - {"unit", "covariates", "terms"}
+    assert ("likelihood" in kw) == (set(e.capabilities.likelihoods) != {"gaussian"}), \
+        f"{engine}: declares likelihoods {e.capabilities.likelihoods} but build takes likelihood={'likelihood' in kw}"
+    taken = kw - {"unit", "covariates", "terms", "likelihood"}
     assert taken == set(e.capabilities.options), \
         f"{engine}: declares options {sorted(e.capabilities.options)} but build takes {sorted(taken)}"
 
@@ -331,7 +390,53 @@ def check_covariate_statistics_equal_numpy(engine: str) -> None:
             assert _rel_close(getattr(sa, f), getattr(sb, f)), f"{engine}: for_joint_slopes().{f}"
 
 
+def _check_ordinal_patterns(engine: str, name: str) -> None:
+    caps = ENGINES[engine].capabilities
+    src = cj.read_scores(ordinal_table(name)) if caps.takes_scores else ordinal_table(name)
+    if "cumulative" not in caps.likelihoods:
+        with pytest.raises(cj.CjstatsError, match=f"engine='{engine}' does not build the statistics of the "
+                                                  f"cumulative likelihood"):
+            build_stats(src, engine=engine, likelihood="cumulative")
+        return
+    ref = ordinal_reference(name)
+    assert any(u.patterns is not None for u in ref.units), "the reference table has units with m = 1"
+    got = build_stats(src, engine=engine, likelihood="cumulative")
+    assert_same_statistics(ref, got, engine, scenario_judge=caps.scenario_judge)
+    plain = build_stats(src, engine=engine)
+    assert all(u.patterns is None for u in plain.units), f"{engine}: built per-pattern counts nobody asked for"
+
+
+def check_balanced_ordinal_patterns_equal_numpy(engine: str) -> None:
+    _check_ordinal_patterns(engine, "balanced")
+
+
+def check_missing_call_ordinal_patterns_equal_numpy(engine: str) -> None:
+    _check_ordinal_patterns(engine, "missing")
+
+
+def check_ragged_ordinal_patterns_equal_numpy(engine: str) -> None:
+    ref = ordinal_reference("ragged")
+    assert [u.patterns is None for u in ref.units] == [False, True, False], "the ragged table's units (A/safe: m > 1)"
+    _check_ordinal_patterns(engine, "ragged")
+
+
+def check_ordinal_patterns_from_files_equal_numpy(engine: str, tmp_path: Any) -> None:
+    """From Parquet files split across rows (scenarios in both files), the per-pattern counts are the same."""
+    caps = ENGINES[engine].capabilities
+    if not caps.reads_files or "cumulative" not in caps.likelihoods:
+        return
+    if find_spec("pyarrow") is None:
+        pytest.skip("writing Parquet needs pyarrow: pip install 'cjstats[parquet]'")
+    frame = ordinal_table("missing")
+    for i, part in enumerate(np.array_split(np.random.default_rng(3).permutation(len(frame)), 3)):
+        frame.iloc[np.sort(part)].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    got = build_stats(str(tmp_path / "*.parquet"), engine=engine, likelihood="cumulative")
+    assert_same_statistics(ordinal_reference("missing"), got, engine, scenario_judge=caps.scenario_judge)
+
+
 CHECKS = [
+    check_balanced_ordinal_patterns_equal_numpy, check_missing_call_ordinal_patterns_equal_numpy,
+    check_ragged_ordinal_patterns_equal_numpy, check_ordinal_patterns_from_files_equal_numpy,
     check_is_a_registered_engine, check_declared_options_are_the_build_options,
     check_balanced_statistics_equal_numpy, check_missing_call_statistics_equal_numpy,
     check_ragged_statistics_equal_numpy, check_joint_units_equal_numpy, check_reads_files_out_of_core,
@@ -367,9 +472,9 @@ class _Planted:
     requires: tuple[str, ...] = ()
     extra: str = ""
 
-    def build(self, source, *, unit=("model", "criterion"), terms=None, covariates=None):
+    def build(self, source, *, unit=("model", "criterion"), terms=None, covariates=None, likelihood="gaussian"):
         st = import_module("cjstats.stats.engines.numpy_engine").build(source, unit=unit, terms=terms,
-                                                                          covariates=covariates)
+                                                                          covariates=covariates, likelihood=likelihood)
         return self.tamper(dataclasses.replace(st, engine=self.name))
 
 
@@ -418,6 +523,33 @@ def _split_a_scenario_judge_pattern(st: ScoreStats) -> ScoreStats:
     return _map_units(st, fn)
 
 
+def _miscount_a_pattern(st: ScoreStats) -> ScoreStats:
+    """One scenario moved from the first pattern to the second (the patterns themselves left right)."""
+    def fn(u):
+        if u.patterns is None or u.patterns.count.size < 2:
+            return u
+        count = u.patterns.count.copy()
+        count[0] -= 1
+        count[1] += 1
+        return dataclasses.replace(u, patterns=dataclasses.replace(u.patterns, count=count))
+    return _map_units(st, fn)
+
+
+def _misplace_a_first_scenario(st: ScoreStats) -> ScoreStats:
+    """The first scenario of the last pattern one place later."""
+    def fn(u):
+        if u.patterns is None:
+            return u
+        first = u.patterns.first.copy()
+        first[-1] += 1
+        return dataclasses.replace(u, patterns=dataclasses.replace(u.patterns, first=first))
+    return _map_units(st, fn)
+
+
+def _forget_patterns(st: ScoreStats) -> ScoreStats:
+    return _map_units(st, lambda u: dataclasses.replace(u, patterns=None))
+
+
 def _wrong_engine_label(st: ScoreStats) -> ScoreStats:
     return dataclasses.replace(st, engine="numpy")
 
@@ -455,6 +587,11 @@ class TestPlantedBrokenEngines:
         (_same, {"covariates": False}, check_declared_options_are_the_build_options),
         (_same, {"scenario_judge": False}, check_declared_options_are_the_build_options),
         (_forget_scenario_judge, {"scenario_judge": False}, check_builds_every_terms_statistics),
+        (_miscount_a_pattern, None, check_balanced_ordinal_patterns_equal_numpy),
+        (_miscount_a_pattern, None, check_missing_call_ordinal_patterns_equal_numpy),
+        (_misplace_a_first_scenario, None, check_ragged_ordinal_patterns_equal_numpy),
+        (_forget_patterns, None, check_missing_call_ordinal_patterns_equal_numpy),
+        (_same, {"likelihoods": ("gaussian",)}, check_declared_options_are_the_build_options),
     ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
     def test_a_broken_engine_fails_the_check(self, monkeypatch, tamper, caps, check):
         planted = _Planted(tamper, capabilities=dataclasses.replace(ENGINES["numpy"].capabilities, **(caps or {})))
@@ -467,7 +604,8 @@ class TestPlantedBrokenEngines:
         for check in (check_is_a_registered_engine, check_declared_options_are_the_build_options,
                       check_balanced_statistics_equal_numpy, check_missing_call_statistics_equal_numpy,
                       check_ragged_statistics_equal_numpy, check_joint_units_equal_numpy,
-                      check_covariate_statistics_equal_numpy):
+                      check_covariate_statistics_equal_numpy, check_balanced_ordinal_patterns_equal_numpy,
+                      check_missing_call_ordinal_patterns_equal_numpy, check_ragged_ordinal_patterns_equal_numpy):
             check("planted")
 
     def test_build_stats_dispatches_through_the_registry(self, monkeypatch):

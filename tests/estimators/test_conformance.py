@@ -110,17 +110,29 @@ def check_rejects_unknown_option(method, scores, **_):
         cj.estimate(scores, method, not_an_option=True)
 
 
-def check_fits_from_statistics_alone_on_non_row_paths(method, scores, **_):
-    """Default options read no rows: fit gets only the statistics (which hold no scores) and rows=None."""
+def check_fits_from_statistics_alone_on_non_row_paths(method, scores, one_generation=None, **_):
+    """Default options read no rows: fit gets only the statistics of the model's likelihood (which hold no scores)
+    and rows=None. A backend that reads rows for a term (``rows_terms``) does so only on a table whose design
+    identifies it, says so without them, and fits a table that does not from the statistics alone."""
+    from cjstats.estimators import model_for
+    from cjstats.results.model import TERMS
+
     caps = REGISTRY[method].capabilities
     opts = FAST_OPTIONS.get(method, {})
-    st = build_stats(scores)
+    lik = model_for(REGISTRY[method], opts).likelihood
+    st = build_stats(scores, likelihood=lik)
     if caps.rows_always:          # a backend that declares it always reads the rows says so without them
         assert caps.needs_rows(opts)
         with pytest.raises(cj.CjstatsError, match="needs the score rows"):
             REGISTRY[method].fit(st, ci_level=0.95, seed=0, rows=None, **opts)
         return
     assert not caps.needs_rows(opts), f"{method}: its default options must fit from the statistics"
+    if any(TERMS[t].identified(r) for t in caps.rows_terms for _, r in scores.design.iterrows()):
+        with pytest.raises(cj.CjstatsError, match="needs the score rows"):
+            REGISTRY[method].fit(st, ci_level=0.95, seed=0, rows=None, **opts)
+        scores = one_generation   # m = 1: identifies no generation term
+        assert not any(TERMS[t].identified(r) for t in caps.rows_terms for _, r in scores.design.iterrows())
+        st = build_stats(scores, likelihood=lik)
     assert isinstance(st, ScoreStats) and not any(hasattr(u, "y") for u in st), "statistics must not carry rows"
     fit = REGISTRY[method].fit(st, ci_level=0.95, seed=0, rows=None, **opts)
     pd.testing.assert_frame_equal(fit.components, _fit(method, scores, seed=0).components)

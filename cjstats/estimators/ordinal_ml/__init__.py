@@ -40,7 +40,7 @@ from cjstats.estimators.ordinal_ml.links import LINKS, RESIDUAL_VARIANCE
 from cjstats.estimators.ordinal_ml.nested import profile_nested
 from cjstats.estimators.ordinal_ml.numdiff import central_difference, pinv_held
 from cjstats.estimators.ordinal_ml.optimise import profile_scenario
-from cjstats.estimators.ordinal_ml.unit import fit_unit, fit_unit_nested
+from cjstats.estimators.ordinal_ml.unit import fit_patterns, fit_unit, fit_unit_nested
 from cjstats.results.components import ComponentRow, ParameterCovariance
 
 __all__ = ["fit", "fit_unit", "parameter_draws", "threshold_test"]
@@ -59,14 +59,22 @@ def _drop_judges(g: Any, separated: dict[str, Any]) -> Any:
                            + ", ".join(f"'{lab}' {f.value:g}" for lab, f in separated.items())
                            + "): no judge offset, threshold or variance can be estimated from these scores; the "
                            "ordinal model needs judges that use at least two categories.")
+    def single(value: float) -> CjstatsError:
+        return CjstatsError(f"After the separated judges of {g.label()} ("
+                            + ", ".join(f"'{lab}'" for lab in separated) + ", each in one category) the other "
+                            f"judges' scores take a single value ({value:g}): nothing identifies the ordinal model; "
+                            f"use method='bayes', whose priors keep the offsets finite, or report the raw rates.")
+
+    if getattr(g, "pat", None) is not None:   # per-pattern counts (m = 1): the other judges' columns
+        pat = g.pat.without_judges(keep_j)
+        if pat.n_categories < 2:
+            raise single(float(pat.values[0]))
+        return _pattern_unit(pat, tuple(labels[j] for j in keep_j), g.label)
     judge = np.asarray(g.judge)
     keep = np.isin(judge, keep_j)
     y = np.asarray(g.y)[keep]
     if np.unique(y).size < 2:
-        raise CjstatsError(f"After the separated judges of {g.label()} ("
-                           + ", ".join(f"'{lab}'" for lab in separated) + ", each in one category) the other "
-                           f"judges' scores take a single value ({y[0]:g}): nothing identifies the ordinal model; "
-                           f"use method='bayes', whose priors keep the offsets finite, or report the raw rates.")
+        raise single(float(y[0]))
     new_j = np.full(len(labels), -1, dtype=np.int64)
     new_j[keep_j] = np.arange(len(keep_j))
     s_lab, scen = np.unique(np.asarray(g.scenario)[keep], return_inverse=True)
@@ -77,6 +85,45 @@ def _drop_judges(g: Any, separated: dict[str, Any]) -> Any:
     design = SimpleNamespace(n_scenarios=int(s_lab.size), n_judges=len(keep_j), generations_max=int(per.max()))
     return SimpleNamespace(y=y, scenario=scen, judge=new_j[judge[keep]], cell=cell, cell_scenario=cell_scen,
                            judge_labels=tuple(labels[j] for j in keep_j), design=design, label=g.label)
+
+
+def _pattern_unit(pat: Any, judge_labels: tuple[str, ...], label: Any) -> Any:
+    """One unit with one generation per scenario as its per-pattern counts ``pat``
+    (:class:`cjstats.stats.ordinal.OrdinalPatterns`), with what the fit reads of a unit besides them."""
+    from types import SimpleNamespace
+
+    design = SimpleNamespace(n_scenarios=pat.n_scenarios, n_judges=len(judge_labels), generations_max=1)
+    return SimpleNamespace(pat=pat, judge_labels=tuple(judge_labels), design=design, label=label)
+
+
+def _unit_data(g: Any, rows: Any, engine: str, generation: bool | None) -> Any:
+    """What the fit of unit ``g`` (its statistics) reads: with one generation per scenario its per-pattern counts
+    (``g.patterns``, or built from the rows by the numpy engine's function when the statistics lack them), else
+    its rows; one sentence when the rows it needs are not loaded."""
+    from cjstats.stats.engines.numpy_engine import unit_patterns
+
+    if int(g.design.generations_max) == 1:
+        pat = getattr(g, "patterns", None)
+        if pat is None:
+            if rows is None:
+                raise CjstatsError(f"method='ordinal' fits {g.label()} from its per-pattern counts, which these "
+                                   f"statistics do not hold: build them with cj.stats.build_stats(..., "
+                                   f"likelihood='cumulative') (cj.estimate does), or pass rows=scores.")
+            pat = unit_patterns(rows_for(rows, g))
+        return _pattern_unit(pat, tuple(str(j) for j in g.judge_labels), g.label)
+    if rows is None:
+        from cjstats.stats.engines import ENGINES
+
+        what = ("with generation=False (generations as independent calls given the scenario)" if generation is False
+                else "of the nested generation effect")
+        head = (f"{g.label(capital=True)} has several generations per scenario (up to "
+                f"{int(g.design.generations_max)}): the ordinal fit {what} needs the score rows")
+        if engine in ENGINES and ENGINES[engine].capabilities.in_memory:
+            raise CjstatsError(f"{head}; pass rows=scores (cj.estimate does this).")
+        raise CjstatsError(f"{head}, which engine='{engine}' does not load (per-pattern counts are sufficient only "
+                           f"with one generation per scenario); read the table with cj.read_scores and fit it with "
+                           f"engine='numpy', or keep one generation per scenario.")
+    return rows_for(rows, g)
 
 
 def _mu_interval(mu: float, se: float, lo: float, hi: float, level: float, n: int) -> tuple[float, float, str]:
@@ -194,7 +241,10 @@ def parameter_draws(fit: Any, key: str, *, n_draws: int | None = 200, seed: int 
 
 def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = None, link: str = "probit",
         thresholds: str = "shared", nagq: int = 10, interval: str = "wald", generation: bool | None = None) -> Any:
-    """ML fit of every model (x criterion); see the module docstring. Needs the score rows.
+    """ML fit of every model (x criterion); see the module docstring. A unit with one generation per scenario is
+    fitted from its per-pattern counts (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`: the same problem as
+    from its rows, so an out-of-core engine's statistics give the in-memory fit), built from ``rows`` when the
+    statistics lack them; a unit with several generations from its ``rows`` (refused in one sentence without).
 
     ``generation``: fit the nested generation effect beta_ij ~ N(0, s_b^2) (:mod:`.nested`, Laplace in the joint
     (a, b) integral; ``nagq`` then does not apply). None (default): fitted for a unit with m > 1 generations in
@@ -209,8 +259,6 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         raise CjstatsError(f"The 'nagq' argument of estimate must be a positive integer (1 = Laplace). "
                            f"Got {nagq!r} instead.")
     stats, rows = as_stats(stats, rows)
-    if rows is None:
-        raise CjstatsError("method='ordinal' needs the score rows: pass rows=scores (cjstats.estimate does this).")
     if generation is not None and not isinstance(generation, bool | np.bool_):
         raise CjstatsError(f"The 'generation' argument of estimate must be True, False or None (fit the generation "
                            f"effect when some scenario has several generations). Got {generation!r} instead.")
@@ -219,17 +267,25 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     method = f"ML cumulative {link} (AGQ {nagq}{', Laplace' if nagq == 1 else ''}; latent scale)"
 
     def fit_one(g):
-        gd = rows_for(rows, g)
-        values_all, cat_all = np.unique(np.asarray(gd.y, dtype=np.float64), return_inverse=True)
+        gd = _unit_data(g, rows, stats.engine, generation)
+        if getattr(gd, "pat", None) is not None:   # m = 1: a representative scenario per pattern, weighted
+            values_all = gd.pat.values
+            cat_all, scen_all, judge_all, w = gd.pat.problem_rows()
+            row_w = None if w is None else w[scen_all]
+            mean_all = gd.pat.mean_score() if values_all.size else math.nan
+        else:
+            values_all, cat_all = np.unique(np.asarray(gd.y, dtype=np.float64), return_inverse=True)
+            scen_all, judge_all, row_w = np.asarray(gd.scenario), np.asarray(gd.judge), None
+            mean_all = float(np.mean(gd.y))
         # identification before the fit: a judge in one extreme category is separated (its offset is +-inf) and
         # the exact limit of the MLE of everything else is the fit without its rows (identification module)
-        findings = ordinal_separation(cat_all, np.asarray(gd.judge), gd.judge_labels, values_all,
-                                      thresholds=thresholds) if values_all.size >= 2 else []
+        findings = ordinal_separation(cat_all, judge_all, gd.judge_labels, values_all, thresholds=thresholds,
+                                      weight=row_w) if values_all.size >= 2 else []
         separated = {f.judge: f for f in findings if f.judge is not None and not math.isnan(f.value)}
-        if values_all.size >= 2 and unanimous(cat_all, np.asarray(gd.scenario)):
+        if values_all.size >= 2 and unanimous(cat_all, scen_all):
             raise CjstatsError(f"Every scenario of {gd.label()} has one score from all its judges (each scenario is "
                                f"unanimous): the ordinal model's scenario variance is unbounded and no judge offset or "
-                               f"threshold is identified by these scores; their mean ({float(np.mean(gd.y)):g}) and "
+                               f"threshold is identified by these scores; their mean ({mean_all:g}) and "
                                f"the share of scenarios at each score are all they support.")
         fd = _drop_judges(gd, separated) if separated else gd
         one_gen = int(fd.design.generations_max) == 1
@@ -243,6 +299,12 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                 cx[-1, :] = cx[:, -1] = 0.0
             jac = np.hstack([_jacobian(p, xb), np.zeros((p.n_judges + 1, 1))])
             umethod = f"ML cumulative {link} (Laplace in (scenario, generation); latent scale)"
+        elif getattr(fd, "pat", None) is not None:
+            p, uf, values = fit_patterns(fd.pat, fd.label(), link=link, thresholds=thresholds, nagq=nagq)
+            xb = uf.x
+            cx = _x_cov(pinv_held(uf.hessian, uf.extra.get("fixed", ())), uf.at_boundary)
+            jac = _jacobian(p, uf.x)
+            umethod = method
         else:
             p, uf, values = fit_unit(fd, link=link, thresholds=thresholds, nagq=nagq)
             xb = uf.x
@@ -403,7 +465,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                 "values": values.tolist(), "thresholds_centred": (theta - gamma.mean()).tolist(),
                 "gamma_centred": gc.tolist(), "hessian": uf.hessian.tolist(), "x": uf.x.tolist(),
                 "x_covariance": cx.tolist(), "generation": gen, "n_judges": k,
-                "n_categories": int(values.size), "n_scenarios": int(p.n_scenarios),
+                "n_categories": int(values.size), "n_scenarios": int(fd.design.n_scenarios),
                 "judges": [str(j) for j in fd.judge_labels], "identification": as_records(findings),
                 "separated_judges": {str(j): f.value for j, f in separated.items()}}
         names = ("mu", *(f"gamma[{lab}]" for lab in fd.judge_labels)) if thresholds == "shared" else ("mu",)

@@ -121,9 +121,11 @@ class _Objective:
         return 0.5 * (hess + hess.T)
 
 
-def start_values(p: OrdinalProblem, log_s: float = math.log(0.5)) -> np.ndarray:
+def start_values(p: OrdinalProblem, log_s: float = math.log(0.5), *, row_weight: np.ndarray | None = None
+                 ) -> np.ndarray:
     """Thresholds at the link quantiles of the cumulative category shares (per judge for judge thresholds),
-    offsets 0, s_a = 0.5."""
+    offsets 0, s_a = 0.5. ``row_weight``: each row counted that many times (the rows of a pattern problem, each
+    pattern's weight: the shares of every call)."""
     x = np.zeros(p.n_params)
     x[0] = log_s
     j = p.n_categories
@@ -131,7 +133,11 @@ def start_values(p: OrdinalProblem, log_s: float = math.log(0.5)) -> np.ndarray:
         np.flatnonzero(p.judge == k) for k in range(p.n_judges)]
     i = 1 + p.n_gamma
     for idx in groups:
-        freq = (np.bincount(p.category[idx], minlength=j) + 0.5) / (idx.size + 0.5 * j)
+        if row_weight is None:
+            freq = (np.bincount(p.category[idx], minlength=j) + 0.5) / (idx.size + 0.5 * j)
+        else:
+            w = np.asarray(row_weight, dtype=np.float64)[idx]
+            freq = (np.bincount(p.category[idx], weights=w, minlength=j) + 0.5) / (float(w.sum()) + 0.5 * j)
         cut = quantile(np.cumsum(freq)[:-1], p.link)
         x[i] = cut[0]
         x[i + 1:i + j - 1] = np.log(np.maximum(np.diff(cut), 1e-2))

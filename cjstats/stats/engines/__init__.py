@@ -51,6 +51,12 @@ class EngineCapabilities:
         It builds the covariate statistics of item covariates (``build(..., covariates=[...])``, ``CellStats.cov``,
         :mod:`cjstats.stats.covariates`), which the joint REML fit with covariates reads. An engine that does not
         declare it is never passed ``covariates``: :func:`cjstats.stats.build_stats` refuses them in one sentence.
+    likelihoods : tuple of str
+        The likelihoods (names of ``cjstats.results.model.LIKELIHOODS``) whose statistics it builds:
+        ``"gaussian"`` (the sums of :class:`~cjstats.stats.CellStats`, always) and ``"cumulative"``, the per-pattern
+        counts of the cumulative link model with one generation per scenario (``CellStats.patterns``,
+        :mod:`cjstats.stats.ordinal`), built when ``build(..., likelihood="cumulative")``: what the
+        maximum-likelihood ordinal fit reads out of core.
     """
 
     in_memory: bool = False
@@ -59,6 +65,7 @@ class EngineCapabilities:
     takes_scores: bool = False
     options: tuple[str, ...] = ()
     covariates: bool = False
+    likelihoods: tuple[str, ...] = ("gaussian",)
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -76,7 +83,7 @@ class Engine(Protocol):
     capabilities: EngineCapabilities
 
     def build(self, source: Any, *, unit: tuple[str, ...], terms: tuple[str, ...] | None = None,
-              **options: Any) -> Any: ...
+              likelihood: str = "gaussian", **options: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +98,10 @@ class ModuleEngine:
     capabilities: EngineCapabilities = field(default_factory=EngineCapabilities)
 
     def build(self, source: Any, *, unit: tuple[str, ...], terms: tuple[str, ...] | None = None,
-              **options: Any) -> Any:
+              likelihood: str = "gaussian", **options: Any) -> Any:
         """The module's ``build``; ``terms`` (the model's terms) reaches it when its ``build`` takes them (an engine
-        that builds optional statistics, such as the scenario x judge sums, leaves out those of absent terms)."""
+        that builds optional statistics, such as the scenario x judge sums, leaves out those of absent terms), and
+        ``likelihood`` when it is not ``"gaussian"`` (an engine that declares the likelihood takes it)."""
         import inspect
 
         from cjstats.io.scores import Scores
@@ -103,6 +111,8 @@ class ModuleEngine:
             source = source.to_frame()
         if terms is not None and "terms" in inspect.signature(mod.build).parameters:
             options = {**options, "terms": tuple(terms)}
+        if likelihood != "gaussian":
+            options = {**options, "likelihood": likelihood}
         return mod.build(source, unit=tuple(unit), **options)
 
 
@@ -128,13 +138,14 @@ def get_engine(name: str, *, caller: str = "build_stats") -> Engine:
 
 register_engine(ModuleEngine(
     "numpy", "cjstats.stats.engines.numpy_engine",
-    capabilities=EngineCapabilities(in_memory=True, scenario_judge=True, takes_scores=True, covariates=True)))
+    capabilities=EngineCapabilities(in_memory=True, scenario_judge=True, takes_scores=True, covariates=True,
+                                    likelihoods=("gaussian", "cumulative"))))
 register_engine(ModuleEngine(
     "duckdb", "cjstats.stats.engines.duckdb_engine", requires=("duckdb",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, scenario_judge=True,
                                     options=("columns", "connection", "memory_limit", "temp_directory",
-                                             "threads"))))
+                                             "threads"), likelihoods=("gaussian", "cumulative"))))
 register_engine(ModuleEngine(
     "dask", "cjstats.stats.engines.dask_engine", requires=("dask",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"),
-                                    scenario_judge=True, covariates=True)))
+                                    scenario_judge=True, covariates=True, likelihoods=("gaussian", "cumulative"))))

@@ -42,7 +42,7 @@ def _import_dask() -> Any:
 
 
 def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...], covariates: tuple[str, ...] | None = None,
-                     terms: tuple[str, ...] | None = None) -> tuple[Any, ...]:
+                     terms: tuple[str, ...] | None = None, likelihood: str = "gaussian") -> tuple[Any, ...]:
     """The numpy engine's statistics of one partition (empty tuple for an empty partition), with its covariate
     statistics when ``covariates`` are given and its scenario x judge statistics when ``terms`` has the term
     (built in every partition, since another partition may be the one that identifies it); runs on a worker."""
@@ -52,8 +52,9 @@ def _partition_stats(part: pd.DataFrame, unit: tuple[str, ...], covariates: tupl
     if len(part) == 0:
         return ()
     if covariates is not None:   # read from the partition's columns (a cell never straddles partitions)
-        return tuple(chunk_stats(part.reset_index(drop=True), unit=tuple(unit), terms=terms, covariates=covariates))
-    return tuple(chunk_stats(read_scores(part), unit=tuple(unit), terms=terms))
+        return tuple(chunk_stats(part.reset_index(drop=True), unit=tuple(unit), terms=terms, covariates=covariates,
+                                 likelihood=likelihood))
+    return tuple(chunk_stats(read_scores(part), unit=tuple(unit), terms=terms, likelihood=likelihood))
 
 
 def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
@@ -72,7 +73,8 @@ def _as_dask(source: Any, dd: Any, npartitions: int | None) -> Any:
 
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
           shuffle: bool = True, npartitions: int | None = None, client: Any = None,
-          covariates: tuple[str, ...] | None = None, terms: tuple[str, ...] | None = None) -> Any:
+          covariates: tuple[str, ...] | None = None, terms: tuple[str, ...] | None = None,
+          likelihood: str = "gaussian") -> Any:
     """Reduce a dask DataFrame (or files read by Dask) to :class:`~cjstats.stats.ScoreStats`, one partition per task.
 
     Parameters
@@ -97,6 +99,9 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         The model's terms (None: every term). With ``"scenario_judge"`` every partition builds its scenario x
         judge statistics and ``merge_stats`` adds them pattern by pattern (chunks split by scenario add up
         exactly); they are kept for the units that identify the term, as the numpy engine keeps them.
+    likelihood : {"gaussian", "cumulative"}
+        ``"cumulative"``: every partition also builds the per-pattern counts of its units with one generation per
+        scenario and ``merge_stats`` adds them pattern by pattern (``CellStats.patterns``).
 
     Returns
     -------
@@ -129,7 +134,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
     ddf = ddf[keep]
     if shuffle and ddf.npartitions > 1:
         ddf = ddf.shuffle(on=["model"] + (["criterion"] if has_criterion else []) + ["scenario"])
-    tasks = [dask.delayed(_partition_stats)(part, tuple(unit), covariates, terms) for part in ddf.to_delayed()]
+    tasks = [dask.delayed(_partition_stats)(part, tuple(unit), covariates, terms, likelihood)
+             for part in ddf.to_delayed()]
     if client is None:
         try:
             from distributed import default_client

@@ -26,6 +26,9 @@ count and sum Y_c. A cell whose size differs from the number of bits of its mask
    canonical order, ``GROUP BY (unit, scenario)`` gives z_i (scenario sum, cell sums by place, scenario x judge
    sums) and the scenario's pattern (its masks by place), and ``GROUP BY (unit, pattern)`` the count, sum z_i and
    sum z_i z_i' of each pattern: only the patterns reach Python (:func:`_with_scenario_judge`).
+4. **Per-pattern counts of the ordinal model** (``CellStats.patterns``, with ``likelihood="cumulative"``): for the
+   units with one generation per scenario, one more scan ``GROUP BY (unit, scenario)`` gives each scenario's
+   judge -> score vector and ``GROUP BY (unit, pattern)`` its count and first scenario (:func:`_with_patterns`).
 
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
 O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
@@ -188,7 +191,7 @@ def _check_files_agree(schemas: dict[str, dict[str, str]], used: list[str]) -> N
 # --------------------------------------------------------------------------------------------- the build
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
           connection: Any = None, memory_limit: str | None = None, temp_directory: str | Path | None = None,
-          threads: int | None = None, terms: tuple[str, ...] | None = None) -> Any:
+          threads: int | None = None, terms: tuple[str, ...] | None = None, likelihood: str = "gaussian") -> Any:
     """Reduce a score source to :class:`~cjstats.stats.ScoreStats` inside DuckDB (raw rows stay in DuckDB).
 
     Parameters
@@ -209,6 +212,10 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         The model's terms (``cjstats.results.model.TERMS`` names; None: every term). Without
         ``"scenario_judge"`` the scenario x judge statistics (``CellStats.sj``) are not built (and their SQL not
         run); with it they are built for every unit where the term is identifiable, as the numpy engine does.
+    likelihood : {"gaussian", "cumulative"}
+        ``"cumulative"`` also builds the per-pattern counts of every unit with one generation per scenario
+        (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`): one more scan, ``GROUP BY`` scenario then pattern,
+        and only the patterns reach Python.
 
     Returns
     -------
@@ -226,7 +233,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         if src.frame is not None:
             con.register("cj_frame", src.frame)
         sj = terms is None or "scenario_judge" in terms
-        units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns, scenario_judge=sj)
+        units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns, scenario_judge=sj,
+                                              patterns=likelihood == "cumulative")
     finally:
         if src.frame is not None:
             con.unregister("cj_frame")
@@ -238,7 +246,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
 
 
 def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[str, str] | None,
-           scenario_judge: bool = True) -> Any:
+           scenario_judge: bool = True, patterns: bool = False) -> Any:
     schemas = _schemas(con, src)
     first = next(iter(schemas.values()))
     rename = {}
@@ -349,6 +357,8 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
             designs.append(cs.design.as_dict())
         if keep_cells:
             units = _with_scenario_judge(con, units, n_words)
+        if patterns:
+            units = _with_patterns(con, rows_sql, judges_tbl, units, has_criterion, k_max)
     finally:
         con.execute("DROP TABLE IF EXISTS cj_scen")
         con.execute("DROP TABLE IF EXISTS cj_cells")
@@ -553,6 +563,48 @@ def _with_scenario_judge(con: Any, units: list[Any], n_words: int) -> list[Any]:
         sj = ScenarioJudgeStats(incidence=incidence, count=cnt[rows], zsum=zsum_all[np.ix_(rows, idx)],
                                 zscat=zscat_all[np.ix_(rows, idx, idx)], shift=np.asarray(cs.shift, dtype=np.float64))
         out[u] = dataclasses.replace(cs, sj=sj)
+    return out
+
+
+def _with_patterns(con: Any, rows_sql: str, judges_tbl: pd.DataFrame, units: list[Any], has_criterion: bool,
+                   k_max: int) -> list[Any]:
+    r"""``units`` with their per-pattern counts (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`) where every
+    scenario has one generation.
+
+    One scan: ``GROUP BY (unit, scenario)`` gives each scenario's pattern, the score of each judge l
+    (``max(y) FILTER (WHERE jcode = l)``, NULL where l did not score it: one call at most with m = 1), and
+    ``GROUP BY (unit, pattern)`` its number of scenarios and first scenario (``min(scenario)``, the scenarios
+    sorted as the labels are). Only the patterns reach Python, where the scores become category codes.
+    """
+    import dataclasses
+
+    from cjstats.stats.ordinal import patterns_from_scores
+
+    need = [u for u, cs in enumerate(units) if int(cs.design.generations_max) == 1]
+    if not need:
+        return units
+    on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
+    vals = ", ".join(f"max(x.y) FILTER (WHERE j.jcode = {l}) AS v{l}" for l in range(k_max))
+    vcols = ", ".join(f"v{l}" for l in range(k_max))
+    con.register("cj_judges", judges_tbl)
+    try:
+        tbl = con.execute(
+            f"WITH s AS (SELECT j.unit_id, x.scenario, {vals} FROM {rows_sql} x JOIN cj_judges j ON {on} "
+            f"           WHERE j.unit_id IN ({', '.join(str(u) for u in need)}) GROUP BY j.unit_id, x.scenario) "
+            f"SELECT unit_id, {vcols}, count(*) AS cnt, min(scenario) AS first FROM s GROUP BY unit_id, {vcols}"
+        ).df()
+    finally:
+        con.unregister("cj_judges")
+    unit_id = tbl["unit_id"].to_numpy(dtype=np.int64)
+    out = list(units)
+    for u in need:
+        cs = units[u]
+        rows = np.flatnonzero(unit_id == u)
+        scores = tbl[[f"v{l}" for l in range(cs.k)]].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+        pos = {lab: i for i, lab in enumerate(cs.scenario_labels.tolist())}
+        first = np.array([pos[lab] for lab in tbl["first"].to_numpy()[rows].tolist()], dtype=np.int64)
+        out[u] = dataclasses.replace(cs, patterns=patterns_from_scores(
+            scores, tbl["cnt"].to_numpy(dtype=np.int64)[rows], first))
     return out
 
 

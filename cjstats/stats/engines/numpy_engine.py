@@ -19,7 +19,17 @@ from cjstats.io.scores import GroupData
 from cjstats.stats.cellstats import CellStats, class_order, size_class_products, sumprod
 from cjstats.stats.scenario_judge import build_sj_stats, scenario_judge_pairs
 
-__all__ = ["unit_stats"]
+__all__ = ["unit_stats", "unit_patterns"]
+
+
+def unit_patterns(g: GroupData):
+    """The per-pattern counts of one unit with one generation per scenario (:mod:`cjstats.stats.ordinal`: the
+    sufficient statistics of the cumulative link model), or None when some scenario has several generations."""
+    from cjstats.stats.ordinal import patterns_from_rows
+
+    if int(g.design.generations_max) != 1:
+        return None
+    return patterns_from_rows(g.y, g.scenario, g.judge, g.design.n_scenarios, g.design.n_judges)
 
 
 def unit_stats(g: GroupData, *, scenario_judge: bool = True, chunk: bool = False) -> CellStats:
@@ -162,7 +172,8 @@ __all__ += ["build", "chunk_stats"]
 
 
 def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
-          terms: tuple[str, ...] | None = None, covariates: tuple[str, ...] | list[str] | None = None) -> object:
+          terms: tuple[str, ...] | None = None, covariates: tuple[str, ...] | list[str] | None = None,
+          likelihood: str = "gaussian") -> object:
     """The engine protocol's ``build``: :func:`unit_stats` of every analysis unit of a table in memory.
 
     ``source`` is a :class:`~cjstats.io.scores.Scores` or a DataFrame (validated by
@@ -171,23 +182,25 @@ def build(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
     ``terms`` (the model's terms, ``cjstats.results.model.TERMS`` names; None: every term it can) leaves out the
     statistics of a term the model does not have (the scenario x judge sums). ``covariates`` (numeric item columns
     of the DataFrame, one value per model x scenario x generation) add each unit's covariate statistics
-    (``CellStats.cov``, :mod:`cjstats.stats.covariates`). Returns the :class:`~cjstats.stats.ScoreStats` of the
-    units, in the table's order.
+    (``CellStats.cov``, :mod:`cjstats.stats.covariates`). ``likelihood="cumulative"`` adds the per-pattern counts
+    of each unit with one generation per scenario (``CellStats.patterns``, :func:`unit_patterns`). Returns the
+    :class:`~cjstats.stats.ScoreStats` of the units, in the table's order.
     """
-    return _build(source, unit=unit, terms=terms, covariates=covariates, chunk=False)
+    return _build(source, unit=unit, terms=terms, covariates=covariates, chunk=False, likelihood=likelihood)
 
 
 def chunk_stats(source: object, *, unit: tuple[str, ...] = ("model", "criterion"),
-                terms: tuple[str, ...] | None = None, covariates: tuple[str, ...] | list[str] | None = None) -> object:
+                terms: tuple[str, ...] | None = None, covariates: tuple[str, ...] | list[str] | None = None,
+                likelihood: str = "gaussian") -> object:
     """:func:`build` of a chunk of a table split by scenario, to be added up by :func:`cjstats.stats.merge_stats`
     (the Dask engine's partitions): the scenario x judge statistics are built for every unit when ``terms`` has the
     term, identifiable in the chunk or not, since the whole unit may identify it (``merge_stats`` drops them
     where the merged unit does not)."""
-    return _build(source, unit=unit, terms=terms, covariates=covariates, chunk=True)
+    return _build(source, unit=unit, terms=terms, covariates=covariates, chunk=True, likelihood=likelihood)
 
 
 def _build(source: object, *, unit: tuple[str, ...], terms: tuple[str, ...] | None,
-           covariates: tuple[str, ...] | list[str] | None, chunk: bool) -> object:
+           covariates: tuple[str, ...] | list[str] | None, chunk: bool, likelihood: str = "gaussian") -> object:
     import dataclasses
 
     import pandas as pd
@@ -212,6 +225,8 @@ def _build(source: object, *, unit: tuple[str, ...], terms: tuple[str, ...] | No
                            "column; pass unit=('model', 'criterion') or drop the column.")
     sj = terms is None or "scenario_judge" in terms
     units = tuple(unit_stats(g, scenario_judge=sj, chunk=chunk) for g in source.groups())
+    if likelihood == "cumulative":
+        units = tuple(dataclasses.replace(u, patterns=unit_patterns(g)) for g, u in zip(source.groups(), units))
     if values is not None:
         units = tuple(dataclasses.replace(u, cov=_unit_covariates(g, u, values, keys))
                       for g, u in zip(source.groups(), units))
