@@ -478,10 +478,11 @@ class JointFit(Result):
             return 0
 
     def score_notes(self) -> list[str]:
-        """One line when the scores are discrete or piled at a bound (:func:`cjstats.io.score_kind.discrete_note`)."""
+        """One line when the scores are discrete or piled at a bound and the fit is on the score scale (a Gaussian
+        backend; :func:`cjstats.io.score_kind.discrete_note`): the ordinal joint fit is the model the note advises."""
         from cjstats.io.score_kind import discrete_note
 
-        note = discrete_note(self.diagnostics.get("score_shape"))
+        note = discrete_note(self.diagnostics.get("score_shape")) if self.scale == "score" else None
         return [f"note: {note}"] if note else []
 
     def summary_text(self) -> str:
