@@ -226,8 +226,9 @@ def _ten_values_ceiling(d: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("edit, method, words", [
     (_five_values, "ordinal", "scores take 5 values: the joint cumulative-link model fits latent-scale differences "
                               "and expected ratings (the Gaussian fit: reml)"),
-    (_separate, "anova", "but the joint ordinal model does not fit this table (model 'a' gets 0 from judge 'j1' on "
-                         "every call, so its latent mean is not identified), so the Gaussian anova is an approximation"),
+    (_separate, "anova", "but the joint ordinal model does not fit this table (model 'a' gets 0 from judge 'j1' "
+                         "on every call, so its latent mean is not identified), so the Gaussian anova is an "
+                         "approximation"),
     (_two_generations, "anova", "(it has no generation term, and the scenarios have several generations)"),
     (_ten_values_ceiling, "anova", "every model is complete and balanced on the same scenarios)."),
 ])
@@ -250,7 +251,8 @@ def test_compare_auto_keeps_the_gaussian_fit_without_score_rows(tmp_path):
     pytest.importorskip("duckdb")
     code, out, err = run_main(["compare", _verdict_table(tmp_path, "v"), "--engine", "duckdb"])
     assert code == 0, err
-    assert out.splitlines()[0] == "Method: anova (--method auto: every model is complete and balanced on the same scenarios)."
+    assert out.splitlines()[0] == ("Method: anova (--method auto: every model is complete and balanced on the same "
+                                   "scenarios).")
 
 
 def test_the_other_choices_still_work_where_ordinal_is_refused(tables):

@@ -103,9 +103,9 @@ def compare(file: str | None, method: str, link: str | None, population: bool, m
         else:
             chosen, note = resolve_method(part, method, data.incomplete, joint=True)
         if link is not None and chosen != "ordinal":
-            raise CjstatsError(f"The option --link applies to --method ordinal only, and this comparison is fitted by "
-                               f"{chosen} (without --link the first line says why); add --method ordinal or leave --link "
-                               f"{link} out.")
+            raise CjstatsError(f"The option --link applies to --method ordinal only, and this comparison is fitted "
+                               f"by {chosen} (without --link the first line says why); add --method ordinal or leave "
+                               f"--link {link} out.")
         options = anova_options(chosen, data.incomplete, data.max_drop)
         if chosen == "ordinal" and link is not None:
             options["link"] = link
