@@ -182,8 +182,77 @@ def test_compare_fits_the_joint_ordinal_model(tmp_path):
     code, out, err = run_main(["compare", str(path), "--method", "ordinal", "--link", "logit"])
     assert code == 0, err
     assert "Model comparison (ordinal" in out and "pass rate" in out
-    text = _one_sentence(*run_main(["compare", str(path), "--link", "logit"]))
+    assert "the Gaussian model shrinks" not in out          # the discrete-score note is for a Gaussian fit only
+    text = _one_sentence(*run_main(["compare", str(path), "--method", "reml", "--link", "logit"]))
     assert "--link applies to --method ordinal only" in text
+    # issue 35: --method auto (the default) fits the joint ordinal model on verdicts, and takes --link
+    code, auto, err = run_main(["compare", str(path), "--link", "logit"])
+    assert code == 0, err
+    first, rest = auto.split("\n", 1)
+    assert first == ("Method: ordinal (--method auto: scores are binary (0/1, 63% at 1): the joint cumulative-link "
+                     "model fits latent-scale differences and pass rates (the Gaussian fit: reml)).")
+    assert rest == out                                      # the same fit as --method ordinal --link logit
+
+
+def _verdict_table(tmp_path, name: str, edit=None) -> str:
+    rng = np.random.default_rng(3)
+    rows = [(m, i, 0, j, float(rng.normal(0.3 * mi + a, 1) > 0)) for i, a in enumerate(rng.normal(0, 0.7, 30))
+            for mi, m in enumerate(["a", "b", "c"]) for j in ("j1", "j2", "j3")]
+    d = pd.DataFrame(rows, columns=["model", "scenario", "generation", "judge", "score"])
+    d = edit(d) if edit is not None else d
+    path = tmp_path / f"{name}.csv"
+    d.to_csv(path, index=False)
+    return str(path)
+
+
+def _separate(d: pd.DataFrame) -> pd.DataFrame:
+    d.loc[(d["model"] == "a") & (d["judge"] == "j1"), "score"] = 0.0
+    return d
+
+
+def _two_generations(d: pd.DataFrame) -> pd.DataFrame:
+    g = d.assign(generation=1, score=(np.random.default_rng(1).random(len(d)) < 0.6).astype(float))
+    return pd.concat([d, g], ignore_index=True)
+
+
+def _five_values(d: pd.DataFrame) -> pd.DataFrame:
+    return d.assign(score=2 * d["score"] + np.arange(len(d)) % 3 + 1)
+
+
+def _ten_values_ceiling(d: pd.DataFrame) -> pd.DataFrame:
+    return d.assign(score=np.where(d["score"] > 0, 10.0, 1.0 + np.arange(len(d)) % 9))
+
+
+@pytest.mark.parametrize("edit, method, words", [
+    (_five_values, "ordinal", "scores take 5 values: the joint cumulative-link model fits latent-scale differences "
+                              "and expected ratings (the Gaussian fit: reml)"),
+    (_separate, "anova", "but the joint ordinal model does not fit this table (model 'a' gets 0 from judge 'j1' "
+                         "on every call, so its latent mean is not identified), so the Gaussian anova is an "
+                         "approximation"),
+    (_two_generations, "anova", "(it has no generation term, and the scenarios have several generations)"),
+    (_ten_values_ceiling, "anova", "every model is complete and balanced on the same scenarios)."),
+])
+def test_compare_auto_chooses_ordinal_only_where_it_fits(tmp_path, edit, method, words):
+    """Ratings with few values are fitted too; a separated cell, several generations or a long scale keep the
+    Gaussian fit, and the reason says why (a long scale piled at a bound: the reason as before issue 35)."""
+    path = _verdict_table(tmp_path, edit.__name__, edit)
+    code, out, err = run_main(["compare", path])
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith(f"Method: {method} (--method auto: ") and words in first, first
+    assert f"Model comparison ({method}" in out
+    if method != "ordinal":
+        text = _one_sentence(*run_main(["compare", path, "--link", "logit"]))
+        assert f"--link applies to --method ordinal only, and this comparison is fitted by {method}" in text
+
+
+def test_compare_auto_keeps_the_gaussian_fit_without_score_rows(tmp_path):
+    """An out-of-core engine loads no score rows, which the joint ordinal fit reads: auto keeps its choice."""
+    pytest.importorskip("duckdb")
+    code, out, err = run_main(["compare", _verdict_table(tmp_path, "v"), "--engine", "duckdb"])
+    assert code == 0, err
+    assert out.splitlines()[0] == ("Method: anova (--method auto: every model is complete and balanced on the same "
+                                   "scenarios).")
 
 
 def test_the_other_choices_still_work_where_ordinal_is_refused(tables):

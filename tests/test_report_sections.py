@@ -184,3 +184,78 @@ def test_the_rendered_report_holds_no_placeholder(full_inputs, tmp_path):
     words = html_lib.unescape(re.sub(r"<[^>]+>", " ", words[words.index("<body>"):]))
     found = PLACEHOLDERS.findall(words)
     assert not found, [words[max(0, m.start() - 80):m.end() + 80] for m in PLACEHOLDERS.finditer(words)][:3]
+
+
+# ------------------------------------------------------------------- a comparison on the latent scale (issue 35)
+@pytest.fixture(scope="module")
+def verdict_comparisons():
+    """A pass/fail table of 3 models: the report's auto comparison (the joint ordinal model, as cjstats compare's
+    --method auto) and a logit one given by the caller."""
+    import warnings
+    from pathlib import Path
+
+    from cjstats.reporting.plan import auto_comparison
+
+    sys.path.insert(0, str(Path(__file__).parent / "data" / "joint_ordinal"))
+    from make_tables import simulate
+
+    scores = cj.read_scores(simulate(n=30, P=3, K=3, J=2, seed=21))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto, run = auto_comparison(scores, 0.95, 0)
+        logit = cj.compare_models(scores, method="ordinal", link="logit")
+    return auto, run, logit
+
+
+def _section(comparisons, run=None):
+    from types import SimpleNamespace
+
+    return SECTIONS["comparisons"].render(SimpleNamespace(comparisons=comparisons, comparison_run=run))
+
+
+def test_an_ordinal_comparison_shows_pass_rates_then_the_latent_scale(verdict_comparisons, nothing_computes):
+    auto, run, logit = verdict_comparisons
+    assert run["method"] == "ordinal" and "scores are binary" in run["why"] and auto.fit.method == "ordinal"
+    items = _section(auto, run)
+    for item in items:
+        check_item(item)
+    words = " ".join(_words(i) for i in items)
+    assert not PLACEHOLDERS.search(words) and "the Gaussian model shrinks" not in words
+    texts = [i["text"] for i in items if i["kind"] == "text"]
+    assert texts[0].startswith("Joint fit of every model (ordinal)") and "method 'auto' chose ordinal" in texts[0]
+    assert any("on the latent probit scale (the latent residual SD is 1" in t and "pass rate" in t for t in texts)
+    tables = {i["caption"]: i for i in items if i["kind"] == "table"}
+    assert list(tables) == ["pass rate of each model (95% interval)",
+                            "differences in pass rate (a minus b, 95% interval; p not adjusted)",
+                            "latent differences on the probit scale (a minus b, 95% interval; p adjusted: holm)",
+                            f"ranks by the latent mean ({auto.rank_method})"]
+    rates = tables["pass rate of each model (95% interval)"]
+    assert rates["columns"] == ["model", "pass rate", "std_error", "lower", "upper"]
+    sm = auto.score_means.set_index("model")
+    assert [r[0] for r in rates["rows"]] == list(auto.ranks["model"])          # in rank order
+    for row in rates["rows"]:      # the numbers of score_means, to the decimals their SEs support
+        est, lo, hi = (float(sm.loc[row[0], c]) for c in ("estimate", "lower", "upper"))
+        assert float(row[1]) == pytest.approx(est, abs=6e-3) and float(row[3]) == pytest.approx(lo, abs=6e-3)
+        assert float(row[4]) == pytest.approx(hi, abs=6e-3) and 0 < lo < est < hi < 1
+    diffs = tables["differences in pass rate (a minus b, 95% interval; p not adjusted)"]
+    assert len(diffs["rows"]) == 3 and diffs["columns"][:6] == ["model_a", "model_b", "difference", "std_error",
+                                                                 "lower", "upper"]
+    assert [i["caption"] for i in items if i["kind"] == "figure"] == ["Rank of each model with its interval "
+                                                                      "(latent mean)."]
+    # a logit fit says so; labelled comparisons get a heading each
+    items = _section({"logit": logit})
+    texts = [i["text"] for i in items if i["kind"] in ("text", "heading")]
+    assert texts[0] == "logit" and "latent logit scale (the latent residual SD is pi/sqrt(3)" in texts[1]
+    assert any(i["kind"] == "table" and i["caption"].startswith("latent differences on the logit scale")
+               for i in items)
+
+
+def test_a_gaussian_comparison_beside_an_ordinal_one_keeps_its_generic_tables(verdict_comparisons):
+    auto, _, _ = verdict_comparisons
+    gauss = cj.compare_models(cj.datasets.load("hanna", composite=True, keep_sentinels=True).subset(
+        models=["GPT", "GPT-2"]), method="anova")
+    items = _section({"ordinal": auto, "anova": gauss})
+    captions = [i["caption"] for i in items if i["kind"] == "table"]
+    heads = [i["text"] for i in items if i["kind"] == "heading"]
+    assert heads == ["ordinal", "anova"] and "pass rate of each model (95% interval)" in captions
+    assert "differences" in captions and "ranks" in captions                  # the anova's frames, as before

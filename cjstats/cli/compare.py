@@ -32,7 +32,8 @@ def _plain(v):
 @method_option(choices=(*METHODS, "ordinal"))
 @click.option("--link", type=click.Choice(["probit", "logit"]), default=None,
               help="--method ordinal (verdicts and ratings: the joint cumulative-link model, latent scale plus pass "
-                   "rates): the link, probit (default) or logit.")
+                   "rates; --method auto chooses it for verdicts and short scales): the link, probit (default) or "
+                   "logit.")
 @click.option("--population", is_flag=True,
               help="Treat the judges as a sample of a population (judge x model variance enters the SEs).")
 @click.option("--model-scenario", "model_scenario", type=click.Choice(["pooled", "per-model"]), default="pooled",
@@ -60,7 +61,9 @@ def compare(file: str | None, method: str, link: str | None, population: bool, m
 
     A table with criteria is compared per criterion (add --composite for one comparison of their mean). The
     joint fit is the ANOVA when every model is complete and balanced on the same scenarios and judges, and
-    REML otherwise (--method auto, the default; reml keeps every call, bayes samples).
+    REML otherwise (--method auto, the default; reml keeps every call, bayes samples); for pass/fail verdicts or
+    a short rating scale (at most 5 values, one generation per scenario) auto fits the joint ordinal model
+    (latent-scale differences and pass rates), and says in its first line which it chose and why.
     """
     from cjstats.estimators.joint import compare_models, self_preference
 
@@ -68,7 +71,7 @@ def compare(file: str | None, method: str, link: str | None, population: bool, m
 
     if engine != "numpy" and method in ("bayes", "ordinal"):
         raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for {method}.")
-    if link is not None and method != "ordinal":
+    if link is not None and method not in ("ordinal", "auto"):
         raise CjstatsError(f"The option --link applies to --method ordinal only (got --method {method}); add "
                            f"--method ordinal or leave --link {link} out.")
     per_model = model_scenario == "per-model"
@@ -99,6 +102,10 @@ def compare(file: str | None, method: str, link: str | None, population: bool, m
             chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
         else:
             chosen, note = resolve_method(part, method, data.incomplete, joint=True)
+        if link is not None and chosen != "ordinal":
+            raise CjstatsError(f"The option --link applies to --method ordinal only, and this comparison is fitted "
+                               f"by {chosen} (without --link the first line says why); add --method ordinal or leave "
+                               f"--link {link} out.")
         options = anova_options(chosen, data.incomplete, data.max_drop)
         if chosen == "ordinal" and link is not None:
             options["link"] = link

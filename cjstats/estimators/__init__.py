@@ -20,6 +20,7 @@ from importlib.util import find_spec
 from os import PathLike
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import numpy as np
 import pandas as pd
 
 from cjstats.results.estimands import COMPONENTS, JOINT_COMPONENTS
@@ -599,7 +600,11 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
         Consider the kind of scores too (the command line's ``--method auto`` does): on a table whose scores are
         discrete or piled at a bound (:func:`cjstats.io.score_kind.prefers_discrete_model`) keep the Gaussian
         choice (score-scale components, which the decision tools read) and say in the reason that the
-        maximum-likelihood ordinal backend ``method="ordinal"`` suits the scores.
+        maximum-likelihood ordinal backend ``method="ordinal"`` suits the scores. With ``joint=True`` (model
+        comparisons: ``cjstats compare --method auto``) choose ``"ordinal"``, the joint cumulative-link model
+        (latent differences and pass rates, :mod:`cjstats.estimators.joint.ordinal`), when the scores are
+        verdicts or a short scale (at most :data:`cjstats.io.score_kind.FEW_LEVELS` values) and that fit can run
+        (:func:`_joint_ordinal_gap`); otherwise the Gaussian choice, whose reason says why not ordinal.
 
     Returns
     -------
@@ -607,6 +612,20 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
         The method and why, e.g. ``("reml", "model 'a' is not complete and balanced, 1 of 4000 judge calls
         missing")``; the command line prints it as ``Method: reml (--method auto: ...).``
     """
+    if discrete and joint and incomplete is None:
+        from cjstats.estimators.score_advice import shape_of
+        from cjstats.io.score_kind import FEW_LEVELS, prefers_discrete_model, shape_phrase
+
+        shape = shape_of(source)
+        if prefers_discrete_model(shape) and shape["n_values"] <= FEW_LEVELS:   # verdicts or a short scale
+            gap = _joint_ordinal_gap(source)
+            what = "pass rates" if shape["n_values"] == 2 else "expected ratings"
+            if gap is None:
+                return "ordinal", (f"{shape_phrase(shape)}: the joint cumulative-link model fits latent-scale "
+                                   f"differences and {what} (the Gaussian fit: reml)")
+            chosen, why = auto_method(source, joint=True)
+            return chosen, (f"{why}; {shape_phrase(shape)}, but the joint ordinal model does not fit this table "
+                            f"({gap}), so the Gaussian {chosen} is an approximation here")
     if discrete and not joint and incomplete is None:
         from cjstats.estimators.score_advice import shape_of
         from cjstats.io.score_kind import prefers_discrete_model, shape_phrase
@@ -636,6 +655,33 @@ def auto_method(source: Any, *, incomplete: str | None = None, joint: bool = Fal
     why = (f"{int(bad['n_missing'])} of {int(bad['n_cells']) * int(bad['n_judges'])} judge calls missing"
            if int(bad["n_missing"]) else "unequal generations per scenario")
     return "reml", f"{where} is not complete and balanced, {why}"
+
+
+def _joint_ordinal_gap(source: Any) -> str | None:
+    """Why the joint ordinal fit (``method="ordinal"`` of :func:`cjstats.fit_joint`) cannot stand for
+    ``--method auto`` on ``source``, in a few words, or None when it can.
+
+    It reads the score rows (``JointCapabilities.rows_always``: an in-memory table, not an out-of-core engine's
+    statistics); it fits the terms its capabilities declare (no ``generation`` term: several generations per
+    scenario would be treated as independent calls); and a (model, judge) cell whose every call gets the lowest
+    or the highest score is separated, its latent mean +-inf (:mod:`cjstats.estimators.identification`), so the
+    comparison of that model is not identified on the latent scale."""
+    caps = JOINT_BACKENDS["ordinal"].capabilities
+    if not isinstance(source, Scores) or source.has_criterion:     # rows_always: an in-memory table
+        return "it reads the score rows of one criterion, which an out-of-core engine does not load"
+    d = source.design
+    if "generation" not in caps.terms and int(d["generations_max"].max()) > 1:
+        return "it has no generation term, and the scenarios have several generations"
+    frame = source.to_frame()
+    y = frame["score"].to_numpy(dtype=float)
+    lo, hi = np.nanmin(y), np.nanmax(y)
+    cells = frame.assign(_lo=y == lo, _hi=y == hi).groupby(["model", "judge"], observed=True)[["_lo", "_hi"]].all()
+    sep = cells[cells["_lo"] | cells["_hi"]]
+    if len(sep):
+        (m, j), row = sep.index[0], sep.iloc[0]
+        return (f"model '{m}' gets {hi if row['_hi'] else lo:g} from judge '{j}' on every call, so its latent mean "
+                f"is not identified")
+    return None
 
 
 def compare(scores: Scores | pd.DataFrame, methods: list[str] | tuple[str, ...] = ("anova", "reml", "bayes"), *,

@@ -138,7 +138,10 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     comparisons, human_agreement : result object, DataFrame, mapping of them, "auto" or None
         Rendered as tables (every DataFrame attribute); a comparison with ``.ranks`` also gets a rank plot.
         ``"auto"`` (default): with two or more models, :func:`cjstats.compare_models` on the table (on the
-        composite of the criteria when there are several; anova when complete and balanced, else reml); with
+        composite of the criteria when there are several; as ``cjstats compare --method auto``: the joint ordinal
+        model for verdicts and short rating scales where it can run, shown first as pass rates or expected ratings
+        with their differences and intervals and then on its latent scale, else anova when complete and balanced,
+        else reml); with
         reference (human) raters in the table, :func:`cjstats.judge_agreement`. A comparison the data cannot
         support is reported in its section with the reason. ``None`` leaves the section out.
     ci_level : float, optional

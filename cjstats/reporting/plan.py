@@ -237,7 +237,7 @@ def auto_comparison(scores: Any, level: float, seed: int | None) -> tuple[Any, d
     if len(scores.models) < 2:
         return None, None
     table = scores.composite() if scores.has_criterion else scores
-    method, why = auto_method(table, joint=True)
+    method, why = auto_method(table, joint=True, discrete=True)   # as cjstats compare: ordinal for verdicts
     where = "the composite of the criteria" if scores.has_criterion else "the scores"
     try:
         result = compare_models(table, method=method, ci_level=level, seed=seed)

@@ -52,6 +52,43 @@ def test_model_that_passes_everything_is_not_identified(verdicts):
             cj.compare_models(d, method="ordinal")
 
 
+def test_a_separated_cell_is_never_a_finite_interval(verdicts):
+    """A model that fails everything, or one judge that passes one model on every call: every contrast that weighs a
+    separated cell is not identified (the signed limit, no SE, interval or p-value), the others are as without it."""
+    d = verdicts.copy()
+    d.loc[d["model"] == "m1", "score"] = 0.0                   # m1 fails everything
+    with pytest.warns(cj.IdentificationWarning, match="model 'm1' gets 0"):
+        fit = cj.fit_joint(d, method="ordinal")
+    assert np.isneginf(fit.cell_means[1]).all()
+    r = fit.contrast("mu[m0] - mu[m1]")
+    assert r.estimate == np.inf and np.isnan([r.std_error, r.lower, r.upper, r.p_value]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(cj.CjstatsError, match="'m1' has no finite mean"):
+            cj.compare_models(d, method="ordinal")
+    d = verdicts.copy()
+    d.loc[(d["model"] == "m1") & (d["judge"] == "j2"), "score"] = 1.0    # one cell
+    with pytest.warns(cj.IdentificationWarning, match="model 'm1' gets 1 .* from judge 'j2'"):
+        fit = cj.fit_joint(d, method="ordinal")
+    assert np.isposinf(fit.cell_means[1, 2]) and np.isfinite(np.delete(fit.cell_means.ravel(), 5)).all()
+    est, se, _ = fit.contrasts(np.stack([np.array([[1, 1, 1], [0, 0, 0], [-1, -1, -1]]) / 3,     # m0 - m2
+                                         np.array([[1, 1, 1], [-1, -1, -1], [0, 0, 0]]) / 3]))   # m0 - m1
+    assert np.isfinite(est[0]) and np.isfinite(se[0]) and se[0] > 0
+    assert est[0] == pytest.approx(fit.cell_means[0].mean() - fit.cell_means[2].mean(), abs=1e-12)
+    assert est[1] == -np.inf and np.isnan(se[1])
+    one = fit.contrast("eta[m1, j0] - eta[m1, j1]")               # the finite cells of the model: identified
+    assert np.isfinite([one.estimate, one.std_error, one.lower, one.upper]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sp = cj.self_preference(d, {"j2": ["m1"], "j0": ["m0"]}, method="ordinal")
+        with pytest.raises(cj.CjstatsError, match="'m1' has no finite mean"):
+            cj.compare_models(d, method="ordinal")
+    c = sp.contrasts                                             # each is double-centred: weighs the separated cell
+    assert np.isinf(c["estimate"]).all() and c[["std_error", "lower", "upper", "p_value"]].isna().all().all()
+    mu1 = fit.components[(fit.components["component"] == "mu") & (fit.components["model"] == "m1")].iloc[0]
+    assert not mu1["identifiable"] and np.isnan(mu1["lower"])
+
+
 def test_refusals(verdicts):
     with pytest.raises(cj.CjstatsError, match="score rows"):
         cj.fit_joint(cj.stats.build_stats(cj.read_scores(verdicts), unit=("criterion",)), method="ordinal")

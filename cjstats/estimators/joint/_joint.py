@@ -395,8 +395,26 @@ class JointFit(Result):
             raise CjstatsError("This joint fit carries no covariance of its cell means; refit it with "
                                "cjstats.fit_joint.")
         var, df = self.covariance.variance_df(c[None], view)
-        return contrast_result(name or label, float(np.sum(c * self.cell_means)), float(var[0]), float(df[0]),
+        est, var = self._on_cells(c[None], var)
+        return contrast_result(name or label, float(est[0]), float(var[0]), float(df[0]),
                                lvl, view=view, method="t" if math.isfinite(df[0]) else "normal")
+
+    def _on_cells(self, cs: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The estimates sum_pl c_pl eta_pl of a stack (N, P, K) of contrasts, and their variances ``var``, where
+        some cell means are +-inf (an ordinal fit's separated cells, :mod:`cjstats.estimators.identification`): a
+        cell with weight 0 takes no part (0 * inf is not NaN), and a contrast that weighs a separated cell is not
+        identified, its estimate the signed limit (+-inf, NaN when limits of both signs meet) and its variance NaN,
+        so no finite interval or p-value is reported around it. Every cell finite: sum_pl c_pl eta_pl as it is."""
+        eta = self.cell_means
+        if np.isfinite(eta).all():
+            return np.einsum("npk,pk->n", cs, eta), var
+        finite = np.isfinite(eta)
+        est = np.einsum("npk,pk->n", cs, np.where(finite, eta, 0.0))
+        hits = (cs != 0) & ~finite[None]
+        with np.errstate(invalid="ignore"):
+            limit = np.where(hits, cs * np.where(finite, 0.0, eta)[None], 0.0).sum(axis=(1, 2))
+        bad = hits.any(axis=(1, 2))
+        return np.where(bad, limit, est), np.where(bad, np.nan, var)
 
     def t_test(self, spec: Any, view: View = "panel", *, level: float | None = None,
                name: str | None = None) -> ContrastResult:
@@ -408,7 +426,8 @@ class JointFit(Result):
         arrays behind :meth:`contrast`, for callers that need many)."""
         cs = np.asarray(cs, dtype=np.float64).reshape(-1, *self.cell_means.shape)
         var, df = self.covariance.variance_df(cs, view)
-        return (np.einsum("npk,pk->n", cs, self.cell_means), np.sqrt(np.maximum(var, 0.0)), df)
+        est, var = self._on_cells(cs, var)
+        return est, np.sqrt(np.maximum(var, 0.0)), df
 
     def model_means(self) -> np.ndarray:
         """Panel means mu_p + mean_l(gamma_l + (gamma p)_pl): the row means of ``cell_means``."""
@@ -478,10 +497,11 @@ class JointFit(Result):
             return 0
 
     def score_notes(self) -> list[str]:
-        """One line when the scores are discrete or piled at a bound (:func:`cjstats.io.score_kind.discrete_note`)."""
+        """One line when the scores are discrete or piled at a bound and the fit is on the score scale (a Gaussian
+        backend; :func:`cjstats.io.score_kind.discrete_note`): the ordinal joint fit is the model the note advises."""
         from cjstats.io.score_kind import discrete_note
 
-        note = discrete_note(self.diagnostics.get("score_shape"))
+        note = discrete_note(self.diagnostics.get("score_shape")) if self.scale == "score" else None
         return [f"note: {note}"] if note else []
 
     def summary_text(self) -> str:
