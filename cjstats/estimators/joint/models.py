@@ -424,13 +424,21 @@ def _max_t_quantile(cov: np.ndarray, df: float, level: float, rng: np.random.Gen
 
 
 def _p_best(means: np.ndarray, cov: np.ndarray, df: float, rng: np.random.Generator, n_draws: int) -> np.ndarray:
+    """P(best): the share of draws means + z (z ~ N(0, cov), or multivariate t with ``df``) in which each model
+    is highest; a tie (a singular or zero covariance, e.g. every model's mean estimated exactly) is shared equally
+    among the tied models."""
     p = len(means)
-    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / p * np.eye(p))
-    z = rng.standard_normal((n_draws, p)) @ chol.T
+    try:
+        root = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / p * np.eye(p))
+    except np.linalg.LinAlgError:          # positive semi-definite (or zero): the symmetric square root
+        w, v = np.linalg.eigh(0.5 * (cov + cov.T))
+        root = v * np.sqrt(np.clip(w, 0.0, None))
+    z = rng.standard_normal((n_draws, p)) @ root.T
     if np.isfinite(df):
         z /= np.sqrt(rng.chisquare(df, size=n_draws) / df)[:, None]
-    best = np.argmax(means[None, :] + z, axis=1)
-    return np.bincount(best, minlength=p) / n_draws
+    x = means[None, :] + z
+    top = x >= x.max(axis=1, keepdims=True)
+    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
 
 
 def _simultaneous_posterior_ranks(draws_means: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
