@@ -121,6 +121,22 @@ def test_g_study_refusals(fit):
     assert len(g_study(fit, k_total=7, judges="population", n_draws=10).table) == 1
 
 
+@pytest.mark.parametrize("method", ["anova", "reml"])
+def test_a_per_model_fit_is_refused_with_the_joint_call(method):
+    # a per-model fit's scenario variance is s2_scenario + s2_model_scenario and it has no covariance between the
+    # model means: E rho^2 is not identified, so g_study and replication name the joint fit of the same backend
+    scores = cj.read_scores(_sim(6, n=8))
+    per_model = cj.estimate(scores, method)
+    for f in (g_study, replication):
+        with pytest.raises(cj.CjstatsError) as err:
+            f(per_model)
+        msg = str(err.value)
+        assert msg.startswith(f"{f.__name__} needs the models fitted jointly, but got a per-model fit (cj.estimate)")
+        assert msg.endswith(f"fit the same table with cj.fit_joint(scores, '{method}') or pass "
+                            f"compare_models(scores, ...).fit.")
+    assert len(g_study(cj.fit_joint(scores, method), n_draws=10).table) == 1        # the call it names works
+
+
 def test_save_load(fit, tmp_path):
     g = g_study(fit, n=[10, 20], n_draws=50)
     g.save(tmp_path / "g")

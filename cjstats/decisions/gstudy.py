@@ -42,6 +42,12 @@ For the fully crossed p x I x L design (``strategy="fixed"``, k judges, m = 1, j
 Brennan's (2001, Table 4.3): sigma2(delta) = s2_pi/n + s2_pl/k + s2_pil,e/(nk) and sigma2(Delta) = sigma2(delta)
 + s2_i/n + s2_l/k + s2_il,e/(nk) (with s2_il inside our residual).
 
+Per-model fits (:func:`cjstats.estimate`) are refused: each model's ``scenario`` variance there is
+s2_scenario + s2_model_scenario (the shared scenario effects alpha_i, which cancel from a ranking, and the model x
+scenario effects, which do not, in one number), and the fits carry no covariance between the models' means (the
+shared scenarios and judges make them covary), so neither sigma2(delta) nor sigma2_p is identified. Every backend
+has a joint fit (:func:`cjstats.fit_joint`), which identifies both.
+
 Intervals: parametric draws of every component, a scaled chi-square with Satterthwaite's degrees of freedom
 nu = 2 est^2/SE^2 (est x chi2_nu/nu; a component estimated at 0 is held at 0), drawn independently, and the
 universe variance the same way (or from the posterior draws of the model means); percentile intervals of the
@@ -94,6 +100,14 @@ class _Inputs:
 
 
 def _joint_inputs(fit: Any, caller: str) -> _Inputs:
+    from cjstats.results.components import VarianceComponents
+
+    if isinstance(fit, VarianceComponents):     # per-model fits: E rho^2 is not identified (module docstring)
+        raise CjstatsError(f"{caller} needs the models fitted jointly, but got a per-model fit (cj.estimate): its "
+                           f"scenario variance holds both the scenario effects every model shares, which cancel "
+                           f"from a ranking, and the model x scenario effects, which do not, and it has no "
+                           f"covariance between the models' means; fit the same table with "
+                           f"cj.fit_joint(scores, '{fit.method}') or pass compare_models(scores, ...).fit.")
     if not all(hasattr(fit, a) for a in ("cell_means", "covariance", "components", "model_means")):
         raise CjstatsError(f"The 'fit' argument of {caller} must be a joint fit of several models (from "
                            f"cjstats.fit_joint, or compare_models(...).fit). Got {type(fit).__name__} instead.")
@@ -270,7 +284,9 @@ def g_study(fit: Any, *, n: Any = None, m: Any = None, k: Any = None, strategy: 
     Parameters
     ----------
     fit : JointFit
-        A joint fit of the models (:func:`cjstats.fit_joint`, any backend: ``anova``, ``reml``, ``bayes``).
+        A joint fit of the models (:func:`cjstats.fit_joint` or ``compare_models(...).fit``, any backend:
+        ``anova``, ``reml``, ``bayes``, ``ordinal``). A per-model fit (:func:`cjstats.estimate`) is refused in
+        one sentence: it does not identify E rho^2 (module docstring).
     n, m, k : int or sequence of int, optional
         Scenarios, generations per (model, scenario) and judges per generation; sequences give a D study over
         their product (with every ``strategy``). Defaults: the fit's n and m; k = K_tot for ``"all"`` and
