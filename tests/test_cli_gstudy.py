@@ -130,8 +130,9 @@ def test_a_table_with_criteria_is_studied_per_criterion(small, tmp_path):
     (["--k-total", "6"], "The option --k-total sets the size of a new panel of judges, which needs --population "
                          "(otherwise the fit's panel is the universe of judges); add --population or leave "
                          "--k-total 6 out."),
-    (["--n-sims", "100"], "The option --n-sims sets the simulations of --replication; add --replication or leave it "
-                          "out."),
+    (["--n-sims", "100"], "The option --n-sims applies to --replication only; add --replication or leave it out."),
+    (["--fixed-models"], "The option --fixed-models applies to --replication only; add --replication or leave it "
+                         "out."),
     (["--replication", "--n-sims", "0"], "The option --n-sims must be an integer >= 1. Got 0."),
     (["--link", "logit"], "The option --link applies to --method ordinal only (got --method auto); add --method "
                           "ordinal or leave --link logit out."),
@@ -157,3 +158,16 @@ def test_per_model_scenario_variances_are_the_reml_fit_of_the_library(small):
     code, _, err = run_main(["gstudy", str(small), "--model-scenario", "per-model", "--method", "anova"])
     assert code == 1 and err == ("--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
                                  "--method anova).\n")
+
+
+def test_fixed_models_is_the_library_flat_prior(small):
+    fit = cj.fit_joint(cj.read_scores(pd.read_csv(small)), "anova")
+    flat = cj.replication(fit, n=[20], strategy=["cyclic"], models="fixed", n_sims=300).table
+    shrunk = cj.replication(fit, n=[20], strategy=["cyclic"], n_sims=300).table
+    args = ["gstudy", str(small), "--n", "20", "--strategy", "cyclic", "--replication", "--n-sims", "300",
+            "--format", "json"]
+    for extra, want in (([], shrunk), (["--fixed-models"], flat)):
+        out, _ = _ok([*args, *extra])
+        got = pd.DataFrame(json.loads(out)["replication"])
+        np.testing.assert_allclose(got[["p_same_top", "kendall_tau"]], want[["p_same_top", "kendall_tau"]],
+                                   rtol=1e-12, atol=0)

@@ -67,6 +67,10 @@ def _ints(text: str | None, option: str) -> list[int] | None:
 @click.option("--replication", is_flag=True,
               help="Also simulate fresh benchmarks of each design: P(same top model) and the expected Kendall tau "
                    "between the observed and the replicated rankings.")
+@click.option("--fixed-models", "fixed_models", is_flag=True,
+              help="--replication: draw the true model means around their estimates (a flat prior; overconfident "
+                   "when the models are close) instead of as models from a universe of models (the default, "
+                   "calibrated).")
 @click.option("--n-sims", "n_sims", type=int, default=None,
               help="--replication: simulated benchmarks per design (default 4000).")
 @click.option("--n-draws", "n_draws", type=int, default=4000, show_default=True,
@@ -80,7 +84,7 @@ def _ints(text: str | None, option: str) -> list[int] | None:
 @format_option
 def gstudy(file: str | None, method: str, link: str | None, model_scenario: str, n_text: str | None, m_text: str | None,
            k_text: str | None, strategy_text: str, population: bool, k_total: int | None, replication: bool,
-           n_sims: int | None, n_draws: int, ci_level: float | None, seed: int, draws: int | None, chains: int | None,
+           fixed_models: bool, n_sims: int | None, n_draws: int, ci_level: float | None, seed: int, draws: int | None, chains: int | None,
            tune: int | None, engine: str, memory_limit: str | None, data: DataOptions, fmt: str) -> None:
     """E rho^2 (ranking the models) and Phi (their scores) of FILE's benchmark, per design.
 
@@ -105,9 +109,10 @@ def gstudy(file: str | None, method: str, link: str | None, model_scenario: str,
         raise CjstatsError(f"The option --k-total sets the size of a new panel of judges, which needs --population "
                            f"(otherwise the fit's panel is the universe of judges); add --population or leave "
                            f"--k-total {k_total} out.")
-    if n_sims is not None and not replication:
-        raise CjstatsError("The option --n-sims sets the simulations of --replication; add --replication or leave "
-                           "it out.")
+    for flag, given in (("--n-sims", n_sims is not None), ("--fixed-models", fixed_models)):
+        if given and not replication:
+            raise CjstatsError(f"The option {flag} applies to --replication only; add --replication or leave it "
+                               f"out.")
     ns, ms, ks = _ints(n_text, "--n"), _ints(m_text, "--m"), _ints(k_text, "--k")
     strategies = _strategies(strategy_text)
     for name, value in (("--n-sims", n_sims), ("--n-draws", n_draws), ("--k-total", k_total)):
@@ -138,7 +143,8 @@ def gstudy(file: str | None, method: str, link: str | None, model_scenario: str,
         g = g_study(fit, n=ns, m=ms, k=ks, strategy=strategies, k_total=k_total,
                     judges="population" if population else "panel", n_draws=n_draws, seed=seed)
         r = (replicate(fit, n=ns, m=ms, k=ks, strategy=strategies, k_total=k_total,
-                       judges="new" if population else "same", n_sims=4000 if n_sims is None else n_sims,
+                       judges="new" if population else "same", models="fixed" if fixed_models else "random",
+                       n_sims=4000 if n_sims is None else n_sims,
                        seed=seed) if replication else None)
         runs.append((criterion, note, g, r))
     _emit(runs, fmt)
