@@ -408,8 +408,9 @@ def _universe_posterior(means: np.ndarray, mean_cov: np.ndarray, size: int, rng:
     """Draws of sigma2_p = tau^2 from its posterior with the models as draws mu_p ~ N(m, tau^2) (m flat, a flat
     prior on tau), and the eigenbasis it uses: with U (P, P - 1) orthonormal on the contrasts and
     U'C Sigma_mu C U = W diag(d) W', the rotated contrasts z = (UW)'x are independent N(0, tau^2 + d_j), so
-    log p(tau | x) = -1/2 sum_j [log(tau^2 + d_j) + z_j^2/(tau^2 + d_j)] + const, evaluated on a grid of tau.
-    Returns (tau^2 draws, UW, d)."""
+    log p(tau | x) = -1/2 sum_j [log(tau^2 + d_j) + z_j^2/(tau^2 + d_j)] + const, evaluated on a grid of tau
+    up to 4 sqrt(mean z^2 + max d) (with two models, one contrast, the flat prior alone leaves the posterior
+    improper, and this bound is part of the prior). Returns (tau^2 draws, UW, d)."""
     x = np.asarray(means, float)
     p = x.size
     c = np.eye(p) - 1.0 / p
