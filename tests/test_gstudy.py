@@ -250,3 +250,15 @@ def test_the_gstudy_plot_draws_each_strategy_with_its_band():
     plt.close(fig)
     with pytest.raises(cj.CjstatsError):
         cj.plots.gstudy_plot(object())
+
+
+@pytest.mark.slow
+def test_a_bayes_fit_gives_its_design_and_replicates():
+    # the Bayesian joint fit records its (model, scenario, generation) cells, so the defaults are the fit's n and m
+    pytest.importorskip("pymc")
+    f = cj.fit_joint(_sim(7, n=12), "bayes", draws=200, tune=200, chains=1, seed=1)
+    assert f.diagnostics["n_cells"] == P * 12 * M
+    t = g_study(f, n_draws=200).table
+    assert (t["n"].iloc[0], t["m"].iloc[0]) == (12, M)
+    r = replication(f, n=[12, 500], n_sims=500).table
+    assert r["kendall_tau"].iloc[1] > r["kendall_tau"].iloc[0]
