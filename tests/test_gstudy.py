@@ -262,3 +262,14 @@ def test_a_bayes_fit_gives_its_design_and_replicates():
     assert (t["n"].iloc[0], t["m"].iloc[0]) == (12, M)
     r = replication(f, n=[12, 500], n_sims=500).table
     assert r["kendall_tau"].iloc[1] > r["kendall_tau"].iloc[0]
+
+
+def test_an_ordinal_fit_gives_its_design_and_the_latent_scale():
+    # the joint ordinal fit records its (model, scenario, generation) cells: the default m is the fit's
+    df = simulate_joint(n=8, m=M, mu=[0.0, 0.5, 1.0], gamma=[-0.3, 0.0, 0.3], s2_scenario=1.0, s2_model_scenario=0.3,
+                        s2_generation=0.2, s2_residual=0.5, rng=8)
+    with pytest.warns(cj.CjstatsWarning, match="fits no generation term"):
+        f = cj.fit_joint(df.assign(score=np.clip(np.round(df["score"] + 3), 1, 5)), "ordinal")
+    assert f.diagnostics["n_cells"] == 3 * 8 * M
+    t = g_study(f, n_draws=100).table
+    assert (t["n"].iloc[0], t["m"].iloc[0], t["scale"].iloc[0]) == (8, M, "latent")
