@@ -41,16 +41,17 @@ def holey_file(tmp_path):
 
 class TestSharedOptions:
     @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "judges", "compare", "report", "humans",
-                                      "monitor"])
+                                      "monitor", "gstudy"])
     def test_every_data_subcommand_takes_the_same_data_options(self, name):
         params = {p.name for p in cli.commands[name].params}
         assert DATA_OPTIONS <= params
 
-    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate"])
+    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "gstudy"])
     def test_every_fitting_subcommand_takes_the_bayes_options(self, name):
         assert {"draws", "chains", "tune", "seed"} <= {p.name for p in cli.commands[name].params}
 
-    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "compare", "judges", "demo", "report"])
+    @pytest.mark.parametrize("name", ["decompose", "variance", "allocate", "compare", "judges", "demo", "report",
+                                      "gstudy"])
     def test_method_defaults_to_auto(self, name):
         method = next(p for p in cli.commands[name].params if p.opts == ["--method"])
         assert method.default in ("auto", ("auto",)) and "auto" in method.type.choices

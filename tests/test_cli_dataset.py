@@ -19,7 +19,7 @@ from cjstats.cli import cli
 from cjstats.cli._app import DATASETS
 from cli_helpers import run_main
 
-DATA_SUBCOMMANDS = ["decompose", "judges", "variance", "allocate", "compare", "humans", "report", "monitor"]
+DATA_SUBCOMMANDS = ["decompose", "judges", "variance", "allocate", "compare", "humans", "report", "monitor", "gstudy"]
 EXTRA = {"allocate": ["--budget", "480"]}
 METHOD_LINE = {"hanna": "Method: reml (--method auto: model 'BertGeneration', criterion 'Coherence' is not complete "
                         "and balanced, 1 of 480 judge calls missing)",

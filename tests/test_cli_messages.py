@@ -114,8 +114,10 @@ UNREACHABLE: dict[tuple[str, str], str] = {
                            "cjstats option",
     **{(cmd, "--model-scenario"): _PER_MODEL for cmd in ("allocate", "decompose", "demo", "drift", "judges", "report",
                                                           "study", "variance")},
-    **{(cmd, opt): _ORDINAL_FIT for cmd in ("compare", "demo", "drift", "judges", "study", "variance")
-       for opt in ("--link", "--thresholds") if (cmd, opt) != ("compare", "--link")},   # compare --method ordinal takes --link
+    ("gstudy", "--judges-per-generation"): _DESIGNS_ROWS,
+    **{(cmd, opt): _ORDINAL_FIT for cmd in ("compare", "demo", "drift", "gstudy", "judges", "study", "variance")
+       for opt in ("--link", "--thresholds")
+       if (cmd, opt) not in {("compare", "--link"), ("gstudy", "--link")}},   # their --method ordinal takes --link
 }
 
 

@@ -121,6 +121,22 @@ def test_g_study_refusals(fit):
     assert len(g_study(fit, k_total=7, judges="population", n_draws=10).table) == 1
 
 
+@pytest.mark.parametrize("method", ["anova", "reml"])
+def test_a_per_model_fit_is_refused_with_the_joint_call(method):
+    # a per-model fit's scenario variance is s2_scenario + s2_model_scenario and it has no covariance between the
+    # model means: E rho^2 is not identified, so g_study and replication name the joint fit of the same backend
+    scores = cj.read_scores(_sim(6, n=8))
+    per_model = cj.estimate(scores, method)
+    for f in (g_study, replication):
+        with pytest.raises(cj.CjstatsError) as err:
+            f(per_model)
+        msg = str(err.value)
+        assert msg.startswith(f"{f.__name__} needs the models fitted jointly, but got a per-model fit (cj.estimate)")
+        assert msg.endswith(f"fit the same table with cj.fit_joint(scores, '{method}') or pass "
+                            f"compare_models(scores, ...).fit.")
+    assert len(g_study(cj.fit_joint(scores, method), n_draws=10).table) == 1        # the call it names works
+
+
 def test_save_load(fit, tmp_path):
     g = g_study(fit, n=[10, 20], n_draws=50)
     g.save(tmp_path / "g")
@@ -234,3 +250,26 @@ def test_the_gstudy_plot_draws_each_strategy_with_its_band():
     plt.close(fig)
     with pytest.raises(cj.CjstatsError):
         cj.plots.gstudy_plot(object())
+
+
+@pytest.mark.slow
+def test_a_bayes_fit_gives_its_design_and_replicates():
+    # the Bayesian joint fit records its (model, scenario, generation) cells, so the defaults are the fit's n and m
+    pytest.importorskip("pymc")
+    f = cj.fit_joint(_sim(7, n=12), "bayes", draws=200, tune=200, chains=1, seed=1)
+    assert f.diagnostics["n_cells"] == P * 12 * M
+    t = g_study(f, n_draws=200).table
+    assert (t["n"].iloc[0], t["m"].iloc[0]) == (12, M)
+    r = replication(f, n=[12, 500], n_sims=500).table
+    assert r["kendall_tau"].iloc[1] > r["kendall_tau"].iloc[0]
+
+
+def test_an_ordinal_fit_gives_its_design_and_the_latent_scale():
+    # the joint ordinal fit records its (model, scenario, generation) cells: the default m is the fit's
+    df = simulate_joint(n=8, m=M, mu=[0.0, 0.5, 1.0], gamma=[-0.3, 0.0, 0.3], s2_scenario=1.0, s2_model_scenario=0.3,
+                        s2_generation=0.2, s2_residual=0.5, rng=8)
+    with pytest.warns(cj.CjstatsWarning, match="fits no generation term"):
+        f = cj.fit_joint(df.assign(score=np.clip(np.round(df["score"] + 3), 1, 5)), "ordinal")
+    assert f.diagnostics["n_cells"] == 3 * 8 * M
+    t = g_study(f, n_draws=100).table
+    assert (t["n"].iloc[0], t["m"].iloc[0], t["scale"].iloc[0]) == (8, M, "latent")

@@ -37,6 +37,9 @@ def _register() -> None:
     from cjstats.cli.compare import compare  # issue 10
 
     cli.add_command(compare)
+    from cjstats.cli.gstudy import gstudy  # issue 35: G and D studies of the models' ranking
+
+    cli.add_command(gstudy)
     from cjstats.cli.study import study
 
     cli.add_command(study)

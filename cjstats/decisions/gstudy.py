@@ -42,6 +42,23 @@ For the fully crossed p x I x L design (``strategy="fixed"``, k judges, m = 1, j
 Brennan's (2001, Table 4.3): sigma2(delta) = s2_pi/n + s2_pl/k + s2_pil,e/(nk) and sigma2(Delta) = sigma2(delta)
 + s2_i/n + s2_l/k + s2_il,e/(nk) (with s2_il inside our residual).
 
+Per-model fits (:func:`cjstats.estimate`) are refused: each model's ``scenario`` variance there is
+s2_scenario + s2_model_scenario (the shared scenario effects alpha_i, which cancel from a ranking, and the model x
+scenario effects, which do not, in one number), and the fits carry no covariance between the models' means (the
+shared scenarios and judges make them covary), so neither sigma2(delta) nor sigma2_p is identified. Every backend
+has a joint fit (:func:`cjstats.fit_joint`), which identifies both.
+
+Replication (:func:`replication`) simulates fresh benchmarks from the fit with the true parameters drawn from
+their uncertainty. With the models as random (``models="random"``, the default: the G study's universe of models,
+mu_p ~ N(m, tau^2) with m flat), the true cell means are drawn from their posterior given the estimates: the
+flat-prior draws eta ~ N(eta_hat, Sigma) (or a Bayes fit's posterior draws) are conditioned on the prior's
+pseudo-observation 0 = C L eta + tau e (e ~ N(0, I), L the row means, C = I - J/P) by Matheron's rule,
+eta* = eta - M (G + tau^2 I)^+ (C L eta + tau e), M = Sigma L'C, G = C L Sigma L'C, which shrinks the
+differences of the model means by their reliability and undoes the winner's curse of the observed top model.
+tau^2 is drawn from its posterior under a flat prior on tau: with the contrasts rotated to z = (UW)'x,
+independent N(0, tau^2 + d_j) (UW diag(d) (UW)' = G), log p(tau | x) = -1/2 sum_j [log(tau^2 + d_j) +
+z_j^2/(tau^2 + d_j)], on a grid. ``models="fixed"`` keeps the flat-prior draws.
+
 Intervals: parametric draws of every component, a scaled chi-square with Satterthwaite's degrees of freedom
 nu = 2 est^2/SE^2 (est x chi2_nu/nu; a component estimated at 0 is held at 0), drawn independently, and the
 universe variance the same way (or from the posterior draws of the model means); percentile intervals of the
@@ -94,6 +111,14 @@ class _Inputs:
 
 
 def _joint_inputs(fit: Any, caller: str) -> _Inputs:
+    from cjstats.results.components import VarianceComponents
+
+    if isinstance(fit, VarianceComponents):     # per-model fits: E rho^2 is not identified (module docstring)
+        raise CjstatsError(f"{caller} needs the models fitted jointly, but got a per-model fit (cj.estimate): its "
+                           f"scenario variance holds both the scenario effects every model shares, which cancel "
+                           f"from a ranking, and the model x scenario effects, which do not, and it has no "
+                           f"covariance between the models' means; fit the same table with "
+                           f"cj.fit_joint(scores, '{fit.method}') or pass compare_models(scores, ...).fit.")
     if not all(hasattr(fit, a) for a in ("cell_means", "covariance", "components", "model_means")):
         raise CjstatsError(f"The 'fit' argument of {caller} must be a joint fit of several models (from "
                            f"cjstats.fit_joint, or compare_models(...).fit). Got {type(fit).__name__} instead.")
@@ -270,7 +295,9 @@ def g_study(fit: Any, *, n: Any = None, m: Any = None, k: Any = None, strategy: 
     Parameters
     ----------
     fit : JointFit
-        A joint fit of the models (:func:`cjstats.fit_joint`, any backend: ``anova``, ``reml``, ``bayes``).
+        A joint fit of the models (:func:`cjstats.fit_joint` or ``compare_models(...).fit``, any backend:
+        ``anova``, ``reml``, ``bayes``, ``ordinal``). A per-model fit (:func:`cjstats.estimate`) is refused in
+        one sentence: it does not identify E rho^2 (module docstring).
     n, m, k : int or sequence of int, optional
         Scenarios, generations per (model, scenario) and judges per generation; sequences give a D study over
         their product (with every ``strategy``). Defaults: the fit's n and m; k = K_tot for ``"all"`` and
@@ -376,9 +403,59 @@ def _kendall_tau(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (np.sign(x[:, a] - x[:, b]) * np.sign(y[a] - y[b])).mean(axis=1)
 
 
+def _universe_posterior(means: np.ndarray, mean_cov: np.ndarray, size: int, rng: np.random.Generator
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draws of sigma2_p = tau^2 from its posterior with the models as draws mu_p ~ N(m, tau^2) (m flat, a flat
+    prior on tau), and the eigenbasis it uses: with U (P, P - 1) orthonormal on the contrasts and
+    U'C Sigma_mu C U = W diag(d) W', the rotated contrasts z = (UW)'x are independent N(0, tau^2 + d_j), so
+    log p(tau | x) = -1/2 sum_j [log(tau^2 + d_j) + z_j^2/(tau^2 + d_j)] + const, evaluated on a grid of tau
+    up to 4 sqrt(mean z^2 + max d) (with two models, one contrast, the flat prior alone leaves the posterior
+    improper, and this bound is part of the prior). Returns (tau^2 draws, UW, d)."""
+    x = np.asarray(means, float)
+    p = x.size
+    c = np.eye(p) - 1.0 / p
+    cv, cu = np.linalg.eigh(c)
+    u = cu[:, cv > 0.5]                                                # (P, P - 1): the contrasts
+    d, w = np.linalg.eigh(u.T @ c @ mean_cov @ c @ u)
+    d = np.clip(d, 0.0, None)
+    uw = u @ w
+    z = uw.T @ x
+    top = 4.0 * math.sqrt(float(np.mean(z * z)) + float(d.max(initial=0.0))) + 1e-12
+    grid = np.linspace(0.0, top, 801)
+    t2 = grid[:, None] ** 2 + d[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = -0.5 * np.sum(np.log(t2) + np.where(t2 > 0, z[None, :] ** 2 / t2, np.inf), axis=1)
+    logp = np.where(np.isfinite(logp), logp, -np.inf)
+    if not np.isfinite(logp).any():                                    # every contrast estimated without error
+        return np.full(size, float(np.mean(z * z))), uw, d
+    prob = np.exp(logp - logp.max())
+    prob /= prob.sum()
+    step = grid[1] - grid[0]
+    tau = grid[rng.choice(grid.size, size=size, p=prob)] + (rng.random(size) - 0.5) * step
+    return np.abs(tau) ** 2, uw, d
+
+
+def _shrink_to_models(eta: np.ndarray, inp: _Inputs, rng: np.random.Generator) -> np.ndarray:
+    """Draws of the cell means with the models as random (mu_p ~ N(m, tau^2), m flat) from draws ``eta``
+    (S, P, K) of the flat-prior posterior N(eta_hat, Sigma), by Matheron's rule (module docstring):
+    eta* = eta - M (G + tau^2 I)^+ (C L eta + tau e), M = Sigma L'C, G = C L Sigma L'C = UW diag(d) (UW)',
+    e ~ N(0, I), one tau^2 per draw from its posterior (:func:`_universe_posterior`)."""
+    s_n, p, k = eta.shape
+    lm = np.kron(np.eye(p), np.full((1, k), 1.0 / k))                # L: cell means -> model means
+    c = np.eye(p) - 1.0 / p
+    mm = inp.eta_cov @ lm.T @ c                                        # M (PK, P)
+    s2, uw, d = _universe_posterior(inp.means, inp.mean_cov, s_n, rng)
+    resid = eta.mean(axis=2) @ uw + np.sqrt(s2)[:, None] * rng.standard_normal((s_n, p - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(d[None, :] + s2[:, None] > 0, 1.0 / (d[None, :] + s2[:, None]), 0.0)
+    step = (resid * inv) @ uw.T @ mm.T                                 # (S, PK)
+    return eta - step.reshape(s_n, p, k)
+
+
 def replication(fit: Any, *, n: Any = None, m: Any = None, k: Any = None, strategy: str | Sequence[str] = "all",
                 judges: Literal["same", "new"] = "same", k_total: int | None = None, designs: Any = None,
-                n_sims: int = 4000, seed: int | None = 0) -> Replication:
+                models: Literal["random", "fixed"] = "random", n_sims: int = 4000,
+                seed: int | None = 0) -> Replication:
     """P(same top model) and E[Kendall tau] of a fresh replication of the benchmark, by simulation from the fit.
 
     Each of ``n_sims`` replications draws the parameters from the fit's uncertainty (the judge x model cell means
@@ -391,10 +468,19 @@ def replication(fit: Any, *, n: Any = None, m: Any = None, k: Any = None, strate
     main effects cancel from the ranking). The replicated ranking is compared with the observed one (the fit's
     model means): ``p_same_top`` = P(same top model), ``kendall_tau`` = E[tau], each with its Monte Carlo SE.
     Designs as in :func:`g_study`.
+
+    ``models="random"`` (default; the G study's view of the object of measurement) draws the true means from
+    their posterior with the models as draws from a universe of models, mu_p ~ N(m, sigma2_p) (sigma2_p the
+    universe score variance, drawn from its uncertainty): the estimates are shrunk toward their mean by the
+    reliability of the observed differences, which undoes the winner's curse of the observed top model, and the
+    probabilities are calibrated (``tests/test_gstudy_calibration.py``). ``models="fixed"`` draws them from
+    N(estimate, covariance) (a flat prior): overconfident when the models are close (two tied models: 0.70 for a
+    true 0.5).
     """
     caller = "replication"
     inp = _joint_inputs(fit, caller)
     check_choice("judges", judges, ("same", "new"), caller=caller)
+    check_choice("models", models, ("random", "fixed"), caller=caller)
     n_sims = check_positive_int("n_sims", n_sims, caller=caller)
     kt = inp.k_fit if k_total is None else check_positive_int("k_total", k_total, caller=caller)
     if judges == "same" and kt != inp.k_fit:
@@ -410,9 +496,11 @@ def replication(fit: Any, *, n: Any = None, m: Any = None, k: Any = None, strate
         vals, vecs = np.linalg.eigh(cov)
         root = vecs * np.sqrt(np.clip(vals, 0.0, None))
         eta = inp.cell_means[None] + (rng.standard_normal((n_sims, p * kf)) @ root.T).reshape(n_sims, p, kf)
+    comps = {k_: _chisq_draws(est, se, n_sims, rng) for k_, (est, se) in inp.comps.items()}
+    if models == "random":
+        eta = _shrink_to_models(eta, inp, rng)
     mu = eta.mean(axis=2)
     g = eta - mu[..., None]
-    comps = {k_: _chisq_draws(est, se, n_sims, rng) for k_, (est, se) in inp.comps.items()}
     observed = inp.means
     top_obs = int(np.argmax(observed))
     out, tops = [], []
@@ -441,7 +529,9 @@ def replication(fit: Any, *, n: Any = None, m: Any = None, k: Any = None, strate
         tops += [{"strategy": s, "n": n_, "m": m_, "k": k_, "model": name, "p_top": float(counts[i])}
                  for i, name in enumerate(inp.models)]
     unc = ("posterior draws of the cell means" if inp.eta_draws is not None else
-           "cell means from N(estimate, covariance)") + "; components as scaled chi-squares (Satterthwaite df)"
+           "cell means from N(estimate, covariance)") + (
+        ", shrunk as draws from a universe of models (models='random')" if models == "random" else
+        " (models='fixed')") + "; components as scaled chi-squares (Satterthwaite df)"
     return Replication(table=pd.DataFrame(out), top=pd.DataFrame(tops), models=inp.models,
                        observed=tuple(float(x) for x in observed), method=inp.method, scale=inp.scale,
                        uncertainty=unc)

@@ -157,7 +157,8 @@ def fit_joint(scores: Scores, *, ci_level: float, seed: int | None = 0, draws: i
 
     # the point estimate of a contrast is sum c * posterior mean of eta = posterior mean of the contrast
     div = int(idata.sample_stats["diverging"].values.sum())
-    diag = {"n": n_scen, "p": p, "k": k, "draws": draws, "chains": chains, "divergences": div, "seed": seed}
+    diag = {"n": n_scen, "p": p, "k": k, "n_cells": int(d.cell.max()) + 1, "draws": draws, "chains": chains,
+            "divergences": div, "seed": seed}   # n_cells: the (model, scenario, generation) cells (g_study reads m)
     return JointFit(method="bayes", models=d.models, judges=d.judges, cell_means=eta_d.mean(axis=0),
                     components=components_frame(rows, method="bayes", ci_level=ci_level), tests={},
                     ci_level=ci_level, diagnostics=diag, draws=eta_d,

@@ -387,7 +387,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
             "message": uf.message, "x": x.tolist(), "x_covariance": cov_x.tolist(),
             "values": c["values"].tolist(), "n_categories": int(c["values"].size),
             "kept_cells": kept.tolist(), "cell_labels": labels, "has_generation": False,
-            "generations_max": c["generations_max"],
+            "generations_max": c["generations_max"], "n_cells": int(np.unique(c["d"].cell).size),
             "identification": [{"parameter": f.parameter, "reason": f.reason, "fix": f.fix,
                                 "limit": f.limit} for f in sep.values()],
             "cell_counts": np.bincount(d.model * K + d.judge, minlength=P * K).reshape(P, K).tolist()}
