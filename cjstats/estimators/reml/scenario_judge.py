@@ -9,22 +9,42 @@ lme4's ``lmer(score ~ judge + (1|scenario) + (1|scenario:generation) + (1|scenar
 judges, ``score ~ 1 + (1|judge) + ...``). The judge fixed effects, the REML criteria and every formula that reads
 A = [J y]'H^{-1}[J y] and log|H| are the core module's; only A, log|H| and their derivatives change.
 
-Per scenario pattern p (:mod:`cjstats.stats.scenario_judge`: W = Z'Z, G = Z'J, count n_p, S_p = sum z_i and
-Sc_p = sum z_i z_i' with z_i = Z_i'y0_i), Woodbury gives H^{-1} = I - Z R Z' with
+The generation effects are eliminated first, in closed form, and the scenario effect joins the scenario x judge
+effects: inside scenario i every row has one judge, so the scenario's indicator is the sum of its K scenario x judge
+indicators Z_l (which are also the rows' judge columns J), and
 
-    C = I + Lambda W,   T = C^{-1},   R = (Lambda^{-1} + W)^{-1} = T Lambda,   log|H_i| = log|C|,
+    H_i = A_i + Z_l Psi Z_l',   A_i = I + theta_b Z_c Z_c',   Psi = theta_sj I + theta_a 11'  (K x K).
 
-so, with M_p(R) = [[n_p G'RG, G'R S_p], [S_p'RG, tr(R Sc_p)]],
+A_i is block diagonal by cell: A_c^{-1} = I - f_c 11' with f_c = theta_b/(1 + theta_b n_c) (as in the paper
+model, :mod:`cjstats.estimators.reml.core`). Woodbury on the K columns Z_l then gives, with
 
-    A = A_0 - sum_p M_p(R_p),   log|H| = sum_p n_p log|C_p|,
+    N_i = Z_l'A_i^{-1}Z_l = diag(n_l) - sum_c f_c D_c D_c',   r_i = Z_l'A_i^{-1}y0_i = s_i - sum_c f_c D_c Y_c,
+    R_i = [N_i  r_i] (K x K+1),  T_i = (I + N_i Psi)^{-1},  B_i = Psi T_i = (Psi^{-1} + N_i)^{-1},
 
-where A_0 = [J y0]'[J y0]. With E_k the selector of the effects whose variance is theta_k (so dLambda = E_k):
+(D_c the judge calls of cell c, n_c their number, Y_c and s_i the cell and scenario x judge sums of y0)
 
-    dR/dtheta_k = T E_k T' =: Q_k,          d2R/dtheta_j dtheta_k = -(T E_j W Q_k + Q_k W E_j T'),
-    dlog|C|/dtheta_k = tr(T E_k W),         d2log|C|/dtheta_j dtheta_k = -tr(E_j X E_k X),  X = W T,
+    A = sum_i [J y0]'A_i^{-1}[J y0] - sum_i R_i'B_i R_i,   log|H| = sum_c log(1 + theta_b n_c) + sum_i log|I + N_i Psi|.
 
-(the first from d(T Lambda) = -T E_k W T Lambda + T E_k and I - W T Lambda = (I + W Lambda)^{-1} = T'), and A is
-linear in R: dA = -sum_p M_p(Q_k), d2A = -sum_p M_p(d2R). Nothing is singular at theta = 0 (C = I there).
+The first sum is the paper model's at theta_a = 0 (size classes); the second needs K x K matrices per scenario
+pattern p (:mod:`cjstats.stats.scenario_judge`: scenarios with the same judge calls share N_i and B_i, so only
+n_p, rho_p = sum_i r_i and C_p = sum_i r_i r_i' enter, the last two linear and quadratic in the pattern's zsum
+and zscat). Nothing is singular at theta = 0: I + N Psi is similar to I + Psi^{1/2} N Psi^{1/2}, whose
+eigenvalues are >= 1, so T exists for every theta >= 0 and B = Psi T needs no Psi^{-1}.
+
+Derivatives. With E_a = 11', E_sj = I (dPsi/dtheta_k), N_b = dN/dtheta_b = -sum_c f_c' D_c D_c' and N_bb likewise
+(f' = 1/(1 + theta_b n)^2, f'' = -2n/(1 + theta_b n)^3), and R_b, R_bb the derivatives of R:
+
+    B_k = T'E_k T,  B_jk = -(T'E_j N B_k + B_k N E_j T),  B_b = -B N_b B,  B_bk = -(B N_b B_k + B_k N_b B),
+    B_bb = 2 B N_b B N_b B - B N_bb B,
+
+and A, linear in B and quadratic in R, is differentiated by the product rule (A_k = -sum R'B_k R,
+A_b = A0_b - sum (R_b'BR + R'BR_b + R'B_b R), ...). For log|I + N Psi|:
+
+    l_k = tr(T N E_k),  l_b = tr(B N_b),  l_jk = -tr(X E_j X E_k) (X = T N),  l_bk = tr(N_b B_k),
+    l_bb = tr(B N_bb) - tr(B N_b B N_b).
+
+Every evaluation costs a few products of K x K matrices per pattern (the cells enter only through D'diag(f)),
+instead of an inverse of order 1 + m + K.
 """
 
 from __future__ import annotations
@@ -55,72 +75,151 @@ class SJEvaluator(Evaluator):
         if not np.allclose(sj.shift, ys.shift, rtol=0, atol=0):
             sj = sj.recentre(ys.shift)
         self.sj = sj
-        w, g = sj.blocks()
-        self._w, self._g = w, g
-        m, q = sj.m, sj.q
-        self._sel = [np.array([0]), np.arange(1, 1 + m), np.arange(1 + m, q)]
-        self._lam_pattern = np.zeros((3, q))
-        for j, idx in enumerate(self._sel):
-            self._lam_pattern[j, idx] = 1.0
-        self._eye_q = np.eye(q)
-        self._np = sj.count
+        m, k = sj.m, sj.k
+        inc = np.asarray(sj.incidence, dtype=np.float64)
+        self._np = np.asarray(sj.count, dtype=np.float64)
+        self._d = np.ascontiguousarray(inc)                              # (P, m, K) D
+        self._dt = np.ascontiguousarray(inc.transpose(0, 2, 1))          # (P, K, m) D'
+        self._h = inc.sum(axis=2)                                        # (P, m) cell sizes (0: padding)
+        self._diag_nl = np.zeros((inc.shape[0], k, k))                   # diag(n_l): calls per judge
+        self._diag_nl[:, np.arange(k), np.arange(k)] = inc.sum(axis=1)
+        zs, zc = sj.zsum, sj.zscat
+        cy, cs = slice(1, 1 + m), slice(1 + m, 1 + m + k)
+        self._zy = np.ascontiguousarray(zs[:, cy])[:, :, None]           # (P, m, 1) sums of the cell sums
+        self._zs = np.ascontiguousarray(zs[:, cs])                       # (P, K) sums of s_i
+        self._syy = np.ascontiguousarray(zc[:, cy, cy])                  # (P, m, m) scatter of the cell sums
+        self._sys = np.ascontiguousarray(zc[:, cy, cs])                  # (P, m, K) cell sums x s_i
+        self._sss = np.ascontiguousarray(zc[:, cs, cs])                  # (P, K, K) scatter of s_i
+        self._diag_k = (np.arange(k), np.arange(k))
 
-    def _absorb(self, r: np.ndarray) -> np.ndarray:
-        """sum_p M_p(R_p) for R of shape (..., P, q, q): (..., K+1, K+1)."""
-        g, n, s, sc = self._g, self._np, self.sj.zsum, self.sj.zscat
-        k = self.k
-        rg = r @ g                                                   # (..., P, q, K)
-        gg = np.einsum("pak,...pal->...kl", g * n[:, None, None], rg)
-        gs = np.einsum("...pak,pa->...k", rg, s)
-        ss = np.einsum("...pab,pab->...", r, sc)
-        out = np.empty(r.shape[:-3] + (k + 1, k + 1))
-        out[..., :k, :k] = gg
-        out[..., :k, k] = gs
-        out[..., k, :k] = gs
-        out[..., k, k] = ss
+    def _cells(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For per-cell weights g (P, m): X = D'diag(g) (P, K, m), X D (P, K, K) and X sum_i Y_i (P, K)."""
+        x = self._dt * g[:, None, :]
+        return x, x @ self._d, (x @ self._zy)[:, :, 0]
+
+    def _absorb(self, x: np.ndarray | None, rl: np.ndarray, rr: np.ndarray, yy: float) -> np.ndarray:
+        """sum_p n_p Rl_p' X_p Rr_p (K+1, K+1) for per-pattern [N, rho/n_p]-shaped Rl, Rr (P, ., K+1), X (P, ., .)
+        (None: the identity), with the score entry replaced by ``yy``: the judge block is sum_p n_p N X N and the
+        cross block sum_p N X rho, but the score entry sum_i r_i'X r_i needs the scatter of the r_i."""
+        k1 = self.k + 1
+        xr = rr if x is None else x @ rr
+        out = (rl * self._np[:, None, None]).reshape(-1, k1).T @ xr.reshape(-1, k1)
+        out[-1, -1] = yy
         return out
+
+    def _wsum(self, x: np.ndarray, y: np.ndarray) -> float:
+        """sum_p n_p tr(X_p Y_p') for (P, K, K) arrays (X, Y per scenario of the pattern)."""
+        return float(self._np @ (x * y).sum(axis=(1, 2)))
+
+    @staticmethod
+    def _csum(x: np.ndarray, c: np.ndarray) -> float:
+        """sum_p tr(X_p C_p') for X per scenario of the pattern and C already summed over them (a scatter)."""
+        return float(np.vdot(x, c))
 
     def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
               ) -> tuple[Any, ...]:
         self.counter += 1
-        th = np.asarray(theta, dtype=float)[:3]
-        lam = th @ self._lam_pattern                                 # (q,)
-        w = self._w
-        c = self._eye_q + lam[:, None] * w                           # I + Lambda W
-        t = np.linalg.inv(c)
-        r = t * lam[None, None, :]
-        r = 0.5 * (r + r.transpose(0, 2, 1))
-        sign, logc = np.linalg.slogdet(c)
+        ta, tb, ts = (float(v) for v in np.asarray(theta, dtype=float)[:3])
+        k, k1 = self.k, self.k + 1
+        base, ddf, _ = self._arrays["fixed"]
+        sizes = self._sizes
+        n = self._np
+        # the cells: by size class for the paper model's part, per pattern for N and r
+        a_s = 1.0 / (1.0 + tb * sizes)
+        ac = 1.0 / (1.0 + tb * self._h)
+        x0, xd, xy = self._cells(tb * ac)
+        nmat = self._diag_nl - xd                                        # N
+        rho = self._zs - xy                                              # sum_i r_i
+        u = x0 @ self._syy - self._sys.transpose(0, 2, 1)                # X Syy - Sys'
+        c00 = self._sss - x0 @ self._sys + u @ x0.transpose(0, 2, 1)      # C = sum_i r_i r_i'
+        # T = (I + N Psi)^{-1}, B = Psi T, Psi = theta_sj I + theta_a 11' (N Psi = theta_sj N + theta_a (N1)1')
+        r1 = nmat.sum(axis=2)                                            # N 1
+        cmat = ts * nmat + ta * r1[:, :, None]
+        cmat[:, self._diag_k[0], self._diag_k[1]] += 1.0
+        sign, logc = np.linalg.slogdet(cmat)
         if np.any(sign <= 0):
-            k1 = self.k + 1
             return np.full((k1, k1), np.nan), math.inf, None, None
-        amat = self._base - self._absorb(r)
-        ld = float(self._np @ logc)
-        if which == "random":
-            amat = self._lmat.T @ amat @ self._lmat
+        tmat = np.linalg.inv(cmat)
+        v = tmat.sum(axis=1)                                             # T'1
+        bmat = ts * tmat + ta * v[:, None, :]
+        bmat = 0.5 * (bmat + bmat.transpose(0, 2, 1))
+        rbar = np.concatenate((nmat, (rho / n[:, None])[:, :, None]), axis=2)      # [N, rho/n]
+        br = bmat @ rbar
+        amat = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rbar, br, self._csum(bmat, c00))
+        ld = float(self._size_cells @ np.log1p(tb * sizes)) + float(n @ logc)
+        lmat = self._lmat if which == "random" else None
         if not (grad or hess):
-            return amat, ld, None, None
-        qk = np.stack([t[:, :, idx] @ t[:, :, idx].transpose(0, 2, 1) for idx in self._sel])   # (3, P, q, q)
-        x = w @ t                                                                             # (P, q, q)
-        diag_x = np.diagonal(x, axis1=1, axis2=2)                                             # (P, q)
-        dld = np.array([float(self._np @ diag_x[:, idx].sum(axis=1)) for idx in self._sel])
-        da = -self._absorb(qk)
-        if which == "random":
-            da = self._lmat.T @ da @ self._lmat
+            return (amat if lmat is None else lmat.T @ amat @ lmat), ld, None, None
+        # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
+        rv = (v[:, None, :] @ rbar)                                      # (P, 1, K+1): v'R
+        vc = (c00 @ v[:, :, None])[:, :, 0]
+        da_a = -self._absorb(None, rv, rv, float(np.vdot(v, vc)))
+        tr_ = tmat @ rbar
+        tc = tmat @ c00
+        da_s = -self._absorb(None, tr_, tr_, self._csum(tmat, tc))
+        dl_a = float(n @ (v * r1).sum(axis=1))                           # 1'T N 1
+        dl_s = self._wsum(tmat, nmat)                                    # tr(T N)
+        # theta_b
+        a2 = a_s * a_s
+        x1, xd1, xy1 = self._cells(ac * ac)
+        nb = -xd1
+        rb = np.concatenate((nb, (-xy1 / n[:, None])[:, :, None]), axis=2)
+        c0b = u @ x1.transpose(0, 2, 1)                               # sum_i r_i r_b,i'
+        nbbr = nb @ br
+        bnb = bmat @ nb
+        bnbb = bnb @ bmat                                                # B N_b B
+        g1 = self._absorb(None, rb, br, self._csum(bmat, c0b))
+        da_b = (-(a2 @ ddf).reshape(k1, k1) - (g1 + g1.T)
+                + self._absorb(None, br, nbbr, self._csum(bnbb, c00)))
+        dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
+        da = np.stack((da_a, da_b, da_s))
+        dld = np.array([dl_a, dl_b, dl_s])
         if not hess:
+            if lmat is not None:
+                amat, da = lmat.T @ amat @ lmat, lmat.T @ da @ lmat
             return amat, ld, da, dld
-        d2r = np.empty((3, 3) + t.shape)
+        # second derivatives (module docstring); parameters in the order (a, b, sj)
+        b_k = [v[:, :, None] * v[:, None, :], tmat.transpose(0, 2, 1) @ tmat]
+        # T'E_j N: E_a = 11' -> v (N1)'; E_sj = I -> T'N
+        ten = [v[:, :, None] * r1[:, None, :], tmat.transpose(0, 2, 1) @ nmat]
+        d2a = np.empty((3, 3, k1, k1))
         d2ld = np.empty((3, 3))
-        for j, jdx in enumerate(self._sel):
-            tew = t[:, :, jdx] @ w[:, jdx, :]                       # T E_j W  (P, q, q)
-            for kk, kdx in enumerate(self._sel):
-                v = tew @ qk[kk]
-                d2r[j, kk] = -(v + v.transpose(0, 2, 1))
-                d2ld[j, kk] = -float(self._np @ np.einsum("pab,pba->p", x[:, jdx][:, :, kdx], x[:, kdx][:, :, jdx]))
-        d2a = -self._absorb(d2r)
-        if which == "random":
-            d2a = self._lmat.T @ d2a @ self._lmat
+        pk = (0, 2)
+        xmat = tmat @ nmat                                               # X = T N
+        x1s = xmat.sum(axis=1)                                           # 1'X
+        xs1 = xmat.sum(axis=2)                                           # X 1
+        for j in range(2):
+            for kk in range(2):
+                g = ten[j] @ b_k[kk]
+                bjk = -(g + g.transpose(0, 2, 1))
+                d2a[pk[j], pk[kk]] = -self._absorb(bjk, rbar, rbar, self._csum(bjk, c00))
+        d2ld[0, 0] = -float(n @ xs1.sum(axis=1) ** 2)
+        d2ld[0, 2] = d2ld[2, 0] = -float(n @ (x1s * xs1).sum(axis=1))
+        d2ld[2, 2] = -self._wsum(xmat, xmat.transpose(0, 2, 1))
+        for kk in range(2):
+            bk = b_k[kk]
+            g = nb @ bk
+            bbk = -(bmat @ g + g.transpose(0, 2, 1) @ bmat)              # -(B N_b B_k + B_k N_b B)
+            h1 = self._absorb(None, rb, bk @ rbar, self._csum(bk, c0b))
+            d2a[1, pk[kk]] = d2a[pk[kk], 1] = -(h1 + h1.T) - self._absorb(bbk, rbar, rbar, self._csum(bbk, c00))
+            d2ld[1, pk[kk]] = d2ld[pk[kk], 1] = self._wsum(nb, bk)
+        x2, xd2, xy2 = self._cells(-2.0 * self._h * ac * ac * ac)
+        nbb = -xd2
+        rbb = np.concatenate((nbb, (-xy2 / n[:, None])[:, :, None]), axis=2)
+        c0bb = u @ x2.transpose(0, 2, 1)                              # sum_i r_i r_bb,i'
+        cbb = x1 @ self._syy @ x1.transpose(0, 2, 1)                     # sum_i r_b,i r_b,i'
+        b_b = -bnbb
+        b_bb = 2.0 * (bnbb @ nb @ bmat) - bmat @ nbb @ bmat
+        e1 = self._absorb(None, rbb, br, self._csum(bmat, c0bb))
+        e3 = self._absorb(b_b, rb, rbar, self._csum(b_b, c0b))
+        d2a[1, 1] = (-((-2.0 * sizes * a2 * a_s) @ ddf).reshape(k1, k1) - (e1 + e1.T)
+                     - 2.0 * self._absorb(bmat, rb, rb, self._csum(bmat, cbb)) - 2.0 * (e3 + e3.T)
+                     - self._absorb(b_bb, rbar, rbar, self._csum(b_bb, c00)))
+        d2ld[1, 1] = (-float(self._size_cells @ (sizes * sizes * a2)) + self._wsum(bmat, nbb)
+                      - self._wsum(bnb, bnb.transpose(0, 2, 1)))
         d2a = 0.5 * (d2a + d2a.transpose(1, 0, 2, 3))
+        if lmat is not None:
+            amat, da, d2a = lmat.T @ amat @ lmat, lmat.T @ da @ lmat, lmat.T @ d2a @ lmat
         return amat, ld, (da, d2a), (dld, 0.5 * (d2ld + d2ld.T))
 
 
