@@ -65,7 +65,9 @@ class SJEvaluator(Evaluator):
     """The fixed- and random-judge REML criteria of the model with ``scenario_judge`` (module docstring).
 
     theta = (theta_a, theta_b, theta_sj) for the fixed judges, (theta_a, theta_b, theta_sj, theta_j) for the
-    random ones (variances over the residual variance).
+    random ones (variances over the residual variance). The last evaluation is kept, so a gradient or Hessian
+    asked for at the same (theta_a, theta_b, theta_sj) (the KKT check after a step, the random-judge model's
+    theta_j direction) reuses what it shares with it.
     """
 
     n_h = 3     # relative variances in H
@@ -78,121 +80,190 @@ class SJEvaluator(Evaluator):
         m, k = sj.m, sj.k
         inc = np.asarray(sj.incidence, dtype=np.float64)
         self._np = np.asarray(sj.count, dtype=np.float64)
-        self._d = np.ascontiguousarray(inc)                              # (P, m, K) D
-        self._dt = np.ascontiguousarray(inc.transpose(0, 2, 1))          # (P, K, m) D'
-        self._h = inc.sum(axis=2)                                        # (P, m) cell sizes (0: padding)
-        self._diag_nl = np.zeros((inc.shape[0], k, k))                   # diag(n_l): calls per judge
+        p = inc.shape[0]
+        h = inc.sum(axis=2)                                              # (P, m) cell sizes (0: padding)
+        self._diag_nl = np.zeros((p, k, k))                              # diag(n_l): calls per judge
         self._diag_nl[:, np.arange(k), np.arange(k)] = inc.sum(axis=1)
-        zs, zc = sj.zsum, sj.zscat
-        cy, cs = slice(1, 1 + m), slice(1 + m, 1 + m + k)
-        self._zy = np.ascontiguousarray(zs[:, cy])[:, :, None]           # (P, m, 1) sums of the cell sums
-        self._zs = np.ascontiguousarray(zs[:, cs])                       # (P, K) sums of s_i
-        self._syy = np.ascontiguousarray(zc[:, cy, cy])                  # (P, m, m) scatter of the cell sums
-        self._sys = np.ascontiguousarray(zc[:, cy, cs])                  # (P, m, K) cell sums x s_i
-        self._sss = np.ascontiguousarray(zc[:, cs, cs])                  # (P, K, K) scatter of s_i
+        self._zs = np.ascontiguousarray(sj.zsum[:, 1 + m:])              # (P, K) sums of s_i
+        w, owner = _score_vectors(sj)
+        self._own = owner                                                # pattern of each score vector (None: j = p)
+        self._ws = np.ascontiguousarray(w[:, m:])                        # (J, K) scenario x judge sums
+        # the cells by size class h: sum_c g(n_c) D_c D_c' = sum_h g(h) DD_h, likewise the score sums
+        self._csizes = np.unique(h[h > 0])
+        onehot = (h[:, :, None] == self._csizes).astype(np.float64)     # (P, m, S)
+        dd = np.einsum("pch,pck,pcl->pklh", onehot, inc, inc)
+        dy = np.einsum("pch,pck,pc->pkh", onehot, inc, sj.zsum[:, 1:1 + m])
+        dw = np.einsum("jch,jck,jc->jkh", self._per_vec(onehot), self._per_vec(inc), w[:, :m])
+        n_s = self._csizes.shape[0]
+        self._dd = np.ascontiguousarray(dd).reshape(-1, n_s)             # (P K K, S)
+        self._dd1 = np.ascontiguousarray(dd.sum(axis=2)).reshape(-1, n_s)   # (P K, S): DD_h 1
+        self._nl = inc.sum(axis=1)                                       # (P, K)
+        self._dy = np.ascontiguousarray(dy).reshape(-1, n_s)             # (P K, S)
+        self._dw = np.ascontiguousarray(dw).reshape(-1, n_s)             # (J K, S)
+        self._eye_k = np.eye(k)
         self._diag_k = (np.arange(k), np.arange(k))
+        self._last: dict[str, Any] | None = None
+
+    def _per_vec(self, x: np.ndarray) -> np.ndarray:
+        """A per-pattern array (P, ...) read for each score vector (J, ...)."""
+        return x if self._own is None else x[self._own]
 
     def _cells(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For per-cell weights g (P, m): X = D'diag(g) (P, K, m), X D (P, K, K) and X sum_i Y_i (P, K)."""
-        x = self._dt * g[:, None, :]
-        return x, x @ self._d, (x @ self._zy)[:, :, 0]
+        """For weights g(h) per cell size (S,): sum_c g D_c D_c' per pattern (P, K, K), sum_c g D_c (sum_i Y_ic)
+        per pattern (P, K) and sum_c g D_c w_j,c per score vector (J, K)."""
+        k = self.k
+        return ((self._dd @ g).reshape(-1, k, k), (self._dy @ g).reshape(-1, k), (self._dw @ g).reshape(-1, k))
 
     def _absorb(self, x: np.ndarray | None, rl: np.ndarray, rr: np.ndarray, yy: float) -> np.ndarray:
         """sum_p n_p Rl_p' X_p Rr_p (K+1, K+1) for per-pattern [N, rho/n_p]-shaped Rl, Rr (P, ., K+1), X (P, ., .)
         (None: the identity), with the score entry replaced by ``yy``: the judge block is sum_p n_p N X N and the
-        cross block sum_p N X rho, but the score entry sum_i r_i'X r_i needs the scatter of the r_i."""
+        cross block sum_p N X rho, but the score entry sum_i r_i'X r_i needs the scatter of the r_i (:meth:`_quad`)."""
         k1 = self.k + 1
         xr = rr if x is None else x @ rr
         out = (rl * self._np[:, None, None]).reshape(-1, k1).T @ xr.reshape(-1, k1)
         out[-1, -1] = yy
         return out
 
+    def _quad(self, x: np.ndarray, rl: np.ndarray, rr: np.ndarray) -> float:
+        """sum_i rl_i'X_p(i) rr_i over the scenarios, as sum_j over the score vectors (X per pattern (P, K, K))."""
+        return float((rl * (self._per_vec(x) @ rr[:, :, None])[:, :, 0]).sum())
+
     def _wsum(self, x: np.ndarray, y: np.ndarray) -> float:
-        """sum_p n_p tr(X_p Y_p') for (P, K, K) arrays (X, Y per scenario of the pattern)."""
+        """sum_p n_p tr(X_p Y_p') for (P, K, K) arrays."""
         return float(self._np @ (x * y).sum(axis=(1, 2)))
 
-    @staticmethod
-    def _csum(x: np.ndarray, c: np.ndarray) -> float:
-        """sum_p tr(X_p C_p') for X per scenario of the pattern and C already summed over them (a scatter)."""
-        return float(np.vdot(x, c))
+    def _inverse(self, nmat: np.ndarray, r1: np.ndarray, ta: float, ts: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' and log|I + N Psi| per pattern
+        (None where |I + N Psi| <= 0, possible only for a negative theta).
+
+        I + N Psi = I + theta_sj N + theta_a (N1)1'. For theta >= 0 its leading principal minors are >= 1:
+        the k-th is |G_k| (1 + theta_a 1'G_k^{-1}(N1)_k) with G_k = I + theta_sj N_kk, a Stieltjes matrix (N is
+        positive semidefinite with off-diagonal entries -sum_c f_c D_ck D_cl <= 0), whose inverse is entrywise
+        >= 0, and N1 = sum_c D_c/(1 + theta_b n_c) >= 0. So elimination needs no pivoting
+        (:func:`_gauss_jordan`); a negative theta (asked for only by a difference quotient at the boundary) takes
+        LAPACK's pivoted inverse.
+        """
+        cmat = ts * nmat + ta * r1[:, :, None]
+        cmat += self._eye_k
+        if ta >= 0.0 and ts >= 0.0:
+            tmat, logc = _gauss_jordan(cmat)
+        else:
+            sign, logc = np.linalg.slogdet(cmat)
+            if np.any(sign <= 0):
+                return None
+            tmat = np.linalg.inv(cmat)
+        v = tmat.sum(axis=1)
+        bmat = ts * tmat + ta * v[:, None, :]
+        return tmat, v, bmat, logc
 
     def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
               ) -> tuple[Any, ...]:
         self.counter += 1
-        ta, tb, ts = (float(v) for v in np.asarray(theta, dtype=float)[:3])
+        key = tuple(float(v) for v in np.asarray(theta, dtype=float)[:3])
+        s = self._last
+        if s is None or s["key"] != key:
+            s = self._last = self._value(key)
+        k1 = self.k + 1
+        if s["amat"] is None:
+            return np.full((k1, k1), np.nan), math.inf, None, None
+        if (grad or hess) and "da" not in s:
+            self._grad(s)
+        if hess and "d2a" not in s:
+            self._hess(s)
+        lm = self._lmat if which == "random" else None
+
+        def out(x: np.ndarray) -> np.ndarray:
+            return x.copy() if lm is None else lm.T @ x @ lm
+
+        amat, ld = out(s["amat"]), s["ld"]
+        if hess:
+            return amat, ld, (out(s["da"]), out(s["d2a"])), (s["dld"].copy(), s["d2ld"].copy())
+        if grad:
+            return amat, ld, out(s["da"]), s["dld"].copy()
+        return amat, ld, None, None
+
+    def _value(self, key: tuple[float, float, float]) -> dict[str, Any]:
+        """A and log|H| at theta = ``key`` (module docstring), and what the derivatives reuse."""
+        ta, tb, ts = key
         k, k1 = self.k, self.k + 1
         base, ddf, _ = self._arrays["fixed"]
-        sizes = self._sizes
-        n = self._np
-        # the cells: by size class for the paper model's part, per pattern for N and r
+        sizes, n = self._sizes, self._np
+        s: dict[str, Any] = {"key": key, "amat": None}
+        # the cells: by size class for the paper model's part, per pattern for N and rho, per vector for r
         a_s = 1.0 / (1.0 + tb * sizes)
-        ac = 1.0 / (1.0 + tb * self._h)
-        x0, xd, xy = self._cells(tb * ac)
+        ac = 1.0 / (1.0 + tb * self._csizes)
+        g = tb * ac
+        xd, xy, xw = self._cells(g)
         nmat = self._diag_nl - xd                                        # N
         rho = self._zs - xy                                              # sum_i r_i
-        u = x0 @ self._syy - self._sys.transpose(0, 2, 1)                # X Syy - Sys'
-        c00 = self._sss - x0 @ self._sys + u @ x0.transpose(0, 2, 1)      # C = sum_i r_i r_i'
-        # T = (I + N Psi)^{-1}, B = Psi T, Psi = theta_sj I + theta_a 11' (N Psi = theta_sj N + theta_a (N1)1')
-        r1 = nmat.sum(axis=2)                                            # N 1
-        cmat = ts * nmat + ta * r1[:, :, None]
-        cmat[:, self._diag_k[0], self._diag_k[1]] += 1.0
-        sign, logc = np.linalg.slogdet(cmat)
-        if np.any(sign <= 0):
-            return np.full((k1, k1), np.nan), math.inf, None, None
-        tmat = np.linalg.inv(cmat)
-        v = tmat.sum(axis=1)                                             # T'1
-        bmat = ts * tmat + ta * v[:, None, :]
-        bmat = 0.5 * (bmat + bmat.transpose(0, 2, 1))
+        r = self._ws - xw                                                # r of each score vector
+        r1 = self._nl - (self._dd1 @ g).reshape(-1, self.k)              # N 1
+        inv = self._inverse(nmat, r1, ta, ts)
+        if inv is None:
+            return s
+        tmat, v, bmat, logc = inv
         rbar = np.concatenate((nmat, (rho / n[:, None])[:, :, None]), axis=2)      # [N, rho/n]
         br = bmat @ rbar
-        amat = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rbar, br, self._csum(bmat, c00))
-        ld = float(self._size_cells @ np.log1p(tb * sizes)) + float(n @ logc)
-        lmat = self._lmat if which == "random" else None
-        if not (grad or hess):
-            return (amat if lmat is None else lmat.T @ amat @ lmat), ld, None, None
+        brj = (self._per_vec(bmat) @ r[:, :, None])[:, :, 0]             # B r per score vector
+        s.update(a_s=a_s, ac=ac, nmat=nmat, r=r, r1=r1, tmat=tmat, v=v, bmat=bmat, rbar=rbar, br=br, brj=brj)
+        s["amat"] = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rbar, br, float((r * brj).sum()))
+        s["ld"] = float(self._size_cells @ np.log1p(tb * sizes)) + float(n @ logc)
+        return s
+
+    def _grad(self, s: dict[str, Any]) -> None:
+        """dA and dlog|H| in (theta_a, theta_b, theta_sj) (module docstring)."""
+        k1 = self.k + 1
+        _, ddf, _ = self._arrays["fixed"]
+        sizes, n = self._sizes, self._np
+        nmat, r, tmat, v, bmat, rbar, br, brj = (s[x] for x in ("nmat", "r", "tmat", "v", "bmat", "rbar", "br",
+                                                                 "brj"))
         # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
-        rv = (v[:, None, :] @ rbar)                                      # (P, 1, K+1): v'R
-        vc = (c00 @ v[:, :, None])[:, :, 0]
-        da_a = -self._absorb(None, rv, rv, float(np.vdot(v, vc)))
+        rv = v[:, None, :] @ rbar                                        # (P, 1, K+1): v'R
+        da_a = -self._absorb(None, rv, rv, float(((self._per_vec(v) * r).sum(axis=1) ** 2).sum()))
         tr_ = tmat @ rbar
-        tc = tmat @ c00
-        da_s = -self._absorb(None, tr_, tr_, self._csum(tmat, tc))
-        dl_a = float(n @ (v * r1).sum(axis=1))                           # 1'T N 1
+        da_s = -self._absorb(None, tr_, tr_, float(((self._per_vec(tmat) @ r[:, :, None]) ** 2).sum()))
+        dl_a = float(n @ (v * s["r1"]).sum(axis=1))                      # 1'T N 1
         dl_s = self._wsum(tmat, nmat)                                    # tr(T N)
         # theta_b
-        a2 = a_s * a_s
-        x1, xd1, xy1 = self._cells(ac * ac)
-        nb = -xd1
+        a_s, ac = s["a_s"], s["ac"]
+        xd1, xy1, xw1 = self._cells(ac * ac)
+        nb = -xd1                                                        # N_b
         rb = np.concatenate((nb, (-xy1 / n[:, None])[:, :, None]), axis=2)
-        c0b = u @ x1.transpose(0, 2, 1)                               # sum_i r_i r_b,i'
-        nbbr = nb @ br
+        r_b = -xw1
+        g1 = self._absorb(None, rb, br, float((r_b * brj).sum()))
+        da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (g1 + g1.T)
+                + self._absorb(None, br, nb @ br, self._quad(nb, brj, brj)))
+        dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
+        s.update(nb=nb, rb=rb, r_b=r_b)
+        s["da"] = np.stack((da_a, da_b, da_s))
+        s["dld"] = np.array([dl_a, dl_b, dl_s])
+
+    def _hess(self, s: dict[str, Any]) -> None:
+        """d2A and d2log|H| (module docstring); parameters in the order (a, b, sj)."""
+        k1 = self.k + 1
+        _, ddf, _ = self._arrays["fixed"]
+        sizes, n = self._sizes, self._np
+        nmat, r, tmat, v, bmat, rbar, br, brj = (s[x] for x in ("nmat", "r", "tmat", "v", "bmat", "rbar", "br",
+                                                                 "brj"))
+        nb, rb, r_b = (s[x] for x in ("nb", "rb", "r_b"))
         bnb = bmat @ nb
         bnbb = bnb @ bmat                                                # B N_b B
-        g1 = self._absorb(None, rb, br, self._csum(bmat, c0b))
-        da_b = (-(a2 @ ddf).reshape(k1, k1) - (g1 + g1.T)
-                + self._absorb(None, br, nbbr, self._csum(bnbb, c00)))
-        dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
-        da = np.stack((da_a, da_b, da_s))
-        dld = np.array([dl_a, dl_b, dl_s])
-        if not hess:
-            if lmat is not None:
-                amat, da = lmat.T @ amat @ lmat, lmat.T @ da @ lmat
-            return amat, ld, da, dld
-        # second derivatives (module docstring); parameters in the order (a, b, sj)
-        b_k = [v[:, :, None] * v[:, None, :], tmat.transpose(0, 2, 1) @ tmat]
-        # T'E_j N: E_a = 11' -> v (N1)'; E_sj = I -> T'N
-        ten = [v[:, :, None] * r1[:, None, :], tmat.transpose(0, 2, 1) @ nmat]
+        a_s, ac = s["a_s"], s["ac"]
+        tt = tmat.transpose(0, 2, 1)
+        b_k = [v[:, :, None] * v[:, None, :], tt @ tmat]                 # B_a, B_sj
+        ten = [v[:, :, None] * s["r1"][:, None, :], tt @ nmat]          # T'E_j N: v (N1)', T'N
         d2a = np.empty((3, 3, k1, k1))
         d2ld = np.empty((3, 3))
         pk = (0, 2)
-        xmat = tmat @ nmat                                               # X = T N
-        x1s = xmat.sum(axis=1)                                           # 1'X
-        xs1 = xmat.sum(axis=2)                                           # X 1
         for j in range(2):
             for kk in range(2):
                 g = ten[j] @ b_k[kk]
                 bjk = -(g + g.transpose(0, 2, 1))
-                d2a[pk[j], pk[kk]] = -self._absorb(bjk, rbar, rbar, self._csum(bjk, c00))
+                d2a[pk[j], pk[kk]] = -self._absorb(bjk, rbar, rbar, self._quad(bjk, r, r))
+        xmat = tmat @ nmat                                               # X = T N
+        x1s = xmat.sum(axis=1)                                           # 1'X
+        xs1 = xmat.sum(axis=2)                                           # X 1
         d2ld[0, 0] = -float(n @ xs1.sum(axis=1) ** 2)
         d2ld[0, 2] = d2ld[2, 0] = -float(n @ (x1s * xs1).sum(axis=1))
         d2ld[2, 2] = -self._wsum(xmat, xmat.transpose(0, 2, 1))
@@ -200,27 +271,69 @@ class SJEvaluator(Evaluator):
             bk = b_k[kk]
             g = nb @ bk
             bbk = -(bmat @ g + g.transpose(0, 2, 1) @ bmat)              # -(B N_b B_k + B_k N_b B)
-            h1 = self._absorb(None, rb, bk @ rbar, self._csum(bk, c0b))
-            d2a[1, pk[kk]] = d2a[pk[kk], 1] = -(h1 + h1.T) - self._absorb(bbk, rbar, rbar, self._csum(bbk, c00))
+            h1 = self._absorb(None, rb, bk @ rbar, self._quad(bk, r_b, r))
+            d2a[1, pk[kk]] = d2a[pk[kk], 1] = -(h1 + h1.T) - self._absorb(bbk, rbar, rbar, self._quad(bbk, r, r))
             d2ld[1, pk[kk]] = d2ld[pk[kk], 1] = self._wsum(nb, bk)
-        x2, xd2, xy2 = self._cells(-2.0 * self._h * ac * ac * ac)
-        nbb = -xd2
+        a2 = a_s * a_s
+        xd2, xy2, xw2 = self._cells(-2.0 * self._csizes * ac * ac * ac)
+        nbb = -xd2                                                       # N_bb
         rbb = np.concatenate((nbb, (-xy2 / n[:, None])[:, :, None]), axis=2)
-        c0bb = u @ x2.transpose(0, 2, 1)                              # sum_i r_i r_bb,i'
-        cbb = x1 @ self._syy @ x1.transpose(0, 2, 1)                     # sum_i r_b,i r_b,i'
+        r_bb = -xw2
         b_b = -bnbb
         b_bb = 2.0 * (bnbb @ nb @ bmat) - bmat @ nbb @ bmat
-        e1 = self._absorb(None, rbb, br, self._csum(bmat, c0bb))
-        e3 = self._absorb(b_b, rb, rbar, self._csum(b_b, c0b))
+        e1 = self._absorb(None, rbb, br, float((r_bb * brj).sum()))
+        e3 = self._absorb(b_b, rb, rbar, self._quad(b_b, r_b, r))
         d2a[1, 1] = (-((-2.0 * sizes * a2 * a_s) @ ddf).reshape(k1, k1) - (e1 + e1.T)
-                     - 2.0 * self._absorb(bmat, rb, rb, self._csum(bmat, cbb)) - 2.0 * (e3 + e3.T)
-                     - self._absorb(b_bb, rbar, rbar, self._csum(b_bb, c00)))
+                     - 2.0 * self._absorb(bmat, rb, rb, self._quad(bmat, r_b, r_b)) - 2.0 * (e3 + e3.T)
+                     - self._absorb(b_bb, rbar, rbar, self._quad(b_bb, r, r)))
         d2ld[1, 1] = (-float(self._size_cells @ (sizes * sizes * a2)) + self._wsum(bmat, nbb)
                       - self._wsum(bnb, bnb.transpose(0, 2, 1)))
-        d2a = 0.5 * (d2a + d2a.transpose(1, 0, 2, 3))
-        if lmat is not None:
-            amat, da, d2a = lmat.T @ amat @ lmat, lmat.T @ da @ lmat, lmat.T @ d2a @ lmat
-        return amat, ld, (da, d2a), (dld, 0.5 * (d2ld + d2ld.T))
+        s["d2a"] = 0.5 * (d2a + d2a.transpose(1, 0, 2, 3))
+        s["d2ld"] = 0.5 * (d2ld + d2ld.T)
+
+
+def _gauss_jordan(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse and log-determinant of each of P K x K matrices (P, K, K) whose leading principal minors are
+    positive (so every pivot is): Gauss-Jordan elimination in place without pivoting, vectorised over the P
+    matrices (K steps of whole-array operations, faster for small K than a LAPACK call per matrix);
+    log|C| is the sum of the logs of the pivots.
+    """
+    a = np.ascontiguousarray(c.transpose(1, 2, 0))                       # (K, K, P)
+    k = a.shape[0]
+    piv = np.empty((k, a.shape[2]))
+    for j in range(k):
+        p = a[j, j].copy()
+        piv[j] = p
+        a[j, j] = 1.0
+        a[j] /= p
+        col = a[:, j].copy()
+        col[j] = 0.0
+        a[:, j] = 0.0
+        a[j, j] = 1.0 / p
+        a -= col[:, None, :] * a[j][None, :, :]
+    return np.ascontiguousarray(a.transpose(2, 0, 1)), np.log(piv).sum(axis=0)
+
+
+def _score_vectors(sj: ScenarioJudgeStats) -> tuple[np.ndarray, np.ndarray | None]:
+    """Vectors w_j = (cell sums, scenario x judge sums) with sum over a pattern's w_j w_j' = its scatter
+    (zscat without the scenario-sum row): a pattern of one scenario is its z itself, a larger one the columns
+    V_r sqrt(lambda_r) of its nonzero eigenpairs (at most count and m + K of them). Returns the (J, m + K)
+    vectors and the pattern of each (None when vector j is pattern j, every pattern one scenario)."""
+    zs, zc = sj.zsum[:, 1:], sj.zscat[:, 1:, 1:]
+    single = sj.count <= 1
+    if single.all():
+        return np.ascontiguousarray(zs), None
+    vecs = [zs[single]]
+    owner = [np.flatnonzero(single)]
+    multi = np.flatnonzero(~single)
+    lam, vec = np.linalg.eigh(zc[multi])                                 # ascending eigenvalues
+    for i, p in enumerate(multi):
+        keep = int(min(sj.count[p], lam.shape[1]))
+        lp, vp = lam[i, -keep:], vec[i][:, -keep:]
+        pos = lp > 0
+        vecs.append((vp[:, pos] * np.sqrt(lp[pos])).T)
+        owner.append(np.full(int(pos.sum()), p))
+    return np.concatenate(vecs), np.concatenate(owner)
 
 
 def sj_moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
