@@ -101,6 +101,7 @@ class SJEvaluator(Evaluator):
         self._dy = np.ascontiguousarray(dy).reshape(-1, n_s)             # (P K, S)
         self._dw = np.ascontiguousarray(dw).reshape(-1, n_s)             # (J K, S)
         self._eye_k = np.eye(k)
+        self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
         self._diag_k = (np.arange(k), np.arange(k))
         self._last: dict[str, Any] | None = None
 
@@ -130,7 +131,7 @@ class SJEvaluator(Evaluator):
 
     def _wsum(self, x: np.ndarray, y: np.ndarray) -> float:
         """sum_p n_p tr(X_p Y_p') for (P, K, K) arrays."""
-        return float(self._np @ (x * y).sum(axis=(1, 2)))
+        return float(((x * y).reshape(x.shape[0], -1) @ self._ones_kk) @ self._np)
 
     def _inverse(self, nmat: np.ndarray, r1: np.ndarray, ta: float, ts: float
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -147,15 +148,17 @@ class SJEvaluator(Evaluator):
         cmat = ts * nmat + ta * r1[:, :, None]
         cmat += self._eye_k
         if ta >= 0.0 and ts >= 0.0:
-            tmat, logc = _gauss_jordan(cmat)
-        else:
-            sign, logc = np.linalg.slogdet(cmat)
-            if np.any(sign <= 0):
-                return None
-            tmat = np.linalg.inv(cmat)
+            t_soa, logc = _gauss_jordan(cmat)                            # T as (K, K, P)
+            v_soa = t_soa.sum(axis=0)
+            b_soa = ts * t_soa + ta * v_soa[None, :, :]
+            return (np.ascontiguousarray(t_soa.transpose(2, 0, 1)), np.ascontiguousarray(v_soa.T),
+                    np.ascontiguousarray(b_soa.transpose(2, 0, 1)), logc)
+        sign, logc = np.linalg.slogdet(cmat)
+        if np.any(sign <= 0):
+            return None
+        tmat = np.linalg.inv(cmat)
         v = tmat.sum(axis=1)
-        bmat = ts * tmat + ta * v[:, None, :]
-        return tmat, v, bmat, logc
+        return tmat, v, ts * tmat + ta * v[:, None, :], logc
 
     def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
               ) -> tuple[Any, ...]:
@@ -220,10 +223,11 @@ class SJEvaluator(Evaluator):
                                                                  "brj"))
         # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
         rv = v[:, None, :] @ rbar                                        # (P, 1, K+1): v'R
-        da_a = -self._absorb(None, rv, rv, float(((self._per_vec(v) * r).sum(axis=1) ** 2).sum()))
+        vr = (self._per_vec(v) * r) @ self._ones_k
+        da_a = -self._absorb(None, rv, rv, float(vr @ vr))
         tr_ = tmat @ rbar
         da_s = -self._absorb(None, tr_, tr_, float(((self._per_vec(tmat) @ r[:, :, None]) ** 2).sum()))
-        dl_a = float(n @ (v * s["r1"]).sum(axis=1))                      # 1'T N 1
+        dl_a = float(((v * s["r1"]) @ self._ones_k) @ n)                 # 1'T N 1
         dl_s = self._wsum(tmat, nmat)                                    # tr(T N)
         # theta_b
         a_s, ac = s["a_s"], s["ac"]
@@ -262,10 +266,10 @@ class SJEvaluator(Evaluator):
                 bjk = -(g + g.transpose(0, 2, 1))
                 d2a[pk[j], pk[kk]] = -self._absorb(bjk, rbar, rbar, self._quad(bjk, r, r))
         xmat = tmat @ nmat                                               # X = T N
-        x1s = xmat.sum(axis=1)                                           # 1'X
-        xs1 = xmat.sum(axis=2)                                           # X 1
-        d2ld[0, 0] = -float(n @ xs1.sum(axis=1) ** 2)
-        d2ld[0, 2] = d2ld[2, 0] = -float(n @ (x1s * xs1).sum(axis=1))
+        x1s = self._ones_k @ xmat                                        # 1'X
+        xs1 = xmat @ self._ones_k                                        # X 1
+        d2ld[0, 0] = -float(n @ (xs1 @ self._ones_k) ** 2)
+        d2ld[0, 2] = d2ld[2, 0] = -float(n @ ((x1s * xs1) @ self._ones_k))
         d2ld[2, 2] = -self._wsum(xmat, xmat.transpose(0, 2, 1))
         for kk in range(2):
             bk = b_k[kk]
@@ -293,7 +297,7 @@ class SJEvaluator(Evaluator):
 
 
 def _gauss_jordan(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse and log-determinant of each of P K x K matrices (P, K, K) whose leading principal minors are
+    """Inverse (as (K, K, P): entry (i, j) of every matrix contiguous) and log-determinant of each of P K x K matrices (P, K, K) whose leading principal minors are
     positive (so every pivot is): Gauss-Jordan elimination in place without pivoting, vectorised over the P
     matrices (K steps of whole-array operations, faster for small K than a LAPACK call per matrix);
     log|C| is the sum of the logs of the pivots.
@@ -311,7 +315,7 @@ def _gauss_jordan(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a[:, j] = 0.0
         a[j, j] = 1.0 / p
         a -= col[:, None, :] * a[j][None, :, :]
-    return np.ascontiguousarray(a.transpose(2, 0, 1)), np.log(piv).sum(axis=0)
+    return a, np.log(piv).sum(axis=0)
 
 
 def _score_vectors(sj: ScenarioJudgeStats) -> tuple[np.ndarray, np.ndarray | None]:
