@@ -37,6 +37,7 @@ class _FullWoodbury(SJEvaluator):
             self._lam_pattern[j, idx] = 1.0
         self._eye_q = np.eye(q)
         self._base0 = self._base
+        self._np = np.asarray(self.sj.count, dtype=float)
 
     def _m(self, r):
         g, n, s, sc = self._g, self._np, self.sj.zsum, self.sj.zscat

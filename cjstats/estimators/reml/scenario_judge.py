@@ -65,9 +65,15 @@ class SJEvaluator(Evaluator):
     """The fixed- and random-judge REML criteria of the model with ``scenario_judge`` (module docstring).
 
     theta = (theta_a, theta_b, theta_sj) for the fixed judges, (theta_a, theta_b, theta_sj, theta_j) for the
-    random ones (variances over the residual variance). The last evaluation is kept, so a gradient or Hessian
-    asked for at the same (theta_a, theta_b, theta_sj) (the KKT check after a step, the random-judge model's
-    theta_j direction) reuses what it shares with it.
+    random ones (variances over the residual variance).
+
+    The scenarios of a pattern enter through the pattern's count n_p, zsum and zscat, i.e. through its augmented
+    scatter sum_i (1, z_i)(1, z_i)'. Written as sum_j (c_j, w_j)(c_j, w_j)' over a few *units* j
+    (:func:`_units`: a pattern of one scenario is one unit, c = 1 and w = z), every sum over scenarios is a sum
+    over units of one K x (K+1) matrix R_j = [c_j N_p, r(w_j)] (r linear in w), so that
+    sum_i R_i'B R_i = sum_j R_j'B R_j, judge, cross and score blocks at once. The last evaluation is kept, so
+    a gradient or Hessian asked for at the same (theta_a, theta_b, theta_sj) (the KKT check after a step, the
+    random-judge model's theta_j direction) reuses what it shares with it.
     """
 
     n_h = 3     # relative variances in H
@@ -78,64 +84,51 @@ class SJEvaluator(Evaluator):
             sj = sj.recentre(ys.shift)
         self.sj = sj
         m, k = sj.m, sj.k
-        inc = np.asarray(sj.incidence, dtype=np.float64)
-        self._np = np.asarray(sj.count, dtype=np.float64)
-        p = inc.shape[0]
-        h = inc.sum(axis=2)                                              # (P, m) cell sizes (0: padding)
-        self._diag_nl = np.zeros((p, k, k))                              # diag(n_l): calls per judge
+        c, w, owner = _units(sj)
+        inc = np.asarray(sj.incidence, dtype=np.float64)[owner]         # (J, m, K) judge calls of each unit's pattern
+        j = inc.shape[0]
+        h = inc.sum(axis=2)                                              # (J, m) cell sizes (0: padding)
+        self._c = c[:, None, None]                                       # (J, 1, 1)
+        self._wt = c * c                                                 # (J,): sum over a pattern's units = n_p
+        self._diag_nl = np.zeros((j, k, k))                              # diag(n_l): calls per judge
         self._diag_nl[:, np.arange(k), np.arange(k)] = inc.sum(axis=1)
-        self._zs = np.ascontiguousarray(sj.zsum[:, 1 + m:])              # (P, K) sums of s_i
-        w, owner = _score_vectors(sj)
-        self._own = owner                                                # pattern of each score vector (None: j = p)
-        self._ws = np.ascontiguousarray(w[:, m:])                        # (J, K) scenario x judge sums
-        # the cells by size class h: sum_c g(n_c) D_c D_c' = sum_h g(h) DD_h, likewise the score sums
+        self._nl = inc.sum(axis=1)                                       # (J, K)
+        self._ws = np.ascontiguousarray(w[:, m:])                        # (J, K) scenario x judge part of w
+        # the cells by size class h: sum_c g(n_c) D_c D_c' = sum_h g(h) DD_h, likewise D_c times the cell sums
         self._csizes = np.unique(h[h > 0])
-        onehot = (h[:, :, None] == self._csizes).astype(np.float64)     # (P, m, S)
-        dd = np.einsum("pch,pck,pcl->pklh", onehot, inc, inc)
-        dy = np.einsum("pch,pck,pc->pkh", onehot, inc, sj.zsum[:, 1:1 + m])
-        dw = np.einsum("jch,jck,jc->jkh", self._per_vec(onehot), self._per_vec(inc), w[:, :m])
+        onehot = (h[:, :, None] == self._csizes).astype(np.float64)     # (J, m, S)
+        dd = np.einsum("jch,jck,jcl->jklh", onehot, inc, inc)
+        dw = np.einsum("jch,jck,jc->jkh", onehot, inc, w[:, :m])
         n_s = self._csizes.shape[0]
-        self._dd = np.ascontiguousarray(dd).reshape(-1, n_s)             # (P K K, S)
-        self._dd1 = np.ascontiguousarray(dd.sum(axis=2)).reshape(-1, n_s)   # (P K, S): DD_h 1
-        self._nl = inc.sum(axis=1)                                       # (P, K)
-        self._dy = np.ascontiguousarray(dy).reshape(-1, n_s)             # (P K, S)
+        self._dd = np.ascontiguousarray(dd).reshape(-1, n_s)             # (J K K, S)
+        self._dd1 = np.ascontiguousarray(dd.sum(axis=2)).reshape(-1, n_s)   # (J K, S): DD_h 1
         self._dw = np.ascontiguousarray(dw).reshape(-1, n_s)             # (J K, S)
         self._eye_k = np.eye(k)
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
-        self._diag_k = (np.arange(k), np.arange(k))
         self._last: dict[str, Any] | None = None
 
-    def _per_vec(self, x: np.ndarray) -> np.ndarray:
-        """A per-pattern array (P, ...) read for each score vector (J, ...)."""
-        return x if self._own is None else x[self._own]
-
-    def _cells(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For weights g(h) per cell size (S,): sum_c g D_c D_c' per pattern (P, K, K), sum_c g D_c (sum_i Y_ic)
-        per pattern (P, K) and sum_c g D_c w_j,c per score vector (J, K)."""
+    def _cells(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For weights g(h) per cell size (S,): sum_c g D_c D_c' (J, K, K) and sum_c g D_c w_j,c (J, K) per unit."""
         k = self.k
-        return ((self._dd @ g).reshape(-1, k, k), (self._dy @ g).reshape(-1, k), (self._dw @ g).reshape(-1, k))
+        return (self._dd @ g).reshape(-1, k, k), (self._dw @ g).reshape(-1, k)
 
-    def _absorb(self, x: np.ndarray | None, rl: np.ndarray, rr: np.ndarray, yy: float) -> np.ndarray:
-        """sum_p n_p Rl_p' X_p Rr_p (K+1, K+1) for per-pattern [N, rho/n_p]-shaped Rl, Rr (P, ., K+1), X (P, ., .)
-        (None: the identity), with the score entry replaced by ``yy``: the judge block is sum_p n_p N X N and the
-        cross block sum_p N X rho, but the score entry sum_i r_i'X r_i needs the scatter of the r_i (:meth:`_quad`)."""
+    def _rmat(self, nmat: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """R_j = [c_j N_j, r_j] (J, K, K+1)."""
+        return np.concatenate((self._c * nmat, r[:, :, None]), axis=2)
+
+    def _absorb(self, x: np.ndarray | None, rl: np.ndarray, rr: np.ndarray) -> np.ndarray:
+        """sum_j Rl_j' X_j Rr_j (K+1, K+1) for per-unit Rl, Rr (J, ., K+1) and X (J, ., .) (None: identity)."""
         k1 = self.k + 1
         xr = rr if x is None else x @ rr
-        out = (rl * self._np[:, None, None]).reshape(-1, k1).T @ xr.reshape(-1, k1)
-        out[-1, -1] = yy
-        return out
-
-    def _quad(self, x: np.ndarray, rl: np.ndarray, rr: np.ndarray) -> float:
-        """sum_i rl_i'X_p(i) rr_i over the scenarios, as sum_j over the score vectors (X per pattern (P, K, K))."""
-        return float((rl * (self._per_vec(x) @ rr[:, :, None])[:, :, 0]).sum())
+        return rl.reshape(-1, k1).T @ xr.reshape(-1, k1)
 
     def _wsum(self, x: np.ndarray, y: np.ndarray) -> float:
-        """sum_p n_p tr(X_p Y_p') for (P, K, K) arrays."""
-        return float(((x * y).reshape(x.shape[0], -1) @ self._ones_kk) @ self._np)
+        """sum_p n_p tr(X_p Y_p') = sum_j c_j^2 tr(X_j Y_j') for per-unit (J, K, K) arrays."""
+        return float(((x * y).reshape(x.shape[0], -1) @ self._ones_kk) @ self._wt)
 
     def _inverse(self, nmat: np.ndarray, r1: np.ndarray, ta: float, ts: float
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' and log|I + N Psi| per pattern
+        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' and log|I + N Psi| per unit
         (None where |I + N Psi| <= 0, possible only for a negative theta).
 
         I + N Psi = I + theta_sj N + theta_a (N1)1'. For theta >= 0 its leading principal minors are >= 1:
@@ -148,7 +141,7 @@ class SJEvaluator(Evaluator):
         cmat = ts * nmat + ta * r1[:, :, None]
         cmat += self._eye_k
         if ta >= 0.0 and ts >= 0.0:
-            t_soa, logc = _gauss_jordan(cmat)                            # T as (K, K, P)
+            t_soa, logc = _gauss_jordan(cmat)                            # T as (K, K, J)
             v_soa = t_soa.sum(axis=0)
             b_soa = ts * t_soa + ta * v_soa[None, :, :]
             return (np.ascontiguousarray(t_soa.transpose(2, 0, 1)), np.ascontiguousarray(v_soa.T),
@@ -191,69 +184,63 @@ class SJEvaluator(Evaluator):
         ta, tb, ts = key
         k, k1 = self.k, self.k + 1
         base, ddf, _ = self._arrays["fixed"]
-        sizes, n = self._sizes, self._np
+        sizes = self._sizes
         s: dict[str, Any] = {"key": key, "amat": None}
-        # the cells: by size class for the paper model's part, per pattern for N and rho, per vector for r
+        # the cells: by size class for the paper model's part, per unit for N and r
         a_s = 1.0 / (1.0 + tb * sizes)
         ac = 1.0 / (1.0 + tb * self._csizes)
         g = tb * ac
-        xd, xy, xw = self._cells(g)
+        xd, xw = self._cells(g)
         nmat = self._diag_nl - xd                                        # N
-        rho = self._zs - xy                                              # sum_i r_i
-        r = self._ws - xw                                                # r of each score vector
-        r1 = self._nl - (self._dd1 @ g).reshape(-1, self.k)              # N 1
+        r1 = self._nl - (self._dd1 @ g).reshape(-1, k)                   # N 1
         inv = self._inverse(nmat, r1, ta, ts)
         if inv is None:
             return s
         tmat, v, bmat, logc = inv
-        rbar = np.concatenate((nmat, (rho / n[:, None])[:, :, None]), axis=2)      # [N, rho/n]
-        br = bmat @ rbar
-        brj = (self._per_vec(bmat) @ r[:, :, None])[:, :, 0]             # B r per score vector
-        s.update(a_s=a_s, ac=ac, nmat=nmat, r=r, r1=r1, tmat=tmat, v=v, bmat=bmat, rbar=rbar, br=br, brj=brj)
-        s["amat"] = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rbar, br, float((r * brj).sum()))
-        s["ld"] = float(self._size_cells @ np.log1p(tb * sizes)) + float(n @ logc)
+        rmat = self._rmat(nmat, self._ws - xw)                           # [c N, r]
+        br = bmat @ rmat
+        s.update(a_s=a_s, ac=ac, nmat=nmat, r1=r1, tmat=tmat, v=v, bmat=bmat, rmat=rmat, br=br)
+        amat = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rmat, br)
+        s["amat"] = 0.5 * (amat + amat.T)
+        s["ld"] = float(self._size_cells @ np.log1p(tb * sizes)) + float(self._wt @ logc)
         return s
 
     def _grad(self, s: dict[str, Any]) -> None:
         """dA and dlog|H| in (theta_a, theta_b, theta_sj) (module docstring)."""
         k1 = self.k + 1
         _, ddf, _ = self._arrays["fixed"]
-        sizes, n = self._sizes, self._np
-        nmat, r, tmat, v, bmat, rbar, br, brj = (s[x] for x in ("nmat", "r", "tmat", "v", "bmat", "rbar", "br",
-                                                                 "brj"))
+        sizes = self._sizes
+        nmat, tmat, v, bmat, rmat, br = (s[x] for x in ("nmat", "tmat", "v", "bmat", "rmat", "br"))
         # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
-        rv = v[:, None, :] @ rbar                                        # (P, 1, K+1): v'R
-        vr = (self._per_vec(v) * r) @ self._ones_k
-        da_a = -self._absorb(None, rv, rv, float(vr @ vr))
-        tr_ = tmat @ rbar
-        da_s = -self._absorb(None, tr_, tr_, float(((self._per_vec(tmat) @ r[:, :, None]) ** 2).sum()))
-        dl_a = float(((v * s["r1"]) @ self._ones_k) @ n)                 # 1'T N 1
+        rv = v[:, None, :] @ rmat                                        # (J, 1, K+1): v'R
+        da_a = -self._absorb(None, rv, rv)
+        tr_ = tmat @ rmat
+        da_s = -self._absorb(None, tr_, tr_)
+        dl_a = float(((v * s["r1"]) @ self._ones_k) @ self._wt)          # 1'T N 1
         dl_s = self._wsum(tmat, nmat)                                    # tr(T N)
         # theta_b
         a_s, ac = s["a_s"], s["ac"]
-        xd1, xy1, xw1 = self._cells(ac * ac)
+        xd1, xw1 = self._cells(ac * ac)
         nb = -xd1                                                        # N_b
-        rb = np.concatenate((nb, (-xy1 / n[:, None])[:, :, None]), axis=2)
-        r_b = -xw1
-        g1 = self._absorb(None, rb, br, float((r_b * brj).sum()))
-        da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (g1 + g1.T)
-                + self._absorb(None, br, nb @ br, self._quad(nb, brj, brj)))
+        rb = self._rmat(nb, -xw1)                                        # R_b
+        g1 = self._absorb(None, rb, br)
+        da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (g1 + g1.T) + self._absorb(None, br, nb @ br))
         dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
-        s.update(nb=nb, rb=rb, r_b=r_b)
-        s["da"] = np.stack((da_a, da_b, da_s))
+        s.update(nb=nb, rb=rb)
+        da = np.stack((da_a, da_b, da_s))
+        s["da"] = 0.5 * (da + da.transpose(0, 2, 1))
         s["dld"] = np.array([dl_a, dl_b, dl_s])
 
     def _hess(self, s: dict[str, Any]) -> None:
         """d2A and d2log|H| (module docstring); parameters in the order (a, b, sj)."""
         k1 = self.k + 1
         _, ddf, _ = self._arrays["fixed"]
-        sizes, n = self._sizes, self._np
-        nmat, r, tmat, v, bmat, rbar, br, brj = (s[x] for x in ("nmat", "r", "tmat", "v", "bmat", "rbar", "br",
-                                                                 "brj"))
-        nb, rb, r_b = (s[x] for x in ("nb", "rb", "r_b"))
+        sizes, wt = self._sizes, self._wt
+        nmat, tmat, v, bmat, rmat, br = (s[x] for x in ("nmat", "tmat", "v", "bmat", "rmat", "br"))
+        nb, rb = s["nb"], s["rb"]
+        a_s, ac = s["a_s"], s["ac"]
         bnb = bmat @ nb
         bnbb = bnb @ bmat                                                # B N_b B
-        a_s, ac = s["a_s"], s["ac"]
         tt = tmat.transpose(0, 2, 1)
         b_k = [v[:, :, None] * v[:, None, :], tt @ tmat]                 # B_a, B_sj
         ten = [v[:, :, None] * s["r1"][:, None, :], tt @ nmat]          # T'E_j N: v (N1)', T'N
@@ -263,46 +250,44 @@ class SJEvaluator(Evaluator):
         for j in range(2):
             for kk in range(2):
                 g = ten[j] @ b_k[kk]
-                bjk = -(g + g.transpose(0, 2, 1))
-                d2a[pk[j], pk[kk]] = -self._absorb(bjk, rbar, rbar, self._quad(bjk, r, r))
+                d2a[pk[j], pk[kk]] = self._absorb(g + g.transpose(0, 2, 1), rmat, rmat)   # -R'B_jk R
         xmat = tmat @ nmat                                               # X = T N
         x1s = self._ones_k @ xmat                                        # 1'X
         xs1 = xmat @ self._ones_k                                        # X 1
-        d2ld[0, 0] = -float(n @ (xs1 @ self._ones_k) ** 2)
-        d2ld[0, 2] = d2ld[2, 0] = -float(n @ ((x1s * xs1) @ self._ones_k))
+        d2ld[0, 0] = -float(wt @ (xs1 @ self._ones_k) ** 2)
+        d2ld[0, 2] = d2ld[2, 0] = -float(wt @ ((x1s * xs1) @ self._ones_k))
         d2ld[2, 2] = -self._wsum(xmat, xmat.transpose(0, 2, 1))
         for kk in range(2):
             bk = b_k[kk]
             g = nb @ bk
-            bbk = -(bmat @ g + g.transpose(0, 2, 1) @ bmat)              # -(B N_b B_k + B_k N_b B)
-            h1 = self._absorb(None, rb, bk @ rbar, self._quad(bk, r_b, r))
-            d2a[1, pk[kk]] = d2a[pk[kk], 1] = -(h1 + h1.T) - self._absorb(bbk, rbar, rbar, self._quad(bbk, r, r))
+            bbk = bmat @ g + g.transpose(0, 2, 1) @ bmat                 # -B_bk = B N_b B_k + B_k N_b B
+            h1 = self._absorb(None, rb, bk @ rmat)
+            d2a[1, pk[kk]] = d2a[pk[kk], 1] = -(h1 + h1.T) + self._absorb(bbk, rmat, rmat)
             d2ld[1, pk[kk]] = d2ld[pk[kk], 1] = self._wsum(nb, bk)
         a2 = a_s * a_s
-        xd2, xy2, xw2 = self._cells(-2.0 * self._csizes * ac * ac * ac)
+        xd2, xw2 = self._cells(-2.0 * self._csizes * ac * ac * ac)
         nbb = -xd2                                                       # N_bb
-        rbb = np.concatenate((nbb, (-xy2 / n[:, None])[:, :, None]), axis=2)
-        r_bb = -xw2
+        rbb = self._rmat(nbb, -xw2)
         b_b = -bnbb
         b_bb = 2.0 * (bnbb @ nb @ bmat) - bmat @ nbb @ bmat
-        e1 = self._absorb(None, rbb, br, float((r_bb * brj).sum()))
-        e3 = self._absorb(b_b, rb, rbar, self._quad(b_b, r_b, r))
+        e1 = self._absorb(None, rbb, br)
+        e3 = self._absorb(b_b, rb, rmat)
         d2a[1, 1] = (-((-2.0 * sizes * a2 * a_s) @ ddf).reshape(k1, k1) - (e1 + e1.T)
-                     - 2.0 * self._absorb(bmat, rb, rb, self._quad(bmat, r_b, r_b)) - 2.0 * (e3 + e3.T)
-                     - self._absorb(b_bb, rbar, rbar, self._quad(b_bb, r, r)))
+                     - 2.0 * self._absorb(bmat, rb, rb) - 2.0 * (e3 + e3.T) - self._absorb(b_bb, rmat, rmat))
         d2ld[1, 1] = (-float(self._size_cells @ (sizes * sizes * a2)) + self._wsum(bmat, nbb)
                       - self._wsum(bnb, bnb.transpose(0, 2, 1)))
-        s["d2a"] = 0.5 * (d2a + d2a.transpose(1, 0, 2, 3))
+        d2a = 0.5 * (d2a + d2a.transpose(1, 0, 2, 3))
+        s["d2a"] = 0.5 * (d2a + d2a.transpose(0, 1, 3, 2))
         s["d2ld"] = 0.5 * (d2ld + d2ld.T)
 
 
 def _gauss_jordan(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse (as (K, K, P): entry (i, j) of every matrix contiguous) and log-determinant of each of P K x K matrices (P, K, K) whose leading principal minors are
-    positive (so every pivot is): Gauss-Jordan elimination in place without pivoting, vectorised over the P
-    matrices (K steps of whole-array operations, faster for small K than a LAPACK call per matrix);
-    log|C| is the sum of the logs of the pivots.
+    """Inverse (as (K, K, J): entry (i, j) of every matrix contiguous) and log-determinant of each of J K x K
+    matrices (J, K, K) whose leading principal minors are positive (so every pivot is): Gauss-Jordan
+    elimination in place without pivoting, vectorised over the J matrices (K steps of whole-array operations,
+    faster for small K than a LAPACK call per matrix); log|C| is the sum of the logs of the pivots.
     """
-    a = np.ascontiguousarray(c.transpose(1, 2, 0))                       # (K, K, P)
+    a = np.ascontiguousarray(c.transpose(1, 2, 0))                       # (K, K, J)
     k = a.shape[0]
     piv = np.empty((k, a.shape[2]))
     for j in range(k):
@@ -318,26 +303,32 @@ def _gauss_jordan(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, np.log(piv).sum(axis=0)
 
 
-def _score_vectors(sj: ScenarioJudgeStats) -> tuple[np.ndarray, np.ndarray | None]:
-    """Vectors w_j = (cell sums, scenario x judge sums) with sum over a pattern's w_j w_j' = its scatter
-    (zscat without the scenario-sum row): a pattern of one scenario is its z itself, a larger one the columns
-    V_r sqrt(lambda_r) of its nonzero eigenpairs (at most count and m + K of them). Returns the (J, m + K)
-    vectors and the pattern of each (None when vector j is pattern j, every pattern one scenario)."""
-    zs, zc = sj.zsum[:, 1:], sj.zscat[:, 1:, 1:]
-    single = sj.count <= 1
-    if single.all():
-        return np.ascontiguousarray(zs), None
-    vecs = [zs[single]]
-    owner = [np.flatnonzero(single)]
+def _units(sj: ScenarioJudgeStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Units (c_j, w_j) of every pattern p with sum_{j of p} (c_j, w_j)(c_j, w_j)' = sum_{i of p} (1, z_i)(1, z_i)'
+    (z without its scenario-sum entry: the cell sums, then the scenario x judge sums), i.e. sum c_j^2 = n_p,
+    sum c_j w_j = zsum_p and sum w_j w_j' = zscat_p. A pattern of one scenario is one unit (1, z); a larger one
+    has the columns V_r sqrt(lambda_r) of the positive eigenpairs of its augmented scatter (at most n_p and
+    1 + m + K of them). Returns c (J,), w (J, m + K) and the pattern of each unit (J,)."""
+    zs, zc, n = sj.zsum[:, 1:], sj.zscat[:, 1:, 1:], np.asarray(sj.count, dtype=np.float64)
+    single = n <= 1
+    cs, ws, owner = [n[single]], [zs[single]], [np.flatnonzero(single)]
     multi = np.flatnonzero(~single)
-    lam, vec = np.linalg.eigh(zc[multi])                                 # ascending eigenvalues
-    for i, p in enumerate(multi):
-        keep = int(min(sj.count[p], lam.shape[1]))
-        lp, vp = lam[i, -keep:], vec[i][:, -keep:]
-        pos = lp > 0
-        vecs.append((vp[:, pos] * np.sqrt(lp[pos])).T)
-        owner.append(np.full(int(pos.sum()), p))
-    return np.concatenate(vecs), np.concatenate(owner)
+    if multi.size:
+        q1 = zs.shape[1] + 1
+        aug = np.empty((multi.size, q1, q1))
+        aug[:, 0, 0] = n[multi]
+        aug[:, 0, 1:] = aug[:, 1:, 0] = zs[multi]
+        aug[:, 1:, 1:] = zc[multi]
+        lam, vec = np.linalg.eigh(aug)                                   # ascending eigenvalues
+        for i, p in enumerate(multi):
+            keep = int(min(n[p], q1))
+            lp, vp = lam[i, -keep:], vec[i][:, -keep:]
+            pos = lp > 0
+            f = (vp[:, pos] * np.sqrt(lp[pos])).T                        # (r, 1 + m + K)
+            cs.append(f[:, 0])
+            ws.append(f[:, 1:])
+            owner.append(np.full(f.shape[0], p))
+    return np.concatenate(cs), np.concatenate(ws), np.concatenate(owner)
 
 
 def sj_moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
