@@ -87,21 +87,24 @@ class SJEvaluator(Evaluator):
         c, w, owner = _units(sj)
         inc = np.asarray(sj.incidence, dtype=np.float64)[owner]         # (J, m, K) judge calls of each unit's pattern
         j = inc.shape[0]
-        h = inc.sum(axis=2)                                              # (J, m) cell sizes (0: padding)
+        h = inc @ np.ones(k)                                             # (J, m) cell sizes (0: padding)
+        nl = np.ones(m) @ inc                                            # (J, K) calls per judge
         self._c = c[:, None, None]                                       # (J, 1, 1)
         self._wt = c * c                                                 # (J,): sum over a pattern's units = n_p
         self._diag_nl = np.zeros((j, k, k))                              # diag(n_l): calls per judge
-        self._diag_nl[:, np.arange(k), np.arange(k)] = inc.sum(axis=1)
-        self._nl = inc.sum(axis=1)                                       # (J, K)
+        self._diag_nl[:, np.arange(k), np.arange(k)] = nl
+        self._nl = nl
         self._ws = np.ascontiguousarray(w[:, m:])                        # (J, K) scenario x judge part of w
         # the cells by size class h: sum_c g(n_c) D_c D_c' = sum_h g(h) DD_h, likewise D_c times the cell sums
         self._csizes = np.unique(h[h > 0])
-        onehot = (h[:, :, None] == self._csizes).astype(np.float64)     # (J, m, S)
-        dd = np.einsum("jch,jck,jcl->jklh", onehot, inc, inc)
-        dw = np.einsum("jch,jck,jc->jkh", onehot, inc, w[:, :m])
         n_s = self._csizes.shape[0]
+        onehot = (h[:, :, None] == self._csizes).astype(np.float64)     # (J, m, S)
+        ed = (onehot[:, :, :, None] * inc[:, :, None, :]).reshape(j, m, n_s * k).transpose(0, 2, 1)  # (J, S K, m)
+        dd = (ed @ inc).reshape(j, n_s, k, k).transpose(0, 2, 3, 1)     # (J, K, K, S): DD_h
+        dw = (ed @ w[:, :m, None]).reshape(j, n_s, k).transpose(0, 2, 1)  # (J, K, S): sum_c D_c w_c by size
         self._dd = np.ascontiguousarray(dd).reshape(-1, n_s)             # (J K K, S)
-        self._dd1 = np.ascontiguousarray(dd.sum(axis=2)).reshape(-1, n_s)   # (J K, S): DD_h 1
+        dd1 = (ed @ np.ones(m)).reshape(j, n_s, k).transpose(0, 2, 1) * self._csizes   # DD_h 1 = h sum_c D_c
+        self._dd1 = np.ascontiguousarray(dd1).reshape(-1, n_s)           # (J K, S)
         self._dw = np.ascontiguousarray(dw).reshape(-1, n_s)             # (J K, S)
         self._eye_k = np.eye(k)
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
