@@ -89,35 +89,38 @@ class SJEvaluator(Evaluator):
         j = inc.shape[0]
         h = inc @ np.ones(k)                                             # (J, m) cell sizes (0: padding)
         nl = np.ones(m) @ inc                                            # (J, K) calls per judge
-        self._c = c[:, None, None]                                       # (J, 1, 1)
         self._wt = c * c                                                 # (J,): sum over a pattern's units = n_p
-        self._diag_nl = np.zeros((j, k, k))                              # diag(n_l): calls per judge
-        self._diag_nl[:, np.arange(k), np.arange(k)] = nl
-        self._nl = nl
-        self._ws = np.ascontiguousarray(w[:, m:])                        # (J, K) scenario x judge part of w
         # the cells by size class h: sum_c g(n_c) D_c D_c' = sum_h g(h) DD_h, likewise D_c times the cell sums
         self._csizes = np.unique(h[h > 0])
         n_s = self._csizes.shape[0]
         onehot = (h[:, :, None] == self._csizes).astype(np.float64)     # (J, m, S)
         ed = (onehot[:, :, :, None] * inc[:, :, None, :]).reshape(j, m, n_s * k).transpose(0, 2, 1)  # (J, S K, m)
         dd = (ed @ inc).reshape(j, n_s, k, k).transpose(0, 2, 3, 1)     # (J, K, K, S): DD_h
-        dw = (ed @ w[:, :m, None]).reshape(j, n_s, k).transpose(0, 2, 1)  # (J, K, S): sum_c D_c w_c by size
+        dw = (ed @ w[:, :m, None]).reshape(j, n_s, k, 1).transpose(0, 2, 3, 1)   # (J, K, 1, S): sum_c D_c w_c
+        # N = diag(n_l) - DD g, unit index last ((K, K, J): the elimination's layout), and
+        # R = [c N, r] = R0 - [c DD, DW] g with R0 = [c diag(n_l), w_s], units first
+        diag_nl = np.zeros((j, k, k))
+        diag_nl[:, np.arange(k), np.arange(k)] = nl
+        self._n0 = np.ascontiguousarray(diag_nl.transpose(1, 2, 0))     # (K, K, J)
+        self._dd_t = np.ascontiguousarray(dd.transpose(1, 2, 0, 3)).reshape(-1, n_s)   # (K K J, S)
         self._dd = np.ascontiguousarray(dd).reshape(-1, n_s)             # (J K K, S)
-        dd1 = (ed @ np.ones(m)).reshape(j, n_s, k).transpose(0, 2, 1) * self._csizes   # DD_h 1 = h sum_c D_c
-        self._dd1 = np.ascontiguousarray(dd1).reshape(-1, n_s)           # (J K, S)
-        self._dw = np.ascontiguousarray(dw).reshape(-1, n_s)             # (J K, S)
+        self._r0 = np.concatenate((c[:, None, None] * diag_nl, w[:, m:, None]), axis=2)   # (J, K, K+1)
+        rr = np.concatenate((c[:, None, None, None] * dd, dw), axis=2)  # (J, K, K+1, S)
+        self._rr = np.ascontiguousarray(rr).reshape(-1, n_s)             # (J K (K+1), S)
         self._eye_k = np.eye(k)
+        self._eye_t = np.eye(k)[:, :, None]
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
         self._last: dict[str, Any] | None = None
 
-    def _cells(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For weights g(h) per cell size (S,): sum_c g D_c D_c' (J, K, K) and sum_c g D_c w_j,c (J, K) per unit."""
+    def _n(self, g: np.ndarray, soa: bool = False) -> np.ndarray:
+        """sum_c g(n_c) D_c D_c' per unit for weights g per cell size (S,): (J, K, K), or (K, K, J) with ``soa``."""
         k = self.k
-        return (self._dd @ g).reshape(-1, k, k), (self._dw @ g).reshape(-1, k)
+        return (self._dd_t @ g).reshape(k, k, -1) if soa else (self._dd @ g).reshape(-1, k, k)
 
-    def _rmat(self, nmat: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """R_j = [c_j N_j, r_j] (J, K, K+1)."""
-        return np.concatenate((self._c * nmat, r[:, :, None]), axis=2)
+    def _r(self, g: np.ndarray) -> np.ndarray:
+        """[c DD, DW] g per unit (J, K, K+1): R = R0 minus it, and the derivatives of R in theta_b are minus it at
+        the derivatives of g."""
+        return (self._rr @ g).reshape(-1, self.k, self.k + 1)
 
     def _absorb(self, x: np.ndarray | None, rl: np.ndarray, rr: np.ndarray) -> np.ndarray:
         """sum_j Rl_j' X_j Rr_j (K+1, K+1) for per-unit Rl, Rr (J, ., K+1) and X (J, ., .) (None: identity)."""
@@ -129,10 +132,9 @@ class SJEvaluator(Evaluator):
         """sum_p n_p tr(X_p Y_p') = sum_j c_j^2 tr(X_j Y_j') for per-unit (J, K, K) arrays."""
         return float(((x * y).reshape(x.shape[0], -1) @ self._ones_kk) @ self._wt)
 
-    def _inverse(self, nmat: np.ndarray, r1: np.ndarray, ta: float, ts: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' and log|I + N Psi| per unit
-        (None where |I + N Psi| <= 0, possible only for a negative theta).
+    def _inverse(self, n_t: np.ndarray, ta: float, ts: float) -> tuple[np.ndarray, ...] | None:
+        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' (units first) and log|I + N Psi| per
+        unit, from N as (K, K, J); None where |I + N Psi| <= 0 (possible only for a negative theta).
 
         I + N Psi = I + theta_sj N + theta_a (N1)1'. For theta >= 0 its leading principal minors are >= 1:
         the k-th is |G_k| (1 + theta_a 1'G_k^{-1}(N1)_k) with G_k = I + theta_sj N_kk, a Stieltjes matrix (N is
@@ -141,20 +143,20 @@ class SJEvaluator(Evaluator):
         (:func:`_gauss_jordan`); a negative theta (asked for only by a difference quotient at the boundary) takes
         LAPACK's pivoted inverse.
         """
-        cmat = ts * nmat + ta * r1[:, :, None]
-        cmat += self._eye_k
+        c_t = ts * n_t + ta * n_t.sum(axis=1)[:, None, :]
+        c_t += self._eye_t
         if ta >= 0.0 and ts >= 0.0:
-            t_soa, logc = _gauss_jordan(cmat)                            # T as (K, K, J)
-            v_soa = t_soa.sum(axis=0)
-            b_soa = ts * t_soa + ta * v_soa[None, :, :]
-            return (np.ascontiguousarray(t_soa.transpose(2, 0, 1)), np.ascontiguousarray(v_soa.T),
-                    np.ascontiguousarray(b_soa.transpose(2, 0, 1)), logc)
-        sign, logc = np.linalg.slogdet(cmat)
-        if np.any(sign <= 0):
-            return None
-        tmat = np.linalg.inv(cmat)
-        v = tmat.sum(axis=1)
-        return tmat, v, ts * tmat + ta * v[:, None, :], logc
+            t_t, logc = _gauss_jordan(c_t)                               # T as (K, K, J)
+        else:
+            cmat = c_t.transpose(2, 0, 1)
+            sign, logc = np.linalg.slogdet(cmat)
+            if np.any(sign <= 0):
+                return None
+            t_t = np.ascontiguousarray(np.linalg.inv(cmat).transpose(1, 2, 0))
+        v_t = t_t.sum(axis=0)
+        b_t = ts * t_t + ta * v_t[None, :, :]
+        return (t_t, v_t, np.ascontiguousarray(t_t.transpose(2, 0, 1)), np.ascontiguousarray(v_t.T),
+                np.ascontiguousarray(b_t.transpose(2, 0, 1)), logc)
 
     def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
               ) -> tuple[Any, ...]:
@@ -189,20 +191,18 @@ class SJEvaluator(Evaluator):
         base, ddf, _ = self._arrays["fixed"]
         sizes = self._sizes
         s: dict[str, Any] = {"key": key, "amat": None}
-        # the cells: by size class for the paper model's part, per unit for N and r
+        # the cells: by size class for the paper model's part, per unit for N and R
         a_s = 1.0 / (1.0 + tb * sizes)
         ac = 1.0 / (1.0 + tb * self._csizes)
         g = tb * ac
-        xd, xw = self._cells(g)
-        nmat = self._diag_nl - xd                                        # N
-        r1 = self._nl - (self._dd1 @ g).reshape(-1, k)                   # N 1
-        inv = self._inverse(nmat, r1, ta, ts)
+        n_t = self._n0 - self._n(g, soa=True)                            # N as (K, K, J)
+        inv = self._inverse(n_t, ta, ts)
         if inv is None:
             return s
-        tmat, v, bmat, logc = inv
-        rmat = self._rmat(nmat, self._ws - xw)                           # [c N, r]
+        t_t, v_t, tmat, v, bmat, logc = inv
+        rmat = self._r0 - self._r(g)                                     # [c N, r]
         br = bmat @ rmat
-        s.update(a_s=a_s, ac=ac, nmat=nmat, r1=r1, tmat=tmat, v=v, bmat=bmat, rmat=rmat, br=br)
+        s.update(a_s=a_s, ac=ac, n_t=n_t, t_t=t_t, v_t=v_t, tmat=tmat, v=v, bmat=bmat, rmat=rmat, br=br)
         amat = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rmat, br)
         s["amat"] = 0.5 * (amat + amat.T)
         s["ld"] = float(self._size_cells @ np.log1p(tb * sizes)) + float(self._wt @ logc)
@@ -213,21 +213,23 @@ class SJEvaluator(Evaluator):
         k1 = self.k + 1
         _, ddf, _ = self._arrays["fixed"]
         sizes = self._sizes
-        nmat, tmat, v, bmat, rmat, br = (s[x] for x in ("nmat", "tmat", "v", "bmat", "rmat", "br"))
+        tmat, v, bmat, rmat, br = (s[x] for x in ("tmat", "v", "bmat", "rmat", "br"))
+        n_t, t_t, v_t = s["n_t"], s["t_t"], s["v_t"]
+        wt = self._wt
         # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
         rv = v[:, None, :] @ rmat                                        # (J, 1, K+1): v'R
         da_a = -self._absorb(None, rv, rv)
         tr_ = tmat @ rmat
         da_s = -self._absorb(None, tr_, tr_)
-        dl_a = float(((v * s["r1"]) @ self._ones_k) @ self._wt)          # 1'T N 1
-        dl_s = self._wsum(tmat, nmat)                                    # tr(T N)
+        dl_a = float(wt @ (v_t * n_t.sum(axis=1)).sum(axis=0))           # 1'T N 1
+        dl_s = float(wt @ (t_t * n_t.transpose(1, 0, 2)).sum(axis=(0, 1)))   # tr(T N)
         # theta_b
         a_s, ac = s["a_s"], s["ac"]
-        xd1, xw1 = self._cells(ac * ac)
-        nb = -xd1                                                        # N_b
-        rb = self._rmat(nb, -xw1)                                        # R_b
-        g1 = self._absorb(None, rb, br)
-        da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (g1 + g1.T) + self._absorb(None, br, nb @ br))
+        g1 = ac * ac
+        nb = -self._n(g1)                                                # N_b
+        rb = -self._r(g1)                                                # R_b
+        e = self._absorb(None, rb, br)
+        da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (e + e.T) + self._absorb(None, br, nb @ br))
         dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
         s.update(nb=nb, rb=rb)
         da = np.stack((da_a, da_b, da_s))
@@ -239,14 +241,15 @@ class SJEvaluator(Evaluator):
         k1 = self.k + 1
         _, ddf, _ = self._arrays["fixed"]
         sizes, wt = self._sizes, self._wt
-        nmat, tmat, v, bmat, rmat, br = (s[x] for x in ("nmat", "tmat", "v", "bmat", "rmat", "br"))
+        tmat, v, bmat, rmat, br = (s[x] for x in ("tmat", "v", "bmat", "rmat", "br"))
+        nmat = np.ascontiguousarray(s["n_t"].transpose(2, 0, 1))
         nb, rb = s["nb"], s["rb"]
         a_s, ac = s["a_s"], s["ac"]
         bnb = bmat @ nb
         bnbb = bnb @ bmat                                                # B N_b B
         tt = tmat.transpose(0, 2, 1)
         b_k = [v[:, :, None] * v[:, None, :], tt @ tmat]                 # B_a, B_sj
-        ten = [v[:, :, None] * s["r1"][:, None, :], tt @ nmat]          # T'E_j N: v (N1)', T'N
+        ten = [v[:, :, None] * (nmat @ self._ones_k)[:, None, :], tt @ nmat]   # T'E_j N: v (N1)', T'N
         d2a = np.empty((3, 3, k1, k1))
         d2ld = np.empty((3, 3))
         pk = (0, 2)
@@ -268,9 +271,9 @@ class SJEvaluator(Evaluator):
             d2a[1, pk[kk]] = d2a[pk[kk], 1] = -(h1 + h1.T) + self._absorb(bbk, rmat, rmat)
             d2ld[1, pk[kk]] = d2ld[pk[kk], 1] = self._wsum(nb, bk)
         a2 = a_s * a_s
-        xd2, xw2 = self._cells(-2.0 * self._csizes * ac * ac * ac)
-        nbb = -xd2                                                       # N_bb
-        rbb = self._rmat(nbb, -xw2)
+        g2 = -2.0 * self._csizes * ac * ac * ac
+        nbb = -self._n(g2)                                               # N_bb
+        rbb = -self._r(g2)
         b_b = -bnbb
         b_bb = 2.0 * (bnbb @ nb @ bmat) - bmat @ nbb @ bmat
         e1 = self._absorb(None, rbb, br)
@@ -284,25 +287,24 @@ class SJEvaluator(Evaluator):
         s["d2ld"] = 0.5 * (d2ld + d2ld.T)
 
 
-def _gauss_jordan(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse (as (K, K, J): entry (i, j) of every matrix contiguous) and log-determinant of each of J K x K
-    matrices (J, K, K) whose leading principal minors are positive (so every pivot is): Gauss-Jordan
-    elimination in place without pivoting, vectorised over the J matrices (K steps of whole-array operations,
-    faster for small K than a LAPACK call per matrix); log|C| is the sum of the logs of the pivots.
+def _gauss_jordan(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverses and log-determinants of J K x K matrices stored as (K, K, J) (entry (i, l) of every matrix
+    contiguous) whose leading principal minors are positive (so every pivot is), overwriting ``a``: Gauss-Jordan
+    elimination without pivoting, vectorised over the J matrices (K steps of whole-array operations, faster for
+    small K than a LAPACK call per matrix); log|C| is the sum of the logs of the pivots.
     """
-    a = np.ascontiguousarray(c.transpose(1, 2, 0))                       # (K, K, J)
     k = a.shape[0]
     piv = np.empty((k, a.shape[2]))
+    tmp = np.empty_like(a)
     for j in range(k):
-        p = a[j, j].copy()
-        piv[j] = p
-        a[j, j] = 1.0
-        a[j] /= p
         col = a[:, j].copy()
-        col[j] = 0.0
+        piv[j] = col[j]
         a[:, j] = 0.0
-        a[j, j] = 1.0 / p
-        a -= col[:, None, :] * a[j][None, :, :]
+        a[j, j] = 1.0
+        a[j] /= col[j]
+        col[j] = 0.0
+        np.multiply(col[:, None, :], a[j], out=tmp)
+        a -= tmp
     return a, np.log(piv).sum(axis=0)
 
 
