@@ -71,9 +71,10 @@ class SJEvaluator(Evaluator):
     scatter sum_i (1, z_i)(1, z_i)'. Written as sum_j (c_j, w_j)(c_j, w_j)' over a few *units* j
     (:func:`_units`: a pattern of one scenario is one unit, c = 1 and w = z), every sum over scenarios is a sum
     over units of one K x (K+1) matrix R_j = [c_j N_p, r(w_j)] (r linear in w), so that
-    sum_i R_i'B R_i = sum_j R_j'B R_j, judge, cross and score blocks at once. The last evaluation is kept, so
-    a gradient or Hessian asked for at the same (theta_a, theta_b, theta_sj) (the KKT check after a step, the
-    random-judge model's theta_j direction) reuses what it shares with it.
+    sum_i R_i'B R_i = sum_j R_j'B R_j, judge, cross and score blocks at once. The last four evaluations are
+    kept, so a gradient or Hessian asked for again at the same (theta_a, theta_b, theta_sj) (the KKT check after
+    a step, the random-judge model's theta_j direction, the Wald Hessian at a fit's optimum) reuses what it
+    shares with them.
     """
 
     n_h = 3     # relative variances in H
@@ -110,7 +111,7 @@ class SJEvaluator(Evaluator):
         self._eye_k = np.eye(k)
         self._eye_t = np.eye(k)[:, :, None]
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
-        self._last: dict[str, Any] | None = None
+        self._recent: dict[tuple[float, float, float], dict[str, Any]] = {}
 
     def _n(self, g: np.ndarray, soa: bool = False) -> np.ndarray:
         """sum_c g(n_c) D_c D_c' per unit for weights g per cell size (S,): (J, K, K), or (K, K, J) with ``soa``."""
@@ -162,9 +163,12 @@ class SJEvaluator(Evaluator):
               ) -> tuple[Any, ...]:
         self.counter += 1
         key = tuple(float(v) for v in np.asarray(theta, dtype=float)[:3])
-        s = self._last
-        if s is None or s["key"] != key:
-            s = self._last = self._value(key)
+        s = self._recent.pop(key, None)
+        if s is None:
+            s = self._value(key)
+        self._recent[key] = s                                            # most recent last
+        if len(self._recent) > 4:
+            del self._recent[next(iter(self._recent))]
         k1 = self.k + 1
         if s["amat"] is None:
             return np.full((k1, k1), np.nan), math.inf, None, None
