@@ -27,8 +27,8 @@ model, :mod:`cjstats.estimators.reml.core`). Woodbury on the K columns Z_l then 
 
 The first sum is the paper model's at theta_a = 0 (size classes); the second needs K x K matrices per scenario
 pattern p (:mod:`cjstats.stats.scenario_judge`: scenarios with the same judge calls share N_i and B_i, so only
-n_p, rho_p = sum_i r_i and C_p = sum_i r_i r_i' enter, the last two linear and quadratic in the pattern's zsum
-and zscat). Nothing is singular at theta = 0: I + N Psi is similar to I + Psi^{1/2} N Psi^{1/2}, whose
+n_p, sum_i r_i and sum_i r_i r_i' enter, linear and quadratic in the pattern's zsum and zscat; the class
+docstring writes them as a few "units" so that one product per term gives every block). Nothing is singular at theta = 0: I + N Psi is similar to I + Psi^{1/2} N Psi^{1/2}, whose
 eigenvalues are >= 1, so T exists for every theta >= 0 and B = Psi T needs no Psi^{-1}.
 
 Derivatives. With E_a = 11', E_sj = I (dPsi/dtheta_k), N_b = dN/dtheta_b = -sum_c f_c' D_c D_c' and N_bb likewise
@@ -109,7 +109,6 @@ class SJEvaluator(Evaluator):
         self._r0 = np.concatenate((c[:, None, None] * diag_nl, w[:, m:, None]), axis=2)   # (J, K, K+1)
         rr = np.concatenate((c[:, None, None, None] * dd, dw), axis=2)  # (J, K, K+1, S)
         self._rr = np.ascontiguousarray(rr.transpose(3, 0, 1, 2)).reshape(n_s, -1)     # (S, J K (K+1))
-        self._eye_k = np.eye(k)
         self._eye_t = np.eye(k)[:, :, None]
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
         self._recent: dict[tuple[float, float, float], dict[str, Any]] = {}
