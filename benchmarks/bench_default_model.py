@@ -94,7 +94,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.lme4 and shutil.which("Rscript") is None:
         sys.exit("Rscript not found: install r-base-core and r-cran-lme4, or drop --lme4.")
-    print("| design | rows | interval | default (scenario_judge) s | paper model s | ratio | evaluations |")
+    print("| design | rows | interval | default (scenario_judge) s | paper model s | ratio | fixed-judge fit evaluations |")
     print("|---|---|---|---|---|---|---|")
     for balanced in (False, True):
         df = make_table(balanced)
