@@ -105,7 +105,6 @@ class SJEvaluator(Evaluator):
         self._n0 = np.ascontiguousarray(diag_nl.transpose(1, 2, 0))     # (K, K, J)
         # (stored size class first: g @ X streams the rows, twice as fast as X @ g with S columns)
         self._dd_t = np.ascontiguousarray(dd.transpose(3, 1, 2, 0)).reshape(n_s, -1)   # (S, K K J)
-        self._dd = np.ascontiguousarray(dd.transpose(3, 0, 1, 2)).reshape(n_s, -1)     # (S, J K K)
         self._r0 = np.concatenate((c[:, None, None] * diag_nl, w[:, m:, None]), axis=2)   # (J, K, K+1)
         rr = np.concatenate((c[:, None, None, None] * dd, dw), axis=2)  # (J, K, K+1, S)
         self._rr = np.ascontiguousarray(rr.transpose(3, 0, 1, 2)).reshape(n_s, -1)     # (S, J K (K+1))
@@ -116,7 +115,8 @@ class SJEvaluator(Evaluator):
     def _n(self, g: np.ndarray, soa: bool = False) -> np.ndarray:
         """sum_c g(n_c) D_c D_c' per unit for weights g per cell size (S,): (J, K, K), or (K, K, J) with ``soa``."""
         k = self.k
-        return (g @ self._dd_t).reshape(k, k, -1) if soa else (g @ self._dd).reshape(-1, k, k)
+        out = (g @ self._dd_t).reshape(k, k, -1)
+        return out if soa else np.ascontiguousarray(out.transpose(2, 0, 1))
 
     def _r(self, g: np.ndarray) -> np.ndarray:
         """[c DD, DW] g per unit (J, K, K+1): R = R0 minus it, and the derivatives of R in theta_b are minus it at
