@@ -403,7 +403,10 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
     fr_struct = _rs.fit_model(ev, "fixed", start=start)
     if sj_fit:
         fr0 = _rs.fit_model(gm.ev, "fixed")
-        sj_test = scenario_judge_lr_test(fr0.deviance - fr_struct.deviance, method="reml")
+        # with theta_sj = 0 the fit with the term is the paper model's optimum: the statistic is 0 (the difference
+        # of the two criteria is then rounding, +-1 ulp, whose sign would flip p between 0.5 and 1)
+        lr = 0.0 if fr_struct.theta[2] <= 0 else fr0.deviance - fr_struct.deviance
+        sj_test = scenario_judge_lr_test(lr, method="reml")
         sj_test["converged"] = bool(fr0.converged)
     sm_diag = None
     if path == "statsmodels":

@@ -1,0 +1,125 @@
+"""Benchmark the default per-model REML model (with the scenario x judge term) against the paper's model
+(issue 34, first row); a script, not a test.
+
+    .venv/bin/python benchmarks/bench_default_model.py            # cjstats only
+    .venv/bin/python benchmarks/bench_default_model.py --lme4     # also lmer fit + profile of the same model
+
+Data: 600 scenarios x 10 generations x 5 judges (m = 10, K = 5) from the model with the interaction
+(s2_scenario 1, s2_generation 0.3, s2_scenario_judge 0.2, s2_residual 0.5, judge offsets), "unbalanced" with
+15% of the judge calls dropped at random (25,479 rows: nearly every scenario its own design pattern) and
+"balanced" (30,000 rows, one pattern). The table is read once (``read_scores``); the timed calls are
+``cj.estimate(scores, method="reml", interval=...)`` with the default model (``scenario_judge`` fitted:
+lmer(score ~ judge + (1|scenario) + (1|scenario:generation) + (1|scenario:judge))) and with
+``scenario_judge=False`` (the paper's model), each with ``interval="none"`` (the fits) and ``"profile"`` (the
+default: fits plus profile-likelihood intervals for every variance). Every figure is the median of
+``--repeats`` warm runs in this one process, and the ratios (default / paper model) are what to compare
+across machines: the machine is shared, so absolute times move with its load. lme4 is timed inside R around
+``lmer`` (contr.sum, REML) and ``profile(fit, which = "theta_", signames = FALSE)`` of the same model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import cjstats as cj
+from cjstats.studies.simulate import simulate_scores
+
+N_SCEN, M, K = 600, 10, 5
+S2 = {"scenario": 1.0, "generation": 0.3, "scenario_judge": 0.2, "residual": 0.5}
+
+R_SCRIPT = r"""
+suppressPackageStartupMessages(library(lme4))
+options(contrasts = c("contr.sum", "contr.poly"))
+args <- commandArgs(trailingOnly = TRUE)
+d <- read.csv(args[1]); reps <- as.integer(args[2])
+d$judge <- factor(d$judge); d$scenario <- factor(d$scenario); d$generation <- factor(d$generation)
+tf <- numeric(reps); tp <- numeric(reps)
+for (i in seq_len(reps)) {
+  tf[i] <- system.time(f <- lmer(score ~ judge + (1|scenario) + (1|scenario:generation) + (1|scenario:judge),
+                                 data = d, REML = TRUE))[["elapsed"]]
+  tp[i] <- system.time(p <- profile(f, which = "theta_", signames = FALSE))[["elapsed"]]
+}
+cat(median(tf), median(tp), format(REMLcrit(f), digits = 15), "\n")
+"""
+
+
+def make_table(balanced: bool, seed: int = 1) -> pd.DataFrame:
+    """The benchmark table: the paper's model plus a scenario x judge effect; 15% of calls dropped unless
+    ``balanced``."""
+    df = simulate_scores(n=N_SCEN, m=M, k=K, s2_scenario=S2["scenario"], s2_generation=S2["generation"],
+                         s2_residual=S2["residual"], judge_offsets=[0.0, 0.2, -0.1, 0.3, -0.4],
+                         missing=0.0 if balanced else 0.15, seed=seed)
+    rng = np.random.default_rng(seed + 4)
+    sj = rng.normal(0.0, np.sqrt(S2["scenario_judge"]), (N_SCEN, K))
+    judge = df["judge"].str.removeprefix("judge_").astype(int).to_numpy()
+    df["score"] = df["score"] + sj[df["scenario"].to_numpy(), judge]
+    return df
+
+
+def median_time(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def time_lme4(df: pd.DataFrame, repeats: int) -> tuple[float, float, float]:
+    """lmer fit and profile times (medians) and REMLcrit of the default model, via Rscript."""
+    with tempfile.TemporaryDirectory() as tmp:
+        csv, script = Path(tmp) / "d.csv", Path(tmp) / "fit.R"
+        df.to_csv(csv, index=False)
+        script.write_text(R_SCRIPT)
+        out = subprocess.run(["Rscript", str(script), str(csv), str(repeats)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lme4", action="store_true", help="time lmer fit + profile of the default model too")
+    ap.add_argument("--repeats", type=int, default=7, help="warm runs per timing (median reported)")
+    ap.add_argument("--lme4-repeats", type=int, default=1, help="lmer fit + profile runs (the profile takes ~45 s)")
+    args = ap.parse_args()
+    if args.lme4 and shutil.which("Rscript") is None:
+        sys.exit("Rscript not found: install r-base-core and r-cran-lme4, or drop --lme4.")
+    print("| design | rows | interval | default (scenario_judge) s | paper model s | ratio | fixed-judge fit evaluations |")
+    print("|---|---|---|---|---|---|---|")
+    for balanced in (False, True):
+        df = make_table(balanced)
+        scores = cj.read_scores(df)
+        cj.estimate(scores, method="reml", interval="none")            # warm-up (imports, caches)
+        cj.estimate(scores, method="reml", interval="none", scenario_judge=False)
+        for interval in ("none", "profile"):
+            t_def, fit = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
+                                     args.repeats)
+            t_pap, _ = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i,
+                                                                            scenario_judge=False), args.repeats)
+            diag = fit.diagnostics[next(iter(fit.diagnostics))]
+            evals = diag.get("evaluations", "-") if isinstance(diag, dict) else "-"
+            print(f"| {'balanced' if balanced else 'unbalanced'} | {len(df):,} | {interval} | {t_def:.3g} | "
+                  f"{t_pap:.3g} | {t_def / t_pap:.2f} | {evals} |", flush=True)
+            if interval == "profile":
+                t_prof_def = t_def
+        if args.lme4:
+            t_f, t_p, crit_l = time_lme4(df, args.lme4_repeats)
+            crit = fit.diagnostics[next(iter(fit.diagnostics))]["reml_criterion"]
+            print(f"| {'balanced' if balanced else 'unbalanced'} | {len(df):,} | lme4 | fit {t_f:.3g} s, "
+                  f"profile {t_p:.3g} s | cjstats default + profile intervals {t_prof_def:.3g} s | "
+                  f"lme4 fit + profile / cjstats = {(t_f + t_p) / t_prof_def:.0f}x | criterion "
+                  f"{crit - crit_l:+.2e} vs REMLcrit |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
