@@ -235,6 +235,38 @@ class _Jets:
             out[1 + nd:] = f1 * x[1 + nd:] + f2 * x[self.pi] * x[self.pj]
         return out
 
+    def inv(self, x: np.ndarray) -> np.ndarray:
+        """Matrix inverse of a jet of square matrices (J, n, n): with V = X^{-1}, d_i = -V X_i V and
+        d_ij = -V X_ij V + V X_i V X_j V + V X_j V X_i V."""
+        nd = self.nd
+        v = np.linalg.inv(x[0])
+        out = np.empty_like(x)
+        out[0] = v
+        if nd:
+            vxv = -(v @ x[1:1 + nd] @ v)                          # d_i
+            out[1:1 + nd] = vxv
+        if self.n_pairs:
+            vx = v @ x[1:1 + nd]                                    # V X_i
+            out[1 + nd:] = -(v @ x[1 + nd:] @ v) + vx[self.pi - 1] @ vx[self.pj - 1] @ v + \
+                vx[self.pj - 1] @ vx[self.pi - 1] @ v
+        return out
+
+    def logdet(self, x: np.ndarray) -> np.ndarray:
+        """log|X| of a jet of positive definite matrices (J, n, n): d_i = tr(V X_i), d_ij = tr(V X_ij) -
+        tr(V X_i V X_j) with V = X^{-1}; shape (J,)."""
+        nd = self.nd
+        chol = np.linalg.cholesky(x[0])
+        out = np.empty(self.size)
+        out[0] = 2 * float(np.log(np.diagonal(chol)).sum())
+        if nd:
+            v = np.linalg.inv(x[0])
+            vx = v @ x[1:1 + nd]
+            out[1:1 + nd] = np.trace(vx, axis1=-2, axis2=-1)
+            if self.n_pairs:
+                out[1 + nd:] = (np.einsum("ab,hba->h", v, x[1 + nd:])
+                                - np.einsum("hab,hba->h", vx[self.pi - 1], vx[self.pj - 1]))
+        return out
+
     def inv1p(self, x: np.ndarray) -> np.ndarray:
         """1/(1 + x): derivatives -r^2, 2 r^3."""
         r = 1.0 / (1.0 + x[0])
@@ -944,20 +976,92 @@ def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float
     return dev, nu * g_rss / rss + g_ld, rss / nu
 
 
+def _judges_random_hessian(x: np.ndarray, crit: NestedCriterion) -> np.ndarray:
+    r"""Exact Hessian of :func:`_judges_random_deviance` at x = (the free nested theta, theta_jm, theta_j).
+
+    The criterion is a function D(M, theta_jm, theta_j) of M = [X, y]'H_0^{-1}[X, y] at the nested theta, so along
+    directions i, j: D_ij = D''[M_i, M_j] + <dD/dM, M_ij> (+ the judge variances, in which W is linear). The first
+    term is the second-order jet (:class:`_Jets`, its matrix inverse and log-determinant rules) of D through A^{-1},
+    eta, W = A^{-1} + T_z D T_z', its inverse, T_r'W^{-1}T_r and Q, with M's second derivatives set to 0; the
+    second adds them by one contraction (:meth:`_NestedGram.contract`), with (z = (-eta, 1), u = (A^{-1}e, 0),
+    e = R eta, the notation of :func:`_judges_random_deviance`)
+
+        dD/dM = nu/rss (z + u)(z + u)' + [A^{-1} - A^{-1} R A^{-1}, 0; 0, 0]
+
+    (d rss = (z + u)'dM (z + u) by the envelope rules there, d(log|A| + log|W| + log|T_r'W^{-1}T_r|) =
+    tr(A^{-1}dA) - tr(R A^{-1}dA A^{-1})); log|H_0| brings its own exact second derivatives."""
+    ns = crit.ns
+    p, k = ns.n_models, ns.n_judges
+    q = p * k
+    nn = len(crit.dirs)
+    gram = _NestedGram(crit.expand(x[:nn]), ns, crit.dirs, 2, None)
+    m1 = gram.matrix(1)                                   # M and its first derivatives (t = identity)
+    jt = _Jets(nn + 2, 2)
+    nest_pairs = np.array([h for h, (i, j) in enumerate((i, j) for i in range(nn + 2) for j in range(i, nn + 2))
+                           if j < nn])                   # the (nested, nested) pairs, in the nested order
+    mj = np.zeros((jt.size,) + m1.shape[1:])
+    mj[:1 + nn] = m1
+    ld = np.zeros(jt.size)
+    ld[:1 + nn] = gram.logdet[:1 + nn]
+    ld[1 + nn + 2 + nest_pairs] = gram.logdet[1 + nn:]
+    mm = np.matmul
+    a, bvec, c = mj[:, :q, :q], mj[:, :q, q], mj[:, q, q]
+    ainv = jt.inv(a)
+    eta = jt.mul(ainv, bvec[..., None], mm)[..., 0]
+    rss0 = c - jt.mul(bvec[:, None, :], eta[..., None], mm)[:, 0, 0]
+    tj = np.kron(np.ones((p, 1)), np.eye(k))
+    tr = np.kron(np.eye(p), np.ones((k, 1)))
+    w = ainv.copy()
+    w[0] += x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
+    w[1 + nn] += np.eye(q)
+    w[2 + nn] += tj @ tj.T
+    wi = jt.inv(w)
+    bm = tr.T @ wi @ tr
+    wie = jt.mul(wi, eta[..., None], mm)[..., 0]
+    v = (tr.T @ wie[..., None])[..., 0]
+    qf = jt.mul(eta[:, None, :], wie[..., None], mm)[:, 0, 0] - \
+        jt.mul(v[:, None, :], jt.mul(jt.inv(bm), v[..., None], mm), mm)[:, 0, 0]
+    rss = rss0 + qf
+    nu = ns.n_rows - p
+    r0 = rss[0]
+    log_rss = jt.fn(rss, math.log(r0), 1.0 / r0, -1.0 / r0**2)
+    dev = nu * log_rss + ld + jt.logdet(a) + jt.logdet(w) + jt.logdet(bm)
+    hess = np.empty((nn + 2, nn + 2))
+    hess[jt.pi - 1, jt.pj - 1] = hess[jt.pj - 1, jt.pi - 1] = dev[1 + nn + 2:]
+    # + <dD/dM, M_ij> over the nested pairs
+    a0 = ainv[0]
+    w0i = wi[0]
+    b0i = np.linalg.inv(bm[0])
+    rmat = w0i - w0i @ tr @ b0i @ tr.T @ w0i
+    e = rmat @ eta[0]
+    zu = np.r_[-eta[0] + a0 @ e, 1.0]
+    gmat = (nu / r0) * np.outer(zu, zu)
+    gmat[:q, :q] += a0 - a0 @ rmat @ a0
+    con = gram.contract(gmat[None])[1 + nn:, 0]
+    hn = np.zeros((nn, nn))
+    pi, pj = np.triu_indices(nn)
+    hn[pi, pj] = hn[pj, pi] = con
+    hess[:nn, :nn] += hn
+    return 0.5 * (hess + hess.T)
+
+
 def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: tuple[float, float]
                        ) -> tuple[float, float, bool]:
     """REML s2_judge_model and s2_judge of the joint model with judges random (:func:`_judges_random_deviance`),
-    by projected Newton steps on theta >= 0 (:func:`engine.minimize_bounded`, the exact gradient, Hessians from its
-    differences) from the fixed-judge optimum with the moment values ``start``, and again with 0.01 in the judge
-    variances; the lower criterion wins. The search stops at a Newton decrement of 1e-22 (not the engine's 1e-16),
-    which resolves the variances to ~1e-10 relative: on balanced data they equal the moment values to 1e-8
+    by projected Newton steps on theta >= 0 (:func:`engine.minimize_bounded`, the exact gradient and the exact
+    Hessian of :func:`_judges_random_hessian`) from the fixed-judge optimum with the moment values ``start``, and
+    again with 0.01 in the judge variances; the lower criterion wins. The search stops at a Newton decrement of
+    1e-22 (not the engine's 1e-16); with exact Newton steps the last one lands at the optimum to rounding, so
+    the variances do not depend on the order in which an engine summed the statistics beyond ~1e-14
+    (tests/comparisons/test_joint_sources.py), and on balanced data they equal the moment values to 1e-8
     (tests/comparisons/test_joint_reml_engine.py). Returns the two variances and whether the search converged."""
     crit = NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
     th0 = np.maximum(np.asarray(fit.theta)[crit.free], 0.0)
     fun = lambda x: _judges_random_deviance(x, crit)[:2]         # noqa: E731
+    hess = lambda x: _judges_random_hessian(x, crit)              # noqa: E731
     best = None
     for js in (np.maximum(np.asarray(start, dtype=float) / fit.s2, 0.01), np.full(2, 0.01)):
-        x, fx, info = engine.minimize_bounded(fun, np.r_[th0, js], np.zeros(len(th0) + 2), tol=1e-22)
+        x, fx, info = engine.minimize_bounded(fun, np.r_[th0, js], np.zeros(len(th0) + 2), tol=1e-22, hess_fn=hess)
         if best is None or fx < best[1]:
             best = (x, fx, info)
     x, _, info = best
