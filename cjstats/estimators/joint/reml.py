@@ -26,6 +26,9 @@ with no N x N matrix. Every step above is differentiated exactly in theta (first
 forward through w_c, f_g, q_g, the 1/(1 + theta q) factors, F_i and Q_i; ``_Jets``), so the criterion's
 gradient and Hessian need no step size: with beta = (X'H^{-1}X)^{-1} X'H^{-1}y and z = (-beta, 1),
 d rss = z' dM z and d log|X'H^{-1}X| = tr((X'H^{-1}X)^{-1} dA) (second derivatives in ``_gls_terms``).
+A group's pieces (w_c, f_g, q_g, its 1/(1 + theta q) factor) depend on two variances only, its model's theta_ms and
+theta_b, so their jets are taken along those two and placed into the stack of every direction afterwards
+(``_NestedGram``): with one model x scenario variance per model that removes a factor ~P from the per-group work.
 The optimiser (L-BFGS-B with that gradient on sqrt(theta) >= 0, like lme4's theta >= 0, then Newton steps on
 the inner coordinates) finds boundary optima exactly at 0. With one generation in every (model, scenario), the
 generation term is not identifiable (it is the ``scenario:model`` term) and is dropped; ``model_scenario``
