@@ -560,15 +560,16 @@ def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[in
     (envelope theorem: beta minimises z'Mz, and d_j beta = A^{-1} (M_j z)_X). Entries ``g_*`` are gradients
     (len(dirs),) for ``order >= 1``, ``h_*`` Hessians for ``order == 2``. X has the E ``extra`` columns after t's.
 
-    The second derivatives z'M_ij z and tr(A^{-1} A_ij) are contractions of M's jets with the fixed matrices zz'
-    and A^{-1} (:meth:`_NestedGram.contract`), so M's second derivatives are never formed: with one model x
-    scenario variance per model (P + 2 directions, (P + 2)(P + 3)/2 pairs) that is most of the cost of a Hessian.
-    ``dense``: form them (:meth:`_NestedGram.matrix`) and contract afterwards, the same numbers summed in another
-    order; the reported Hessian of the variances (:func:`_variance_hessian`) is computed so, so that its rounding
-    is what it was before the contracted form.
+    ``dense=False``: z'M_i z, tr(A^{-1} A_i), z'M_ij z and tr(A^{-1} A_ij) are contractions of M's jets with the
+    fixed matrices zz' and A^{-1} (:meth:`_NestedGram.contract`), so M's derivatives are formed only to first
+    order and only for a Hessian (for (M_i z)_X and A^{-1} A_i): with one model x scenario variance per model
+    (P + 2 directions, (P + 2)(P + 3)/2 pairs) most of the cost of a Hessian goes. ``dense=True`` (what the
+    fits use, :attr:`NestedCriterion.CONTRACTED_HESSIANS`): form them (:meth:`_NestedGram.matrix`) and contract
+    afterwards, the same numbers summed in another order, and the same to the last bit as before the contracted
+    form existed.
     """
     gram = _NestedGram(theta, ns, dirs, order, extra)
-    m, ld = gram.transform(gram.matrix(order if dense else min(order, 1)), t), gram.logdet
+    m, ld = gram.transform(gram.matrix(order if dense else (1 if order == 2 else 0)), t), gram.logdet
     q = t.shape[1] + (0 if extra is None else extra.n)
     m0 = m[0]
     a, b, c = m0[:q, :q], m0[:q, q], m0[q, q]
@@ -582,17 +583,13 @@ def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[in
     nd = len(dirs)
     z = np.r_[-beta, 1.0]
     ainv = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(q)))
-    mz = [m[1 + i] @ z for i in range(nd)]
-    aia = [ainv @ m[1 + i][:q, :q] for i in range(nd)]
-    out["g_rss"] = np.array([float(z @ v) for v in mz])
     out["g_logdet"] = np.array([float(v) for v in ld[1:1 + nd]])
-    out["g_logdet_a"] = np.array([float(np.trace(v)) for v in aia])
-    if order < 2:
-        return out
     if dense:
-        zmz = [float(z @ m[h] @ z) for h in range(1 + nd, len(m))]
-        tra = [float(np.sum(ainv * m[h][:q, :q])) for h in range(1 + nd, len(m))]
-    else:                   # z'M_ij z and tr(A^{-1} A_ij) contracted from the pieces, M_ij never formed
+        mz = [m[1 + i] @ z for i in range(nd)]
+        aia = [ainv @ m[1 + i][:q, :q] for i in range(nd)]
+        out["g_rss"] = np.array([float(z @ v) for v in mz])
+        out["g_logdet_a"] = np.array([float(np.trace(v)) for v in aia])
+    else:                   # z'M z and tr(A^{-1} A) contracted from the pieces: M's derivatives never formed
         tt = gram.basis(t)
         if tt is None:
             zr = z
@@ -601,8 +598,18 @@ def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[in
         else:
             zr = tt @ z
             ar = tt[:, :q] @ ainv @ tt[:, :q].T
-        con = gram.contract(np.stack([np.outer(zr, zr), ar]))[1 + nd:]
-        zmz, tra = con[:, 0].tolist(), con[:, 1].tolist()
+        con = gram.contract(np.stack([np.outer(zr, zr), ar]))
+        out["g_rss"] = con[1:1 + nd, 0].copy()
+        out["g_logdet_a"] = con[1:1 + nd, 1].copy()
+    if order < 2:
+        return out
+    if dense:
+        zmz = [float(z @ m[h] @ z) for h in range(1 + nd, len(m))]
+        tra = [float(np.sum(ainv * m[h][:q, :q])) for h in range(1 + nd, len(m))]
+    else:                   # (M_i z)_X and A^{-1} A_i still need M's first derivatives formed
+        mz = [m[1 + i] @ z for i in range(nd)]
+        aia = [ainv @ m[1 + i][:q, :q] for i in range(nd)]
+        zmz, tra = con[1 + nd:, 0].tolist(), con[1 + nd:, 1].tolist()
     h_rss, h_ld, h_la = (np.empty((nd, nd)) for _ in range(3))
     for h, (i, j) in enumerate([(i, j) for i in range(nd) for j in range(i, nd)]):
         h_rss[i, j] = h_rss[j, i] = zmz[h] - 2 * float(mz[i][:q] @ ainv @ mz[j][:q])
@@ -652,11 +659,13 @@ class NestedCriterion:
     (:class:`ExtraColumns`) adds fixed columns after t's (beta then holds t's coefficients, then theirs).
     """
 
-    #: Hessians with M's second derivatives contracted (:func:`_gls_terms`, ``dense=False``) rather than formed.
-    #: Off: the two differ by rounding (~1e-13 relative with ten variances), the Newton steps then stop at an
-    #: optimum ~1e-13 away, and the Satterthwaite df of large per-model tables amplify that ~20 times
-    #: (tests/test_numbers_unchanged.py, ma4 per-model: 2.5e-12 > its 1e-12). On, the per-model fit of the
-    #: MentalAlign composite takes 7.5 s instead of 10.5 s (benchmarks/bench_joint_reml.py, process time).
+    #: Derivatives with M's jets contracted (:func:`_gls_terms`, ``dense=False``) rather than formed. Off: the
+    #: two differ by rounding (~1e-13 relative with ten variances), the Newton steps then stop at an optimum
+    #: ~1e-13 away, and the Satterthwaite df of MentalAlign's fits amplify that (tests/test_numbers_unchanged.py
+    #: with it on: 5 frames move by 1.3e-12 to 4e-12, over their 1e-12: the model-mean and pair df of joint.ma.reml
+    #: and joint.ma4.reml.per_model, and the optimiser's designs built on the first), so the stored numbers would
+    #: need regenerating. The per-model fit of the MentalAlign composite (process time, one BLAS thread, one run
+    #: each): 24.6 s before either, 12.8 s formed, 8.4 s contracted (the pooled fit 0.7-0.9 s).
     CONTRACTED_HESSIANS = False
 
     def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True, per_model: bool = False,
