@@ -928,6 +928,14 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
     return jm, jp
 
 
+@functools.lru_cache(maxsize=16)
+def _judge_model_maps(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """T_j = 1_P (x) I_K (cell means -> judge effects) and T_r = I_P (x) 1_K (model columns), read-only."""
+    tj, tr = np.kron(np.ones((p, 1)), np.eye(k)), np.kron(np.eye(p), np.ones((k, 1)))
+    tj.flags.writeable = tr.flags.writeable = False
+    return tj, tr
+
+
 def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float, np.ndarray, float]:
     r"""Profiled REML criterion of the joint model with judges random (lme4: ``score ~ 0 + model + (1|judge) +
     (1|judge:model) + <the scenario terms>``) at x = (the free nested theta of ``crit``, theta_jm, theta_j), its
@@ -958,8 +966,7 @@ def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float
         ainv = np.linalg.solve(ca.T, np.linalg.solve(ca, np.eye(q)))
         eta = ainv @ bvec
         z = np.r_[-eta, 1.0]
-        tj = np.kron(np.ones((p, 1)), np.eye(k))
-        tr = np.kron(np.eye(p), np.ones((k, 1)))
+        tj, tr = _judge_model_maps(p, k)
         w = ainv + x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
         wi = np.linalg.inv(w)
         cw = np.linalg.cholesky(w)
@@ -1021,8 +1028,7 @@ def _judges_random_hessian(x: np.ndarray, crit: NestedCriterion) -> np.ndarray:
     ainv = jt.inv(a)
     eta = jt.mul(ainv, bvec[..., None], mm)[..., 0]
     rss0 = c - jt.mul(bvec[:, None, :], eta[..., None], mm)[:, 0, 0]
-    tj = np.kron(np.ones((p, 1)), np.eye(k))
-    tr = np.kron(np.eye(p), np.ones((k, 1)))
+    tj, tr = _judge_model_maps(p, k)
     w = ainv.copy()
     w[0] += x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
     w[1 + nn] += np.eye(q)
