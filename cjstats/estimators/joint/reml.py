@@ -383,8 +383,9 @@ class _GramPlan:
         seen is remembered (a criterion passes the same array at every evaluation)."""
         if t is None:
             return None
-        if self._basis is not None and self._basis[0] is t:
-            return self._basis[1]
+        seen = self._basis                  # read once: another thread may replace it
+        if seen is not None and seen[0] is t:
+            return seen[1]
         pk = self.pk
         if t.shape[0] == t.shape[1] and np.array_equal(t, np.eye(pk)):
             tt = None
@@ -417,8 +418,11 @@ def _gram_plan(ns: NestedStats, r: int, dirs: tuple[int, ...], order: int, extra
     if hit is not None and hit[0] is ns and hit[1] is extra:
         return hit[2]
     plan = _GramPlan(ns, r, dirs, order, extra)
-    if len(_PLANS) >= 16:
-        _PLANS.pop(next(iter(_PLANS)))
+    while len(_PLANS) >= 16:
+        try:
+            _PLANS.pop(next(iter(_PLANS)))
+        except (StopIteration, KeyError, RuntimeError):   # emptied or changed by another thread meanwhile
+            break
     _PLANS[key] = (ns, extra, plan)
     return plan
 
