@@ -183,6 +183,47 @@ def test_profiled_gradient_and_hessian_equal_richardson_differences(name, is_rem
     np.testing.assert_array_equal(hess, hess.T)
 
 
+@pytest.mark.parametrize("name", ["unbalanced", "unshared-4-models", "one-generation"])
+@pytest.mark.parametrize("per_model", [False, True])
+def test_contracted_second_derivatives_equal_the_formed_ones(name, per_model):
+    """<G, M_ij> from the pieces (_NestedGram.contract) is <G, M_ij> of M's formed jets, and the derivatives of
+    _gls_terms from it equal those from formed jets to rounding; values are the same numbers either way."""
+    df = _design(**DESIGNS[name])
+    _, ns = _stats(df)
+    p = ns.n_models
+    th = np.r_[0.7, np.linspace(0.2, 0.5, p) if per_model else [0.4], 0.3 if ns.has_generation else 0.0]
+    dirs = tuple(range(len(th) - (0 if ns.has_generation else 1)))
+    gram = reml._NestedGram(th, ns, dirs, 2, None)
+    g = np.random.default_rng(0).standard_normal((2, gram.dim, gram.dim))
+    g = g + np.swapaxes(g, 1, 2)
+    want = np.einsum("rab,jab->jr", g, gram.matrix(2))
+    np.testing.assert_allclose(gram.contract(g), want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
+    for t in (np.eye(p * ns.n_judges), _t_additive(p, ns.n_judges)):
+        a = reml._gls_terms(th, ns, t, dirs, 2)
+        b = reml._gls_terms(th, ns, t, dirs, 2, dense=True)
+        for key in ("rss", "logdet", "logdet_a", "beta", "g_logdet", "h_logdet"):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        for key in ("g_rss", "g_logdet_a", "h_rss", "h_logdet_a"):
+            np.testing.assert_allclose(a[key], b[key], rtol=0, atol=1e-13 * np.max(np.abs(b[key])), err_msg=key)
+
+
+@pytest.mark.parametrize("name", ["unbalanced", "unshared-4-models", "one-generation"])
+@pytest.mark.parametrize("per_model", [False, True])
+def test_judges_random_hessian_equals_richardson_differences_of_its_gradient(name, per_model):
+    df = _design(**DESIGNS[name])
+    _, ns = _stats(df)
+    crit = reml.NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
+    nn = len(crit.dirs)
+    x = np.r_[np.linspace(0.3, 0.6, nn), 0.08, 0.05]
+    hess = reml._judges_random_hessian(x, crit)
+    grad = lambda z: reml._judges_random_deviance(z, crit)[1]  # noqa: E731
+    scale = np.max(np.abs(hess))
+    for i in range(len(x)):
+        want = _richardson(lambda s, i=i: grad(_shift(x, i, s - x[i])), x[i], 1e-3 * x[i])
+        np.testing.assert_allclose(hess[:, i], want, rtol=0, atol=2e-11 * scale)   # measured <= 2e-12
+    np.testing.assert_array_equal(hess, hess.T)
+
+
 def _variance_hessian_fd(fit, ns, t, free) -> np.ndarray:
     """Richardson second differences of the non-profiled deviance in the variances (the old method, refined)."""
     v = np.r_[fit.s2, fit.s2 * fit.theta][np.r_[True, free]]

@@ -26,6 +26,9 @@ with no N x N matrix. Every step above is differentiated exactly in theta (first
 forward through w_c, f_g, q_g, the 1/(1 + theta q) factors, F_i and Q_i; ``_Jets``), so the criterion's
 gradient and Hessian need no step size: with beta = (X'H^{-1}X)^{-1} X'H^{-1}y and z = (-beta, 1),
 d rss = z' dM z and d log|X'H^{-1}X| = tr((X'H^{-1}X)^{-1} dA) (second derivatives in ``_gls_terms``).
+A group's pieces (w_c, f_g, q_g, its 1/(1 + theta q) factor) depend on two variances only, its model's theta_ms and
+theta_b, so their jets are taken along those two and placed into the stack of every direction afterwards
+(``_NestedGram``): with one model x scenario variance per model that removes a factor ~P from the per-group work.
 The optimiser (L-BFGS-B with that gradient on sqrt(theta) >= 0, like lme4's theta >= 0, then Newton steps on
 the inner coordinates) finds boundary optima exactly at 0. With one generation in every (model, scenario), the
 generation term is not identifiable (it is the ``scenario:model`` term) and is dropped; ``model_scenario``
@@ -72,6 +75,7 @@ from typing import Any
 
 import numpy as np
 from scipy import special, stats
+from scipy.linalg.lapack import dpotrf as _potrf, dpotri as _potri, dtrtrs as _trtrs
 
 from cjstats._blas import single_thread_blas
 from cjstats.results.components import ComponentRow
@@ -196,6 +200,34 @@ class _Jets:
                          + op(x[:1], y[h]))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
+    def quad_sum(self, c: np.ndarray, x: np.ndarray, apply: Any) -> np.ndarray:
+        """The jet of sum_n c_n x_n'G_r x_n for scalar jets c (J, n) and vector jets x (J, n, L), with symmetric
+        G_r given by ``apply`` (v of shape (..., L) -> G v of shape (..., R, L)): shape (J, R). With s = x'Gx,
+        s_i = 2 x_i'G x and s_ij = 2 x_ij'G x + 2 x_i'G x_j, so G is applied to x's value and first derivatives
+        only, and every sum over n of a product is one matrix product."""
+        nd, n_lead = self.nd, x.shape[1:-1]
+        gx = apply(x[:1 + nd] if self.n_pairs else x[:1])                     # (1 [+ nd], n, R, L)
+        nr, nl = gx.shape[-2], gx.shape[-1]
+        s0 = (x[0][..., None, :] * gx[0]).sum(axis=-1)                          # (n, R)
+        c0 = c[0].reshape(-1)
+        parts = [(c0 @ s0.reshape(-1, nr))[None]]
+        if nd:
+            si = 2.0 * (x[1:1 + nd][..., None, :] * gx[0]).sum(axis=-1)         # (nd, n, R)
+            c1 = c[1:1 + nd].reshape(nd, -1)
+            parts.append(c1 @ s0.reshape(-1, nr) + np.tensordot(c0, si.reshape(nd, -1, nr), axes=([0], [1])))
+        if self.n_pairs:
+            h = slice(1 + nd, None)
+            i, j = self.pi - 1, self.pj - 1
+            w0 = (c[0].reshape(n_lead + (1, 1)) * gx[0]).swapaxes(-1, -2).reshape(-1, nr)   # (n L, R)
+            t1 = x[h].reshape(self.n_pairs, -1) @ w0                             # sum c0 x_ij'G x
+            cx = (c[0].reshape((1,) + n_lead + (1,)) * x[1:1 + nd]).reshape(nd, -1)          # (nd, n L)
+            gj = np.moveaxis(gx[1:], 0, -2).swapaxes(-1, -3).reshape(-1, nd * nr)            # (n L, nd R)
+            cross = (cx @ gj).reshape(nd, nd, nr)                                # sum c0 x_i'G x_j
+            cs_ = np.tensordot(c1, si.reshape(nd, -1, nr), axes=([1], [1]))      # sum c_i s_j, (nd, nd, R)
+            parts.append(c[h].reshape(self.n_pairs, -1) @ s0.reshape(-1, nr) + cs_[i, j] + cs_[j, i]
+                         + 2.0 * t1 + 2.0 * cross[i, j])
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
     def fn(self, x: np.ndarray, f0: np.ndarray, f1: np.ndarray, f2: np.ndarray) -> np.ndarray:
         nd = self.nd
         out = np.empty_like(x)
@@ -204,6 +236,38 @@ class _Jets:
             out[1:1 + nd] = f1 * x[1:1 + nd]
         if self.n_pairs:
             out[1 + nd:] = f1 * x[1 + nd:] + f2 * x[self.pi] * x[self.pj]
+        return out
+
+    def inv(self, x: np.ndarray) -> np.ndarray:
+        """Matrix inverse of a jet of square matrices (J, n, n): with V = X^{-1}, d_i = -V X_i V and
+        d_ij = -V X_ij V + V X_i V X_j V + V X_j V X_i V."""
+        nd = self.nd
+        v = np.linalg.inv(x[0])
+        out = np.empty_like(x)
+        out[0] = v
+        if nd:
+            vxv = -(v @ x[1:1 + nd] @ v)                          # d_i
+            out[1:1 + nd] = vxv
+        if self.n_pairs:
+            vx = v @ x[1:1 + nd]                                    # V X_i
+            out[1 + nd:] = -(v @ x[1 + nd:] @ v) + vx[self.pi - 1] @ vx[self.pj - 1] @ v + \
+                vx[self.pj - 1] @ vx[self.pi - 1] @ v
+        return out
+
+    def logdet(self, x: np.ndarray) -> np.ndarray:
+        """log|X| of a jet of positive definite matrices (J, n, n): d_i = tr(V X_i), d_ij = tr(V X_ij) -
+        tr(V X_i V X_j) with V = X^{-1}; shape (J,)."""
+        nd = self.nd
+        chol = np.linalg.cholesky(x[0])
+        out = np.empty(self.size)
+        out[0] = 2 * float(np.log(np.diagonal(chol)).sum())
+        if nd:
+            v = np.linalg.inv(x[0])
+            vx = v @ x[1:1 + nd]
+            out[1:1 + nd] = np.trace(vx, axis1=-2, axis2=-1)
+            if self.n_pairs:
+                out[1 + nd:] = (np.einsum("ab,hba->h", v, x[1 + nd:])
+                                - np.einsum("hab,hba->h", vx[self.pi - 1], vx[self.pj - 1]))
         return out
 
     def inv1p(self, x: np.ndarray) -> np.ndarray:
@@ -241,78 +305,255 @@ def _weighted_gram_jet(theta: np.ndarray, ns: NestedStats, t: np.ndarray | None,
     the second derivatives likewise (the product rule of :class:`_Jets`), so M's derivatives are exact to
     rounding, with no step size. Returns the stacked jets of M ((J, q+1, q+1)) and of log|H| ((J,)). With
     ``extra`` (:class:`ExtraColumns`) X gains its E columns after the P K (t) columns: q = t columns + E.
+    (The pieces are :class:`_NestedGram`'s; this is its full-matrix readout.)
     """
-    jt = _Jets(len(dirs), order)
-    p, k = ns.n_models, ns.n_judges
-    r = len(theta) - 2                      # model x scenario variances: 1 (pooled) or P (one per model)
-    ib = r + 1
-    ta, tb = (jt.var(theta[i], dirs.index(i) if i in dirs else None) for i in (0, ib))
-    ms_of_model = np.zeros(p, dtype=np.int64) if r == 1 else np.arange(p)
-    ms_dirs = [dirs.index(1 + j) if 1 + j in dirs else None for j in range(r)]
-    tm_p = jt.var_array(theta[1 + ms_of_model], [ms_dirs[j] for j in ms_of_model])      # (J, P), per model
-    tm = tm_p[:, ns.group_model]                                                       # (J, G), per group
-    active = [theta[0] > 0 or 0 in dirs, bool(np.any(theta[1:ib] > 0)) or any(d is not None for d in ms_dirs),
-              theta[ib] > 0 or ib in dirs]
-    nj = jt.size
-    pk = p * k
-    ne = 0 if extra is None else extra.n
-    dim = pk + ne + 1                                                  # cells, extra columns, y
-    m = np.zeros((nj, dim, dim))
-    if extra is None:
-        m[0, np.arange(pk), np.arange(pk)] = ns.counts
-        m[0, :pk, pk] = m[0, pk, :pk] = ns.sums
-        m[0, pk, pk] = ns.yy
-        cell_aug, group_aug = ns.cell_aug, ns.group_aug
-    else:
-        m[0] = extra.gram
-        cell_aug, group_aug = extra.cell_aug, extra.group_aug
-    sizes = ns.sizes.astype(float)
-    scal = lambda a, b: a[:, None] * b                                 # noqa: E731 - (J,) scalars times (J, n)
-    htb = tb[:, None] * sizes                                          # h theta_b, (J, S)
-    w = jt.inv1p(htb)                                                  # w_h
-    if active[2]:
-        u = jt.mul(tb, w, scal)                                        # theta_b w_h, (J, S)
-        _subtract_blocks(np.tensordot(u, cell_aug, axes=([1], [1])), p, k, m)
-    f = sum(w[:, h, None, None] * group_aug[None, :, h] for h in range(len(sizes)))   # f_g, (J, G, K+E+1)
-    qg = (w * sizes) @ ns.group_cnt.T                                  # q_g, (J, G)
-    tq = jt.mul(tm, qg)
-    dg = jt.inv1p(tq)
-    rows = lambda a, b: b * a[..., None]                               # noqa: E731 - scale the rows of b by a
-    fd = jt.mul(dg, f, rows)                                           # d_g f_g
-    if active[1]:
-        outer = jt.mul(fd, f, _per_model_outer(ns))           # sum_g a_g b_g' per model, (J, P, K+E+1, K+E+1)
-        _subtract_blocks(jt.mul(tm_p, outer, lambda a, b: a[..., None, None] * b), p, k, m)
-    n_scen = ns.n_scenarios
-    flat = ((ns.group_scen * dim + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, dim)
-    scen_of = (np.arange(nj)[:, None] * n_scen + ns.group_scen[None, :]).ravel()
+    g = _NestedGram(theta, ns, dirs, order, extra)
+    return g.transform(g.matrix(order), t), g.logdet
 
-    def scen_sum(c: np.ndarray) -> np.ndarray:
-        """(J, G) -> (J, n): sums over each scenario's groups."""
-        return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
-    fs = np.zeros((nj, n_scen * dim))                                  # F_i, (J, n, dim)
-    fs[:, flat] = fd[:, :, :k].reshape(nj, -1)
-    fs = fs.reshape(nj, n_scen, dim)
-    for j in range(ne + 1):                                            # the shared columns: extra, then y
-        fs[:, :, pk + j] = scen_sum(fd[:, :, k + j])
-    qs = scen_sum(jt.mul(qg, dg))                                      # Q_i, (J, n)
-    ts = jt.mul(ta, qs, scal)
-    if active[0]:
-        cs = jt.mul(ta, jt.inv1p(ts), scal)                            # theta_a d_i
-        m -= jt.mul(jt.mul(cs, fs, rows), fs, lambda a, b: np.swapaxes(a, -1, -2) @ b)
-    cells_per_size = ns.size_cells.sum(axis=0)
-    logdet = jt.log1p(htb) @ cells_per_size + jt.log1p(tq).sum(axis=-1) + jt.log1p(ts).sum(axis=-1)
-    if t is not None and not (t.shape[0] == t.shape[1] and np.array_equal(t, np.eye(pk))):
-        q = t.shape[1]
-        tt = np.zeros((dim, q + ne + 1))
-        tt[:pk, :q] = t
-        tt[pk:, q:] = np.eye(ne + 1)
-        m = tt.T @ m @ tt
-    return m, logdet
+_PLANS: dict[tuple, tuple[Any, Any, "_GramPlan"]] = {}
+
+
+class _GramPlan:
+    """What :class:`_NestedGram` needs besides theta, fixed by the statistics, the number of model x scenario
+    variances r, the directions and the order: the jet rules, where each group's local directions go in the stack
+    of all directions, index arrays and the constant part of M (kept per statistics object, :func:`_gram_plan`)."""
+
+    def __init__(self, ns: NestedStats, r: int, dirs: tuple[int, ...], order: int,
+                 extra: ExtraColumns | None) -> None:
+        p, k = ns.n_models, ns.n_judges
+        self.jt = jt = _Jets(len(dirs), order)
+        ib = self.ib = r + 1
+        self.ta_dir, self.tb_dir = (dirs.index(i) if i in dirs else None for i in (0, ib))
+        self.ms_of_model = np.zeros(p, dtype=np.int64) if r == 1 else np.arange(p)
+        self.ms_dirs = ms_dirs = [dirs.index(1 + j) if 1 + j in dirs else None for j in range(r)]
+        pk = self.pk = p * k
+        ne = self.ne = 0 if extra is None else extra.n
+        dim = self.dim = pk + ne + 1                                       # cells, extra columns, y
+        if extra is None:
+            base = np.zeros((dim, dim))
+            base[np.arange(pk), np.arange(pk)] = ns.counts
+            base[:pk, pk] = base[pk, :pk] = ns.sums
+            base[pk, pk] = ns.yy
+            self.cell_aug, self.group_aug = ns.cell_aug, ns.group_aug
+        else:
+            base = extra.gram
+            self.cell_aug, self.group_aug = extra.cell_aug, extra.group_aug
+        self.base = base
+        self.sizes = ns.sizes.astype(float)
+        self.cells_per_size = ns.size_cells.sum(axis=0)
+        # A group's pieces depend on two variances only, its model's theta_ms and theta_b: their jets are taken
+        # along those ("local" directions, the same rules) and placed into the stack of every direction after.
+        self.own = any(d is not None for d in ms_dirs)
+        ldirs = self.ldirs = ([0] if self.own else []) + ([1] if ib in dirs else [])   # 0: own theta_ms, 1: theta_b
+        self.jl = jl = _Jets(len(ldirs), order)
+        gdir = [[ms_dirs[self.ms_of_model[q]] if a == 0 else dirs.index(ib) for a in ldirs] for q in range(p)]
+        self.maps = [self._local_map(jl, g, len(dirs), order) for g in gdir]
+        self.one_map = all(np.array_equal(m[1], self.maps[0][1]) for m in self.maps)
+        self.has_dir = np.array([ms_dirs[self.ms_of_model[q]] is not None for q in range(p)], dtype=float)
+        self.group_bounds = list(zip(ns.group_starts, [*ns.group_starts[1:], ns.n_groups]))
+        self.outer = _per_model_outer(ns)
+        self._basis: tuple[np.ndarray, np.ndarray | None] | None = None
+        n_scen, nj = ns.n_scenarios, jt.size
+        self.flat = ((ns.group_scen * dim + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, dim)
+        self.scen_of = (np.arange(nj)[:, None] * n_scen + ns.group_scen[None, :]).ravel()
+        self.block_idx = np.concatenate([np.arange(p)[:, None] * k + np.arange(k),
+                                         np.broadcast_to(np.arange(pk, dim), (p, dim - pk))], axis=1)   # (P, K+L)
+
+    @staticmethod
+    def _local_map(jl: _Jets, gdir: list[int | None], nd: int, order: int) -> tuple[np.ndarray, np.ndarray]:
+        """(local stack entries, their places in the stack of all nd directions) for one model: local direction a
+        is direction gdir[a] (None: not differentiated, its entries dropped)."""
+        loc, glob = [0], [0]
+        for a, g in enumerate(gdir):
+            if g is not None and jl.nd:
+                loc.append(1 + a)
+                glob.append(1 + g)
+        if order >= 2:
+            pairs = {pr: 1 + nd + h for h, pr in enumerate((i, j) for i in range(nd) for j in range(i, nd))}
+            lpairs = [(a, b) for a in range(len(gdir)) for b in range(a, len(gdir))]
+            for h, (a, b) in enumerate(lpairs):
+                if gdir[a] is not None and gdir[b] is not None:
+                    loc.append(1 + jl.nd + h)
+                    glob.append(pairs[tuple(sorted((gdir[a], gdir[b])))])
+        return np.asarray(loc), np.asarray(glob)
+
+    def basis(self, t: np.ndarray | None) -> np.ndarray | None:
+        """The map tt from the t-basis [X t, extra, y] to the cell-means basis (None: the identity); the last t
+        seen is remembered (a criterion passes the same array at every evaluation)."""
+        if t is None:
+            return None
+        seen = self._basis                  # read once: another thread may replace it
+        if seen is not None and seen[0] is t:
+            return seen[1]
+        pk = self.pk
+        if t.shape[0] == t.shape[1] and np.array_equal(t, np.eye(pk)):
+            tt = None
+        else:
+            q = t.shape[1]
+            tt = np.zeros((self.dim, q + self.ne + 1))
+            tt[:pk, :q] = t
+            tt[pk:, q:] = np.eye(self.ne + 1)
+        self._basis = (t, tt)
+        return tt
+
+    def to_global(self, x: np.ndarray, over_groups: bool) -> np.ndarray:
+        """Local jets (Jl, n, ...) into the stack of all directions (J, n, ...); the second axis runs over groups
+        (ordered by model) or, with ``over_groups`` False, over models."""
+        out = np.zeros((self.jt.size,) + x.shape[1:])
+        if self.one_map:
+            loc, glob = self.maps[0]
+            out[glob] = x[loc]
+            return out
+        bounds = self.group_bounds if over_groups else [(q, q + 1) for q in range(len(self.maps))]
+        for (loc, glob), (lo, hi) in zip(self.maps, bounds):
+            out[glob, lo:hi] = x[loc, lo:hi]
+        return out
+
+
+def _gram_plan(ns: NestedStats, r: int, dirs: tuple[int, ...], order: int, extra: ExtraColumns | None) -> _GramPlan:
+    """The :class:`_GramPlan` of these statistics, built once (the last 16 kept; the key holds the objects)."""
+    key = (id(ns), id(extra), r, tuple(dirs), order)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is ns and hit[1] is extra:
+        return hit[2]
+    plan = _GramPlan(ns, r, dirs, order, extra)
+    while len(_PLANS) >= 16:
+        try:
+            _PLANS.pop(next(iter(_PLANS)))
+        except (StopIteration, KeyError, RuntimeError):   # emptied or changed by another thread meanwhile
+            break
+    _PLANS[key] = (ns, extra, plan)
+    return plan
+
+
+class _NestedGram:
+    r"""The jets of the pieces of M = [X, y]'H^{-1}[X, y] (cell-means basis) along theta[dirs] up to ``order``:
+    the cell weights theta_b w_h, the group vectors f_g and d_g f_g, theta_ms per group, the scenario vectors F_i
+    and theta_a d_i (:func:`_weighted_gram_jet`), and the jet of log|H|. Two readouts:
+
+    - :meth:`matrix`: the jets of M itself (the three sums of outer products of the module docstring);
+    - :meth:`contract`: the jets of <G, M> = sum_ab G_ab M_ab for fixed symmetric G, without forming M's
+      derivatives: each sum of outer products c a b' contracts to c (a'G b), a scalar per group or scenario, and
+      a'G b differentiates by the product rule (:meth:`_Jets.quad`). A REML criterion needs its matrix's
+      derivatives only through such contractions (z'M_ij z and tr(A^{-1} A_ij) for a fixed z and A^{-1}), so
+      its second derivatives cost O(groups x K^2 + scenarios x dim^2) per direction instead of one
+      (dim x dim) outer-product sum per pair of directions.
+    """
+
+    def __init__(self, theta: np.ndarray, ns: NestedStats, dirs: tuple[int, ...], order: int,
+                 extra: ExtraColumns | None) -> None:
+        r = len(theta) - 2                      # model x scenario variances: 1 (pooled) or P (one per model)
+        plan = self.plan = _gram_plan(ns, r, dirs, order, extra)
+        jt, jl = plan.jt, plan.jl
+        self.jt = jt
+        self.ns, self.order, self.extra = ns, order, extra
+        self.ne, self.dim, self.base, self.cell_aug = plan.ne, plan.dim, plan.base, plan.cell_aug
+        p, k, ib, pk = ns.n_models, ns.n_judges, plan.ib, plan.pk
+        ta, tb = jt.var(theta[0], plan.ta_dir), jt.var(theta[ib], plan.tb_dir)
+        self.active = [theta[0] > 0 or plan.ta_dir is not None, bool(np.any(theta[1:ib] > 0)) or plan.own,
+                       theta[ib] > 0 or plan.tb_dir is not None]
+        nj = jt.size
+        sizes = plan.sizes
+        scal = lambda a, b: a[:, None] * b                                 # noqa: E731 - (J,) scalars times (J, n)
+        htb = tb[:, None] * sizes                                          # h theta_b, (J, S)
+        self.u = jt.mul(tb, jt.inv1p(htb), scal) if self.active[2] else None   # theta_b w_h, (J, S)
+        tb_l = jl.var(theta[ib], plan.ldirs.index(1) if 1 in plan.ldirs else None)   # local jets from here
+        w = jl.inv1p(tb_l[:, None] * sizes)                                # w_h
+        group_aug = plan.group_aug
+        f = sum(w[:, h, None, None] * group_aug[None, :, h] for h in range(len(sizes)))   # f_g, (Jl, G, K+E+1)
+        qg = (w * sizes) @ ns.group_cnt.T                                  # q_g, (Jl, G)
+        tm_p = np.zeros((jl.size, p))                                      # theta_ms of each model
+        tm_p[0] = theta[1 + plan.ms_of_model]
+        if plan.own and jl.nd:
+            tm_p[1] = plan.has_dir
+        tq = jl.mul(tm_p[:, ns.group_model], qg)
+        dg = jl.inv1p(tq)
+        rows = self._rows = lambda a, b: b * a[..., None]                  # noqa: E731 - scale the rows of b by a
+        fd_l = jl.mul(dg, f, rows)                                         # d_g f_g
+        if self.active[1]:          # sum_g theta_ms (d_g f_g) f_g' per model, (J, P, K+E+1, K+E+1)
+            outer = jl.mul(fd_l, f, plan.outer)
+            self.group_term = plan.to_global(jl.mul(tm_p, outer, lambda a, b: a[..., None, None] * b), False)
+        n_scen = ns.n_scenarios
+        fd = plan.to_global(fd_l, True)
+        scen_of = plan.scen_of
+
+        def scen_sum(c: np.ndarray) -> np.ndarray:
+            """(J, G) -> (J, n): sums over each scenario's groups."""
+            return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
+
+        fs = np.zeros((nj, n_scen * self.dim))                             # F_i, (J, n, dim)
+        fs[:, plan.flat] = fd[:, :, :k].reshape(nj, -1)
+        fs = fs.reshape(nj, n_scen, self.dim)
+        for j in range(self.ne + 1):                                       # the shared columns: extra, then y
+            fs[:, :, pk + j] = scen_sum(fd[:, :, k + j])
+        qs = scen_sum(plan.to_global(jl.mul(qg, dg), True))                # Q_i, (J, n)
+        ts = jt.mul(ta, qs, scal)
+        self.fs = fs
+        self.cs = jt.mul(ta, jt.inv1p(ts), scal) if self.active[0] else None   # theta_a d_i
+        # sum_g log(1 + theta_ms q_g) in the stack of all directions, as it was always summed (the layout of these
+        # arrays fixes the order of the sum over groups, so log|H| keeps its rounding)
+        tm_all = jt.var_array(theta[1 + plan.ms_of_model], [plan.ms_dirs[j] for j in plan.ms_of_model])
+        tq_all = jt.mul(tm_all[:, ns.group_model], plan.to_global(qg, True))
+        self.logdet = (jt.log1p(htb) @ plan.cells_per_size + jt.log1p(tq_all).sum(axis=-1)
+                       + jt.log1p(ts).sum(axis=-1))
+
+    def _to(self, order: int) -> tuple[_Jets, int]:
+        """The jet rules of ``order`` (<= the pieces' order) and how many leading stack entries they read."""
+        jt = self.jt if order == self.order else _Jets(self.jt.nd, order)
+        return jt, jt.size
+
+    def matrix(self, order: int) -> np.ndarray:
+        """The jets of M in the cell-means basis up to ``order``, (J, dim, dim)."""
+        jt, nj = self._to(order)
+        ns, dim = self.ns, self.dim
+        p, k = ns.n_models, ns.n_judges
+        m = np.zeros((nj, dim, dim))
+        m[0] = self.base
+        if self.active[2]:
+            _subtract_blocks(np.tensordot(self.u[:nj], self.cell_aug, axes=([1], [1])), p, k, m)
+        if self.active[1]:
+            _subtract_blocks(self.group_term[:nj], p, k, m)
+        if self.active[0]:
+            fs = self.fs[:nj]
+            m -= jt.mul(jt.mul(self.cs[:nj], fs, self._rows), fs, lambda a, b: np.swapaxes(a, -1, -2) @ b)
+        return m
+
+    def transform(self, m: np.ndarray, t: np.ndarray | None) -> np.ndarray:
+        """M in the basis X = cell indicators x t (then the extra columns and y): tt' M tt."""
+        tt = self.basis(t)
+        return m if tt is None else tt.T @ m @ tt
+
+    def basis(self, t: np.ndarray | None) -> np.ndarray | None:
+        """The map tt from the t-basis [X t, extra, y] to the cell-means basis (None: the identity)."""
+        return self.plan.basis(t)
+
+    def contract(self, g: np.ndarray) -> np.ndarray:
+        r"""Jets of <G_r, M> for a stack of R symmetric (dim, dim) matrices G (cell-means basis), (J, R).
+
+        <G, M> = <G, M_0> - sum_h u_h sum_p <G_p, C_ph> - sum_g theta_ms,g (d_g f_g)'G_p(g) f_g
+        - sum_i (theta_a d_i) F_i'G F_i, with G_p the block of G on model p's judges and the shared columns and
+        C_ph the per-model, per-size cell cross-products (``cell_aug``). The group sums are small ((K+E+1)^2 per
+        model) and are contracted once formed; the scenario sums (dim^2 per scenario) never are."""
+        jt = self.jt
+        out = np.zeros((jt.size, len(g)))
+        out[0] = np.einsum("rab,ab->r", g, self.base)
+        if self.active[2] or self.active[1]:
+            idx = self.plan.block_idx                                                       # (P, K+L)
+            gb = g[:, idx[:, :, None], idx[:, None, :]]                                      # (R, P, K+L, K+L)
+        if self.active[2]:
+            out -= self.u @ np.einsum("rpab,phab->hr", gb, self.cell_aug)
+        if self.active[1]:
+            out -= np.einsum("rpab,jpab->jr", gb, self.group_term)        # formed (small), then contracted
+        if self.active[0]:
+            dim, nr = self.dim, len(g)
+            gcat = np.swapaxes(g, 0, 1).reshape(dim, nr * dim)                                # [G_1 .. G_R]
+            out -= jt.quad_sum(self.cs, self.fs, lambda v: (v @ gcat).reshape(v.shape[:-1] + (nr, dim)))
+        return out
 
 
 def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[int, ...] = (), order: int = 0,
-               extra: ExtraColumns | None = None) -> dict:
+               extra: ExtraColumns | None = None, dense: bool = False) -> dict:
     r"""rss(theta), log|H|, log|A| (A = X'H^{-1}X), beta, and their derivatives along theta[dirs].
 
     With M = [X y]'H^{-1}[X y] = [[A, b], [b', c]], beta = A^{-1}b, rss = c - b'beta and z = (-beta, 1):
@@ -322,8 +563,17 @@ def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[in
 
     (envelope theorem: beta minimises z'Mz, and d_j beta = A^{-1} (M_j z)_X). Entries ``g_*`` are gradients
     (len(dirs),) for ``order >= 1``, ``h_*`` Hessians for ``order == 2``. X has the E ``extra`` columns after t's.
+
+    ``dense=False``: z'M_i z, tr(A^{-1} A_i), z'M_ij z and tr(A^{-1} A_ij) are contractions of M's jets with the
+    fixed matrices zz' and A^{-1} (:meth:`_NestedGram.contract`), so M's derivatives are formed only to first
+    order and only for a Hessian (for (M_i z)_X and A^{-1} A_i): with one model x scenario variance per model
+    (P + 2 directions, (P + 2)(P + 3)/2 pairs) most of the cost of a Hessian goes. ``dense=True`` (what the
+    fits use, :attr:`NestedCriterion.CONTRACTED_HESSIANS`): form them (:meth:`_NestedGram.matrix`) and contract
+    afterwards, the same numbers summed in another order, and the same to the last bit as before the contracted
+    form existed.
     """
-    m, ld = _weighted_gram_jet(theta, ns, t, dirs, order, extra)
+    gram = _NestedGram(theta, ns, dirs, order, extra)
+    m, ld = gram.transform(gram.matrix(order if dense else (1 if order == 2 else 0)), t), gram.logdet
     q = t.shape[1] + (0 if extra is None else extra.n)
     m0 = m[0]
     a, b, c = m0[:q, :q], m0[:q, q], m0[q, q]
@@ -337,18 +587,38 @@ def _gls_terms(theta: np.ndarray, ns: NestedStats, t: np.ndarray, dirs: tuple[in
     nd = len(dirs)
     z = np.r_[-beta, 1.0]
     ainv = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(q)))
-    mz = [m[1 + i] @ z for i in range(nd)]
-    aia = [ainv @ m[1 + i][:q, :q] for i in range(nd)]
-    out["g_rss"] = np.array([float(z @ v) for v in mz])
     out["g_logdet"] = np.array([float(v) for v in ld[1:1 + nd]])
-    out["g_logdet_a"] = np.array([float(np.trace(v)) for v in aia])
+    if dense:
+        mz = [m[1 + i] @ z for i in range(nd)]
+        aia = [ainv @ m[1 + i][:q, :q] for i in range(nd)]
+        out["g_rss"] = np.array([float(z @ v) for v in mz])
+        out["g_logdet_a"] = np.array([float(np.trace(v)) for v in aia])
+    else:                   # z'M z and tr(A^{-1} A) contracted from the pieces: M's derivatives never formed
+        tt = gram.basis(t)
+        if tt is None:
+            zr = z
+            ar = np.zeros((gram.dim, gram.dim))
+            ar[:q, :q] = ainv
+        else:
+            zr = tt @ z
+            ar = tt[:, :q] @ ainv @ tt[:, :q].T
+        con = gram.contract(np.stack([np.outer(zr, zr), ar]))
+        out["g_rss"] = con[1:1 + nd, 0].copy()
+        out["g_logdet_a"] = con[1:1 + nd, 1].copy()
     if order < 2:
         return out
+    if dense:
+        zmz = [float(z @ m[h] @ z) for h in range(1 + nd, len(m))]
+        tra = [float(np.sum(ainv * m[h][:q, :q])) for h in range(1 + nd, len(m))]
+    else:                   # (M_i z)_X and A^{-1} A_i still need M's first derivatives formed
+        mz = [m[1 + i] @ z for i in range(nd)]
+        aia = [ainv @ m[1 + i][:q, :q] for i in range(nd)]
+        zmz, tra = con[1 + nd:, 0].tolist(), con[1 + nd:, 1].tolist()
     h_rss, h_ld, h_la = (np.empty((nd, nd)) for _ in range(3))
-    for h, (i, j) in enumerate([(i, j) for i in range(nd) for j in range(i, nd)], start=1 + nd):
-        h_rss[i, j] = h_rss[j, i] = float(z @ m[h] @ z) - 2 * float(mz[i][:q] @ ainv @ mz[j][:q])
-        h_ld[i, j] = h_ld[j, i] = float(ld[h])
-        h_la[i, j] = h_la[j, i] = float(np.sum(ainv * m[h][:q, :q])) - float(np.sum(aia[i] * aia[j].T))
+    for h, (i, j) in enumerate([(i, j) for i in range(nd) for j in range(i, nd)]):
+        h_rss[i, j] = h_rss[j, i] = zmz[h] - 2 * float(mz[i][:q] @ ainv @ mz[j][:q])
+        h_ld[i, j] = h_ld[j, i] = float(ld[1 + nd + h])
+        h_la[i, j] = h_la[j, i] = tra[h] - float(np.sum(aia[i] * aia[j].T))
     out.update(h_rss=h_rss, h_logdet=h_ld, h_logdet_a=h_la)
     return out
 
@@ -393,6 +663,15 @@ class NestedCriterion:
     (:class:`ExtraColumns`) adds fixed columns after t's (beta then holds t's coefficients, then theirs).
     """
 
+    #: Derivatives with M's jets contracted (:func:`_gls_terms`, ``dense=False``) rather than formed. Off: the
+    #: two differ by rounding (~1e-13 relative with ten variances), the Newton steps then stop at an optimum
+    #: ~1e-13 away, and the Satterthwaite df of MentalAlign's fits amplify that (tests/test_numbers_unchanged.py
+    #: with it on: 5 frames move by 1.3e-12 to 4e-12, over their 1e-12: the model-mean and pair df of joint.ma.reml
+    #: and joint.ma4.reml.per_model, and the optimiser's designs built on the first), so the stored numbers would
+    #: need regenerating. The per-model fit of the MentalAlign composite (process time, one BLAS thread, one run
+    #: each): 24.6 s before either, 12.8 s formed, 8.4 s contracted (the pooled fit 0.7-0.9 s).
+    CONTRACTED_HESSIANS = False
+
     def __init__(self, ns: NestedStats, t: np.ndarray, *, reml: bool = True, per_model: bool = False,
                  extra: ExtraColumns | None = None) -> None:
         self.ns, self.t, self.reml, self.extra = ns, t, reml, extra
@@ -401,6 +680,7 @@ class NestedCriterion:
         self.dirs = tuple(int(i) for i in np.flatnonzero(self.free))
         self.nu = ns.n_rows - (t.shape[1] + (0 if extra is None else extra.n) if reml else 0)
         self._count = 0
+        self.dense = not self.CONTRACTED_HESSIANS
 
     @property
     def n_evaluations(self) -> int:
@@ -415,7 +695,7 @@ class NestedCriterion:
     def parts(self, x: np.ndarray, hess: bool = False, grad: bool = True) -> dict[str, Any]:
         self._count += 1
         order = 2 if hess else (1 if grad else 0)
-        g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order, self.extra)
+        g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order, self.extra, dense=self.dense)
         la = g["logdet_a"] if self.reml else 0.0
         out = {"rss": g["rss"], "logdet": g["logdet"] + la, "beta": g["beta"], "a": g["a"]}
         if order >= 1:
@@ -549,6 +829,7 @@ def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.n
     engine's :func:`engine.variance_hessian` on :class:`NestedCriterion` (the chain rule from (s2, theta) to phi
     is written there once for every REML fit)."""
     crit = NestedCriterion(ns, t, per_model=len(fit.theta) > 3, extra=extra)
+    crit.dense = True           # the reported Hessian: M's second derivatives formed, whatever the fit used
     return engine.variance_hessian(crit, _AtTheta(np.asarray(fit.theta)[free], float(fit.s2)))
 
 
@@ -651,6 +932,14 @@ def _population_rows(g_judge: np.ndarray, cov_judge: np.ndarray, g_int: np.ndarr
     return jm, jp
 
 
+@functools.lru_cache(maxsize=16)
+def _judge_model_maps(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """T_j = 1_P (x) I_K (cell means -> judge effects) and T_r = I_P (x) 1_K (model columns), read-only."""
+    tj, tr = np.kron(np.ones((p, 1)), np.eye(k)), np.kron(np.eye(p), np.ones((k, 1)))
+    tj.flags.writeable = tr.flags.writeable = False
+    return tj, tr
+
+
 def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float, np.ndarray, float]:
     r"""Profiled REML criterion of the joint model with judges random (lme4: ``score ~ 0 + model + (1|judge) +
     (1|judge:model) + <the scenario terms>``) at x = (the free nested theta of ``crit``, theta_jm, theta_j), its
@@ -681,8 +970,7 @@ def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float
         ainv = np.linalg.solve(ca.T, np.linalg.solve(ca, np.eye(q)))
         eta = ainv @ bvec
         z = np.r_[-eta, 1.0]
-        tj = np.kron(np.ones((p, 1)), np.eye(k))
-        tr = np.kron(np.eye(p), np.ones((k, 1)))
+        tj, tr = _judge_model_maps(p, k)
         w = ainv + x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
         wi = np.linalg.inv(w)
         cw = np.linalg.cholesky(w)
@@ -711,20 +999,91 @@ def _judges_random_deviance(x: np.ndarray, crit: NestedCriterion) -> tuple[float
     return dev, nu * g_rss / rss + g_ld, rss / nu
 
 
+def _judges_random_hessian(x: np.ndarray, crit: NestedCriterion) -> np.ndarray:
+    r"""Exact Hessian of :func:`_judges_random_deviance` at x = (the free nested theta, theta_jm, theta_j).
+
+    The criterion is a function D(M, theta_jm, theta_j) of M = [X, y]'H_0^{-1}[X, y] at the nested theta, so along
+    directions i, j: D_ij = D''[M_i, M_j] + <dD/dM, M_ij> (+ the judge variances, in which W is linear). The first
+    term is the second-order jet (:class:`_Jets`, its matrix inverse and log-determinant rules) of D through A^{-1},
+    eta, W = A^{-1} + T_z D T_z', its inverse, T_r'W^{-1}T_r and Q, with M's second derivatives set to 0; the
+    second adds them by one contraction (:meth:`_NestedGram.contract`), with (z = (-eta, 1), u = (A^{-1}e, 0),
+    e = R eta, the notation of :func:`_judges_random_deviance`)
+
+        dD/dM = nu/rss (z + u)(z + u)' + [A^{-1} - A^{-1} R A^{-1}, 0; 0, 0]
+
+    (d rss = (z + u)'dM (z + u) by the envelope rules there, d(log|A| + log|W| + log|T_r'W^{-1}T_r|) =
+    tr(A^{-1}dA) - tr(R A^{-1}dA A^{-1})); log|H_0| brings its own exact second derivatives."""
+    ns = crit.ns
+    p, k = ns.n_models, ns.n_judges
+    q = p * k
+    nn = len(crit.dirs)
+    gram = _NestedGram(crit.expand(x[:nn]), ns, crit.dirs, 2, None)
+    m1 = gram.matrix(1)                                   # M and its first derivatives (t = identity)
+    jt = _Jets(nn + 2, 2)
+    nest_pairs = np.array([h for h, (i, j) in enumerate((i, j) for i in range(nn + 2) for j in range(i, nn + 2))
+                           if j < nn])                   # the (nested, nested) pairs, in the nested order
+    mj = np.zeros((jt.size,) + m1.shape[1:])
+    mj[:1 + nn] = m1
+    ld = np.zeros(jt.size)
+    ld[:1 + nn] = gram.logdet[:1 + nn]
+    ld[1 + nn + 2 + nest_pairs] = gram.logdet[1 + nn:]
+    mm = np.matmul
+    a, bvec, c = mj[:, :q, :q], mj[:, :q, q], mj[:, q, q]
+    ainv = jt.inv(a)
+    eta = jt.mul(ainv, bvec[..., None], mm)[..., 0]
+    rss0 = c - jt.mul(bvec[:, None, :], eta[..., None], mm)[:, 0, 0]
+    tj, tr = _judge_model_maps(p, k)
+    w = ainv.copy()
+    w[0] += x[nn] * np.eye(q) + x[nn + 1] * tj @ tj.T
+    w[1 + nn] += np.eye(q)
+    w[2 + nn] += tj @ tj.T
+    wi = jt.inv(w)
+    bm = tr.T @ wi @ tr
+    wie = jt.mul(wi, eta[..., None], mm)[..., 0]
+    v = (tr.T @ wie[..., None])[..., 0]
+    qf = jt.mul(eta[:, None, :], wie[..., None], mm)[:, 0, 0] - \
+        jt.mul(v[:, None, :], jt.mul(jt.inv(bm), v[..., None], mm), mm)[:, 0, 0]
+    rss = rss0 + qf
+    nu = ns.n_rows - p
+    r0 = rss[0]
+    log_rss = jt.fn(rss, math.log(r0), 1.0 / r0, -1.0 / r0**2)
+    dev = nu * log_rss + ld + jt.logdet(a) + jt.logdet(w) + jt.logdet(bm)
+    hess = np.empty((nn + 2, nn + 2))
+    hess[jt.pi - 1, jt.pj - 1] = hess[jt.pj - 1, jt.pi - 1] = dev[1 + nn + 2:]
+    # + <dD/dM, M_ij> over the nested pairs
+    a0 = ainv[0]
+    w0i = wi[0]
+    b0i = np.linalg.inv(bm[0])
+    rmat = w0i - w0i @ tr @ b0i @ tr.T @ w0i
+    e = rmat @ eta[0]
+    zu = np.r_[-eta[0] + a0 @ e, 1.0]
+    gmat = (nu / r0) * np.outer(zu, zu)
+    gmat[:q, :q] += a0 - a0 @ rmat @ a0
+    con = gram.contract(gmat[None])[1 + nn:, 0]
+    hn = np.zeros((nn, nn))
+    pi, pj = np.triu_indices(nn)
+    hn[pi, pj] = hn[pj, pi] = con
+    hess[:nn, :nn] += hn
+    return 0.5 * (hess + hess.T)
+
+
 def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: tuple[float, float]
                        ) -> tuple[float, float, bool]:
     """REML s2_judge_model and s2_judge of the joint model with judges random (:func:`_judges_random_deviance`),
-    by projected Newton steps on theta >= 0 (:func:`engine.minimize_bounded`, the exact gradient, Hessians from its
-    differences) from the fixed-judge optimum with the moment values ``start``, and again with 0.01 in the judge
-    variances; the lower criterion wins. The search stops at a Newton decrement of 1e-22 (not the engine's 1e-16),
-    which resolves the variances to ~1e-10 relative: on balanced data they equal the moment values to 1e-8
+    by projected Newton steps on theta >= 0 (:func:`engine.minimize_bounded`, the exact gradient and the exact
+    Hessian of :func:`_judges_random_hessian`) from the fixed-judge optimum with the moment values ``start``, and
+    again with 0.01 in the judge variances; the lower criterion wins. The search stops at a Newton decrement of
+    1e-22 (not the engine's 1e-16); with exact Newton steps the last one lands at the optimum to rounding, so
+    the variances do not depend on the order in which an engine summed the statistics beyond ~1e-14
+    (tests/comparisons/test_joint_sources.py), and on balanced data they equal the moment values to 1e-8
     (tests/comparisons/test_joint_reml_engine.py). Returns the two variances and whether the search converged."""
     crit = NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
     th0 = np.maximum(np.asarray(fit.theta)[crit.free], 0.0)
     fun = lambda x: _judges_random_deviance(x, crit)[:2]         # noqa: E731
+    hess = lambda x: _judges_random_hessian(x, crit)              # noqa: E731
     best = None
     for js in (np.maximum(np.asarray(start, dtype=float) / fit.s2, 0.01), np.full(2, 0.01)):
-        x, fx, info = engine.minimize_bounded(fun, np.r_[th0, js], np.zeros(len(th0) + 2), tol=1e-22)
+        x, fx, info = engine.minimize_bounded(fun, np.r_[th0, js], np.zeros(len(th0) + 2), tol=1e-22, hess_fn=hess)
         if best is None or fx < best[1]:
             best = (x, fx, info)
     x, _, info = best
