@@ -134,8 +134,12 @@ def test_a_table_with_criteria_is_studied_per_criterion(small, tmp_path):
     (["--fixed-models"], "The option --fixed-models applies to --replication only; add --replication or leave it "
                          "out."),
     (["--replication", "--n-sims", "0"], "The option --n-sims must be an integer >= 1. Got 0."),
-    (["--link", "logit"], "The option --link applies to --method ordinal only (got --method auto); add --method "
-                          "ordinal or leave --link logit out."),
+    # --link with auto, as compare: refused once auto has chosen another backend (ratings with 29 values here)
+    (["--link", "logit"], "The option --link applies to --method ordinal only, and this comparison is fitted by "
+                          "anova (without --link the first line says why); add --method ordinal or leave --link "
+                          "logit out."),
+    (["--method", "reml", "--link", "logit"], "The option --link applies to --method ordinal only (got --method "
+                                              "reml); add --method ordinal or leave --link logit out."),
     (["--k", "4", "--strategy", "cyclic"], "The option --k must be at most k_total=3 (judges per generation from "
                                            "the panel). Got 4 instead."),
     (["--draws", "100"], "The option --draws applies to --method bayes only; leave it out."),

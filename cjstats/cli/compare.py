@@ -5,6 +5,8 @@ Mirrors :func:`cjstats.compare_models` (and :func:`cjstats.self_preference` with
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from cjstats.cli._app import (
@@ -69,15 +71,7 @@ def compare(file: str | None, method: str, link: str | None, population: bool, m
 
     from cjstats.exceptions import CjstatsError
 
-    if engine != "numpy" and method in ("bayes", "ordinal"):
-        raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for {method}.")
-    if link is not None and method not in ("ordinal", "auto"):
-        raise CjstatsError(f"The option --link applies to --method ordinal only (got --method {method}); add "
-                           f"--method ordinal or leave --link {link} out.")
-    per_model = model_scenario == "per-model"
-    if per_model and method in ("anova", "bayes", "ordinal"):
-        raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
-                           f"--method {method}).")
+    per_model = check_joint_options(method, link, model_scenario, engine)
     covs = parse_list(covariates, option="--covariates") if covariates is not None else None
     if covs is not None:
         if engine != "numpy":
@@ -87,31 +81,14 @@ def compare(file: str | None, method: str, link: str | None, population: bool, m
                                f"{method}).")
     scores = load_source(file, data, engine, memory_limit)
     fam = _families(families)
-    from cjstats.io.scores import Scores
-
-    if isinstance(scores, Scores) and scores.has_criterion:   # one comparison per criterion, stacked
-        parts = [(c, _without_criterion(scores, c)) for c in scores.criteria]
-    else:
-        parts = [(None, scores)]
     runs = []
-    for criterion, part in parts:
+    for criterion, part in criterion_parts(scores):
         if covs is not None:
-            chosen, note = "reml", "method: reml (--covariates are fitted by REML)"
             part = _with_covariates(part, file, data, covs)
-        elif per_model:
-            chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
-        else:
-            chosen, note = resolve_method(part, method, data.incomplete, joint=True)
-        if link is not None and chosen != "ordinal":
-            raise CjstatsError(f"The option --link applies to --method ordinal only, and this comparison is fitted "
-                               f"by {chosen} (without --link the first line says why); add --method ordinal or leave "
-                               f"--link {link} out.")
-        options = anova_options(chosen, data.incomplete, data.max_drop)
-        if chosen == "ordinal" and link is not None:
-            options["link"] = link
-        if chosen == "reml":
-            options["model_scenario"] = "per_model" if per_model else "pooled"
+        chosen, note, options = joint_method(part, "reml" if covs is not None else method, data,
+                                             per_model=per_model, link=link)
         if covs is not None:
+            note = "method: reml (--covariates are fitted by REML)"
             options["covariates"] = covs
         res = compare_models(part, chosen, ci_level=ci_level, adjust=adjust,
                              view="population" if population else "panel", seed=seed, **options)
@@ -197,6 +174,57 @@ def _families(texts: tuple[str, ...]) -> dict[str, list[str]]:
         for judge, model in parse_pairs(text, option="--families", example="gpt-4o=gpt-4o,gpt-4o=gpt-4o-mini"):
             out.setdefault(judge, []).append(model)
     return out
+
+
+def check_joint_options(method: str, link: str | None, model_scenario: str, engine: str) -> bool:
+    """The checks every joint-fit command (``compare``, ``gstudy``) makes of its options before reading data, one
+    sentence each; returns whether ``--model-scenario per-model`` was asked for."""
+    from cjstats.exceptions import CjstatsError
+
+    if engine != "numpy" and method in ("bayes", "ordinal"):
+        raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for {method}.")
+    if link is not None and method not in ("ordinal", "auto"):
+        raise CjstatsError(f"The option --link applies to --method ordinal only (got --method {method}); add "
+                           f"--method ordinal or leave --link {link} out.")
+    per_model = model_scenario == "per-model"
+    if per_model and method in ("anova", "bayes", "ordinal"):
+        raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
+                           f"--method {method}).")
+    return per_model
+
+
+def criterion_parts(scores) -> list[tuple[str | None, Any]]:
+    """One (criterion, table) per criterion of a table with criteria (each without its criterion column, what a
+    joint fit takes), else ``[(None, scores)]``."""
+    from cjstats.io.scores import Scores
+
+    if isinstance(scores, Scores) and scores.has_criterion:
+        return [(c, _without_criterion(scores, c)) for c in scores.criteria]
+    return [(None, scores)]
+
+
+def joint_method(part, method: str, data: DataOptions, *, per_model: bool,
+                 link: str | None) -> tuple[str, str, dict[str, Any]]:
+    """The joint backend a command fits ``part`` with, the line saying why, and its options: REML where
+    per-model model x scenario variances ask for it, else what ``--method`` (auto:
+    :func:`cjstats.cli._app.resolve_method`) chooses; ``--link`` only where the choice is ordinal (one sentence
+    otherwise); the ANOVA's ``--incomplete`` options."""
+    from cjstats.exceptions import CjstatsError
+
+    if per_model:
+        chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
+    else:
+        chosen, note = resolve_method(part, method, data.incomplete, joint=True)
+    if link is not None and chosen != "ordinal":
+        raise CjstatsError(f"The option --link applies to --method ordinal only, and this comparison is fitted by "
+                           f"{chosen} (without --link the first line says why); add --method ordinal or leave "
+                           f"--link {link} out.")
+    options = anova_options(chosen, data.incomplete, data.max_drop)
+    if chosen == "ordinal" and link is not None:
+        options["link"] = link
+    if chosen == "reml":
+        options["model_scenario"] = "per_model" if per_model else "pooled"
+    return chosen, note, options
 
 
 def _without_criterion(scores, criterion: str):

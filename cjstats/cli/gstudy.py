@@ -10,8 +10,8 @@ from __future__ import annotations
 import click
 
 from cjstats.cli._app import (
-    METHODS, DataOptions, anova_options, bayes_kwargs, bayes_options, data_options, emit_tables, engine_options,
-    format_option, load_source, method_option, parse_list, resolve_method,
+    METHODS, DataOptions, bayes_kwargs, bayes_options, data_options, emit_tables, engine_options,
+    format_option, load_source, method_option, parse_list,
 )
 from cjstats.exceptions import CjstatsError
 
@@ -96,15 +96,9 @@ def gstudy(file: str | None, method: str, link: str | None, model_scenario: str,
     from cjstats.decisions.gstudy import g_study, replication as replicate
     from cjstats.estimators.joint.models import fit_joint
 
-    if engine != "numpy" and method in ("bayes", "ordinal"):
-        raise CjstatsError(f"--engine {engine} fits --method anova or reml; use --engine numpy for {method}.")
-    if link is not None and method != "ordinal":
-        raise CjstatsError(f"The option --link applies to --method ordinal only (got --method {method}); add "
-                           f"--method ordinal or leave --link {link} out.")
-    per_model = model_scenario == "per-model"
-    if per_model and method in ("anova", "bayes", "ordinal"):
-        raise CjstatsError(f"--model-scenario per-model is fitted by REML only; use --method reml or auto (got "
-                           f"--method {method}).")
+    from cjstats.cli.compare import check_joint_options, criterion_parts, joint_method
+
+    per_model = check_joint_options(method, link, model_scenario, engine)
     if k_total is not None and not population:
         raise CjstatsError(f"The option --k-total sets the size of a new panel of judges, which needs --population "
                            f"(otherwise the fit's panel is the universe of judges); add --population or leave "
@@ -119,26 +113,10 @@ def gstudy(file: str | None, method: str, link: str | None, model_scenario: str,
         if value is not None and value < 1:
             raise CjstatsError(f"The option {name} must be an integer >= 1. Got {value}.")
     scores = load_source(file, data, engine, memory_limit)
-    from cjstats.io.scores import Scores
-
-    if isinstance(scores, Scores) and scores.has_criterion:   # one study per criterion, stacked
-        from cjstats.cli.compare import _without_criterion
-
-        parts = [(c, _without_criterion(scores, c)) for c in scores.criteria]
-    else:
-        parts = [(None, scores)]
     runs = []
-    for criterion, part in parts:
-        if per_model:
-            chosen, note = "reml", "method: reml (--model-scenario per-model is fitted by REML)"
-        else:
-            chosen, note = resolve_method(part, method, data.incomplete, joint=True)
-        options = anova_options(chosen, data.incomplete, data.max_drop)
-        if per_model:
-            options["model_scenario"] = "per_model"
+    for criterion, part in criterion_parts(scores):                  # one study per criterion, stacked
+        chosen, note, options = joint_method(part, method, data, per_model=per_model, link=link)
         options.update(bayes_kwargs(chosen == "bayes", draws=draws, chains=chains, tune=tune))
-        if chosen == "ordinal" and link is not None:
-            options["link"] = link
         fit = fit_joint(part, chosen, ci_level=ci_level, seed=seed, **options)
         g = g_study(fit, n=ns, m=ms, k=ks, strategy=strategies, k_total=k_total,
                     judges="population" if population else "panel", n_draws=n_draws, seed=seed)
