@@ -14,8 +14,11 @@ __all__ = ["jit_kernel"]
 _COMPILED: dict[str, Any] = {}
 
 
-def jit_kernel(name: str, fn: Any) -> Any:
-    """``fn`` compiled by numba (cached on disk, GIL released, IEEE division), or ``None`` without numba."""
+def jit_kernel(name: str, fn: Any, fastmath: bool | set[str] = False) -> Any:
+    """``fn`` compiled by numba (cached on disk, GIL released, IEEE division), or ``None`` without numba.
+
+    ``fastmath`` is numba's: False (IEEE arithmetic in the written order) or a set of LLVM flags, e.g.
+    ``{"contract"}`` (a * b + c as one fused multiply-add, rounded once, as the BLAS kernels do)."""
     if name not in _COMPILED:
         try:
             import warnings
@@ -24,7 +27,7 @@ def jit_kernel(name: str, fn: Any) -> Any:
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _COMPILED[name] = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")(fn)
+                _COMPILED[name] = numba.njit(cache=True, nogil=True, fastmath=fastmath, error_model="numpy")(fn)
         except Exception:  # noqa: BLE001 - numba missing or unusable: the numpy path is exact, only slower
             _COMPILED[name] = None
     return _COMPILED[name]
