@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.estimators.reml.scenario_judge import SJEvaluator
+from cjstats.estimators.reml.scenario_judge import SJEvaluator, _kernel
 from cjstats.stats import build_stats
 from cjstats.stats.scenario_judge import build_sj_stats
 
@@ -209,6 +209,7 @@ def test_compiled_kernel_equals_the_numpy_path(kind, which):
     A, log|H|, their gradients and Hessians to 1e-12 relative, on every case above; value-only, gradient and
     Hessian requests in both orders (the kernel recomputes the lower levels)."""
     new, *_ = _evaluators(kind, seed=KINDS.index(kind))
+    new._kernel = _kernel()                                               # (a short process would not load it)
     if new._kernel is None:
         pytest.skip("numba is not installed: the numpy path is the only one")
     ref = _numpy_twin(new)
@@ -245,6 +246,7 @@ def test_compiled_kernel_equals_the_numpy_path(kind, which):
 def test_compiled_kernel_profiled_criterion(kind):
     """The REML criteria and their gradients, fixed and random judges, on both paths (1e-12 relative)."""
     new, *_ = _evaluators(kind, seed=10 + KINDS.index(kind))
+    new._kernel = _kernel()
     if new._kernel is None:
         pytest.skip("numba is not installed: the numpy path is the only one")
     ref = _numpy_twin(new)
@@ -259,3 +261,25 @@ def test_compiled_kernel_profiled_criterion(kind):
             p0 = ref.parts(model, th, grad=True, hess=True)
             for key in ("rss", "drss", "d2rss", "logdet", "dlogdet", "d2logdet"):
                 _close(p1[key], p0[key], rel=1e-12)
+
+
+def test_kernel_is_loaded_once_the_numpy_work_pays(monkeypatch):
+    """A short process (a one-off fit) stays on the numpy path and does not import numba; once its numpy
+    evaluations reach KERNEL_AFTER unit-evaluations, new evaluators load and use the kernel."""
+    import cjstats._jit as jit
+    import cjstats.estimators.reml.scenario_judge as sjm
+
+    monkeypatch.setattr(jit, "_COMPILED", {k: v for k, v in jit._COMPILED.items() if k != "sj_reml"})
+    monkeypatch.setattr(sjm, "_COMPILED", jit._COMPILED)
+    monkeypatch.setattr(sjm, "_NUMPY_WORK", [0])
+    new, *_ = _evaluators("unbalanced", seed=0)
+    assert new._kernel is None
+    new._core(np.array(THETAS[0]))
+    new._core(np.array(THETAS[1]), grad=True)
+    assert sjm._NUMPY_WORK[0] == 2 * new._units_n
+    sjm._NUMPY_WORK[0] = sjm.KERNEL_AFTER
+    again, *_ = _evaluators("unbalanced", seed=0)
+    assert again._kernel is sjm._kernel()
+    if again._kernel is not None:
+        again._core(np.array(THETAS[0]))
+        assert sjm._NUMPY_WORK[0] == sjm.KERNEL_AFTER                     # the kernel's evaluations not counted
