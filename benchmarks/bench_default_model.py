@@ -13,7 +13,9 @@ lmer(score ~ judge + (1|scenario) + (1|scenario:generation) + (1|scenario:judge)
 ``scenario_judge=False`` (the paper's model), each with ``interval="none"`` (the fits) and ``"profile"`` (the
 default: fits plus profile-likelihood intervals for every variance). Every figure is the median of
 ``--repeats`` warm runs in this one process, and the ratios (default / paper model) are what to compare
-across machines: the machine is shared, so absolute times move with its load. lme4 is timed inside R around
+across machines: the machine is shared, so absolute times move with its load. The default model is timed with
+its REML core on both paths, the numba kernel (``cjstats[reml]`` brings numba; loaded up front here, as a long
+process would) and the numpy fallback, in the same run. lme4 is timed inside R around
 ``lmer`` (contr.sum, REML) and ``profile(fit, which = "theta_", signames = FALSE)`` of the same model.
 """
 
@@ -66,6 +68,19 @@ def make_table(balanced: bool, seed: int = 1) -> pd.DataFrame:
     return df
 
 
+def use_compiled_core(compiled: bool) -> bool:
+    """Switch the scenario x judge REML core between the numba kernel and the numpy path; False when numba is
+    not importable (then only the numpy path is timed)."""
+    from cjstats._jit import _COMPILED
+    from cjstats.estimators.reml import scenario_judge as sjm
+
+    _COMPILED.pop("sj_reml", None)
+    if compiled:
+        return sjm._kernel() is not None
+    _COMPILED["sj_reml"] = None
+    return True
+
+
 def median_time(fn, repeats: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
@@ -94,22 +109,30 @@ def main() -> None:
     args = ap.parse_args()
     if args.lme4 and shutil.which("Rscript") is None:
         sys.exit("Rscript not found: install r-base-core and r-cran-lme4, or drop --lme4.")
-    print("| design | rows | interval | default (scenario_judge) s | paper model s | ratio | fixed-judge fit evaluations |")
-    print("|---|---|---|---|---|---|---|")
+    has_kernel = use_compiled_core(True)
+    print("| design | rows | interval | default (scenario_judge) s, numba core | default s, numpy core | paper model s "
+          "| ratio numba core | ratio numpy core | fixed-judge fit evaluations |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for balanced in (False, True):
         df = make_table(balanced)
         scores = cj.read_scores(df)
         cj.estimate(scores, method="reml", interval="none")            # warm-up (imports, caches)
         cj.estimate(scores, method="reml", interval="none", scenario_judge=False)
         for interval in ("none", "profile"):
+            use_compiled_core(False)
+            t_np, _ = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
+                                  args.repeats)
+            use_compiled_core(has_kernel)
             t_def, fit = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
                                      args.repeats)
             t_pap, _ = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i,
                                                                             scenario_judge=False), args.repeats)
             diag = fit.diagnostics[next(iter(fit.diagnostics))]
             evals = diag.get("evaluations", "-") if isinstance(diag, dict) else "-"
-            print(f"| {'balanced' if balanced else 'unbalanced'} | {len(df):,} | {interval} | {t_def:.3g} | "
-                  f"{t_pap:.3g} | {t_def / t_pap:.2f} | {evals} |", flush=True)
+            t_k = f"{t_def:.3g}" if has_kernel else "(no numba)"
+            r_k = f"{t_def / t_pap:.2f}" if has_kernel else "-"
+            print(f"| {'balanced' if balanced else 'unbalanced'} | {len(df):,} | {interval} | {t_k} | {t_np:.3g} | "
+                  f"{t_pap:.3g} | {r_k} | {t_np / t_pap:.2f} | {evals} |", flush=True)
             if interval == "profile":
                 t_prof_def = t_def
         if args.lme4:

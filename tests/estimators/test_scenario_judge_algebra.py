@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import cjstats as cj
-from cjstats.estimators.reml.scenario_judge import SJEvaluator
+from cjstats.estimators.reml.scenario_judge import SJEvaluator, _kernel
 from cjstats.stats import build_stats
 from cjstats.stats.scenario_judge import build_sj_stats
 
@@ -193,3 +193,93 @@ def test_a_and_logdet_equal_the_dense_model(kind):
         a1, l1, _, _ = new._core(np.array(theta))
         _close(a1, amat, rel=1e-11)
         assert l1 == pytest.approx(ld, rel=1e-12)
+
+
+def _numpy_twin(ev: SJEvaluator) -> SJEvaluator:
+    """The same evaluator on the numpy path (the compiled kernel switched off)."""
+    twin = SJEvaluator(ev.d, ev.ys, ev.sj)
+    twin._kernel = None
+    return twin
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("which", ["fixed", "random"])
+def test_compiled_kernel_equals_the_numpy_path(kind, which):
+    """The numba kernel (:func:`~cjstats.estimators.reml.scenario_judge._sj_loops`) against the numpy path:
+    A, log|H|, their gradients and Hessians to 1e-12 relative, on every case above; value-only, gradient and
+    Hessian requests in both orders (the kernel recomputes the lower levels)."""
+    new, *_ = _evaluators(kind, seed=KINDS.index(kind))
+    new._kernel = _kernel()                                               # (a short process would not load it)
+    if new._kernel is None:
+        pytest.skip("numba is not installed: the numpy path is the only one")
+    ref = _numpy_twin(new)
+    for theta in THETAS:
+        th = np.array(theta)
+        ref._recent.clear()
+        a0, l0, (da0, d2a0), (dl0, d2l0) = ref._core(th, hess=True, which=which)
+        a3, l3, _, _ = new._core(th, which=which)                         # value first, then gradient, Hessian
+        a2, l2, da2, dl2 = new._core(th, grad=True, which=which)
+        a1, l1, (da1, d2a1), (dl1, d2l1) = new._core(th, hess=True, which=which)
+        for x1, x0 in ((a1, a0), (da1, da0), (d2a1, d2a0), (dl1, dl0), (d2l1, d2l0)):
+            _close(x1, x0, rel=1e-12)
+        assert l1 == pytest.approx(l0, rel=1e-12)
+        np.testing.assert_array_equal(a2, a1)
+        np.testing.assert_array_equal(a3, a1)
+        np.testing.assert_array_equal(da2, da1)
+        np.testing.assert_array_equal(dl2, dl1)
+        assert l2 == l1 == l3
+        new._recent.clear()                                               # the Hessian first
+        a4, l4, (da4, d2a4), (dl4, d2l4) = new._core(th, hess=True, which=which)
+        for x4, x1 in ((a4, a1), (da4, da1), (d2a4, d2a1), (dl4, dl1), (d2l4, d2l1)):
+            np.testing.assert_array_equal(x4, x1)
+        assert l4 == l1
+    # a negative theta (a difference quotient at the boundary) takes the numpy path's pivoted inverse
+    th = np.array([-1e-6, 0.2, 0.3])
+    a1, l1, da1, dl1 = new._core(th, grad=True, which=which)
+    a0, l0, da0, dl0 = ref._core(th, grad=True, which=which)
+    np.testing.assert_array_equal(a1, a0)
+    np.testing.assert_array_equal(da1, da0)
+    assert l1 == l0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_compiled_kernel_profiled_criterion(kind):
+    """The REML criteria and their gradients, fixed and random judges, on both paths (1e-12 relative)."""
+    new, *_ = _evaluators(kind, seed=10 + KINDS.index(kind))
+    new._kernel = _kernel()
+    if new._kernel is None:
+        pytest.skip("numba is not installed: the numpy path is the only one")
+    ref = _numpy_twin(new)
+    for model, extra in (("fixed", ()), ("random", (0.8,))):
+        for theta in THETAS:
+            th = np.array(theta + extra)
+            v1, g1 = new.profiled(model, th, grad=True)
+            v0, g0 = ref.profiled(model, th, grad=True)
+            assert v1 == pytest.approx(v0, rel=1e-12)
+            _close(g1, g0, rel=1e-12)
+            p1 = new.parts(model, th, grad=True, hess=True)
+            p0 = ref.parts(model, th, grad=True, hess=True)
+            for key in ("rss", "drss", "d2rss", "logdet", "dlogdet", "d2logdet"):
+                _close(p1[key], p0[key], rel=1e-12)
+
+
+def test_kernel_is_loaded_once_the_numpy_work_pays(monkeypatch):
+    """A short process (a one-off fit) stays on the numpy path and does not import numba; once its numpy
+    evaluations reach KERNEL_AFTER unit-evaluations, new evaluators load and use the kernel."""
+    import cjstats._jit as jit
+    import cjstats.estimators.reml.scenario_judge as sjm
+
+    monkeypatch.setattr(jit, "_COMPILED", {k: v for k, v in jit._COMPILED.items() if k != "sj_reml"})
+    monkeypatch.setattr(sjm, "_COMPILED", jit._COMPILED)
+    monkeypatch.setattr(sjm, "_NUMPY_WORK", [0])
+    new, *_ = _evaluators("unbalanced", seed=0)
+    assert new._kernel is None
+    new._core(np.array(THETAS[0]))
+    new._core(np.array(THETAS[1]), grad=True)
+    assert sjm._NUMPY_WORK[0] == 2 * new._units_n
+    sjm._NUMPY_WORK[0] = sjm.KERNEL_AFTER
+    again, *_ = _evaluators("unbalanced", seed=0)
+    assert again._kernel is sjm._kernel()
+    if again._kernel is not None:
+        again._core(np.array(THETAS[0]))
+        assert sjm._NUMPY_WORK[0] == sjm.KERNEL_AFTER                     # the kernel's evaluations not counted

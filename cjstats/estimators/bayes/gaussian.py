@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from cjstats._jit import _COMPILED, jit_kernel  # noqa: F401 - re-exported (ordinal, scenario_judge)
 from cjstats.io.scores import GroupData
 from cjstats.stats.views import GaussianStats, pattern_blocks
 
@@ -314,25 +315,6 @@ def _logpost_loops(theta, ybar, prior_mu_sd, scales, has_gen, basis, ssw0, b_w, 
             acc += basis[j, a] * dgam[j]
         out[1 + ns + a] = acc - theta[1 + ns + a] / (s_g * s_g)
     return lp
-
-
-_COMPILED: dict[str, Any] = {}
-
-
-def jit_kernel(name: str, fn: Any) -> Any:
-    """``fn`` compiled by numba (cached on disk, GIL released, IEEE division), or ``None`` without numba."""
-    if name not in _COMPILED:
-        try:
-            import warnings
-
-            import numba
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _COMPILED[name] = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")(fn)
-        except Exception:  # noqa: BLE001 - numba missing or unusable: the numpy path is exact, only slower
-            _COMPILED[name] = None
-    return _COMPILED[name]
 
 
 def _loglik_kernel() -> Any:
