@@ -95,10 +95,12 @@ def main() -> None:
                                 "1" if args.groupby else "0"], capture_output=True,
                                text=True, timeout=args.timeout)
             wall = time.perf_counter() - t
-            if r.returncode != 0:
-                print(f"{rows:>11,} {engine:>7} failed: {r.stderr.strip().splitlines()[-1]}")
+            found = [line for line in r.stdout.splitlines() if line.startswith("{")]
+            if r.returncode != 0 or not found:
+                last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+                print(f"{rows:>11,} {engine:>7} failed (exit {r.returncode}): {last}")
                 continue
-            o = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
+            o = json.loads(found[-1])
             read = f"{o['read']:7.2f}" if "read" in o else f"{'-':>7}"
             fits = [f"{o[m]:7.3f}" if m in o else f"{'-':>7}" for m in ("anova", "reml")]
             total = o.get("read", 0.0) + o["stats"] + o.get("anova", 0.0) + o.get("reml", 0.0)
