@@ -226,7 +226,7 @@ def test_an_ordinal_comparison_shows_pass_rates_then_the_latent_scale(verdict_co
     assert any("on the latent probit scale (the latent residual SD is 1" in t and "pass rate" in t for t in texts)
     tables = {i["caption"]: i for i in items if i["kind"] == "table"}
     assert list(tables) == ["pass rate of each model (95% interval)",
-                            "differences in pass rate (a minus b, 95% interval; p not adjusted)",
+                            "differences in pass rate (a minus b, 95% interval; p adjusted: holm)",
                             "latent differences on the probit scale (a minus b, 95% interval; p adjusted: holm)",
                             f"ranks by the latent mean ({auto.rank_method})"]
     rates = tables["pass rate of each model (95% interval)"]
@@ -237,9 +237,15 @@ def test_an_ordinal_comparison_shows_pass_rates_then_the_latent_scale(verdict_co
         est, lo, hi = (float(sm.loc[row[0], c]) for c in ("estimate", "lower", "upper"))
         assert float(row[1]) == pytest.approx(est, abs=6e-3) and float(row[3]) == pytest.approx(lo, abs=6e-3)
         assert float(row[4]) == pytest.approx(hi, abs=6e-3) and 0 < lo < est < hi < 1
-    diffs = tables["differences in pass rate (a minus b, 95% interval; p not adjusted)"]
-    assert len(diffs["rows"]) == 3 and diffs["columns"][:6] == ["model_a", "model_b", "difference", "std_error",
-                                                                 "lower", "upper"]
+    diffs = tables["differences in pass rate (a minus b, 95% interval; p adjusted: holm)"]
+    assert len(diffs["rows"]) == 3 and diffs["columns"] == ["model_a", "model_b", "difference", "std_error",
+                                                             "lower", "upper", "p_value", "p_adjusted"]
+    # Holm over the three pass-rate differences, as the latent differences are adjusted
+    from cjstats.estimators.intervals import adjust_p
+
+    sd = auto.score_differences
+    assert np.allclose(sd["p_adjusted"], adjust_p(sd["p_value"].to_numpy(), "holm"), rtol=0, atol=0)
+    assert (sd["p_adjusted"] >= sd["p_value"]).all()
     assert [i["caption"] for i in items if i["kind"] == "figure"] == ["Rank of each model with its interval "
                                                                       "(latent mean)."]
     # a logit fit says so; labelled comparisons get a heading each

@@ -250,7 +250,8 @@ class ModelComparison(Result):
     score_means, score_differences : DataFrame or None
         For a fit on a latent scale whose backend declares the hook ``score_scale`` (``method="ordinal"``): each
         model's expected score (pass rate for 0/1) for a new scenario and the panel, and the pairwise differences
-        of those, with delta-method intervals; None otherwise.
+        of those, with delta-method intervals and ``p_value`` / ``p_adjusted`` (the same ``adjust`` as the latent
+        differences); None otherwise.
     """
 
     differences: pd.DataFrame
@@ -351,10 +352,12 @@ class ModelComparison(Result):
             sm[f"{pct} interval"] = [format_interval(lo, hi, 3, na="-") for lo, hi in zip(sm["lower"], sm["upper"])]
             sdf[f"{pct} interval"] = [format_interval(lo, hi, 3, na="-") for lo, hi in zip(sdf["lower"], sdf["upper"])]
             sm = format_frame(sm[["model", "estimate", "std_error", f"{pct} interval"]], na="-")
-            sdf = format_frame(sdf[["model_a", "model_b", "difference", "std_error", f"{pct} interval", "p_value"]],
+            sdf = format_frame(sdf[["model_a", "model_b", "difference", "std_error", f"{pct} interval", "p_value",
+                                    *(["p_adjusted"] if "p_adjusted" in sdf.columns else [])]],
                                se_column="std_error", value_columns=("difference", "std_error"), na="-")
             lines += ["", f"Score scale: {what} of a new scenario scored by the panel (marginal over the scenario "
-                      "effects; delta method)", sm.to_string(index=False), "", f"Differences in {what} (a minus b)",
+                      "effects; delta method)", sm.to_string(index=False), "", f"Differences in {what} (a minus b; p "
+                      f"adjusted: {self.adjust})",
                       sdf.to_string(index=False)]
         notes = self.fit_notes()
         lines += [""] + notes if notes else []
@@ -607,6 +610,9 @@ def compare_models(scores: Scores | pd.DataFrame | Any, method: Method | None = 
     score_means = score_differences = None
     if backend is not None and "score_scale" in backend.capabilities.hooks:   # a latent fit's score-scale answers
         score_means, score_differences = backend.hook("score_scale")(fit, level)
+        if score_differences is not None and len(score_differences):   # the same multiplicity rule as the latent
+            score_differences = score_differences.assign(p_adjusted=adjust_p(score_differences["p_value"]
+                                                                             .to_numpy(), adjust))
     return ModelComparison(differences=differences, ranks=ranks, fit=fit, method=method, view=view,
                            ci_level=level, adjust=adjust, rank_method=rank_method, score_means=score_means,
                            score_differences=score_differences)

@@ -51,9 +51,12 @@ def latent_comparison_items(one: Any) -> list[dict[str, Any]]:
     means = means[["model", "estimate", "std_error", "lower", "upper"]].rename(columns={"estimate": what})
     items.append(format_table(means.reset_index(drop=True), caption=f"{what} of each model ({pct} interval)",
                               se_column="std_error", value_columns=(what, "std_error", "lower", "upper")))
-    diffs = sd[["model_a", "model_b", "difference", "std_error", "lower", "upper", "p_value"]]
+    adjusted = "p_adjusted" in sd.columns
+    diffs = sd[["model_a", "model_b", "difference", "std_error", "lower", "upper", "p_value",
+                *(["p_adjusted"] if adjusted else [])]]
     items.append(format_table(diffs.reset_index(drop=True), caption=f"differences in {what} (a minus b, {pct} "
-                              f"interval; p not adjusted)", se_column="std_error",
+                              f"interval; p " + (f"adjusted: {one.adjust})" if adjusted else "not adjusted)"),
+                              se_column="std_error",
                               value_columns=("difference", "std_error", "lower", "upper")))
     lat = one.differences[["model_a", "model_b", "difference", "std_error", "lower", "upper", "p_value",
                            "p_adjusted"]]
