@@ -322,7 +322,7 @@ class ModelComparison(Result):
         return self.differences.copy()
 
     def as_text(self) -> str:
-        from cjstats.results.format import column_decimals, fixed, format_frame, format_interval
+        from cjstats.results.format import column_decimals, fixed, format_frame, format_interval, format_prob
 
         pct = f"{100 * self.ci_level:g}%"
         r = self.ranks.copy()
@@ -332,13 +332,15 @@ class ModelComparison(Result):
         dec = column_decimals(d["std_error"]) or 3       # the package's formatting policy (docs/reports.md)
         r = format_frame(r[["model", "mean", "rank", "rank interval", "p_best", "letters"]], na="-")
         r["mean"] = [fixed(v, dec, na="-") for v in self.ranks["mean"]]      # to the precision of the differences
-        r["p_best"] = [fixed(v, 2, na="-") for v in self.ranks["p_best"]]
+        r["p_best"] = [format_prob(v, na="-") for v in self.ranks["p_best"]]     # as every p_best printed
         d[f"{pct} interval"] = [format_interval(lo, hi, dec, na="-") for lo, hi in zip(d["lower"], d["upper"])]
         d = format_frame(d[["model_a", "model_b", "difference", "std_error", "df", f"{pct} interval", "p_value",
                             "p_adjusted"]], se_column="std_error", value_columns=("difference", "std_error"), na="-")
         head = (f"Model comparison ({self.method}, {self.view} view, {self.fit.diagnostics.get('n', '?')} "
                 f"scenarios, {len(self.fit.judges)} judges)")
-        lines = [head, "=" * len(head), "", "Ranks (rank 1 = highest panel mean)",
+        link = self.fit.diagnostics.get("link") if self.score_differences is not None else None
+        lines = [head, "=" * len(head), "", "Ranks (rank 1 = highest panel mean"
+                 + (f"; mean and differences on the latent {link} scale)" if link else ")"),
                  r.to_string(index=False), "",
                  "Paired differences (a minus b)",
                  d.to_string(index=False), "",
