@@ -125,6 +125,22 @@ def _close(new, ref, rel=1e-10):
     assert np.abs(new - ref).max() <= rel * max(np.abs(ref).max(), 1e-300)
 
 
+def _assert_same_criteria(new, ref, *, rel):
+    """The profiled criterion (to 1e-12), its gradient and every part with its first and second derivatives (to
+    ``rel``, :func:`_close`) equal for both judge models at every theta of THETAS."""
+    for model, extra in (("fixed", ()), ("random", (0.8,))):
+        for theta in THETAS:
+            th = np.array(theta + extra)
+            v1, g1 = new.profiled(model, th, grad=True)
+            v0, g0 = ref.profiled(model, th, grad=True)
+            assert v1 == pytest.approx(v0, rel=1e-12)
+            _close(g1, g0, rel=rel)
+            p1 = new.parts(model, th, grad=True, hess=True)
+            p0 = ref.parts(model, th, grad=True, hess=True)
+            for key in ("rss", "drss", "d2rss", "logdet", "dlogdet", "d2logdet"):
+                _close(p1[key], p0[key], rel=rel)
+
+
 KINDS = ["unbalanced", "balanced", "ragged", "m1"]
 THETAS = [(0.7, 0.3, 0.4), (0.0, 0.2, 1.5), (2.0, 0.0, 0.0), (0.0, 0.0, 0.0), (1e-3, 5.0, 1e-4), (12.0, 0.05, 3.0)]
 
@@ -156,17 +172,7 @@ def test_core_equals_the_full_woodbury(kind, which):
 @pytest.mark.parametrize("kind", KINDS)
 def test_criterion_and_gradient_equal_the_full_woodbury(kind):
     new, ref, *_ = _evaluators(kind, seed=10 + KINDS.index(kind))
-    for model, extra in (("fixed", ()), ("random", (0.8,))):
-        for theta in THETAS:
-            th = np.array(theta + extra)
-            v1, g1 = new.profiled(model, th, grad=True)
-            v0, g0 = ref.profiled(model, th, grad=True)
-            assert v1 == pytest.approx(v0, rel=1e-12)
-            _close(g1, g0)
-            p1 = new.parts(model, th, grad=True, hess=True)
-            p0 = ref.parts(model, th, grad=True, hess=True)
-            for key in ("rss", "drss", "d2rss", "logdet", "dlogdet", "d2logdet"):
-                _close(p1[key], p0[key])
+    _assert_same_criteria(new, ref, rel=1e-10)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -249,18 +255,7 @@ def test_compiled_kernel_profiled_criterion(kind):
     new._kernel = _kernel()
     if new._kernel is None:
         pytest.skip("numba is not installed: the numpy path is the only one")
-    ref = _numpy_twin(new)
-    for model, extra in (("fixed", ()), ("random", (0.8,))):
-        for theta in THETAS:
-            th = np.array(theta + extra)
-            v1, g1 = new.profiled(model, th, grad=True)
-            v0, g0 = ref.profiled(model, th, grad=True)
-            assert v1 == pytest.approx(v0, rel=1e-12)
-            _close(g1, g0, rel=1e-12)
-            p1 = new.parts(model, th, grad=True, hess=True)
-            p0 = ref.parts(model, th, grad=True, hess=True)
-            for key in ("rss", "drss", "d2rss", "logdet", "dlogdet", "d2logdet"):
-                _close(p1[key], p0[key], rel=1e-12)
+    _assert_same_criteria(new, _numpy_twin(new), rel=1e-12)
 
 
 def test_kernel_is_loaded_once_the_numpy_work_pays(monkeypatch):
