@@ -151,7 +151,8 @@ def test_the_report_table_is_the_compact_layout_with_the_text_cells(fits):
     from cjstats.results.components import compact_frame
 
     many, _ = fits
-    frame, legend = compact_frame(many.summary())
+    frame, legend, missing = compact_frame(many.summary())
+    assert missing == ["generation", "scenario_judge"]          # m = 1: the notes say why
     assert list(frame["model"]) == sorted(many.components["model"].unique())
     assert list(frame.columns[1:]) == ["scenario (PL)", "residual (PL)", "judge_panel (NC)",
                                        "judge_population (PL)", "mu (t)"]

@@ -13,6 +13,7 @@ elsewhere, so the file opens offline and can be mailed. Nothing in this package 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -232,17 +233,18 @@ def report(scores: Any, *, output: str | os.PathLike[str] | None = None, method:
     return html
 
 
+#: A ``_``, ``/`` or ``.`` between a letter or digit and a letter: where :func:`breakable` lets a cell wrap.
+_JOINS = re.compile(r"(?<=[A-Za-z0-9])([_/.])(?=[A-Za-z])")
+
+
 def breakable(value: Any) -> Any:
     """A table cell's text, HTML-escaped, with a break opportunity (``<wbr>``) after every ``_``, ``/`` and ``.``
     between letters: identifiers such as ``judge_population`` or ``org/model-name`` then wrap at those joins, and
     the stylesheet never breaks a word elsewhere (``overflow-wrap: break-word`` breaks only a word wider than the
     page, which no table holds)."""
-    import re
-
     from markupsafe import Markup, escape
 
-    text = str(escape(value))
-    return Markup(re.sub(r"(?<=[A-Za-z0-9])([_/.])(?=[A-Za-z])", r"\1<wbr>", text))
+    return Markup(_JOINS.sub(r"\1<wbr>", str(escape(value))))
 
 
 def _is_pdf(output: str | os.PathLike[str]) -> bool:

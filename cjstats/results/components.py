@@ -308,12 +308,12 @@ def _compact_parts(summary: Summary) -> _Compact:
     return _Compact(t, groups, shown, missing, labels_of, by, pct)
 
 
-def compact_frame(summary: Summary) -> tuple[pd.DataFrame, str]:
+def compact_frame(summary: Summary) -> tuple[pd.DataFrame, str, list[str]]:
     """The compact layout as a table (the report's components table): one row per model (x criterion; the joint
     fit's shared terms first), one column per identified component (variances, then ``mu``), each cell
     ``estimate [interval]`` with the decimals of that cell's own standard error (``*`` at the boundary, blank
     where the group has no such row); and the legend line of the short method labels, each column's methods
-    named in its header (``scenario (PL)``)."""
+    named in its header (``scenario (PL)``); and the components no group identified."""
     p = _compact_parts(summary)
     rows = []
     for g in p.groups:
@@ -329,7 +329,7 @@ def compact_frame(summary: Summary) -> tuple[pd.DataFrame, str]:
     frame = pd.DataFrame(rows, columns=["model", *p.shown])
     frame = frame.rename(columns={c: f"{c} ({p.method_of(c)})" for c in p.shown if p.method_of(c)})
     legend = "; ".join(f"{short} = {m}" for m, short in p.labels.items())
-    return frame, legend
+    return frame, legend, p.missing
 
 
 def compact_text(summary: Summary, *, width: int = COMPACT_WIDTH) -> str:

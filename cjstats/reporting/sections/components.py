@@ -30,9 +30,8 @@ def compact_items(fit: Any, method: str, level: float) -> list[dict[str, Any]]:
     error; then the legend of the short method labels and what the data left unidentified."""
     from cjstats.results.components import compact_frame
 
-    frame, legend = compact_frame(fit.summary())
+    frame, legend, left = compact_frame(fit.summary())
     t = fit.components
-    left = [c for c in dict.fromkeys(t["component"]) if not t.loc[t["component"] == c, "identifiable"].any()]
     items = [format_table(frame, caption=f"{method}: estimate [{100 * level:g}% interval] per model (variances; "
                                           "mu the mean score)")]
     lines = [f"Methods: {legend}." if legend else "",
