@@ -672,15 +672,17 @@ def _joint_ordinal_gap(source: Any) -> str | None:
     d = source.design
     if "generation" not in caps.terms and int(d["generations_max"].max()) > 1:
         return "it has no generation term, and the scenarios have several generations"
-    frame = source.to_frame()
-    y = frame["score"].to_numpy(dtype=float)
-    lo, hi = np.nanmin(y), np.nanmax(y)
-    cells = frame.assign(_lo=y == lo, _hi=y == hi).groupby(["model", "judge"], observed=True)[["_lo", "_hi"]].all()
-    sep = cells[cells["_lo"] | cells["_hi"]]
-    if len(sep):
-        (m, j), row = sep.index[0], sep.iloc[0]
-        return (f"model '{m}' gets {hi if row['_hi'] else lo:g} from judge '{j}' on every call, so its latent mean "
-                f"is not identified")
+    from cjstats.estimators.joint._joint import joint_data
+    from cjstats.estimators.joint.ordinal import separated_cells
+
+    d = joint_data(source)
+    values, cat = np.unique(d.y, return_inverse=True)
+    sep = separated_cells(d, cat, values)           # the rule the fit itself applies
+    if sep:
+        cell = min(sep)
+        m, j = d.models[cell // d.n_judges], d.judges[cell % d.n_judges]
+        return (f"model '{m}' gets {sep[cell].value:g} from judge '{j}' on every call, so its latent mean is not "
+                f"identified")
     return None
 
 

@@ -156,21 +156,18 @@ def _fit_agq(q: NestedProblem, lap: Any, nagq: int) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ coding and fit
-def _code(rows: Any, link: str, nagq: int) -> dict[str, Any]:
-    """The coded rows, the separation findings and the nested problem of the kept rows."""
-    d = joint_data(rows)
+def separated_cells(d: Any, cat: np.ndarray, values: np.ndarray) -> dict[int, Any]:
+    """The (model, judge) cells whose every call gets the lowest or the highest score, keyed by cell code
+    ``model * K + judge``: complete separation (:func:`cjstats.estimators.identification.ordinal_separation`
+    with each cell as a "judge"), so the cell's latent mean is +-inf. ``d``: :func:`joint_data` of the rows,
+    ``cat``/``values``: their category codes and the distinct scores."""
+    from dataclasses import replace as dc_replace
+
     p, k = d.n_models, d.n_judges
-    values, cat = np.unique(d.y, return_inverse=True)
-    if values.size > MAX_CATEGORIES:
-        raise CjstatsError(f"Column 'score' takes {values.size} distinct values, but method='ordinal' fits one "
-                           f"threshold per score category (at most {MAX_CATEGORIES}): it is for verdicts (0/1) and "
-                           f"ratings (1-5, 1-10); use method='reml' for continuous scores.")
     cellcode = d.model * k + d.judge
     labels = [f"{m}:{j}" for m in d.models for j in d.judges]
     findings = [f for f in ordinal_separation(cat, cellcode, labels, values, thresholds="shared")
                 if f.judge is not None]
-    from dataclasses import replace as dc_replace
-
     counts = np.bincount(cellcode, minlength=p * k)
     separated = {}
     for f in findings:
@@ -181,6 +178,20 @@ def _code(rows: Any, link: str, nagq: int) -> dict[str, Any]:
             f"model '{m}' gets {f.value:g} (the {side} score) from judge '{j}' on all {int(counts[ci_])} calls: "
             f"complete separation, so its latent cell mean is {'+' if f.limit > 0 else '-'}inf"),
             fix=f"report model '{m}''s raw rate, drop it, or use method='bayes' (prior-driven effects)")
+    return separated
+
+
+def _code(rows: Any, link: str, nagq: int) -> dict[str, Any]:
+    """The coded rows, the separation findings and the nested problem of the kept rows."""
+    d = joint_data(rows)
+    p, k = d.n_models, d.n_judges
+    values, cat = np.unique(d.y, return_inverse=True)
+    if values.size > MAX_CATEGORIES:
+        raise CjstatsError(f"Column 'score' takes {values.size} distinct values, but method='ordinal' fits one "
+                           f"threshold per score category (at most {MAX_CATEGORIES}): it is for verdicts (0/1) and "
+                           f"ratings (1-5, 1-10); use method='reml' for continuous scores.")
+    cellcode = d.model * k + d.judge
+    separated = separated_cells(d, cat, values)
     keep = ~np.isin(cellcode, list(separated))
     if not keep.any() or np.unique(cat[keep]).size < 2:
         raise CjstatsError("Every (model, judge) cell of these scores is in one category (or what is left after "
