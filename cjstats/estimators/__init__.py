@@ -672,17 +672,12 @@ def _joint_ordinal_gap(source: Any) -> str | None:
     d = source.design
     if "generation" not in caps.terms and int(d["generations_max"].max()) > 1:
         return "it has no generation term, and the scenarios have several generations"
-    from cjstats.estimators.joint._joint import joint_data
-    from cjstats.estimators.joint.ordinal import separated_cells
+    from cjstats.estimators.joint.ordinal import first_separated_cell
 
-    d = joint_data(source)
-    values, cat = np.unique(d.y, return_inverse=True)
-    sep = separated_cells(d, cat, values)           # the rule the fit itself applies
-    if sep:
-        cell = min(sep)
-        m, j = d.models[cell // d.n_judges], d.judges[cell % d.n_judges]
-        return (f"model '{m}' gets {sep[cell].value:g} from judge '{j}' on every call, so its latent mean is not "
-                f"identified")
+    sep = first_separated_cell(source)               # the rule the fit itself applies
+    if sep is not None:
+        m, j, v = sep
+        return f"model '{m}' gets {v:g} from judge '{j}' on every call, so its latent mean is not identified"
     return None
 
 

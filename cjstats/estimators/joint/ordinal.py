@@ -181,6 +181,17 @@ def separated_cells(d: Any, cat: np.ndarray, values: np.ndarray) -> dict[int, An
     return separated
 
 
+def first_separated_cell(rows: Any) -> tuple[str, str, float] | None:
+    """(model, judge, score) of the first separated cell of the rows (:func:`separated_cells`), or None."""
+    d = joint_data(rows)
+    values, cat = np.unique(d.y, return_inverse=True)
+    sep = separated_cells(d, cat, values)
+    if not sep:
+        return None
+    cell = min(sep)
+    return d.models[cell // d.n_judges], d.judges[cell % d.n_judges], float(sep[cell].value)
+
+
 def _code(rows: Any, link: str, nagq: int) -> dict[str, Any]:
     """The coded rows, the separation findings and the nested problem of the kept rows."""
     d = joint_data(rows)
