@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-command set-up for cjstats: finds a Python >= 3.12, makes .venv, installs the package, then runs
 #   bash scripts/run.sh demo   -> installs cjstats with all extras and runs `cjstats demo` on bundled data
-#   bash scripts/run.sh test   -> installs cjstats with test extras and runs the test suite
+#   bash scripts/run.sh test   -> installs cjstats with test extras and runs the test suite (on every core, up to 4)
 #   bash scripts/run.sh ARGS   -> runs `cjstats ARGS` in the environment
 # Paths in ARGS are taken from the folder you call it from (the script never changes folder).
 # The package is installed only when needed: a stamp file in the venv records the hash of pyproject.toml and the
@@ -60,7 +60,19 @@ case "$task" in
     shift || true
     ensure_installed test
     if [ "$#" -eq 0 ]; then set -- "$root/tests"; fi
-    exec "$venv/bin/python" -m pytest --rootdir "$root" -c "$root/pyproject.toml" "$@"
+    # pytest-xdist (in the test extra): one worker per core, at most 4 (each imports PyMC and friends), tests of
+    # one module or class on one worker (--dist loadscope: they share their fitted fixtures). `-n 0` runs serially.
+    par=()
+    case " $* " in
+      *" -n "*|*" -n0 "*|*" --numprocesses"*|*" -p no:xdist "*) ;;
+      *)
+        ncpu="$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)"
+        if [ "$ncpu" -gt 4 ]; then ncpu=4; fi
+        if [ "$ncpu" -ge 2 ] && "$venv/bin/python" -c 'import xdist' >/dev/null 2>&1; then
+          par=(-n "$ncpu" --dist loadscope)
+        fi ;;
+    esac
+    exec "$venv/bin/python" -m pytest --rootdir "$root" -c "$root/pyproject.toml" ${par[@]+"${par[@]}"} "$@"
     ;;
   demo)
     shift || true
