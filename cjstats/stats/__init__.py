@@ -80,7 +80,8 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         by the engines that declare it in ``EngineCapabilities.likelihoods``.
     **engine_options
         Passed to an out-of-core engine's ``build``: ``columns``; duckdb ``memory_limit``, ``temp_directory``,
-        ``threads``, ``connection``; dask ``shuffle``, ``npartitions``, ``client``.
+        ``threads``, ``connection``, ``scenarios`` (``"each"``, ``"patterns"`` or ``"auto"``: per-scenario arrays
+        or their pattern form, docs/scale.md); dask ``shuffle``, ``npartitions``, ``client``.
 
     Returns
     -------

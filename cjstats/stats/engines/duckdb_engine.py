@@ -51,6 +51,9 @@ from cjstats.stats.engines import _source as S
 __all__ = ["build", "connect"]
 
 _WORD = 62  # judges per BIGINT mask word
+#: ``build(scenarios="auto")`` keeps the pattern form from this many scenarios in a unit (per-scenario arrays take
+#: about 100 bytes a scenario, their labels as many again)
+PATTERN_FORM_SCENARIOS = 1_000_000
 
 
 def _q(name: str) -> str:
@@ -191,7 +194,8 @@ def _check_files_agree(schemas: dict[str, dict[str, str]], used: list[str]) -> N
 # --------------------------------------------------------------------------------------------- the build
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
           connection: Any = None, memory_limit: str | None = None, temp_directory: str | Path | None = None,
-          threads: int | None = None, terms: tuple[str, ...] | None = None, likelihood: str = "gaussian") -> Any:
+          threads: int | None = None, terms: tuple[str, ...] | None = None, likelihood: str = "gaussian",
+          scenarios: str = "auto") -> Any:
     """Reduce a score source to :class:`~cjstats.stats.ScoreStats` inside DuckDB (raw rows stay in DuckDB).
 
     Parameters
@@ -216,6 +220,15 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         ``"cumulative"`` also builds the per-pattern counts of every unit with one generation per scenario
         (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`): one more scan, ``GROUP BY`` scenario then pattern,
         and only the patterns reach Python.
+    scenarios : {"auto", "each", "patterns"}
+        ``"each"`` keeps the per-scenario arrays (``CellStats.s_isk``, ``cnt_is``, ``ys`` and the scenario labels);
+        ``"patterns"`` keeps only their *pattern form* (``CellStats.pat``, :class:`~cjstats.stats.views.ScenarioPatternForm`),
+        built by one streaming query in which nothing of O(scenarios) reaches Python (:func:`_aggregate_patterns`);
+        ``"auto"`` (default) takes the pattern form when a unit has about :data:`PATTERN_FORM_SCENARIOS` scenarios
+        or more (DuckDB's approximate distinct count) and the per-scenario arrays otherwise. The ANOVA and REML
+        (the scenario x judge term and profiles included) fit from either with the same numbers; what needs
+        per-scenario values (the joint statistics, ``merge_stats``, the Bayesian backends) refuses the pattern
+        form in one sentence. ``likelihood="cumulative"`` always keeps the per-scenario arrays.
 
     Returns
     -------
@@ -233,8 +246,11 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         if src.frame is not None:
             con.register("cj_frame", src.frame)
         sj = terms is None or "scenario_judge" in terms
+        if scenarios not in ("auto", "each", "patterns"):
+            raise CjstatsError(f"scenarios={scenarios!r} is not one of 'auto', 'each', 'patterns'.")
         units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns, scenario_judge=sj,
-                                              patterns=likelihood == "cumulative")
+                                              patterns=likelihood == "cumulative",
+                                              scenarios="each" if likelihood == "cumulative" else scenarios)
     finally:
         if src.frame is not None:
             con.unregister("cj_frame")
@@ -246,7 +262,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
 
 
 def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[str, str] | None,
-           scenario_judge: bool = True, patterns: bool = False) -> Any:
+           scenario_judge: bool = True, patterns: bool = False, scenarios: str = "each") -> Any:
     schemas = _schemas(con, src)
     first = next(iter(schemas.values()))
     rename = {}
@@ -286,7 +302,8 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     pass1 = con.execute(
         f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
         f"min(y) AS lo, max(y) AS hi, {', '.join(agg)}, count(*) FILTER (WHERE {nonnum}) AS nonnum, "
-        f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf "
+        f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf, "
+        f"approx_count_distinct(scenario) AS n_scen_approx "
         f"FROM {rows_sql} GROUP BY ALL"
     ).df()
     if int(pass1["n"].sum()) == 0:
@@ -332,7 +349,13 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     p1["shift"] = p1["sy"].to_numpy(dtype=np.float64) / p1["n"].to_numpy(dtype=np.float64)
     k_max = int(p1["jcode"].max()) + 1
     n_words = (k_max + _WORD - 1) // _WORD
-    judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
+    p1["kk"] = p1.groupby("unit_id")["jcode"].transform("size").astype(np.int64)
+    judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift", "kk"] + (["criterion"] if has_criterion else [])]
+    if scenarios == "auto":
+        scenarios = "patterns" if float(p1["n_scen_approx"].max()) >= PATTERN_FORM_SCENARIOS else "each"
+    if scenarios == "patterns":
+        return _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, has_gen, has_criterion, k_max,
+                               n_words, sj=scenario_judge and has_gen)
     # the scenario x judge statistics need each cell (its place in its scenario), so the cells are kept in a temp
     # table; without a generation column every scenario has one cell and the term is never identifiable
     keep_cells = scenario_judge and has_gen
@@ -741,3 +764,219 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
         judge_sum=judge_sum_s.sum(axis=0), yy=float(yy_s.sum()), y_min=float(judges["lo"].min()),
         y_max=float(judges["hi"].max()), first_cell=first_cell, first_missing=first_missing,
     )
+
+
+# ------------------------------------------------------------------------------------------ the pattern form
+def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int, m: int,
+                        sj: bool) -> dict[str, np.ndarray]:
+    r"""One streaming query: rows -> cells -> scenarios -> design patterns; only the patterns reach Python.
+
+    With y0 = y - shift[l]: ``GROUP BY (unit, scenario, generation)`` gives each cell its size n_c, judge mask
+    and reversed mask, Y_c = sum y0, sum y0^2 and the per-judge sums; ``row_number() OVER (PARTITION BY unit,
+    scenario ORDER BY reversed mask DESC, generation)`` its place c in the scenario (the numpy engine's canonical
+    order); ``GROUP BY (unit, scenario)`` the scenario's pattern (size and mask by place) and per place Y_c,
+    sum y0^2, the within-cell sum of squares and the per-judge sums (and, with ``sj``, the K scenario x judge sums);
+    ``GROUP BY (unit, pattern)`` the count, the sums and the upper triangle of the products of the scenario's
+    vector z = (Y_c by place[, scenario x judge sums]), the per-place sums, the first scenario (and its first
+    generation) and the first scenario with an incomplete cell (its generation and mask). ``m`` bounds the cells
+    of a scenario (the unit's distinct generation labels); places past a scenario's last cell are NULL (size) or 0.
+    """
+    on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
+    words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
+             for w in range(n_words)]
+    if m > 1:   # judge l at bit 61 - l: the canonical order of a scenario's cells (see _aggregate)
+        words += [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << ({_WORD - 1} - jcode % {_WORD}) "
+                  f"ELSE 0 END) AS r{w}" for w in range(n_words)]
+    jsums = [f"sum(y0) FILTER (WHERE jcode = {l}) AS j{l}" for l in range(k_max)]
+    rows = (f"r AS (SELECT j.unit_id, j.kk, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
+            f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
+    cells = (f"c AS (SELECT unit_id, scenario, generation, count(*) AS n, any_value(kk) AS kk, {', '.join(words)}, "
+             f"sum(y0) AS ys, sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r GROUP BY unit_id, scenario, generation)")
+    if m > 1:
+        order = ", ".join([f"r{w} DESC" for w in range(n_words)] + ["generation"])
+        placed = f"o AS (SELECT *, row_number() OVER (PARTITION BY unit_id, scenario ORDER BY {order}) AS pos FROM c)"
+    else:
+        placed = "o AS (SELECT *, 1 AS pos FROM c)"
+    places = range(1, m + 1)
+    key = [f"n{c}" for c in places] + [f"c{c}_w{w}" for c in places for w in range(n_words)]
+    scen = ([f"max(n) FILTER (WHERE pos = {c}) AS n{c}" for c in places]
+            + [f"max(w{w}) FILTER (WHERE pos = {c}) AS c{c}_w{w}" for c in places for w in range(n_words)]
+            + [f"COALESCE(sum(ys) FILTER (WHERE pos = {c}), 0) AS z{c}" for c in places]
+            + [f"COALESCE(sum(yy) FILTER (WHERE pos = {c}), 0) AS yy{c}" for c in places]
+            + [f"COALESCE(sum(yy - ys * ys / n) FILTER (WHERE pos = {c}), 0) AS ssw{c}" for c in places]
+            + [f"COALESCE(sum(j{l}) FILTER (WHERE pos = {c}), 0) AS x{c}_{l}" for c in places for l in range(k_max)]
+            + ([f"COALESCE(sum(j{l}), 0) AS z{m + 1 + l}" for l in range(k_max)] if sj else [])
+            + ["min(generation) AS gen_min", "min(generation) FILTER (WHERE n < kk) AS gmiss"]
+            + [f"arg_min(w{w}, generation) FILTER (WHERE n < kk) AS wm{w}" for w in range(n_words)])
+    q = m + (k_max if sj else 0)
+    miss = "FILTER (WHERE gmiss IS NOT NULL)"
+    pat = (["count(*) AS cnt", "min(scenario) AS first", "arg_min(gen_min, scenario) AS first_gen",
+            f"min(scenario) {miss} AS miss_scen", f"arg_min(gmiss, scenario) {miss} AS miss_gen"]
+           + [f"arg_min(wm{w}, scenario) {miss} AS miss_w{w}" for w in range(n_words)]
+           + [f"sum(z{a}) AS s{a}" for a in range(1, q + 1)]
+           + [f"sum(z{a} * z{b}) AS p{a}_{b}" for a in range(1, q + 1) for b in range(a, q + 1)]
+           + [f"sum(yy{c}) AS yy{c}" for c in places] + [f"sum(ssw{c}) AS ssw{c}" for c in places]
+           + [f"sum(x{c}_{l}) AS x{c}_{l}" for c in places for l in range(k_max)])
+    return con.execute(
+        f"WITH {rows}, {cells}, {placed}, z AS (SELECT unit_id, scenario, {', '.join(scen)} FROM o "
+        f"GROUP BY unit_id, scenario) SELECT unit_id, {', '.join(key)}, {', '.join(pat)} FROM z "
+        f"GROUP BY unit_id, {', '.join(key)} ORDER BY unit_id, {', '.join(key)}"
+    ).fetchnumpy()
+
+
+def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray, fill: float | None = None) -> np.ndarray:
+    """Column ``name`` of a fetched table at ``rows`` as float64 (masked values: ``fill``)."""
+    v = np.ma.asarray(tbl[name])[rows]
+    return np.ma.filled(v.astype(np.float64), np.nan if fill is None else fill)
+
+
+def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray, n_words: int, m: int, sj: bool,
+                  has_criterion: bool, k_max: int) -> Any:
+    """One unit's pattern-form :class:`CellStats` from its judge table and its rows of :func:`_aggregate_patterns`.
+
+    Per pattern p and place c (size n_pc, judge calls D_pc from the mask, class h(p, c)): cnt_p[h] counts the
+    places, S_p[h] = sum D_pc, Y1_p[h] = sum_c sum_i Y_ic, Y2_p[h, h'] = sum over places c in h, c' in h' of
+    sum_i Y_ic Y_ic'; the class statistics are the same sums over places weighted by N_p: cells N_p, DD = N_p D D',
+    DY = D sum_i Y_ic, YY = sum_i Y_ic^2, judge counts N_p D, judge sums, sum y0^2 and SSW.
+    """
+    from cjstats.io.scores import GroupDesign
+    from cjstats.stats.cellstats import CellStats
+    from cjstats.stats.scenario_judge import ScenarioJudgeStats, scenario_judge_pairs
+    from cjstats.stats.views import ScenarioPatternForm
+
+    k = len(judges)
+    labels = tuple(str(x) for x in judges["judge"])
+    model = str(judges["model"].iloc[0])
+    criterion = str(judges["criterion"].iloc[0]) if has_criterion else None
+    n_pat = rows.shape[0]
+    big_n = _col(tbl, "cnt", rows)
+    size = np.stack([_col(tbl, f"n{c}", rows) for c in range(1, m + 1)], axis=1)       # (P, m), NaN: no cell
+    present = ~np.isnan(size)
+    mu = int(present.sum(axis=1).max())                    # the unit's most cells in a scenario
+    size_i = np.where(present, size, 0).astype(np.int64)
+    d = np.zeros((n_pat, m, k))                            # judge calls by place
+    for c in range(m):
+        for w in range(n_words):
+            word = np.ma.filled(np.ma.asarray(tbl[f"c{c + 1}_w{w}"])[rows].astype(np.int64), 0)
+            for j in range(w * _WORD, min(k, (w + 1) * _WORD)):
+                d[:, c, j] = (word >> (j % _WORD)) & 1
+    if np.any(present & (d.sum(axis=2) != size_i)):
+        return None                                        # a duplicate judge call (the caller raises)
+    sizes_i = np.unique(size_i[present])
+    n_s = len(sizes_i)
+    sizes = sizes_i.astype(np.float64)
+    h_of = np.where(present, np.searchsorted(sizes_i, size_i), n_s)   # class of each place (n_s: none)
+    s_sum = np.stack([_col(tbl, f"s{a}", rows) for a in range(1, m + 1)], axis=1)          # (P, m) sum Y_c
+    prod = np.empty((n_pat, m, m))
+    for a in range(m):
+        for b in range(a, m):
+            prod[:, a, b] = prod[:, b, a] = _col(tbl, f"p{a + 1}_{b + 1}", rows)
+    yy_c = np.stack([_col(tbl, f"yy{c}", rows) for c in range(1, m + 1)], axis=1)
+    ssw_c = np.stack([_col(tbl, f"ssw{c}", rows) for c in range(1, m + 1)], axis=1)
+    x_c = np.stack([np.stack([_col(tbl, f"x{c}_{l}", rows) for l in range(k)], axis=1) for c in range(1, m + 1)],
+                   axis=1)                                                               # (P, m, K)
+    onehot = np.zeros((n_pat, m, n_s + 1))                 # place -> class (the last column: no cell)
+    np.put_along_axis(onehot, h_of[:, :, None], 1.0, axis=2)
+    onehot = onehot[:, :, :n_s]
+    cnt = onehot.sum(axis=1)                                                             # (P, S)
+    s_psk = np.einsum("pch,pck->phk", onehot, d)
+    y1 = np.einsum("pch,pc->ph", onehot, s_sum)
+    y2 = np.einsum("pch,pcb,pbg->phg", onehot, prod, onehot)
+    size_cells = big_n @ cnt
+    dd = np.einsum("p,pch,pck,pcl->hkl", big_n, onehot, d, d)
+    dy = np.einsum("pch,pck,pc->hk", onehot, d, s_sum)
+    yyc = np.einsum("pch,pc->h", onehot, np.einsum("pcc->pc", prod))
+    judge_n_s = np.einsum("p,pch,pck->hk", big_n, onehot, d)
+    judge_sum_s = np.einsum("pch,pck->hk", onehot, x_c)
+    yy_s = np.einsum("pch,pc->h", onehot, yy_c)
+    ssw_s = np.einsum("pch,pc->h", onehot, ssw_c)
+    # labels: the first scenario of each pattern (a few kept for messages) and the first incomplete cell
+    firsts = np.asarray(tbl["first"])[rows]
+    first_gen = np.asarray(tbl["first_gen"])[rows]
+    order = sorted(range(n_pat), key=lambda i: firsts[i])
+    p0 = order[0]
+    first_cell = (firsts[p0].item() if hasattr(firsts[p0], "item") else firsts[p0],
+                  first_gen[p0].item() if hasattr(first_gen[p0], "item") else first_gen[p0])
+    examples = tuple(x.item() if hasattr(x, "item") else x for x in (firsts[i] for i in order[:5]))
+    m_per = cnt.sum(axis=1).astype(np.int64)
+    judge_n = judges["n"].to_numpy(dtype=np.float64)
+    n_obs = int(judge_n.sum())
+    n_cells = int(size_cells.sum())
+    complete = bool(np.all(sizes_i == k))
+    first_missing = None
+    if not complete:
+        ms = np.ma.asarray(tbl["miss_scen"])[rows]
+        cand = [i for i in range(n_pat) if not np.ma.is_masked(ms[i])]
+        i0 = min(cand, key=lambda i: ms[i])
+        words = [int(np.asarray(tbl[f"miss_w{w}"])[rows][i0]) for w in range(n_words)]
+        absent = tuple(labels[j] for j in range(k) if not (words[j // _WORD] >> (j % _WORD)) & 1)
+        gen = np.asarray(tbl["miss_gen"])[rows][i0]
+        scen = ms[i0]
+        first_missing = (scen.item() if hasattr(scen, "item") else scen, gen.item() if hasattr(gen, "item") else gen,
+                         absent)
+    n_scen = int(big_n.sum())
+    design = GroupDesign(
+        model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
+        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
+        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=labels,
+        n_cells=n_cells, n_missing=int(n_cells * k - n_obs), n_duplicates=0, complete=complete,
+        balanced=bool(complete and (m_per == m_per[0]).all()),
+    )
+    pf = ScenarioPatternForm(n=big_n, cnt=cnt, s=s_psk, y1=y1, y2=y2, n_scenarios=n_scen, examples=examples)
+    sj_stats = None
+    if sj and scenario_judge_pairs(s_psk) >= 2:
+        # z_i = (scenario sum, cell sums by place, scenario x judge sums): the scenario sum is the sum of the places
+        q = 1 + mu + k
+        zj = np.stack([_col(tbl, f"s{m + 1 + l}", rows) for l in range(k)], axis=1)
+        full = np.empty((n_pat, m + k, m + k))
+        for a in range(m + k):
+            for b in range(a, m + k):
+                full[:, a, b] = full[:, b, a] = _col(tbl, f"p{a + 1}_{b + 1}", rows)
+        lin = np.zeros((m + k, q))                  # z = lin' (places, judge sums)
+        lin[:m, 0] = 1.0
+        lin[:mu, 1:1 + mu] = np.eye(mu)
+        lin[m:, 1 + mu:] = np.eye(k)
+        zsum = np.concatenate((s_sum, zj), axis=1) @ lin
+        zscat = np.einsum("ai,pab,bj->pij", lin, full, lin)
+        sj_stats = ScenarioJudgeStats(incidence=np.ascontiguousarray(d[:, :mu, :]), count=big_n, zsum=zsum,
+                                      zscat=zscat, shift=judges["shift"].to_numpy(dtype=np.float64))
+    return CellStats(
+        model=model, criterion=criterion, scenario_labels=None, judge_labels=labels, design=design,
+        shift=judges["shift"].to_numpy(dtype=np.float64), n_obs=n_obs, n_cells=n_cells, sizes=sizes,
+        size_cells=size_cells, dd=dd, dy=dy, yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s,
+        ssw_s=ssw_s, s_isk=None, cnt_is=None, ys=None, judge_n=judge_n, judge_sum=judge_sum_s.sum(axis=0),
+        yy=float(yy_s.sum()), y_min=float(judges["lo"].min()), y_max=float(judges["hi"].max()),
+        first_cell=first_cell, first_missing=first_missing, sj=sj_stats, pat=pf,
+    )
+
+
+def _build_patterns(con: Any, src: S.Source, rows_sql: str, pos_rows: str, p1: pd.DataFrame, judges_tbl: pd.DataFrame,
+                    gkeys: list[str], has_gen: bool, has_criterion: bool, k_max: int, n_words: int, *, sj: bool
+                    ) -> Any:
+    """The pattern-form units (:func:`_aggregate_patterns`, :func:`_pattern_unit`), their design table and
+    ``has_criterion``. The cells of a scenario are at most its unit's distinct generation labels (one query on the
+    unit and generation columns)."""
+    m = 1
+    if has_gen:
+        crit = ", criterion" if has_criterion else ""
+        m = int(con.execute(f"SELECT max(g) FROM (SELECT count(DISTINCT generation) AS g FROM {rows_sql} "
+                            f"GROUP BY model{crit})").fetchall()[0][0])
+    con.register("cj_judges", judges_tbl)
+    try:
+        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, n_words, m, sj)
+    finally:
+        con.unregister("cj_judges")
+    unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
+    units, designs = [], []
+    for u in range(len(gkeys)):
+        cs = _pattern_unit(p1[p1["unit_id"] == u], tbl, np.flatnonzero(unit_id == u), n_words, m, sj, has_criterion,
+                           k_max)
+        if cs is None:  # a cell with more rows than judges in its mask: a duplicate judge call
+            _raise_duplicates(con, src, pos_rows, has_criterion)
+        units.append(cs)
+        designs.append(cs.design.as_dict())
+    design = pd.DataFrame(designs)
+    design["generations"] = design["generations"].astype("Int64")
+    if not has_criterion:
+        design = design.drop(columns="criterion")
+    return tuple(units), design, has_criterion
