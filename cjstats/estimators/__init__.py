@@ -573,6 +573,9 @@ def _joint_gap(source: Any) -> str | None:
             if not keep.all():
                 return f"{int((~keep).sum())} scenarios are not complete for every model ({reason})"
             continue
+        if getattr(u, "pat", None) is not None:   # a pattern-form unit keeps no scenario labels to compare
+            return (f"model '{u.model}' holds its scenarios grouped by design pattern (the DuckDB engine's form for "
+                    f"large tables), so whether the models share their scenarios cannot be checked")
         sig = (frozenset(u.scenario_labels.tolist()), frozenset(u.judge_labels), u.design.generations)
         ref = first.setdefault(u.criterion, (u.model, sig))
         if sig != ref[1]:

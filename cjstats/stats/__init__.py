@@ -107,6 +107,9 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         raise CjstatsError(f"engine='{eng.name}' does not build the statistics of the {likelihood} likelihood; use "
                            f"engine={takers}.")
     if unit == ("criterion",):
+        if "scenarios" in eng.capabilities.options and engine_options.get("scenarios", "auto") == "auto":
+            # the joint units pair the models' scenarios, so they need the per-scenario arrays
+            engine_options = {**engine_options, "scenarios": "each"}
         per = build_stats(source, unit=("model", "criterion"), engine=engine, terms=terms, covariates=covariates,
                           likelihood=likelihood, **engine_options)
         crits = list(dict.fromkeys(u.criterion for u in per.units))

@@ -31,7 +31,8 @@ from cjstats.io.scores import GroupDesign
 from cjstats.stats.covariates import CovariateStats, merge_covariate_stats
 from cjstats.stats.ordinal import OrdinalPatterns, merge_patterns
 from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
-from cjstats.stats.views import Design, GaussianStats, MeanSquares, ScenarioPatternForm, YStats, pattern_blocks
+from cjstats.stats.views import (Design, GaussianStats, MeanSquares, ScenarioPatternForm, YStats, pattern_blocks,
+                                 pattern_codes)
 
 __all__ = ["CellStats", "merge_stats", "sumprod", "size_class_products", "class_order"]
 
@@ -413,6 +414,11 @@ def merge_stats(*parts: CellStats) -> CellStats:
     Judges are aligned by label (a chunk without some judge contributes zero counts for it), size classes by
     size, and every chunk is re-centred to the pooled judge means before the sums are added, so the result
     equals :func:`~cjstats.stats.build_stats` on the whole table up to rounding (about 1e-12 relative).
+
+    When some chunk is in the pattern form (``pat``), the result is too: every chunk's patterns (a per-scenario
+    chunk grouped first) are placed on the merged size classes and judges and grouped again, counts and moments
+    added. Such chunks keep no scenario labels, so that no scenario is in two chunks is then the caller's promise
+    (it is not checked), and the first cells are the smallest labels.
     """
     if not parts:
         raise CjstatsError("merge_stats needs at least one CellStats.")
@@ -426,8 +432,12 @@ def merge_stats(*parts: CellStats) -> CellStats:
     k = len(labels)
     sizes = np.unique(np.concatenate([p.sizes for p in parts]))
     n_s = len(sizes)
-    scen = np.concatenate([np.asarray(p.scenario_labels, dtype=object) for p in parts])
-    if len(set(scen.tolist())) != len(scen):
+    pattern = any(p.pat is not None for p in parts)
+    if pattern and any(p.cov is not None for p in parts):
+        raise CjstatsError("merge_stats cannot merge covariate statistics (per scenario) into the pattern form; "
+                           "build every chunk with per-scenario arrays.")
+    scen = np.concatenate([np.asarray(p.scenario_labels, dtype=object) for p in parts if p.pat is None])
+    if not pattern and len(set(scen.tolist())) != len(scen):
         dup = next(x for x in scen.tolist() if scen.tolist().count(x) > 1)
         raise CjstatsError(f"merge_stats merges chunks split by scenario, but scenario {dup!r} is in two chunks; "
                            f"split the table by scenario.")
@@ -446,6 +456,7 @@ def merge_stats(*parts: CellStats) -> CellStats:
         ("dd", (n_s, k, k)), ("dy", (n_s, k)), ("yyc", (n_s,)), ("judge_n_s", (n_s, k)), ("judge_sum_s", (n_s, k)),
         ("yy_s", (n_s,)), ("ssw_s", (n_s,)), ("size_cells", (n_s,)), ("judge_n", (k,)), ("judge_sum", (k,)))}
     per_scen = {"s_isk": [], "cnt_is": [], "ys": []}
+    per_pat: dict[str, list[np.ndarray]] = {}
     yy = 0.0
     recentred = []
     for p, jidx, sidx in expanded:
@@ -462,6 +473,18 @@ def merge_stats(*parts: CellStats) -> CellStats:
         acc["judge_n"][jidx] += q.judge_n
         acc["judge_sum"][jidx] += q.judge_sum
         yy += q.yy
+        if pattern:   # the chunk's patterns on the merged classes and judges
+            pf = q.pattern_form
+            n_p = pf.n.shape[0]
+            cnt, s_pk, y1, y2 = (np.zeros((n_p, n_s)), np.zeros((n_p, n_s, k)), np.zeros((n_p, n_s)),
+                                 np.zeros((n_p, n_s, n_s)))
+            cnt[:, sidx] = pf.cnt
+            s_pk[np.ix_(np.arange(n_p), sidx, jidx)] = pf.s
+            y1[:, sidx] = pf.y1
+            y2[np.ix_(np.arange(n_p), sidx, sidx)] = pf.y2
+            for name, arr in (("n", pf.n), ("cnt", cnt), ("s", s_pk), ("y1", y1), ("y2", y2)):
+                per_pat.setdefault(name, []).append(arr)
+            continue
         n_p = q.n_scenarios
         s_isk = np.zeros((n_p, n_s, k))
         s_isk[np.ix_(np.arange(n_p), sidx, jidx)] = q.s_isk
@@ -470,20 +493,46 @@ def merge_stats(*parts: CellStats) -> CellStats:
             out[:, sidx] = arr
             per_scen[name].append(out)
         per_scen["s_isk"].append(s_isk)
-    cat = {name: np.concatenate(v, axis=0) for name, v in per_scen.items()}
-    try:
-        order = np.argsort(scen, kind="stable")
-    except TypeError:  # unorderable labels: keep the chunks' order
-        order = np.arange(len(scen))
-    cat = {name: v[order] for name, v in cat.items()}
-    scen = scen[order]
+    if pattern:
+        pat = {name: np.concatenate(v, axis=0) for name, v in per_pat.items()}
+        codes, first_p = pattern_codes(pat["cnt"], pat["s"])
+        n_u = first_p.shape[0]
+
+        def add(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((n_u,) + a.shape[1:])
+            np.add.at(out, codes, a)
+            return out
+
+        examples = [x for p in parts for x in p.pattern_form.examples]
+        try:
+            examples = sorted(examples)
+        except TypeError:
+            pass
+        pf = ScenarioPatternForm(n=add(pat["n"]), cnt=pat["cnt"][first_p], s=pat["s"][first_p], y1=add(pat["y1"]),
+                                 y2=add(pat["y2"]), n_scenarios=sum(p.n_scenarios for p in parts),
+                                 examples=tuple(examples[:5]))
+        cat = {"s_isk": None, "cnt_is": None, "ys": None}
+        order = None
+        scen = None
+        m_per = pf.generations.astype(np.int64)
+        s_all = pf.s
+    else:
+        pf = None
+        cat = {name: np.concatenate(v, axis=0) for name, v in per_scen.items()}
+        try:
+            order = np.argsort(scen, kind="stable")
+        except TypeError:  # unorderable labels: keep the chunks' order
+            order = np.arange(len(scen))
+        cat = {name: v[order] for name, v in cat.items()}
+        scen = scen[order]
+        m_per = cat["cnt_is"].sum(axis=1).astype(np.int64)
+        s_all = cat["s_isk"]
     n_obs = sum(int(p.n_obs) for p in parts)
     n_cells = sum(int(p.n_cells) for p in parts)
-    m_per = cat["cnt_is"].sum(axis=1).astype(np.int64)
     complete = bool(np.all(sizes == k))
     d0 = parts[0].design
     design = GroupDesign(
-        model=d0.model, criterion=d0.criterion, n_rows=n_obs, n_scenarios=len(scen),
+        model=d0.model, criterion=d0.criterion, n_rows=n_obs, n_scenarios=sum(p.n_scenarios for p in parts),
         generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
         generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=tuple(labels),
         n_cells=n_cells, n_missing=int(n_cells * k - n_obs),
@@ -491,8 +540,11 @@ def merge_stats(*parts: CellStats) -> CellStats:
         balanced=bool(complete and (m_per == m_per[0]).all()),
     )
     first_missing = None
-    if not complete:
+    if pattern:   # no merged order of the scenarios: the smallest label comes first
+        pos = _LabelOrder()
+    else:
         pos = {lab: i for i, lab in enumerate(scen.tolist())}
+    if not complete:
         cands = []
         for p in parts:
             absent = tuple(lab for lab in labels if lab not in p.judge_labels)
@@ -504,18 +556,18 @@ def merge_stats(*parts: CellStats) -> CellStats:
             elif p.first_missing is not None:
                 cands.append((pos[p.first_missing[0]], p.first_missing))
         first_missing = min(cands, key=lambda c: c[0])[1] if cands else None
-    first = min(parts, key=lambda p: int(np.flatnonzero(scen == p.first_cell[0])[0]))
+    first = min(parts, key=lambda p: pos[p.first_cell[0]])
     # the scenario x judge statistics merge when every chunk has them (a chunk's judges placed among the unit's),
     # and are kept where the merged unit identifies the term, as the numpy engine keeps them
     sj = None
-    if all(p.sj is not None for p in parts) and scenario_judge_pairs(cat["s_isk"]) >= 2:
+    if all(p.sj is not None for p in parts) and scenario_judge_pairs(s_all) >= 2:
         sj = merge_sj_stats([p.sj for p in parts], shift, judges=[jidx for _, jidx, _ in expanded])
     # the covariate statistics merge when every chunk has the same covariates (re-centred to their pooled means)
-    cov = merge_covariate_stats(recentred, k, n_s, order)
+    cov = None if pattern else merge_covariate_stats(recentred, k, n_s, order)
     # the per-pattern counts merge when every chunk has them (each chunk has one generation per scenario, so the
     # unit has too): patterns added, each chunk's scenarios placed at their positions in the merged order
     patterns = None
-    if all(p.patterns is not None for p in parts):
+    if not pattern and all(p.patterns is not None for p in parts):
         where = np.empty(len(order), dtype=np.int64)
         where[order] = np.arange(len(order))
         bounds = np.cumsum([0] + [p.n_scenarios for p in parts])
@@ -525,5 +577,12 @@ def merge_stats(*parts: CellStats) -> CellStats:
         model=parts[0].model, criterion=parts[0].criterion, scenario_labels=scen, judge_labels=tuple(labels),
         design=design, shift=shift, n_obs=n_obs, n_cells=n_cells, sizes=sizes, yy=float(yy),
         y_min=min(p.y_min for p in parts), y_max=max(p.y_max for p in parts), first_cell=first.first_cell,
-        first_missing=first_missing, sj=sj, cov=cov, patterns=patterns, **acc, **cat,
+        first_missing=first_missing, sj=sj, cov=cov, patterns=patterns, pat=pf, **acc, **cat,
     )
+
+
+class _LabelOrder:
+    """``pos[label]`` is the label itself: orders the first cells of pattern-form chunks by their labels."""
+
+    def __getitem__(self, label: Any) -> Any:
+        return label

@@ -54,6 +54,7 @@ _WORD = 62  # judges per BIGINT mask word
 #: ``build(scenarios="auto")`` keeps the pattern form from this many scenarios in a unit (per-scenario arrays take
 #: about 100 bytes a scenario, their labels as many again)
 PATTERN_FORM_SCENARIOS = 1_000_000
+_MAX_PLACES = 24  # the pattern form's query has a column per generation label (and per label and judge)
 
 
 def _q(name: str) -> str:
@@ -351,11 +352,17 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     n_words = (k_max + _WORD - 1) // _WORD
     p1["kk"] = p1.groupby("unit_id")["jcode"].transform("size").astype(np.int64)
     judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift", "kk"] + (["criterion"] if has_criterion else [])]
+    explicit = scenarios == "patterns"
     if scenarios == "auto":
         scenarios = "patterns" if float(p1["n_scen_approx"].max()) >= PATTERN_FORM_SCENARIOS else "each"
     if scenarios == "patterns":
-        return _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, has_gen, has_criterion, k_max,
-                               n_words, sj=scenario_judge and has_gen)
+        out = _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, has_gen, has_criterion, k_max,
+                              n_words, sj=scenario_judge and has_gen)
+        if out is not None:
+            return out
+        if explicit:
+            raise CjstatsError(f"scenarios='patterns' keeps one column per generation label, and the table has more "
+                               f"than {_MAX_PLACES}; use scenarios='each' (or 'auto').")
     # the scenario x judge statistics need each cell (its place in its scenario), so the cells are kept in a temp
     # table; without a generation column every scenario has one cell and the term is never identifiable
     keep_cells = scenario_judge and has_gen
@@ -767,42 +774,39 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
 
 
 # ------------------------------------------------------------------------------------------ the pattern form
-def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int, m: int,
-                        sj: bool) -> dict[str, np.ndarray]:
+def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int,
+                        gens: list[Any] | None, sj: bool) -> dict[str, np.ndarray]:
     r"""One streaming query: rows -> cells -> scenarios -> design patterns; only the patterns reach Python.
 
-    With y0 = y - shift[l]: ``GROUP BY (unit, scenario, generation)`` gives each cell its size n_c, judge mask
-    and reversed mask, Y_c = sum y0, sum y0^2 and the per-judge sums; ``row_number() OVER (PARTITION BY unit,
-    scenario ORDER BY reversed mask DESC, generation)`` its place c in the scenario (the numpy engine's canonical
-    order); ``GROUP BY (unit, scenario)`` the scenario's pattern (size and mask by place) and per place Y_c,
-    sum y0^2, the within-cell sum of squares and the per-judge sums (and, with ``sj``, the K scenario x judge sums);
-    ``GROUP BY (unit, pattern)`` the count, the sums and the upper triangle of the products of the scenario's
-    vector z = (Y_c by place[, scenario x judge sums]), the per-place sums, the first scenario (and its first
-    generation) and the first scenario with an incomplete cell (its generation and mask). ``m`` bounds the cells
-    of a scenario (the unit's distinct generation labels); places past a scenario's last cell are NULL (size) or 0.
+    With y0 = y - shift[l]: ``GROUP BY (unit, scenario, generation)`` gives each cell its size n_c, judge mask,
+    Y_c = sum y0, sum y0^2 and the per-judge sums, and its place c, the position of its generation label among the
+    table's G distinct labels ``gens`` (sorted; None: no generation column, one place); ``GROUP BY (unit,
+    scenario)`` the scenario's pattern (size and mask by place) and per place Y_c, the within-cell sum of squares
+    and the per-judge sums (and, with ``sj``, the K scenario x judge sums); ``GROUP BY (unit, pattern)`` the count,
+    the sums and the upper triangle of the products of the scenario's vector z = (Y_c by place[, scenario x judge
+    sums]), the per-place sums, the first scenario (and its first generation) and the first scenario with an
+    incomplete cell (its generation and mask). Places without a cell are NULL (size, mask) or 0. No window: the
+    numpy engine's canonical order of a scenario's cells is restored per pattern in Python
+    (:func:`_canonical_patterns`).
     """
     on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
     words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
              for w in range(n_words)]
-    if m > 1:   # judge l at bit 61 - l: the canonical order of a scenario's cells (see _aggregate)
-        words += [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << ({_WORD - 1} - jcode % {_WORD}) "
-                  f"ELSE 0 END) AS r{w}" for w in range(n_words)]
     jsums = [f"sum(y0) FILTER (WHERE jcode = {l}) AS j{l}" for l in range(k_max)]
+    m = 1 if gens is None else len(gens)
+    pos = "1" if m == 1 else ("CASE generation " + " ".join(
+        f"WHEN {g!r} THEN {c + 1}" if isinstance(g, (int, np.integer)) else f"WHEN {_lit(g)} THEN {c + 1}"
+        for c, g in enumerate(gens)) + " END")
     rows = (f"r AS (SELECT j.unit_id, j.kk, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
             f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
-    cells = (f"c AS (SELECT unit_id, scenario, generation, count(*) AS n, any_value(kk) AS kk, {', '.join(words)}, "
-             f"sum(y0) AS ys, sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r GROUP BY unit_id, scenario, generation)")
-    if m > 1:
-        order = ", ".join([f"r{w} DESC" for w in range(n_words)] + ["generation"])
-        placed = f"o AS (SELECT *, row_number() OVER (PARTITION BY unit_id, scenario ORDER BY {order}) AS pos FROM c)"
-    else:
-        placed = "o AS (SELECT *, 1 AS pos FROM c)"
+    cells = (f"c AS (SELECT unit_id, scenario, generation, {pos} AS pos, count(*) AS n, any_value(kk) AS kk, "
+             f"{', '.join(words)}, sum(y0) AS ys, sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r "
+             f"GROUP BY unit_id, scenario, generation)")
     places = range(1, m + 1)
     key = [f"n{c}" for c in places] + [f"c{c}_w{w}" for c in places for w in range(n_words)]
     scen = ([f"max(n) FILTER (WHERE pos = {c}) AS n{c}" for c in places]
             + [f"max(w{w}) FILTER (WHERE pos = {c}) AS c{c}_w{w}" for c in places for w in range(n_words)]
             + [f"COALESCE(sum(ys) FILTER (WHERE pos = {c}), 0) AS z{c}" for c in places]
-            + [f"COALESCE(sum(yy) FILTER (WHERE pos = {c}), 0) AS yy{c}" for c in places]
             + [f"COALESCE(sum(yy - ys * ys / n) FILTER (WHERE pos = {c}), 0) AS ssw{c}" for c in places]
             + [f"COALESCE(sum(j{l}) FILTER (WHERE pos = {c}), 0) AS x{c}_{l}" for c in places for l in range(k_max)]
             + ([f"COALESCE(sum(j{l}), 0) AS z{m + 1 + l}" for l in range(k_max)] if sj else [])
@@ -815,10 +819,10 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
            + [f"arg_min(wm{w}, scenario) {miss} AS miss_w{w}" for w in range(n_words)]
            + [f"sum(z{a}) AS s{a}" for a in range(1, q + 1)]
            + [f"sum(z{a} * z{b}) AS p{a}_{b}" for a in range(1, q + 1) for b in range(a, q + 1)]
-           + [f"sum(yy{c}) AS yy{c}" for c in places] + [f"sum(ssw{c}) AS ssw{c}" for c in places]
+           + [f"sum(ssw{c}) AS ssw{c}" for c in places]
            + [f"sum(x{c}_{l}) AS x{c}_{l}" for c in places for l in range(k_max)])
     return con.execute(
-        f"WITH {rows}, {cells}, {placed}, z AS (SELECT unit_id, scenario, {', '.join(scen)} FROM o "
+        f"WITH {rows}, {cells}, z AS (SELECT unit_id, scenario, {', '.join(scen)} FROM c "
         f"GROUP BY unit_id, scenario) SELECT unit_id, {', '.join(key)}, {', '.join(pat)} FROM z "
         f"GROUP BY unit_id, {', '.join(key)} ORDER BY unit_id, {', '.join(key)}"
     ).fetchnumpy()
@@ -830,14 +834,57 @@ def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray, fill: float | None
     return np.ma.filled(v.astype(np.float64), np.nan if fill is None else fill)
 
 
+def _canonical_patterns(size: np.ndarray, d: np.ndarray, big_n: np.ndarray, sums: np.ndarray, prods: np.ndarray,
+                        per_place: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The patterns with each scenario's cells in the numpy engine's canonical order, merged where equal.
+
+    A SQL pattern lists its cells by generation label (``size`` (P, G), NaN where absent; judge calls ``d``
+    (P, G, K)). The canonical order is by judge calls, compared lexicographically (judge 0 first), largest first,
+    ties by generation: a stable sort of the places by D descending, absent places last, then cut to the most cells
+    of a scenario. ``sums`` (P, Q) and ``prods`` (P, Q, Q) hold the G place entries first (then any others, which
+    keep their positions); ``per_place`` arrays (P, G, ...) are permuted alike. Patterns whose canonical sizes and
+    calls agree are summed (counts, sums, products, per-place arrays).
+    """
+    n_p, g, k = d.shape
+    present = ~np.isnan(size)
+    mu = int(present.sum(axis=1).max())
+    perms = np.empty((n_p, g), dtype=np.int64)
+    for p in range(n_p):
+        keys = [(0 if present[p, c] else 1, tuple(-d[p, c]), c) for c in range(g)]
+        perms[p] = [c for *_, c in sorted(keys)]
+    rows = np.arange(n_p)[:, None]
+    q = sums.shape[1]
+    full = np.broadcast_to(np.arange(q), (n_p, q)).copy()
+    full[:, :g] = perms
+    size_c = np.where(present, size, 0.0)[rows, perms][:, :mu]
+    d_c = d[rows, perms][:, :mu]
+    sums_c = sums[rows, full]
+    prods_c = prods[rows[:, :, None], full[:, :, None], full[:, None, :]]
+    keep = np.r_[np.arange(mu), np.arange(g, q)]
+    sums_c, prods_c = sums_c[:, keep], prods_c[:, keep][:, :, keep]
+    pp = [a[rows, perms][:, :mu] for a in per_place]
+    key = np.concatenate((size_c, d_c.reshape(n_p, -1)), axis=1)
+    _, first, codes = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    codes = codes.ravel()
+    n_u = first.shape[0]
+
+    def add(a: np.ndarray) -> np.ndarray:
+        out = np.zeros((n_u,) + a.shape[1:])
+        np.add.at(out, codes, a)
+        return out
+
+    return size_c[first], d_c[first], add(big_n), add(sums_c), add(prods_c), [add(a) for a in pp]
+
+
 def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray, n_words: int, m: int, sj: bool,
-                  has_criterion: bool, k_max: int) -> Any:
-    """One unit's pattern-form :class:`CellStats` from its judge table and its rows of :func:`_aggregate_patterns`.
+                  has_criterion: bool) -> Any:
+    """One unit's pattern-form :class:`CellStats` from its judge table and its rows of :func:`_aggregate_patterns`
+    (None when a cell holds a duplicate judge call: more rows than judges in its mask).
 
     Per pattern p and place c (size n_pc, judge calls D_pc from the mask, class h(p, c)): cnt_p[h] counts the
     places, S_p[h] = sum D_pc, Y1_p[h] = sum_c sum_i Y_ic, Y2_p[h, h'] = sum over places c in h, c' in h' of
     sum_i Y_ic Y_ic'; the class statistics are the same sums over places weighted by N_p: cells N_p, DD = N_p D D',
-    DY = D sum_i Y_ic, YY = sum_i Y_ic^2, judge counts N_p D, judge sums, sum y0^2 and SSW.
+    DY = D sum_i Y_ic, YY = sum_i Y_ic^2, judge counts N_p D, judge sums and SSW, and sum y0^2 = SSW + YY/h.
     """
     from cjstats.io.scores import GroupDesign
     from cjstats.stats.cellstats import CellStats
@@ -848,36 +895,39 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     labels = tuple(str(x) for x in judges["judge"])
     model = str(judges["model"].iloc[0])
     criterion = str(judges["criterion"].iloc[0]) if has_criterion else None
-    n_pat = rows.shape[0]
-    big_n = _col(tbl, "cnt", rows)
-    size = np.stack([_col(tbl, f"n{c}", rows) for c in range(1, m + 1)], axis=1)       # (P, m), NaN: no cell
-    present = ~np.isnan(size)
-    mu = int(present.sum(axis=1).max())                    # the unit's most cells in a scenario
-    size_i = np.where(present, size, 0).astype(np.int64)
-    d = np.zeros((n_pat, m, k))                            # judge calls by place
+    n_raw = rows.shape[0]
+    size = np.stack([_col(tbl, f"n{c}", rows) for c in range(1, m + 1)], axis=1)       # (P, G), NaN: no cell
+    d = np.zeros((n_raw, m, k))                            # judge calls by place
     for c in range(m):
         for w in range(n_words):
             word = np.ma.filled(np.ma.asarray(tbl[f"c{c + 1}_w{w}"])[rows].astype(np.int64), 0)
             for j in range(w * _WORD, min(k, (w + 1) * _WORD)):
                 d[:, c, j] = (word >> (j % _WORD)) & 1
-    if np.any(present & (d.sum(axis=2) != size_i)):
-        return None                                        # a duplicate judge call (the caller raises)
+    if np.any(~np.isnan(size) & (d.sum(axis=2) != np.nan_to_num(size))):
+        return None
+    q = m + (k if sj else 0)
+    idx = list(range(1, m + 1)) + ([m + 1 + l for l in range(k)] if sj else [])
+    sums = np.stack([_col(tbl, f"s{a}", rows) for a in idx], axis=1)
+    prods = np.empty((n_raw, q, q))
+    for i, a in enumerate(idx):
+        for j, b in enumerate(idx[i:], start=i):
+            prods[:, i, j] = prods[:, j, i] = _col(tbl, f"p{a}_{b}", rows)
+    ssw_c = np.stack([_col(tbl, f"ssw{c}", rows) for c in range(1, m + 1)], axis=1)
+    x_c = np.stack([np.stack([_col(tbl, f"x{c}_{l}", rows) for l in range(k)], axis=1) for c in range(1, m + 1)],
+                   axis=1)                                                               # (P, G, K)
+    size, d, big_n, sums, prods, (ssw_c, x_c) = _canonical_patterns(size, d, _col(tbl, "cnt", rows), sums, prods,
+                                                                     [ssw_c, x_c])
+    n_pat, mu = size.shape
+    present = size > 0
+    size_i = size.astype(np.int64)
     sizes_i = np.unique(size_i[present])
     n_s = len(sizes_i)
     sizes = sizes_i.astype(np.float64)
-    h_of = np.where(present, np.searchsorted(sizes_i, size_i), n_s)   # class of each place (n_s: none)
-    s_sum = np.stack([_col(tbl, f"s{a}", rows) for a in range(1, m + 1)], axis=1)          # (P, m) sum Y_c
-    prod = np.empty((n_pat, m, m))
-    for a in range(m):
-        for b in range(a, m):
-            prod[:, a, b] = prod[:, b, a] = _col(tbl, f"p{a + 1}_{b + 1}", rows)
-    yy_c = np.stack([_col(tbl, f"yy{c}", rows) for c in range(1, m + 1)], axis=1)
-    ssw_c = np.stack([_col(tbl, f"ssw{c}", rows) for c in range(1, m + 1)], axis=1)
-    x_c = np.stack([np.stack([_col(tbl, f"x{c}_{l}", rows) for l in range(k)], axis=1) for c in range(1, m + 1)],
-                   axis=1)                                                               # (P, m, K)
-    onehot = np.zeros((n_pat, m, n_s + 1))                 # place -> class (the last column: no cell)
+    h_of = np.where(present, np.searchsorted(sizes_i, size_i), n_s)   # class of each place (n_s: no cell)
+    onehot = np.zeros((n_pat, mu, n_s + 1))
     np.put_along_axis(onehot, h_of[:, :, None], 1.0, axis=2)
     onehot = onehot[:, :, :n_s]
+    s_sum, prod = sums[:, :mu], prods[:, :mu, :mu]
     cnt = onehot.sum(axis=1)                                                             # (P, S)
     s_psk = np.einsum("pch,pck->phk", onehot, d)
     y1 = np.einsum("pch,pc->ph", onehot, s_sum)
@@ -888,16 +938,17 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     yyc = np.einsum("pch,pc->h", onehot, np.einsum("pcc->pc", prod))
     judge_n_s = np.einsum("p,pch,pck->hk", big_n, onehot, d)
     judge_sum_s = np.einsum("pch,pck->hk", onehot, x_c)
-    yy_s = np.einsum("pch,pc->h", onehot, yy_c)
     ssw_s = np.einsum("pch,pc->h", onehot, ssw_c)
+    yy_s = ssw_s + yyc / sizes
     # labels: the first scenario of each pattern (a few kept for messages) and the first incomplete cell
-    firsts = np.asarray(tbl["first"])[rows]
-    first_gen = np.asarray(tbl["first_gen"])[rows]
-    order = sorted(range(n_pat), key=lambda i: firsts[i])
-    p0 = order[0]
-    first_cell = (firsts[p0].item() if hasattr(firsts[p0], "item") else firsts[p0],
-                  first_gen[p0].item() if hasattr(first_gen[p0], "item") else first_gen[p0])
-    examples = tuple(x.item() if hasattr(x, "item") else x for x in (firsts[i] for i in order[:5]))
+    def py(v: Any) -> Any:
+        return v.item() if hasattr(v, "item") else v
+
+    firsts = [py(v) for v in np.asarray(tbl["first"])[rows]]
+    first_gen = [py(v) for v in np.asarray(tbl["first_gen"])[rows]]
+    order = sorted(range(n_raw), key=firsts.__getitem__)
+    first_cell = (firsts[order[0]], first_gen[order[0]])
+    examples = tuple(firsts[i] for i in order[:5])
     m_per = cnt.sum(axis=1).astype(np.int64)
     judge_n = judges["n"].to_numpy(dtype=np.float64)
     n_obs = int(judge_n.sum())
@@ -906,14 +957,10 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     first_missing = None
     if not complete:
         ms = np.ma.asarray(tbl["miss_scen"])[rows]
-        cand = [i for i in range(n_pat) if not np.ma.is_masked(ms[i])]
-        i0 = min(cand, key=lambda i: ms[i])
+        i0 = min((i for i in range(n_raw) if not np.ma.is_masked(ms[i])), key=lambda i: py(ms[i]))
         words = [int(np.asarray(tbl[f"miss_w{w}"])[rows][i0]) for w in range(n_words)]
         absent = tuple(labels[j] for j in range(k) if not (words[j // _WORD] >> (j % _WORD)) & 1)
-        gen = np.asarray(tbl["miss_gen"])[rows][i0]
-        scen = ms[i0]
-        first_missing = (scen.item() if hasattr(scen, "item") else scen, gen.item() if hasattr(gen, "item") else gen,
-                         absent)
+        first_missing = (py(ms[i0]), py(np.asarray(tbl["miss_gen"])[rows][i0]), absent)
     n_scen = int(big_n.sum())
     design = GroupDesign(
         model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
@@ -925,21 +972,13 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     pf = ScenarioPatternForm(n=big_n, cnt=cnt, s=s_psk, y1=y1, y2=y2, n_scenarios=n_scen, examples=examples)
     sj_stats = None
     if sj and scenario_judge_pairs(s_psk) >= 2:
-        # z_i = (scenario sum, cell sums by place, scenario x judge sums): the scenario sum is the sum of the places
-        q = 1 + mu + k
-        zj = np.stack([_col(tbl, f"s{m + 1 + l}", rows) for l in range(k)], axis=1)
-        full = np.empty((n_pat, m + k, m + k))
-        for a in range(m + k):
-            for b in range(a, m + k):
-                full[:, a, b] = full[:, b, a] = _col(tbl, f"p{a + 1}_{b + 1}", rows)
-        lin = np.zeros((m + k, q))                  # z = lin' (places, judge sums)
-        lin[:m, 0] = 1.0
-        lin[:mu, 1:1 + mu] = np.eye(mu)
-        lin[m:, 1 + mu:] = np.eye(k)
-        zsum = np.concatenate((s_sum, zj), axis=1) @ lin
-        zscat = np.einsum("ai,pab,bj->pij", lin, full, lin)
-        sj_stats = ScenarioJudgeStats(incidence=np.ascontiguousarray(d[:, :mu, :]), count=big_n, zsum=zsum,
-                                      zscat=zscat, shift=judges["shift"].to_numpy(dtype=np.float64))
+        # z_i = (scenario sum, cell sums by place, scenario x judge sums); the scenario sum is the places' sum
+        lin = np.zeros((mu + k, 1 + mu + k))          # z = lin' (places, judge sums)
+        lin[:mu, 0] = 1.0
+        lin[:, 1:] = np.eye(mu + k)
+        sj_stats = ScenarioJudgeStats(incidence=np.ascontiguousarray(d), count=big_n, zsum=sums @ lin,
+                                      zscat=np.einsum("ai,pab,bj->pij", lin, prods, lin),
+                                      shift=judges["shift"].to_numpy(dtype=np.float64))
     return CellStats(
         model=model, criterion=criterion, scenario_labels=None, judge_labels=labels, design=design,
         shift=judges["shift"].to_numpy(dtype=np.float64), n_obs=n_obs, n_cells=n_cells, sizes=sizes,
@@ -954,23 +993,25 @@ def _build_patterns(con: Any, src: S.Source, rows_sql: str, pos_rows: str, p1: p
                     gkeys: list[str], has_gen: bool, has_criterion: bool, k_max: int, n_words: int, *, sj: bool
                     ) -> Any:
     """The pattern-form units (:func:`_aggregate_patterns`, :func:`_pattern_unit`), their design table and
-    ``has_criterion``. The cells of a scenario are at most its unit's distinct generation labels (one query on the
-    unit and generation columns)."""
-    m = 1
-    if has_gen:
-        crit = ", criterion" if has_criterion else ""
-        m = int(con.execute(f"SELECT max(g) FROM (SELECT count(DISTINCT generation) AS g FROM {rows_sql} "
-                            f"GROUP BY model{crit})").fetchall()[0][0])
+    ``has_criterion``; None when the table has more than ``_MAX_PLACES`` generation labels (a place per label:
+    the per-scenario route is then the one to take)."""
+    gens = None
+    if has_gen:   # the place of a cell in its scenario is its generation label's among the table's labels
+        got = con.execute(f"SELECT DISTINCT generation FROM {rows_sql} ORDER BY generation LIMIT {_MAX_PLACES + 1}"
+                          ).fetchall()
+        gens = [g[0] for g in got]
+        if len(gens) > _MAX_PLACES:
+            return None
     con.register("cj_judges", judges_tbl)
     try:
-        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, n_words, m, sj)
+        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, n_words, gens, sj)
     finally:
         con.unregister("cj_judges")
+    m = 1 if gens is None else len(gens)
     unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
     units, designs = [], []
     for u in range(len(gkeys)):
-        cs = _pattern_unit(p1[p1["unit_id"] == u], tbl, np.flatnonzero(unit_id == u), n_words, m, sj, has_criterion,
-                           k_max)
+        cs = _pattern_unit(p1[p1["unit_id"] == u], tbl, np.flatnonzero(unit_id == u), n_words, m, sj, has_criterion)
         if cs is None:  # a cell with more rows than judges in its mask: a duplicate judge call
             _raise_duplicates(con, src, pos_rows, has_criterion)
         units.append(cs)
