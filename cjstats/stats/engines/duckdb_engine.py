@@ -784,7 +784,8 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     scenario)`` the scenario's pattern (size and mask by place) and per place Y_c, the within-cell sum of squares
     and the per-judge sums (and, with ``sj``, the K scenario x judge sums); ``GROUP BY (unit, pattern)`` the count,
     the sums and the upper triangle of the products of the scenario's vector z = (Y_c by place[, scenario x judge
-    sums]), the per-place sums, the first scenario (and its first generation) and the first scenario with an
+    sums]), the per-place sums, the first scenario (and its first generation; the first five, for messages) and
+    the first scenario with an
     incomplete cell (its generation and mask). Places without a cell are NULL (size, mask) or 0. No window: the
     numpy engine's canonical order of a scenario's cells is restored per pattern in Python
     (:func:`_canonical_patterns`).
@@ -814,7 +815,7 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
             + [f"arg_min(w{w}, generation) FILTER (WHERE n < kk) AS wm{w}" for w in range(n_words)])
     q = m + (k_max if sj else 0)
     miss = "FILTER (WHERE gmiss IS NOT NULL)"
-    pat = (["count(*) AS cnt", "min(scenario) AS first", "arg_min(gen_min, scenario) AS first_gen",
+    pat = (["count(*) AS cnt", "min(scenario) AS first", "min(scenario, 5) AS firsts", "arg_min(gen_min, scenario) AS first_gen",
             f"min(scenario) {miss} AS miss_scen", f"arg_min(gmiss, scenario) {miss} AS miss_gen"]
            + [f"arg_min(wm{w}, scenario) {miss} AS miss_w{w}" for w in range(n_words)]
            + [f"sum(z{a}) AS s{a}" for a in range(1, q + 1)]
@@ -948,7 +949,7 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     first_gen = [py(v) for v in np.asarray(tbl["first_gen"])[rows]]
     order = sorted(range(n_raw), key=firsts.__getitem__)
     first_cell = (firsts[order[0]], first_gen[order[0]])
-    examples = tuple(firsts[i] for i in order[:5])
+    examples = tuple(sorted(py(x) for i in rows for x in tbl["firsts"][i])[:5])
     m_per = cnt.sum(axis=1).astype(np.int64)
     judge_n = judges["n"].to_numpy(dtype=np.float64)
     n_obs = int(judge_n.sum())
