@@ -30,8 +30,14 @@ count and sum Y_c. A cell whose size differs from the number of bits of its mask
    units with one generation per scenario, one more scan ``GROUP BY (unit, scenario)`` gives each scenario's
    judge -> score vector and ``GROUP BY (unit, pattern)`` its count and first scenario (:func:`_with_patterns`).
 
+5. **The pattern form** (``build(scenarios="patterns")``, or ``"auto"`` from :data:`PATTERN_FORM_SCENARIOS`
+   scenarios in a unit): steps 2 and 3 are replaced by one streaming query, rows -> cells -> scenarios -> design
+   patterns (:func:`_aggregate_patterns`), and the units hold ``CellStats.pat`` (per pattern the scenario count,
+   cnt, S, sum Y_is and sum Y_is Y_ir; :class:`~cjstats.stats.views.ScenarioPatternForm`) and their scenario x judge
+   statistics instead of per-scenario arrays: nothing of O(scenarios) reaches Python.
+
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
-O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
+O(scenarios x size classes x judges) arrays of :class:`CellStats` itself (O(patterns) in the pattern form).
 """
 
 from __future__ import annotations
