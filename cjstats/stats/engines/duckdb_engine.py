@@ -780,59 +780,47 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
 
 
 # ------------------------------------------------------------------------------------------ the pattern form
-def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, n_words: int,
-                        gens: list[Any] | None, sj: bool) -> dict[str, np.ndarray]:
-    r"""One streaming query: rows -> cells -> scenarios -> design patterns; only the patterns reach Python.
+def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, gens: list[Any] | None,
+                        sj: bool) -> dict[str, np.ndarray]:
+    r"""One streaming query, one hash table of scenarios: rows -> scenarios -> design patterns.
 
-    With y0 = y - shift[l]: ``GROUP BY (unit, scenario, generation)`` gives each cell its size n_c, judge mask,
-    Y_c = sum y0, sum y0^2 and the per-judge sums, and its place c, the position of its generation label among the
-    table's G distinct labels ``gens`` (sorted; None: no generation column, one place); ``GROUP BY (unit,
-    scenario)`` the scenario's pattern (size and mask by place) and per place Y_c, the within-cell sum of squares
-    and the per-judge sums (and, with ``sj``, the K scenario x judge sums); ``GROUP BY (unit, pattern)`` the count,
-    the sums and the upper triangle of the products of the scenario's vector z = (Y_c by place[, scenario x judge
-    sums]), the per-place sums, the first scenario (and its first generation; the first five, for messages) and
-    the first scenario with an
-    incomplete cell (its generation and mask). Places without a cell are NULL (size, mask) or 0. No window: the
-    numpy engine's canonical order of a scenario's cells is restored per pattern in Python
+    A row's place is its generation label's position c among the table's G distinct labels ``gens`` (sorted; None:
+    no generation column, G = 1), so that a cell is a (scenario, place) pair and ``GROUP BY (unit, scenario)``
+    gives every cell statistic at once: the judge mask of the scenario (bit c K + l for judge l at place c, in
+    62-bit words), its row count, and x_cl = the score y0 = y - shift[l] of judge l at place c (NULL: no call).
+    Then ``GROUP BY (unit, mask)`` gives per pattern the count, the first scenarios, and the sums and products of
+    the scenario's vector v = (Y_c = sum_l x_cl by place[, the K scenario x judge sums sum_c x_cl]), and per place
+    sum_l x_cl^2 (for the within-cell sum of squares) and the judge sums x_cl. Only the patterns reach Python
+    (:func:`_pattern_unit`); the numpy engine's canonical order of a scenario's cells is restored there
     (:func:`_canonical_patterns`).
     """
     on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
-    words = [f"bit_or(CASE WHEN jcode // {_WORD} = {w} THEN CAST(1 AS BIGINT) << (jcode % {_WORD}) ELSE 0 END) AS w{w}"
+    g = 1 if gens is None else len(gens)
+    km = k_max
+    pos = "0" if g == 1 else ("CASE generation " + " ".join(
+        f"WHEN {v!r} THEN {c}" if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else
+        f"WHEN {_lit(v)} THEN {c}" for c, v in enumerate(gens)) + " END")
+    n_words = (g * km + _WORD - 1) // _WORD
+    bit = f"(pos * {km} + jcode)"
+    words = [f"bit_or(CASE WHEN {bit} // {_WORD} = {w} THEN CAST(1 AS BIGINT) << ({bit} % {_WORD}) ELSE 0 END) AS w{w}"
              for w in range(n_words)]
-    jsums = [f"sum(y0) FILTER (WHERE jcode = {l}) AS j{l}" for l in range(k_max)]
-    m = 1 if gens is None else len(gens)
-    pos = "1" if m == 1 else ("CASE generation " + " ".join(
-        f"WHEN {g!r} THEN {c + 1}" if isinstance(g, (int, np.integer)) else f"WHEN {_lit(g)} THEN {c + 1}"
-        for c, g in enumerate(gens)) + " END")
-    rows = (f"r AS (SELECT j.unit_id, j.kk, x.scenario, x.generation, j.jcode, x.y - j.shift AS y0 "
+    xs = [f"COALESCE(sum(y0) FILTER (WHERE {bit} = {c * km + l}), 0) AS x{c}_{l}" for c in range(g) for l in range(km)]
+    rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, x.y - j.shift AS y0 "
             f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
-    cells = (f"c AS (SELECT unit_id, scenario, generation, {pos} AS pos, count(*) AS n, any_value(kk) AS kk, "
-             f"{', '.join(words)}, sum(y0) AS ys, sum(y0 * y0) AS yy, {', '.join(jsums)} FROM r "
-             f"GROUP BY unit_id, scenario, generation)")
-    places = range(1, m + 1)
-    key = [f"n{c}" for c in places] + [f"c{c}_w{w}" for c in places for w in range(n_words)]
-    scen = ([f"max(n) FILTER (WHERE pos = {c}) AS n{c}" for c in places]
-            + [f"max(w{w}) FILTER (WHERE pos = {c}) AS c{c}_w{w}" for c in places for w in range(n_words)]
-            + [f"COALESCE(sum(ys) FILTER (WHERE pos = {c}), 0) AS z{c}" for c in places]
-            + [f"COALESCE(sum(yy - ys * ys / n) FILTER (WHERE pos = {c}), 0) AS ssw{c}" for c in places]
-            + [f"COALESCE(sum(j{l}) FILTER (WHERE pos = {c}), 0) AS x{c}_{l}" for c in places for l in range(k_max)]
-            + ([f"COALESCE(sum(j{l}), 0) AS z{m + 1 + l}" for l in range(k_max)] if sj else [])
-            + ["min(generation) AS gen_min", "min(generation) FILTER (WHERE n < kk) AS gmiss"]
-            + [f"arg_min(w{w}, generation) FILTER (WHERE n < kk) AS wm{w}" for w in range(n_words)])
-    q = m + (k_max if sj else 0)
-    miss = "FILTER (WHERE gmiss IS NOT NULL)"
-    pat = (["count(*) AS cnt", "min(scenario) AS first", "min(scenario, 5) AS firsts", "arg_min(gen_min, scenario) AS first_gen",
-            f"min(scenario) {miss} AS miss_scen", f"arg_min(gmiss, scenario) {miss} AS miss_gen"]
-           + [f"arg_min(wm{w}, scenario) {miss} AS miss_w{w}" for w in range(n_words)]
-           + [f"sum(z{a}) AS s{a}" for a in range(1, q + 1)]
-           + [f"sum(z{a} * z{b}) AS p{a}_{b}" for a in range(1, q + 1) for b in range(a, q + 1)]
-           + [f"sum(ssw{c}) AS ssw{c}" for c in places]
-           + [f"sum(x{c}_{l}) AS x{c}_{l}" for c in places for l in range(k_max)])
+    wcols = ", ".join(f"w{w}" for w in range(n_words))
+    scen = f"z AS (SELECT unit_id, scenario, count(*) AS nrow, {', '.join(words)}, {', '.join(xs)} FROM r GROUP BY unit_id, scenario)"
+    vec = ["(" + " + ".join(f"x{c}_{l}" for l in range(km)) + ")" for c in range(g)]
+    if sj:
+        vec += ["(" + " + ".join(f"x{c}_{l}" for c in range(g)) + ")" for l in range(km)]
+    q = len(vec)
+    pat = (["count(*) AS cnt", "sum(nrow) AS nrows", "min(scenario) AS first", "min(scenario, 5) AS firsts"]
+           + [f"sum({vec[a]}) AS s{a}" for a in range(q)]
+           + [f"sum({vec[a]} * {vec[b]}) AS p{a}_{b}" for a in range(q) for b in range(a, q)]
+           + ["sum(" + " + ".join(f"x{c}_{l} * x{c}_{l}" for l in range(km)) + f") AS sq{c}" for c in range(g)]
+           + [f"sum(x{c}_{l}) AS x{c}_{l}" for c in range(g) for l in range(km)])
     return con.execute(
-        f"WITH {rows}, {cells}, z AS (SELECT unit_id, scenario, {', '.join(scen)} FROM c "
-        f"GROUP BY unit_id, scenario) SELECT unit_id, {', '.join(key)}, {', '.join(pat)} FROM z "
-        f"GROUP BY unit_id, {', '.join(key)} ORDER BY unit_id, {', '.join(key)}"
-    ).fetchnumpy()
+        f"WITH {rows}, {scen} SELECT unit_id, {wcols}, {', '.join(pat)} FROM z GROUP BY unit_id, {wcols} "
+        f"ORDER BY unit_id, {wcols}").fetchnumpy()
 
 
 def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray, fill: float | None = None) -> np.ndarray:
@@ -883,8 +871,8 @@ def _canonical_patterns(size: np.ndarray, d: np.ndarray, big_n: np.ndarray, sums
     return size_c[first], d_c[first], add(big_n), add(sums_c), add(prods_c), [add(a) for a in pp]
 
 
-def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray, n_words: int, m: int, sj: bool,
-                  has_criterion: bool) -> Any:
+def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray, gens: list[Any] | None, sj: bool,
+                  has_criterion: bool, k_max: int) -> Any:
     """One unit's pattern-form :class:`CellStats` from its judge table and its rows of :func:`_aggregate_patterns`
     (None when a cell holds a duplicate judge call: more rows than judges in its mask).
 
@@ -899,29 +887,38 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     from cjstats.stats.views import ScenarioPatternForm
 
     k = len(judges)
+    m = 1 if gens is None else len(gens)
     labels = tuple(str(x) for x in judges["judge"])
     model = str(judges["model"].iloc[0])
     criterion = str(judges["criterion"].iloc[0]) if has_criterion else None
     n_raw = rows.shape[0]
-    size = np.stack([_col(tbl, f"n{c}", rows) for c in range(1, m + 1)], axis=1)       # (P, G), NaN: no cell
-    d = np.zeros((n_raw, m, k))                            # judge calls by place
+    km = k_max
+    d = np.zeros((n_raw, m, k))                            # judge calls by place, from the mask bits c K + l
+    words = [np.asarray(tbl[f"w{w}"])[rows].astype(np.int64) for w in range((m * km + _WORD - 1) // _WORD)]
     for c in range(m):
-        for w in range(n_words):
-            word = np.ma.filled(np.ma.asarray(tbl[f"c{c + 1}_w{w}"])[rows].astype(np.int64), 0)
-            for j in range(w * _WORD, min(k, (w + 1) * _WORD)):
-                d[:, c, j] = (word >> (j % _WORD)) & 1
-    if np.any(~np.isnan(size) & (d.sum(axis=2) != np.nan_to_num(size))):
+        for j in range(k):
+            b = c * km + j
+            d[:, c, j] = (words[b // _WORD] >> (b % _WORD)) & 1
+    big_n = _col(tbl, "cnt", rows)
+    calls = d.sum(axis=2)
+    if np.any(_col(tbl, "nrows", rows) != big_n * calls.sum(axis=1)):
         return None
-    q = m + (k if sj else 0)
-    idx = list(range(1, m + 1)) + ([m + 1 + l for l in range(k)] if sj else [])
+    size = np.where(calls > 0, calls, np.nan)
+    q = m + (km if sj else 0)
+    idx = list(range(m)) + ([m + l for l in range(k)] if sj else [])
     sums = np.stack([_col(tbl, f"s{a}", rows) for a in idx], axis=1)
-    prods = np.empty((n_raw, q, q))
+    prods = np.empty((n_raw, len(idx), len(idx)))
     for i, a in enumerate(idx):
         for j, b in enumerate(idx[i:], start=i):
             prods[:, i, j] = prods[:, j, i] = _col(tbl, f"p{a}_{b}", rows)
-    ssw_c = np.stack([_col(tbl, f"ssw{c}", rows) for c in range(1, m + 1)], axis=1)
-    x_c = np.stack([np.stack([_col(tbl, f"x{c}_{l}", rows) for l in range(k)], axis=1) for c in range(1, m + 1)],
+    # within-cell sum of squares by place: sum_i (sum_l x_cl^2 - Y_c^2 / n_c)
+    ssw_c = np.stack([_col(tbl, f"sq{c}", rows) for c in range(m)], axis=1) - \
+        np.einsum("pcc->pc", prods[:, :m, :m]) / np.where(calls > 0, calls, 1.0)
+    x_c = np.stack([np.stack([_col(tbl, f"x{c}_{l}", rows) for l in range(k)], axis=1) for c in range(m)],
                    axis=1)                                                               # (P, G, K)
+    place_gen = [0] * m if gens is None else list(gens)
+    present_raw = calls > 0
+    d_raw = d
     size, d, big_n, sums, prods, (ssw_c, x_c) = _canonical_patterns(size, d, _col(tbl, "cnt", rows), sums, prods,
                                                                      [ssw_c, x_c])
     n_pat, mu = size.shape
@@ -952,9 +949,8 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
         return v.item() if hasattr(v, "item") else v
 
     firsts = [py(v) for v in np.asarray(tbl["first"])[rows]]
-    first_gen = [py(v) for v in np.asarray(tbl["first_gen"])[rows]]
     order = sorted(range(n_raw), key=firsts.__getitem__)
-    first_cell = (firsts[order[0]], first_gen[order[0]])
+    first_cell = (firsts[order[0]], place_gen[int(np.flatnonzero(present_raw[order[0]])[0])])
     examples = tuple(sorted(py(x) for i in rows for x in tbl["firsts"][i])[:5])
     m_per = cnt.sum(axis=1).astype(np.int64)
     judge_n = judges["n"].to_numpy(dtype=np.float64)
@@ -962,12 +958,12 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
     n_cells = int(size_cells.sum())
     complete = bool(np.all(sizes_i == k))
     first_missing = None
-    if not complete:
-        ms = np.ma.asarray(tbl["miss_scen"])[rows]
-        i0 = min((i for i in range(n_raw) if not np.ma.is_masked(ms[i])), key=lambda i: py(ms[i]))
-        words = [int(np.asarray(tbl[f"miss_w{w}"])[rows][i0]) for w in range(n_words)]
-        absent = tuple(labels[j] for j in range(k) if not (words[j // _WORD] >> (j % _WORD)) & 1)
-        first_missing = (py(ms[i0]), py(np.asarray(tbl["miss_gen"])[rows][i0]), absent)
+    if not complete:   # the first scenario with an incomplete cell: its first such place (generation order)
+        short = present_raw & (calls < k)
+        i0 = min((i for i in range(n_raw) if short[i].any()), key=firsts.__getitem__)
+        c0 = int(np.flatnonzero(short[i0])[0])
+        absent = tuple(labels[j] for j in range(k) if not d_raw[i0, c0, j])
+        first_missing = (firsts[i0], place_gen[c0], absent)
     n_scen = int(big_n.sum())
     design = GroupDesign(
         model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
@@ -1011,14 +1007,14 @@ def _build_patterns(con: Any, src: S.Source, rows_sql: str, pos_rows: str, p1: p
             return None
     con.register("cj_judges", judges_tbl)
     try:
-        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, n_words, gens, sj)
+        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, gens, sj)
     finally:
         con.unregister("cj_judges")
-    m = 1 if gens is None else len(gens)
     unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
     units, designs = [], []
     for u in range(len(gkeys)):
-        cs = _pattern_unit(p1[p1["unit_id"] == u], tbl, np.flatnonzero(unit_id == u), n_words, m, sj, has_criterion)
+        cs = _pattern_unit(p1[p1["unit_id"] == u], tbl, np.flatnonzero(unit_id == u), gens, sj, has_criterion,
+                           k_max)
         if cs is None:  # a cell with more rows than judges in its mask: a duplicate judge call
             _raise_duplicates(con, src, pos_rows, has_criterion)
         units.append(cs)
