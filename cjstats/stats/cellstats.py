@@ -11,6 +11,12 @@ the scores centred by a per-judge constant ``shift`` (the judge means when built
 - per judge: counts and sums of y0; totals: sum y0^2, min and max of y, and the centring constant;
 - labels (scenarios, judges) and the design summary (:class:`~cjstats.io.scores.GroupDesign`).
 
+The per-scenario part may instead be held in its *pattern form* (``pat``,
+:class:`~cjstats.stats.views.ScenarioPatternForm`: per design pattern the scenario count, cnt, S, sum Y_is and
+sum Y_is Y_ir), which every scenario-level sum of the ANOVA and REML needs and which the DuckDB engine builds for
+millions of scenarios; the scenario labels and per-scenario arrays are then None, and what needs them
+(:meth:`CellStats.require_scenarios`) refuses in one sentence.
+
 Every entry is a sum over cells, and cells never straddle scenarios, so the statistics of chunks of a unit
 split by scenario add up to those of the whole (:func:`merge_stats`) once they share one centring
 (:meth:`CellStats.recentre`, exact linear algebra). The views (:meth:`CellStats.for_anova`,

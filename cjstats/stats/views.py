@@ -42,7 +42,8 @@ class ScenarioPatternForm:
     Gaussian likelihood is a sum over scenarios of pattern-only weights times Y_is or Y_is Y_ir (Y_is the sum of
     the judge-centred cell sums of scenario i in class s), so per pattern it suffices to keep
 
-        N_p = #{i in p},  cnt_p (S,),  S_p (S, K),  Y1_p = sum_{i in p} Y_is (S,),  Y2_p = sum_{i in p} Y_is Y_ir (S, S).
+        N_p = #{i in p},  cnt_p (S,),  S_p (S, K),
+        Y1_p = sum_{i in p} Y_is (S,),  Y2_p = sum_{i in p} Y_is Y_ir (S, S).
 
     Re-centring by delta (Y_is -> Y_is - S_p[s]'delta = Y_is - a_s) transforms them exactly:
     Y1 -> Y1 - N a, Y2 -> Y2 - Y1 a' - a Y1' + N a a' (:meth:`recentre`). Scenario labels are not kept (10^7

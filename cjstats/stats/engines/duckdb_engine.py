@@ -229,7 +229,8 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         and only the patterns reach Python.
     scenarios : {"auto", "each", "patterns"}
         ``"each"`` keeps the per-scenario arrays (``CellStats.s_isk``, ``cnt_is``, ``ys`` and the scenario labels);
-        ``"patterns"`` keeps only their *pattern form* (``CellStats.pat``, :class:`~cjstats.stats.views.ScenarioPatternForm`),
+        ``"patterns"`` keeps only their *pattern form* (``CellStats.pat``,
+        :class:`~cjstats.stats.views.ScenarioPatternForm`),
         built by one streaming query in which nothing of O(scenarios) reaches Python (:func:`_aggregate_patterns`);
         ``"auto"`` (default) takes the pattern form when a unit has about :data:`PATTERN_FORM_SCENARIOS` scenarios
         or more (DuckDB's approximate distinct count) and the per-scenario arrays otherwise. The ANOVA and REML
@@ -356,14 +357,13 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     p1["shift"] = p1["sy"].to_numpy(dtype=np.float64) / p1["n"].to_numpy(dtype=np.float64)
     k_max = int(p1["jcode"].max()) + 1
     n_words = (k_max + _WORD - 1) // _WORD
-    p1["kk"] = p1.groupby("unit_id")["jcode"].transform("size").astype(np.int64)
-    judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift", "kk"] + (["criterion"] if has_criterion else [])]
+    judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
     explicit = scenarios == "patterns"
     if scenarios == "auto":
         scenarios = "patterns" if float(p1["n_scen_approx"].max()) >= PATTERN_FORM_SCENARIOS else "each"
     if scenarios == "patterns":
         out = _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, has_gen, has_criterion, k_max,
-                              n_words, sj=scenario_judge and has_gen)
+                              sj=scenario_judge and has_gen)
         if out is not None:
             return out
         if explicit:
@@ -808,7 +808,8 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, x.y - j.shift AS y0 "
             f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
     wcols = ", ".join(f"w{w}" for w in range(n_words))
-    scen = f"z AS (SELECT unit_id, scenario, count(*) AS nrow, {', '.join(words)}, {', '.join(xs)} FROM r GROUP BY unit_id, scenario)"
+    scen = (f"z AS (SELECT unit_id, scenario, count(*) AS nrow, {', '.join(words)}, {', '.join(xs)} FROM r "
+            f"GROUP BY unit_id, scenario)")
     vec = ["(" + " + ".join(f"x{c}_{l}" for l in range(km)) + ")" for c in range(g)]
     if sj:
         vec += ["(" + " + ".join(f"x{c}_{l}" for c in range(g)) + ")" for l in range(km)]
@@ -823,10 +824,9 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
         f"ORDER BY unit_id, {wcols}").fetchnumpy()
 
 
-def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray, fill: float | None = None) -> np.ndarray:
-    """Column ``name`` of a fetched table at ``rows`` as float64 (masked values: ``fill``)."""
-    v = np.ma.asarray(tbl[name])[rows]
-    return np.ma.filled(v.astype(np.float64), np.nan if fill is None else fill)
+def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray) -> np.ndarray:
+    """Column ``name`` of a fetched table at ``rows`` as float64 (masked values: NaN)."""
+    return np.ma.filled(np.ma.asarray(tbl[name])[rows].astype(np.float64), np.nan)
 
 
 def _canonical_patterns(size: np.ndarray, d: np.ndarray, big_n: np.ndarray, sums: np.ndarray, prods: np.ndarray,
@@ -993,8 +993,7 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
 
 
 def _build_patterns(con: Any, src: S.Source, rows_sql: str, pos_rows: str, p1: pd.DataFrame, judges_tbl: pd.DataFrame,
-                    gkeys: list[str], has_gen: bool, has_criterion: bool, k_max: int, n_words: int, *, sj: bool
-                    ) -> Any:
+                    gkeys: list[str], has_gen: bool, has_criterion: bool, k_max: int, *, sj: bool) -> Any:
     """The pattern-form units (:func:`_aggregate_patterns`, :func:`_pattern_unit`), their design table and
     ``has_criterion``; None when the table has more than ``_MAX_PLACES`` generation labels (a place per label:
     the per-scenario route is then the one to take)."""
