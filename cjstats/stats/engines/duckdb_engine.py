@@ -787,7 +787,7 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     A row's place is its generation label's position c among the table's G distinct labels ``gens`` (sorted; None:
     no generation column, G = 1), so that a cell is a (scenario, place) pair and ``GROUP BY (unit, scenario)``
     gives every cell statistic at once: the judge mask of the scenario (bit c K + l for judge l at place c, in
-    62-bit words), its row count, and x_cl = the score y0 = y - shift[l] of judge l at place c (NULL: no call).
+    62-bit words) and x_cl = the score y0 = y - shift[l] of judge l at place c (NULL: no call).
     Then ``GROUP BY (unit, mask)`` gives per pattern the count, the first scenarios, and the sums and products of
     the scenario's vector v = (Y_c = sum_l x_cl by place[, the K scenario x judge sums sum_c x_cl]), and per place
     sum_l x_cl^2 (for the within-cell sum of squares) and the judge sums x_cl. Only the patterns reach Python
@@ -808,13 +808,13 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, x.y - j.shift AS y0 "
             f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
     wcols = ", ".join(f"w{w}" for w in range(n_words))
-    scen = (f"z AS (SELECT unit_id, scenario, count(*) AS nrow, {', '.join(words)}, {', '.join(xs)} FROM r "
+    scen = (f"z AS (SELECT unit_id, scenario, {', '.join(words)}, {', '.join(xs)} FROM r "
             f"GROUP BY unit_id, scenario)")
     vec = ["(" + " + ".join(f"x{c}_{l}" for l in range(km)) + ")" for c in range(g)]
     if sj:
         vec += ["(" + " + ".join(f"x{c}_{l}" for c in range(g)) + ")" for l in range(km)]
     q = len(vec)
-    pat = (["count(*) AS cnt", "sum(nrow) AS nrows", "min(scenario) AS first", "min(scenario, 5) AS firsts"]
+    pat = (["count(*) AS cnt", "min(scenario) AS first", "min(scenario, 5) AS firsts"]
            + [f"sum({vec[a]}) AS s{a}" for a in range(q)]
            + [f"sum({vec[a]} * {vec[b]}) AS p{a}_{b}" for a in range(q) for b in range(a, q)]
            + ["sum(" + " + ".join(f"x{c}_{l} * x{c}_{l}" for l in range(km)) + f") AS sq{c}" for c in range(g)]
@@ -874,7 +874,7 @@ def _canonical_patterns(size: np.ndarray, d: np.ndarray, big_n: np.ndarray, sums
 def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray, gens: list[Any] | None, sj: bool,
                   has_criterion: bool, k_max: int) -> Any:
     """One unit's pattern-form :class:`CellStats` from its judge table and its rows of :func:`_aggregate_patterns`
-    (None when a cell holds a duplicate judge call: more rows than judges in its mask).
+    (None when a cell holds a duplicate judge call: the unit has more rows than judge calls in its patterns).
 
     Per pattern p and place c (size n_pc, judge calls D_pc from the mask, class h(p, c)): cnt_p[h] counts the
     places, S_p[h] = sum D_pc, Y1_p[h] = sum_c sum_i Y_ic, Y2_p[h, h'] = sum over places c in h, c' in h' of
@@ -901,7 +901,7 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
             d[:, c, j] = (words[b // _WORD] >> (b % _WORD)) & 1
     big_n = _col(tbl, "cnt", rows)
     calls = d.sum(axis=2)
-    if np.any(_col(tbl, "nrows", rows) != big_n * calls.sum(axis=1)):
+    if float(big_n @ calls.sum(axis=1)) != float(judges["n"].sum()):   # fewer (scenario, place, judge) than rows
         return None
     size = np.where(calls > 0, calls, np.nan)
     q = m + (km if sj else 0)
