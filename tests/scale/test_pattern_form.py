@@ -209,3 +209,38 @@ def test_what_needs_scenarios_refuses_the_pattern_form():
     with pytest.raises(CjstatsError, match="The number of generations of each scenario"):
         u.generations_per_scenario  # noqa: B018
     assert u.generations_range == (3, 3) and u.has_generation
+
+
+def test_estimate_out_of_core_asks_per_scenario_statistics_for_backends_without_the_pattern_form(monkeypatch):
+    """cj.estimate(path, engine="duckdb") builds the pattern form only for a backend declaring
+    ``Capabilities.pattern_form`` (ANOVA, REML); the Bayesian backend gets per-scenario statistics."""
+    import cjstats.stats as stats_mod
+    from cjstats.estimators.capabilities import CAPABILITIES
+    from cjstats.stats.engines import duckdb_engine
+
+    assert CAPABILITIES["anova"].pattern_form and CAPABILITIES["reml"].pattern_form
+    assert not CAPABILITIES["bayes"].pattern_form
+    monkeypatch.setattr(duckdb_engine, "PATTERN_FORM_SCENARIOS", 5)
+    df = conf.table("balanced")
+    seen = []
+    real = stats_mod.build_stats
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("scenarios", "auto"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stats_mod, "build_stats", spy)
+    fit = cj.estimate(df, "reml", engine="duckdb")
+    assert seen == ["auto"] and np.isfinite(fit.components["estimate"]).all()
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        seen.append(kwargs.get("scenarios", "auto"))
+        raise Stop
+
+    monkeypatch.setattr(stats_mod, "build_stats", stop)
+    with pytest.raises(Stop):
+        cj.estimate(df, "bayes", engine="duckdb")
+    assert seen[-1] == "each"

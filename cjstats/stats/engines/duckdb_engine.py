@@ -59,7 +59,7 @@ __all__ = ["build", "connect"]
 _WORD = 62  # judges per BIGINT mask word
 #: ``build(scenarios="auto")`` keeps the pattern form from this many scenarios in a unit (per-scenario arrays take
 #: about 100 bytes a scenario, their labels as many again)
-PATTERN_FORM_SCENARIOS = 1_000_000
+PATTERN_FORM_SCENARIOS = 200_000
 _MAX_PLACES = 24  # the pattern form's query has a column per generation label (and per label and judge)
 
 
