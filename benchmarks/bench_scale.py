@@ -17,7 +17,7 @@ ratio, goal <= 2). The pass runs before the statistics in the same process, so t
 of the two (the pass alone stays near DuckDB's limit plus the interpreter).
 
 Run:  .venv/bin/python benchmarks/bench_scale.py --rows 100000 1000000 10000000 --engines numpy duckdb dask
-      [--data /tmp/cj_scale] [--memory-limit 1GB] [--files 4] [--groupby]
+      [--data /tmp/cj_scale] [--memory-limit 1GB] [--files 4] [--groupby] [--scenarios auto|each|patterns]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _CHILD = r"""
 import json, resource, sys, time
 import cjstats as cj
 from cjstats.stats import build_stats
-glob, engine, limit, methods = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+glob, engine, limit, methods, scen = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(","), sys.argv[6]
 out = {}
 if engine == "duckdb" and sys.argv[5] == "1":
     from cjstats.stats.engines.duckdb_engine import connect
@@ -54,7 +54,7 @@ if engine == "numpy":
     t = time.perf_counter()
     st = build_stats(scores)
 elif engine == "duckdb":
-    st = build_stats(glob, engine="duckdb", memory_limit=limit)
+    st = build_stats(glob, engine="duckdb", memory_limit=limit, scenarios=scen)
 else:
     st = build_stats(glob, engine="dask")
 out["stats"] = time.perf_counter() - t
@@ -82,6 +82,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--groupby", action="store_true",
                     help="duckdb: also time one plain GROUP BY pass over the files and print the ratio")
+    ap.add_argument("--scenarios", default="auto", choices=("auto", "each", "patterns"),
+                    help="duckdb: per-scenario arrays or their pattern form (build_stats(..., scenarios=))")
     args = ap.parse_args()
     print(f"{'rows':>11} {'engine':>7} {'read':>7} {'stats':>7} {'anova':>7} {'reml':>7} {'total':>7} "
           f"{'peak MB (stats)':>16} {'peak MB (all)':>14}")
@@ -92,7 +94,7 @@ def main() -> None:
         for engine in args.engines:
             t = time.perf_counter()
             r = subprocess.run([sys.executable, "-c", _CHILD, glob, engine, args.memory_limit, args.methods,
-                                "1" if args.groupby else "0"], capture_output=True,
+                                "1" if args.groupby else "0", args.scenarios], capture_output=True,
                                text=True, timeout=args.timeout)
             wall = time.perf_counter() - t
             found = [line for line in r.stdout.splitlines() if line.startswith("{")]

@@ -6,7 +6,7 @@ The connection is wrapped so that each ``execute`` is timed (queries under 50 ms
 between the listed queries is Python (the per-scenario arrays of ``CellStats``).
 
 Run:  .venv/bin/python benchmarks/profile_duckdb_passes.py "/tmp/cj_scale/scores-10000000-*.parquet"
-      [--memory-limit 400MB] [--no-sj]
+      [--memory-limit 400MB] [--no-sj] [--scenarios auto|each|patterns]
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("glob")
     ap.add_argument("--memory-limit", default="400MB")
+    ap.add_argument("--scenarios", default="auto", choices=("auto", "each", "patterns"))
     ap.add_argument("--no-sj", action="store_true", help="terms=('scenario', 'generation'): no scenario x judge")
     args = ap.parse_args()
     con = connect(memory_limit=args.memory_limit)
@@ -55,6 +56,7 @@ def main() -> None:
     print(f"{floor:7.2f} s  peak {_rss():6.0f} MB  one plain GROUP BY pass (the floor)")
     log: list[tuple[float, float, str]] = []
     kw = {"terms": ("scenario", "generation")} if args.no_sj else {}
+    kw["scenarios"] = args.scenarios
     t = time.perf_counter()
     stats = build_stats(args.glob, engine="duckdb", connection=_Timed(con, log), **kw)
     total = time.perf_counter() - t

@@ -549,8 +549,13 @@ def _fit_stats_only(backend: Any, scores: Any, engine: str | None, *, ci_level: 
         raise CjstatsError("engine_options apply when the engine reads the rows; these statistics are already "
                            "computed, so leave them out.")
     likelihood = (model or model_for(backend, options)).likelihood
+    opts = dict(engine_options or {})
+    eng = ENGINES.get(engine or "numpy")
+    if (not backend.capabilities.pattern_form and eng is not None and "scenarios" in eng.capabilities.options
+            and "scenarios" not in opts):   # the backend reads per-scenario statistics (Capabilities.pattern_form)
+        opts["scenarios"] = "each"
     stats = scores if isinstance(scores, ScoreStats) else build_stats(scores, engine=engine, likelihood=likelihood,
-                                                                      **dict(engine_options or {}))
+                                                                      **opts)
     if model is not None:
         check_required_terms(model, stats.design, backend)
     return backend.fit(stats, ci_level=ci_level, seed=seed, rows=None, **options)
@@ -573,6 +578,9 @@ def _joint_gap(source: Any) -> str | None:
             if not keep.all():
                 return f"{int((~keep).sum())} scenarios are not complete for every model ({reason})"
             continue
+        if getattr(u, "pat", None) is not None:   # a pattern-form unit keeps no scenario labels to compare
+            return (f"model '{u.model}' holds its scenarios grouped by design pattern (the DuckDB engine's form for "
+                    f"large tables), so whether the models share their scenarios cannot be checked")
         sig = (frozenset(u.scenario_labels.tolist()), frozenset(u.judge_labels), u.design.generations)
         ref = first.setdefault(u.criterion, (u.model, sig))
         if sig != ref[1]:

@@ -66,6 +66,11 @@ class Capabilities:
         ``"model"`` hands it the specification itself (the path for a backend that fits new terms).
     likelihood_terms : Mapping[str, tuple]
         For a likelihood whose fit holds fewer terms than ``terms``, the terms it holds.
+    pattern_form : bool
+        It fits from statistics whose per-scenario part is in the pattern form (``CellStats.pat``: per design
+        pattern the scenario count and the moments of the scenario sums), which the DuckDB engine keeps for large
+        tables; a backend without it gets per-scenario statistics out of core (``build_stats(...,
+        scenarios="each")``).
     hooks : tuple of str
         Functions of its module that later layers may call through the registry (``ModuleBackend.hook``), e.g.
         ``"parameter_draws"``: draws of a maximum-likelihood fit's parameters from their asymptotic normal, which
@@ -87,6 +92,7 @@ class Capabilities:
     model_options: tuple[str, ...] = _PER_MODEL_OPTIONS
     likelihood_terms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hooks: tuple[str, ...] = ()
+    pattern_form: bool = False
 
     def _matches(self, table: Mapping[str, tuple[Any, ...]], options: Mapping[str, Any]) -> bool:
         return any(options.get(k, self.option_defaults.get(k)) in vals for k, vals in table.items())
@@ -147,9 +153,9 @@ class JointCapabilities(Capabilities):
 #: The declared capabilities of the per-model backends, by method name (``register_backend`` in
 #: :mod:`cjstats.estimators` registers each with its entry here).
 CAPABILITIES: dict[str, Capabilities] = {
-    "anova": Capabilities(balanced_only=True),
+    "anova": Capabilities(balanced_only=True, pattern_form=True),
     "reml": Capabilities(rows_options={"interval": ("bootstrap",), "path": ("statsmodels",)},
-                         option_defaults={"interval": "profile", "path": "auto"}),
+                         option_defaults={"interval": "profile", "path": "auto"}, pattern_form=True),
     "bayes": Capabilities(rows_options={"likelihood": ("ordinal",)}, latent_options={"likelihood": ("ordinal",)},
                           samples=True, option_defaults={"likelihood": "gaussian", "link": "logit"},
                           likelihoods={"gaussian": ("identity",), "cumulative": ("logit", "probit")},

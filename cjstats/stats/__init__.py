@@ -80,7 +80,8 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         by the engines that declare it in ``EngineCapabilities.likelihoods``.
     **engine_options
         Passed to an out-of-core engine's ``build``: ``columns``; duckdb ``memory_limit``, ``temp_directory``,
-        ``threads``, ``connection``; dask ``shuffle``, ``npartitions``, ``client``.
+        ``threads``, ``connection``, ``scenarios`` (``"each"``, ``"patterns"`` or ``"auto"``: per-scenario arrays
+        or their pattern form, docs/scale.md); dask ``shuffle``, ``npartitions``, ``client``.
 
     Returns
     -------
@@ -106,6 +107,9 @@ def build_stats(source: Scores | pd.DataFrame, *, unit: tuple[str, ...] = ("mode
         raise CjstatsError(f"engine='{eng.name}' does not build the statistics of the {likelihood} likelihood; use "
                            f"engine={takers}.")
     if unit == ("criterion",):
+        if "scenarios" in eng.capabilities.options and engine_options.get("scenarios", "auto") == "auto":
+            # the joint units pair the models' scenarios, so they need the per-scenario arrays
+            engine_options = {**engine_options, "scenarios": "each"}
         per = build_stats(source, unit=("model", "criterion"), engine=engine, terms=terms, covariates=covariates,
                           likelihood=likelihood, **engine_options)
         crits = list(dict.fromkeys(u.criterion for u in per.units))

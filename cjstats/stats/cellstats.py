@@ -11,6 +11,12 @@ the scores centred by a per-judge constant ``shift`` (the judge means when built
 - per judge: counts and sums of y0; totals: sum y0^2, min and max of y, and the centring constant;
 - labels (scenarios, judges) and the design summary (:class:`~cjstats.io.scores.GroupDesign`).
 
+The per-scenario part may instead be held in its *pattern form* (``pat``,
+:class:`~cjstats.stats.views.ScenarioPatternForm`: per design pattern the scenario count, cnt, S, sum Y_is and
+sum Y_is Y_ir), which every scenario-level sum of the ANOVA and REML needs and which the DuckDB engine builds for
+millions of scenarios; the scenario labels and per-scenario arrays are then None, and what needs them
+(:meth:`CellStats.require_scenarios`) refuses in one sentence.
+
 Every entry is a sum over cells, and cells never straddle scenarios, so the statistics of chunks of a unit
 split by scenario add up to those of the whole (:func:`merge_stats`) once they share one centring
 (:meth:`CellStats.recentre`, exact linear algebra). The views (:meth:`CellStats.for_anova`,
@@ -31,7 +37,8 @@ from cjstats.io.scores import GroupDesign
 from cjstats.stats.covariates import CovariateStats, merge_covariate_stats
 from cjstats.stats.ordinal import OrdinalPatterns, merge_patterns
 from cjstats.stats.scenario_judge import ScenarioJudgeStats, merge_sj_stats, scenario_judge_pairs
-from cjstats.stats.views import Design, GaussianStats, MeanSquares, YStats, pattern_blocks
+from cjstats.stats.views import (Design, GaussianStats, MeanSquares, ScenarioPatternForm, YStats, pattern_blocks,
+                                 pattern_codes)
 
 __all__ = ["CellStats", "merge_stats", "sumprod", "size_class_products", "class_order"]
 
@@ -113,9 +120,9 @@ class CellStats:
     judge_sum_s: np.ndarray       # (S, K) sums of y0 per size class and judge
     yy_s: np.ndarray              # (S,) sum of y0^2 per size class
     ssw_s: np.ndarray             # (S,) within-cell sum of squares of y0 per size class
-    s_isk: np.ndarray             # (n, S, K)
-    cnt_is: np.ndarray            # (n, S)
-    ys: np.ndarray                # (n, S)
+    s_isk: np.ndarray | None      # (n, S, K); None in the pattern form (``pat``)
+    cnt_is: np.ndarray | None     # (n, S); None in the pattern form
+    ys: np.ndarray | None         # (n, S); None in the pattern form
     judge_n: np.ndarray           # (K,)
     judge_sum: np.ndarray         # (K,)
     yy: float
@@ -132,6 +139,11 @@ class CellStats:
     #: the per-pattern counts of the cumulative link model (:mod:`cjstats.stats.ordinal`), built when
     #: ``build_stats`` is given ``likelihood="cumulative"`` and the unit has one generation per scenario, else None
     patterns: OrdinalPatterns | None = None
+    #: the *pattern form* of the per-scenario arrays (:class:`~cjstats.stats.views.ScenarioPatternForm`: per design
+    #: pattern the scenario count, cnt, S, sum Y_is and sum Y_is Y_ir), set when the engine kept no per-scenario
+    #: arrays (``scenario_labels``, ``s_isk``, ``cnt_is`` and ``ys`` are then None), e.g. the DuckDB engine on
+    #: millions of scenarios; None otherwise
+    pat: ScenarioPatternForm | None = None
 
     # -- identity ------------------------------------------------------------------------------------
     @property
@@ -140,7 +152,35 @@ class CellStats:
 
     @property
     def n_scenarios(self) -> int:
-        return int(self.cnt_is.shape[0])
+        return int(self.pat.n_scenarios) if self.pat is not None else int(self.cnt_is.shape[0])
+
+    @property
+    def pattern_form(self) -> ScenarioPatternForm:
+        """The scenarios grouped by design pattern (:class:`~cjstats.stats.views.ScenarioPatternForm`): kept as it
+        is in a pattern-form unit, grouped from the per-scenario arrays otherwise."""
+        if self.pat is not None:
+            return self.pat
+        return ScenarioPatternForm.from_scenarios(self.cnt_is, self.s_isk, self.ys, self.scenario_labels)
+
+    def to_pattern_form(self) -> CellStats:
+        """The same statistics with the per-scenario arrays replaced by their pattern form (what the DuckDB engine
+        builds for millions of scenarios); the scenario x judge, covariate and ordinal statistics are kept."""
+        if self.pat is not None:
+            return self
+        if self.cov is not None:
+            raise CjstatsError(f"{self.label(capital=True)} has covariate statistics, which are per scenario; "
+                               f"the pattern form does not hold them.")
+        return dataclasses.replace(self, pat=self.pattern_form, scenario_labels=None, s_isk=None, cnt_is=None,
+                                   ys=None)
+
+    def require_scenarios(self, what: str) -> None:
+        """Raise one sentence when this unit is in the pattern form (no per-scenario values) and ``what`` needs them."""
+        if self.pat is not None:
+            ex = ", ".join(map(repr, self.pat.examples[:3]))
+            raise CjstatsError(
+                f"{what} needs per-scenario statistics, but {self.label()} holds its {self.pat.n_scenarios:,} "
+                f"scenarios (e.g. {ex}) grouped by design pattern, as the DuckDB engine keeps them for large "
+                f"tables; rebuild the statistics with build_stats(..., engine='duckdb', scenarios='each').")
 
     @property
     def key(self) -> dict[str, Any]:
@@ -156,18 +196,25 @@ class CellStats:
 
     @property
     def generations_per_scenario(self) -> np.ndarray:
-        """(n,) number of cells (generations) of each scenario."""
+        """(n,) number of cells (generations) of each scenario (per-scenario units only)."""
+        self.require_scenarios("The number of generations of each scenario")
         return self.cnt_is.sum(axis=1)
+
+    @property
+    def generations_range(self) -> tuple[int, int]:
+        """Fewest and most cells (generations) of a scenario (either form)."""
+        g = self.pat.generations if self.pat is not None else self.cnt_is.sum(axis=1)
+        return int(g.min()), int(g.max())
 
     @property
     def has_generation(self) -> bool:
         """Some scenario has at least two generations."""
-        return bool(self.generations_per_scenario.max() >= 2)
+        return self.generations_range[1] >= 2
 
     @property
     def max_pair_calls(self) -> int:
         """Largest number of calls of one judge on one scenario (>= 2: ``scenario_judge`` is identifiable)."""
-        return scenario_judge_pairs(self.s_isk)
+        return scenario_judge_pairs(self.pat.s if self.pat is not None else self.s_isk)
 
     @property
     def n_linked(self) -> int:
@@ -203,7 +250,8 @@ class CellStats:
             judge_sum_s=self.judge_sum_s - self.judge_n_s * delta,
             yy_s=self.yy_s - 2.0 * self.judge_sum_s @ delta + self.judge_n_s @ (delta * delta),
             ssw_s=self.ssw_s - 2.0 * jy @ delta + jj_quad,
-            ys=self.ys - self.s_isk @ delta,
+            ys=None if self.ys is None else self.ys - self.s_isk @ delta,
+            pat=None if self.pat is None else self.pat.recentre(delta),
             judge_sum=self.judge_sum - self.judge_n * delta,
             yy=float(self.yy - 2.0 * self.judge_sum @ delta + self.judge_n @ (delta * delta)),
             sj=None if self.sj is None else self.sj.recentre(new),
@@ -216,7 +264,7 @@ class CellStats:
         design = Design(
             n_obs=int(self.n_obs), n_scen=self.n_scenarios, n_cells=int(self.n_cells), k=self.k,
             sizes=self.sizes, size_cells=self.size_cells, dd=self.dd, judge_n=self.judge_n, s_isk=self.s_isk,
-            cnt_is=self.cnt_is, has_generation=self.has_generation, n_linked=self.n_linked,
+            cnt_is=self.cnt_is, has_generation=self.has_generation, n_linked=self.n_linked, pat=self.pat,
         )
         ys = YStats(shift=self.shift, dy=self.dy, yyc=self.yyc, ys=self.ys, judge_sum=self.judge_sum,
                     yy=float(self.yy), ssw=float(self.ssw_s.sum()))
@@ -241,6 +289,7 @@ class CellStats:
 
     def for_gaussian(self) -> GaussianStats:
         """The collapsed Gaussian likelihood's :class:`GaussianStats` (scores centred by their grand mean)."""
+        self.require_scenarios("The collapsed Gaussian likelihood (method='bayes')")
         n_obs = int(self.n_obs)
         ybar = float((self.shift @ self.judge_n + self.judge_sum.sum()) / n_obs)
         c = self.recentre(np.full(self.k, ybar))
@@ -279,6 +328,18 @@ class CellStats:
             single_m=np.ascontiguousarray(m_count[single]),
         )
 
+    def _class_scenario_sums(self, s: int) -> tuple[int, int, float, float]:
+        """(n, m, sum_i Y_is, sum_i Y_is^2) over the scenarios with cells of class ``s`` (m: their cells in it, the
+        first one's), scenario by scenario (:func:`sumprod`: n can be long, no BLAS threads) or per pattern."""
+        if self.pat is None:
+            keep = self.cnt_is[:, s] > 0
+            ysc = self.ys[keep, s]
+            return int(keep.sum()), int(self.cnt_is[keep, s][0]), float(ysc.sum()), sumprod(ysc, ysc)
+        pf = self.pat
+        keep = pf.cnt[:, s] > 0
+        return (int(pf.n[keep].sum()), int(pf.cnt[keep, s][0]), float(pf.y1[keep, s].sum()),
+                float(pf.y2[keep, s, s].sum()))
+
     def for_anova(self, incomplete: Literal["error", "drop"] = "error") -> tuple[MeanSquares, dict[str, int]]:
         r"""Mean squares of the balanced crossed table (paper App. C), and what was dropped to get it.
 
@@ -304,8 +365,8 @@ class CellStats:
             s = int(full[0])
         else:
             if d.complete:  # complete but m differs across scenarios
-                m_per = self.generations_per_scenario
-                raise CjstatsError(f"{self.label(capital=True)} has {int(m_per.min())} to {int(m_per.max())} "
+                m_lo, m_hi = self.generations_range
+                raise CjstatsError(f"{self.label(capital=True)} has {m_lo} to {m_hi} "
                                    f"generations per scenario: the method-of-moments ANOVA needs the same number in "
                                    f"every scenario. Use method='reml', which handles unbalanced designs.")
             n_bad = int(self.n_cells - (self.size_cells[full].sum() if full.size else 0))
@@ -322,32 +383,32 @@ class CellStats:
                 raise CjstatsError(f"{self.label(capital=True)} has no (scenario, generation) cell that every judge "
                                    f"scored, so incomplete='drop' leaves nothing. Use method='reml'.")
             s = int(full[0])
-            m_per = self.cnt_is[:, s]
+            pf = self.pat
+            m_per = self.cnt_is[:, s] if pf is None else pf.cnt[:, s]
             kept = m_per[m_per > 0]
             if not (kept == kept[0]).all():
                 raise CjstatsError(f"After dropping incomplete cells, {self.label()} has {int(kept.min())} to "
                                    f"{int(kept.max())} complete generations per scenario: the ANOVA needs the same "
                                    f"number in every scenario. Use method='reml'.")
+            n_drop = int((m_per == 0).sum()) if pf is None else int(pf.n[m_per == 0].sum())
             dropped = {"dropped_rows": int(self.n_obs - self.size_cells[s] * k), "dropped_cells": n_bad,
-                       "dropped_scenarios": int((m_per == 0).sum()), **totals}
-        keep = self.cnt_is[:, s] > 0
-        n = int(keep.sum())
-        m = int(self.cnt_is[keep, s][0])
+                       "dropped_scenarios": n_drop, **totals}
+        n, m, sum_y, sum_y2 = self._class_scenario_sums(s)
         nm = n * m
         a = self.judge_sum_s[s] / nm
         t = float(a.mean())
         da = a - t
-        ysc = self.ys[keep, s]
-        ds = ysc / (m * k) - t
         jy = self.judge_sum_s[s] - self.dy[s] / k
         ss_w = float(self.ssw_s[s] - 2.0 * da @ jy + nm * (da @ da))
         # sum over kept scenarios of sum_c Y_c^2 is the whole class's YY_h: every cell of the class is kept
-        ss_g = float(self.yyc[s] / k - sumprod(ysc, ysc) / (m * k))   # sumprod: n can be long (no BLAS threads)
+        ss_g = float(self.yyc[s] / k - sum_y2 / (m * k))
+        # SS_S = mK sum_i (Y_i/(mK) - t)^2 from the sums of Y_i and Y_i^2 over the kept scenarios
         judge_means = self.shift + a
         dj = judge_means - judge_means.mean()
         ms = MeanSquares(
             n=n, m=m, k=k, grand_mean=float(self.shift.mean() + t), judge_means=judge_means,
-            ss_scenario=float(m * k * sumprod(ds, ds)), ss_generation=max(ss_g, 0.0), ss_judge=float(nm * (dj @ dj)),
+            ss_scenario=float(m * k * (sum_y2 / (m * k) ** 2 - 2.0 * t * sum_y / (m * k) + n * t * t)),
+            ss_generation=max(ss_g, 0.0), ss_judge=float(nm * (dj @ dj)),
             ss_residual=ss_w,
         )
         return ms, dropped
@@ -359,6 +420,11 @@ def merge_stats(*parts: CellStats) -> CellStats:
     Judges are aligned by label (a chunk without some judge contributes zero counts for it), size classes by
     size, and every chunk is re-centred to the pooled judge means before the sums are added, so the result
     equals :func:`~cjstats.stats.build_stats` on the whole table up to rounding (about 1e-12 relative).
+
+    When some chunk is in the pattern form (``pat``), the result is too: every chunk's patterns (a per-scenario
+    chunk grouped first) are placed on the merged size classes and judges and grouped again, counts and moments
+    added. Such chunks keep no scenario labels, so that no scenario is in two chunks is then the caller's promise
+    (it is not checked), and the first cells are the smallest labels.
     """
     if not parts:
         raise CjstatsError("merge_stats needs at least one CellStats.")
@@ -372,8 +438,12 @@ def merge_stats(*parts: CellStats) -> CellStats:
     k = len(labels)
     sizes = np.unique(np.concatenate([p.sizes for p in parts]))
     n_s = len(sizes)
-    scen = np.concatenate([np.asarray(p.scenario_labels, dtype=object) for p in parts])
-    if len(set(scen.tolist())) != len(scen):
+    pattern = any(p.pat is not None for p in parts)
+    if pattern and any(p.cov is not None for p in parts):
+        raise CjstatsError("merge_stats cannot merge covariate statistics (per scenario) into the pattern form; "
+                           "build every chunk with per-scenario arrays.")
+    scen = np.concatenate([np.asarray(p.scenario_labels, dtype=object) for p in parts if p.pat is None])
+    if not pattern and len(set(scen.tolist())) != len(scen):
         dup = next(x for x in scen.tolist() if scen.tolist().count(x) > 1)
         raise CjstatsError(f"merge_stats merges chunks split by scenario, but scenario {dup!r} is in two chunks; "
                            f"split the table by scenario.")
@@ -392,6 +462,7 @@ def merge_stats(*parts: CellStats) -> CellStats:
         ("dd", (n_s, k, k)), ("dy", (n_s, k)), ("yyc", (n_s,)), ("judge_n_s", (n_s, k)), ("judge_sum_s", (n_s, k)),
         ("yy_s", (n_s,)), ("ssw_s", (n_s,)), ("size_cells", (n_s,)), ("judge_n", (k,)), ("judge_sum", (k,)))}
     per_scen = {"s_isk": [], "cnt_is": [], "ys": []}
+    per_pat: dict[str, list[np.ndarray]] = {}
     yy = 0.0
     recentred = []
     for p, jidx, sidx in expanded:
@@ -408,6 +479,18 @@ def merge_stats(*parts: CellStats) -> CellStats:
         acc["judge_n"][jidx] += q.judge_n
         acc["judge_sum"][jidx] += q.judge_sum
         yy += q.yy
+        if pattern:   # the chunk's patterns on the merged classes and judges
+            pf = q.pattern_form
+            n_p = pf.n.shape[0]
+            cnt, s_pk, y1, y2 = (np.zeros((n_p, n_s)), np.zeros((n_p, n_s, k)), np.zeros((n_p, n_s)),
+                                 np.zeros((n_p, n_s, n_s)))
+            cnt[:, sidx] = pf.cnt
+            s_pk[np.ix_(np.arange(n_p), sidx, jidx)] = pf.s
+            y1[:, sidx] = pf.y1
+            y2[np.ix_(np.arange(n_p), sidx, sidx)] = pf.y2
+            for name, arr in (("n", pf.n), ("cnt", cnt), ("s", s_pk), ("y1", y1), ("y2", y2)):
+                per_pat.setdefault(name, []).append(arr)
+            continue
         n_p = q.n_scenarios
         s_isk = np.zeros((n_p, n_s, k))
         s_isk[np.ix_(np.arange(n_p), sidx, jidx)] = q.s_isk
@@ -416,20 +499,46 @@ def merge_stats(*parts: CellStats) -> CellStats:
             out[:, sidx] = arr
             per_scen[name].append(out)
         per_scen["s_isk"].append(s_isk)
-    cat = {name: np.concatenate(v, axis=0) for name, v in per_scen.items()}
-    try:
-        order = np.argsort(scen, kind="stable")
-    except TypeError:  # unorderable labels: keep the chunks' order
-        order = np.arange(len(scen))
-    cat = {name: v[order] for name, v in cat.items()}
-    scen = scen[order]
+    if pattern:
+        pat = {name: np.concatenate(v, axis=0) for name, v in per_pat.items()}
+        codes, first_p = pattern_codes(pat["cnt"], pat["s"])
+        n_u = first_p.shape[0]
+
+        def add(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((n_u,) + a.shape[1:])
+            np.add.at(out, codes, a)
+            return out
+
+        examples = [x for p in parts for x in p.pattern_form.examples]
+        try:
+            examples = sorted(examples)
+        except TypeError:
+            pass
+        pf = ScenarioPatternForm(n=add(pat["n"]), cnt=pat["cnt"][first_p], s=pat["s"][first_p], y1=add(pat["y1"]),
+                                 y2=add(pat["y2"]), n_scenarios=sum(p.n_scenarios for p in parts),
+                                 examples=tuple(examples[:5]))
+        cat = {"s_isk": None, "cnt_is": None, "ys": None}
+        order = None
+        scen = None
+        m_per = pf.generations.astype(np.int64)
+        s_all = pf.s
+    else:
+        pf = None
+        cat = {name: np.concatenate(v, axis=0) for name, v in per_scen.items()}
+        try:
+            order = np.argsort(scen, kind="stable")
+        except TypeError:  # unorderable labels: keep the chunks' order
+            order = np.arange(len(scen))
+        cat = {name: v[order] for name, v in cat.items()}
+        scen = scen[order]
+        m_per = cat["cnt_is"].sum(axis=1).astype(np.int64)
+        s_all = cat["s_isk"]
     n_obs = sum(int(p.n_obs) for p in parts)
     n_cells = sum(int(p.n_cells) for p in parts)
-    m_per = cat["cnt_is"].sum(axis=1).astype(np.int64)
     complete = bool(np.all(sizes == k))
     d0 = parts[0].design
     design = GroupDesign(
-        model=d0.model, criterion=d0.criterion, n_rows=n_obs, n_scenarios=len(scen),
+        model=d0.model, criterion=d0.criterion, n_rows=n_obs, n_scenarios=sum(p.n_scenarios for p in parts),
         generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
         generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=tuple(labels),
         n_cells=n_cells, n_missing=int(n_cells * k - n_obs),
@@ -437,8 +546,11 @@ def merge_stats(*parts: CellStats) -> CellStats:
         balanced=bool(complete and (m_per == m_per[0]).all()),
     )
     first_missing = None
-    if not complete:
+    if pattern:   # no merged order of the scenarios: the smallest label comes first
+        pos = _LabelOrder()
+    else:
         pos = {lab: i for i, lab in enumerate(scen.tolist())}
+    if not complete:
         cands = []
         for p in parts:
             absent = tuple(lab for lab in labels if lab not in p.judge_labels)
@@ -450,18 +562,18 @@ def merge_stats(*parts: CellStats) -> CellStats:
             elif p.first_missing is not None:
                 cands.append((pos[p.first_missing[0]], p.first_missing))
         first_missing = min(cands, key=lambda c: c[0])[1] if cands else None
-    first = min(parts, key=lambda p: int(np.flatnonzero(scen == p.first_cell[0])[0]))
+    first = min(parts, key=lambda p: pos[p.first_cell[0]])
     # the scenario x judge statistics merge when every chunk has them (a chunk's judges placed among the unit's),
     # and are kept where the merged unit identifies the term, as the numpy engine keeps them
     sj = None
-    if all(p.sj is not None for p in parts) and scenario_judge_pairs(cat["s_isk"]) >= 2:
+    if all(p.sj is not None for p in parts) and scenario_judge_pairs(s_all) >= 2:
         sj = merge_sj_stats([p.sj for p in parts], shift, judges=[jidx for _, jidx, _ in expanded])
     # the covariate statistics merge when every chunk has the same covariates (re-centred to their pooled means)
-    cov = merge_covariate_stats(recentred, k, n_s, order)
+    cov = None if pattern else merge_covariate_stats(recentred, k, n_s, order)
     # the per-pattern counts merge when every chunk has them (each chunk has one generation per scenario, so the
     # unit has too): patterns added, each chunk's scenarios placed at their positions in the merged order
     patterns = None
-    if all(p.patterns is not None for p in parts):
+    if not pattern and all(p.patterns is not None for p in parts):
         where = np.empty(len(order), dtype=np.int64)
         where[order] = np.arange(len(order))
         bounds = np.cumsum([0] + [p.n_scenarios for p in parts])
@@ -471,5 +583,12 @@ def merge_stats(*parts: CellStats) -> CellStats:
         model=parts[0].model, criterion=parts[0].criterion, scenario_labels=scen, judge_labels=tuple(labels),
         design=design, shift=shift, n_obs=n_obs, n_cells=n_cells, sizes=sizes, yy=float(yy),
         y_min=min(p.y_min for p in parts), y_max=max(p.y_max for p in parts), first_cell=first.first_cell,
-        first_missing=first_missing, sj=sj, cov=cov, patterns=patterns, **acc, **cat,
+        first_missing=first_missing, sj=sj, cov=cov, patterns=patterns, pat=pf, **acc, **cat,
     )
+
+
+class _LabelOrder:
+    """``pos[label]`` is the label itself: orders the first cells of pattern-form chunks by their labels."""
+
+    def __getitem__(self, label: Any) -> Any:
+        return label

@@ -366,6 +366,9 @@ def stack_models(units: list[CellStats] | tuple[CellStats, ...]) -> JointStats:
     if any(u.criterion != crit for u in units):
         other = next(u.criterion for u in units if u.criterion != crit)
         raise CjstatsError(f"stack_models stacks the models of one criterion; got criteria {crit!r} and {other!r}.")
+    for u in units:   # the joint model pairs the models' scenarios, which the pattern form does not keep
+        u.require_scenarios("The joint statistics of several models (build_stats(..., unit=('criterion',)), "
+                            "cj.compare_models, cj.fit_joint)")
     scen = _union([u.scenario_labels for u in units])
     pos = {lab: i for i, lab in enumerate(scen.tolist())}
     judges = tuple(sorted(set().union(*(u.judge_labels for u in units))))

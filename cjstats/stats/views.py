@@ -26,9 +26,111 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MeanSquares", "Design", "YStats", "GaussianStats", "pattern_blocks"]
+__all__ = ["MeanSquares", "Design", "YStats", "GaussianStats", "pattern_blocks", "ScenarioPatternForm",
+           "pattern_codes"]
 
 _NAN = float("nan")
+
+
+# ------------------------------------------------------------------------------------- pattern form
+@dataclass(frozen=True, slots=True, eq=False)
+class ScenarioPatternForm:
+    r"""The per-scenario statistics of one unit grouped by design pattern (the *pattern form* of ``CellStats``).
+
+    Two scenarios share a pattern p when they have the same cell counts per size class (cnt_is) and the same judge
+    counts per size class (S_is = s_isk[i]). Every scenario-level quantity of the ANOVA, REML and the collapsed
+    Gaussian likelihood is a sum over scenarios of pattern-only weights times Y_is or Y_is Y_ir (Y_is the sum of
+    the judge-centred cell sums of scenario i in class s), so per pattern it suffices to keep
+
+        N_p = #{i in p},  cnt_p (S,),  S_p (S, K),
+        Y1_p = sum_{i in p} Y_is (S,),  Y2_p = sum_{i in p} Y_is Y_ir (S, S).
+
+    Re-centring by delta (Y_is -> Y_is - S_p[s]'delta = Y_is - a_s) transforms them exactly:
+    Y1 -> Y1 - N a, Y2 -> Y2 - Y1 a' - a Y1' + N a a' (:meth:`recentre`). Scenario labels are not kept (10^7
+    strings are the memory this form saves): only their number and a few ``examples`` for messages.
+    """
+
+    n: np.ndarray          # (P,) scenarios per pattern
+    cnt: np.ndarray        # (P, S) cells per size class
+    s: np.ndarray          # (P, S, K) judge counts per size class
+    y1: np.ndarray         # (P, S) sums of Y_is
+    y2: np.ndarray         # (P, S, S) sums of Y_is Y_ir
+    n_scenarios: int
+    examples: tuple = ()   # a few scenario labels, for messages
+
+    def recentre(self, delta: np.ndarray) -> ScenarioPatternForm:
+        """Y_is -> Y_is - S_is'delta (exact; see the class docstring)."""
+        a = self.s @ delta                                               # (P, S)
+        y1a = self.y1[:, :, None] * a[:, None, :]
+        return ScenarioPatternForm(
+            n=self.n, cnt=self.cnt, s=self.s, y1=self.y1 - self.n[:, None] * a,
+            y2=self.y2 - y1a - y1a.transpose(0, 2, 1) + self.n[:, None, None] * a[:, :, None] * a[:, None, :],
+            n_scenarios=self.n_scenarios, examples=self.examples)
+
+    @property
+    def generations(self) -> np.ndarray:
+        """(P,) cells (generations) per scenario of each pattern."""
+        return self.cnt.sum(axis=1)
+
+    @staticmethod
+    def from_scenarios(cnt_is: np.ndarray, s_isk: np.ndarray, ys: np.ndarray, labels: np.ndarray | None = None,
+                       *, n_examples: int = 5) -> ScenarioPatternForm:
+        """The pattern form of per-scenario arrays (one grouping, :func:`pattern_codes`)."""
+        n, n_s = cnt_is.shape
+        codes, first = pattern_codes(cnt_is, s_isk)
+        n_p = first.shape[0]
+        y1, y2 = pattern_moments(codes, n_p, ys)
+        ex = () if labels is None else tuple(np.asarray(labels, dtype=object)[:n_examples].tolist())
+        return ScenarioPatternForm(n=np.bincount(codes, minlength=n_p).astype(np.float64), cnt=cnt_is[first],
+                                   s=s_isk[first], y1=y1, y2=y2, n_scenarios=int(n), examples=ex)
+
+
+def pattern_codes(cnt_is: np.ndarray, s_isk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each scenario's pattern code (0..P-1) and the first scenario of each pattern, from its counts (cnt_is, s_isk).
+
+    The counts are non-negative integers (as floats); a radix key when it fits 62 bits (a dense lookup table, O(n),
+    when the possible keys are few), else ``np.unique`` over the count columns.
+    """
+    n, n_s = cnt_is.shape
+    k = s_isk.shape[2]
+    cols = [cnt_is[:, h] for h in range(n_s)] + [s_isk[:, h, j] for h in range(n_s) for j in range(k)]
+    span = np.empty(len(cols), dtype=np.int64)
+    exact = True
+    for i, c in enumerate(cols):   # column by column: no (n, S(K+1)) copy of the design
+        hi = float(c.max()) if n else 0.0
+        span[i] = int(min(hi, 2.0**40)) + 1
+        exact = exact and hi <= 2.0**40
+    n_keys = float(np.prod(span.astype(np.float64)))
+    if exact and n_keys < 2.0**62:
+        radix = np.cumprod(np.r_[1, span[:-1]]).astype(np.int64)
+        key = np.zeros(n, dtype=np.int64)
+        for c, r in zip(cols, radix):
+            key += c.astype(np.int64) * r
+        if n_keys <= 4 * n:   # few possible keys: a dense lookup table, O(n), no sort
+            seen = np.zeros(int(n_keys), dtype=bool)
+            seen[key] = True
+            uniq = np.flatnonzero(seen)
+            lookup = np.zeros(int(n_keys), dtype=np.int64)
+            lookup[uniq] = np.arange(uniq.shape[0])
+            codes = lookup[key]
+            first = np.empty(uniq.shape[0], dtype=np.int64)
+            first[codes[::-1]] = np.arange(n - 1, -1, -1)     # the last write of each code is its first row
+        else:
+            _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, codes = np.unique(np.column_stack(cols), axis=0, return_index=True, return_inverse=True)
+    return codes.ravel(), first
+
+
+def pattern_moments(codes: np.ndarray, n_p: int, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pattern, sum_i Y_is (P, S) and sum_i Y_is Y_ir (P, S, S) of the scenarios' class sums ``ys`` (n, S)."""
+    n_s = ys.shape[1]
+    y1 = np.stack([np.bincount(codes, weights=ys[:, h], minlength=n_p) for h in range(n_s)], axis=1)
+    y2 = np.empty((n_p, n_s, n_s))
+    for h in range(n_s):
+        for r in range(h, n_s):
+            y2[:, h, r] = y2[:, r, h] = np.bincount(codes, weights=ys[:, h] * ys[:, r], minlength=n_p)
+    return y1, y2
 
 
 # ----------------------------------------------------------------------------------------------- ANOVA
@@ -110,10 +212,12 @@ class Design:
     size_cells: np.ndarray     # (S,) number of cells of each size
     dd: np.ndarray             # (S, K, K) sum over cells of that size of D_c D_c'
     judge_n: np.ndarray        # (K,) rows per judge
-    s_isk: np.ndarray          # (n, S, K) judge counts per scenario and size class
-    cnt_is: np.ndarray         # (n, S) cells per scenario and size class
+    s_isk: np.ndarray | None   # (n, S, K) judge counts per scenario and size class (None: pattern form only)
+    cnt_is: np.ndarray | None  # (n, S) cells per scenario and size class (None: pattern form only)
     has_generation: bool       # some scenario has at least two cells
     n_linked: int              # connected components of the cell-judge graph (1 when judges share cells)
+    #: the scenarios grouped by design pattern, with the moments of Y_is (a pattern-form CellStats), else None
+    pat: ScenarioPatternForm | None = None
     cell_size_idx: np.ndarray | None = None  # (C,) size class of each cell
     cell_scen: np.ndarray | None = None      # (C,)
     d_cell: np.ndarray | None = None         # (C, K) judge counts per cell
@@ -138,7 +242,7 @@ class YStats:
     shift: np.ndarray      # (K,) judge means subtracted from y (X spans the judge indicators)
     dy: np.ndarray         # (S, K) sum over cells of a size class of D_c * ysum_c
     yyc: np.ndarray        # (S,) sum over cells of a size class of ysum_c^2
-    ys: np.ndarray         # (n, S) sum of ysum_c per scenario and size class
+    ys: np.ndarray | None  # (n, S) sum of ysum_c per scenario and size class (None: pattern form, Design.pat)
     judge_sum: np.ndarray  # (K,)
     yy: float
     cell_sum: np.ndarray | None = None   # (C,) only when built from rows

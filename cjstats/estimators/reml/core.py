@@ -61,7 +61,7 @@ from scipy.sparse import csgraph
 from cjstats.estimators.reml import engine
 from cjstats.estimators.reml.engine import FitResult, wald_covariance
 from cjstats.stats.cellstats import size_class_products, sumprod
-from cjstats.stats.views import Design, YStats
+from cjstats.stats.views import Design, YStats, pattern_codes, pattern_moments
 
 __all__ = ["Design", "Evaluator", "ScenarioPatterns", "scenario_patterns", "fixed_effects", "FitResult", "YStats", "build_design", "contr_sum_coding", "fit_model",
            "ModelCriterion", "moment_start", "profile_interval", "variance_hessian", "wald_covariance", "within_cell_rss", "y_stats"]
@@ -176,53 +176,30 @@ def scenario_patterns(d: Design, ys: YStats, delta: np.ndarray, *, max_share: fl
                       ) -> ScenarioPatterns | None:
     """The :class:`ScenarioPatterns` of a group, or ``None`` when patterns would not save work.
 
-    ``delta`` re-centres the scores of the random-judge model (Y_is -> Y_is + S_is'delta). Patterns are used when
-    they are fewer than ``max_share`` of the scenarios (any balanced or nearly balanced table).
+    ``delta`` re-centres the scores of the random-judge model (Y_is -> Y_is + S_is'delta). A pattern-form design
+    (``d.pat``, :class:`~cjstats.stats.views.ScenarioPatternForm`) is used as it is (the random-judge moments by
+    its exact re-centring); per-scenario arrays are grouped by :func:`~cjstats.stats.views.pattern_codes` (the one
+    grouping) and patterns are used when they are fewer than ``max_share`` of the scenarios (any balanced or nearly
+    balanced table).
     """
+    if d.pat is not None:
+        pf = d.pat
+        rnd = pf.recentre(-delta)
+        return ScenarioPatterns(n=pf.n, cnt=pf.cnt, s=np.ascontiguousarray(pf.s.transpose(0, 2, 1)),
+                                y1={"fixed": pf.y1, "random": rnd.y1}, y2={"fixed": pf.y2, "random": rnd.y2})
     n, n_s = d.cnt_is.shape
-    k = d.k
     if n < 64:
         return None
-    cols = [d.cnt_is[:, h] for h in range(n_s)] + [d.s_isk[:, h, j] for h in range(n_s) for j in range(k)]
-    span = np.empty(len(cols), dtype=np.int64)
-    for i, c in enumerate(cols):   # column by column: no (n, S(K+1)) copy of the design
-        lo, hi = float(c.min()), float(c.max())
-        if lo < 0 or hi > 2.0**40 or not np.array_equal(c, np.floor(c)):
+    for c in (d.cnt_is, d.s_isk):
+        if float(c.min()) < 0 or float(c.max()) > 2.0**40 or not np.array_equal(c, np.floor(c)):
             return None
-        span[i] = int(hi) + 1
-    n_keys = float(np.prod(span.astype(np.float64)))
-    if n_keys < 2.0**62:
-        radix = np.cumprod(np.r_[1, span[:-1]]).astype(np.int64)
-        key = np.zeros(n, dtype=np.int64)
-        for c, r in zip(cols, radix):
-            key += c.astype(np.int64) * r
-        if n_keys <= 4 * n:   # few possible keys: a dense lookup table, O(n), no sort
-            seen = np.zeros(int(n_keys), dtype=bool)
-            seen[key] = True
-            uniq = np.flatnonzero(seen)
-            lookup = np.zeros(int(n_keys), dtype=np.int64)
-            lookup[uniq] = np.arange(uniq.shape[0])
-            codes = lookup[key]
-            first = np.empty(uniq.shape[0], dtype=np.int64)
-            first[codes[::-1]] = np.arange(n - 1, -1, -1)     # the last write of each code is its first row
-        else:
-            _, first, codes = np.unique(key, return_index=True, return_inverse=True)
-        del key
-    else:
-        ic = np.column_stack(cols).astype(np.int64)
-        _, first, codes = np.unique(ic, axis=0, return_index=True, return_inverse=True)
-    codes = codes.ravel()
+    codes, first = pattern_codes(d.cnt_is, d.s_isk)
     n_p = first.shape[0]
     if n_p > max_share * n:
         return None
     y1, y2 = {}, {}
     for which, yy in (("fixed", ys.ys), ("random", ys.ys + d.s_isk @ delta)):
-        y1[which] = np.stack([np.bincount(codes, weights=yy[:, h], minlength=n_p) for h in range(n_s)], axis=1)
-        m2 = np.empty((n_p, n_s, n_s))
-        for h in range(n_s):
-            for r in range(h, n_s):
-                m2[:, h, r] = m2[:, r, h] = np.bincount(codes, weights=yy[:, h] * yy[:, r], minlength=n_p)
-        y2[which] = m2
+        y1[which], y2[which] = pattern_moments(codes, n_p, yy)
     return ScenarioPatterns(n=np.bincount(codes, minlength=n_p).astype(np.float64), cnt=d.cnt_is[first],
                             s=np.ascontiguousarray(d.s_isk[first].transpose(0, 2, 1)), y1=y1, y2=y2)
 
@@ -252,7 +229,7 @@ class Evaluator:
         dd[:, :k, :k] = d.dd
         dd[:, :k, k] = dd[:, k, :k] = ys.dy
         dd[:, k, k] = ys.yyc
-        self._cnt = np.ascontiguousarray(d.cnt_is[:, 0]) if self._one_size else d.cnt_is
+        self._cnt = None if d.cnt_is is None else np.ascontiguousarray(d.cnt_is[:, 0]) if self._one_size else d.cnt_is
         self._sizes = d.sizes
         self._size_cells = d.size_cells
         # the stats are centred by judge means, which the intercept-only X of the random-judge model does
@@ -264,7 +241,7 @@ class Evaluator:
         self._lmat = lmat
         k1 = k + 1
         #: scenarios grouped by design pattern (None: evaluate scenario by scenario), see ScenarioPatterns
-        self._pat = scenario_patterns(d, ys, delta) if patterns else None
+        self._pat = scenario_patterns(d, ys, delta) if patterns or d.pat is not None else None
         # per-scenario cell sums [S_is, Y_is] (only when there are no patterns to use instead)
         s_aug = None if self._pat is not None else np.concatenate((d.s_isk, ys.ys[:, :, None]), axis=2)
         self._arrays = {}
@@ -617,6 +594,23 @@ def _unpack(theta: np.ndarray) -> tuple[float, float]:
     return (float(theta[0]), float(theta[1])) if len(theta) > 1 else (float(theta[0]), 0.0)
 
 
+def _scenario_mean_sums(d: Design, ys: YStats, inv: np.ndarray) -> tuple[int, float, float, float, float]:
+    """(n, sum_i m_i, sum_i x_i, sum_i x_i^2, sum_i m_i x_i^2) of the scenario means of cell means
+    x_i = (sum_h Y_ih/h)/m_i, scenario by scenario or per pattern of a pattern-form design (``d.pat``: with
+    c_p = inv/m_p, sum x = sum_p c_p'Y1_p, sum x^2 = sum_p c_p'Y2_p c_p)."""
+    if d.pat is not None:
+        pf = d.pat
+        m_p = pf.generations
+        c = inv[None, :] / m_p[:, None]                                    # (P, S)
+        x2 = np.einsum("ps,psr,pr->p", c, pf.y2, c)
+        return (int(pf.n_scenarios), float(pf.n @ m_p), float(np.einsum("ps,ps->", c, pf.y1)), float(x2.sum()),
+                float(m_p @ x2))
+    m_per = d.cnt_is.sum(axis=1)
+    smean = (ys.ys @ inv) / m_per
+    return (int(m_per.shape[0]), float(m_per.sum()), float(smean.sum()), float(smean @ smean),
+            float(m_per @ (smean * smean)))
+
+
 def moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
     """Rough method-of-moments starting values for theta (positive, so the optimiser is off the boundary).
 
@@ -628,19 +622,18 @@ def moment_start(d: Design, ys: YStats, model: str) -> np.ndarray:
     inv = 1.0 / d.sizes
     within = max(ys.yy - float(ys.yyc @ inv), 1e-12)
     s2e = within / max(d.df_residual, 1)
-    scen_sum = ys.ys @ inv
-    m_per = d.cnt_is.sum(axis=1)
-    smean = scen_sum / m_per
+    n, sum_m, sum_x, sum_x2, sum_mx2 = _scenario_mean_sums(d, ys, inv)
+    var_smean = max(sum_x2 - sum_x * sum_x / n, 0.0) / max(n - 1, 1)
     nbar = d.n_obs / d.n_cells
     if d.has_generation:
-        dev2 = float(ys.yyc @ (inv * inv)) - float(m_per @ (smean * smean))
+        dev2 = float(ys.yyc @ (inv * inv)) - sum_mx2
         df = max(d.n_cells - d.n_scen, 1)
         s2b = max(dev2 / df - s2e / nbar, 0.05 * s2e)
-        mbar = float(np.mean(m_per))
-        s2a = max(float(np.var(smean, ddof=1)) - s2b / mbar - s2e / (nbar * mbar), 0.05 * s2e)
+        mbar = sum_m / n
+        s2a = max(var_smean - s2b / mbar - s2e / (nbar * mbar), 0.05 * s2e)
         theta = [s2a / s2e, s2b / s2e]
     else:
-        s2a = max(float(np.var(smean, ddof=1)) - s2e / nbar, 0.05 * s2e)
+        s2a = max(var_smean - s2e / nbar, 0.05 * s2e)
         theta = [s2a / s2e]
     if model == "random":
         jm = ys.shift - ys.shift.mean()

@@ -144,7 +144,7 @@ register_engine(ModuleEngine(
     "duckdb", "cjstats.stats.engines.duckdb_engine", requires=("duckdb",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, scenario_judge=True,
                                     options=("columns", "connection", "memory_limit", "temp_directory",
-                                             "threads"), likelihoods=("gaussian", "cumulative"))))
+                                             "threads", "scenarios"), likelihoods=("gaussian", "cumulative"))))
 register_engine(ModuleEngine(
     "dask", "cjstats.stats.engines.dask_engine", requires=("dask",), extra="scale",
     capabilities=EngineCapabilities(reads_files=True, options=("columns", "shuffle", "npartitions", "client"),

@@ -30,8 +30,14 @@ count and sum Y_c. A cell whose size differs from the number of bits of its mask
    units with one generation per scenario, one more scan ``GROUP BY (unit, scenario)`` gives each scenario's
    judge -> score vector and ``GROUP BY (unit, pattern)`` its count and first scenario (:func:`_with_patterns`).
 
+5. **The pattern form** (``build(scenarios="patterns")``, or ``"auto"`` from :data:`PATTERN_FORM_SCENARIOS`
+   scenarios in a unit): steps 2 and 3 are replaced by one streaming query, rows -> cells -> scenarios -> design
+   patterns (:func:`_aggregate_patterns`), and the units hold ``CellStats.pat`` (per pattern the scenario count,
+   cnt, S, sum Y_is and sum Y_is Y_ir; :class:`~cjstats.stats.views.ScenarioPatternForm`) and their scenario x judge
+   statistics instead of per-scenario arrays: nothing of O(scenarios) reaches Python.
+
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
-O(scenarios x size classes x judges) arrays of :class:`CellStats` itself.
+O(scenarios x size classes x judges) arrays of :class:`CellStats` itself (O(patterns) in the pattern form).
 """
 
 from __future__ import annotations
@@ -51,6 +57,10 @@ from cjstats.stats.engines import _source as S
 __all__ = ["build", "connect"]
 
 _WORD = 62  # judges per BIGINT mask word
+#: ``build(scenarios="auto")`` keeps the pattern form from this many scenarios in a unit (per-scenario arrays take
+#: about 100 bytes a scenario, their labels as many again)
+PATTERN_FORM_SCENARIOS = 200_000
+_MAX_PLACES = 24  # the pattern form's query has a column per generation label (and per label and judge)
 
 
 def _q(name: str) -> str:
@@ -191,7 +201,8 @@ def _check_files_agree(schemas: dict[str, dict[str, str]], used: list[str]) -> N
 # --------------------------------------------------------------------------------------------- the build
 def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), columns: Mapping[str, str] | None = None,
           connection: Any = None, memory_limit: str | None = None, temp_directory: str | Path | None = None,
-          threads: int | None = None, terms: tuple[str, ...] | None = None, likelihood: str = "gaussian") -> Any:
+          threads: int | None = None, terms: tuple[str, ...] | None = None, likelihood: str = "gaussian",
+          scenarios: str = "auto") -> Any:
     """Reduce a score source to :class:`~cjstats.stats.ScoreStats` inside DuckDB (raw rows stay in DuckDB).
 
     Parameters
@@ -216,6 +227,16 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         ``"cumulative"`` also builds the per-pattern counts of every unit with one generation per scenario
         (``CellStats.patterns``, :mod:`cjstats.stats.ordinal`): one more scan, ``GROUP BY`` scenario then pattern,
         and only the patterns reach Python.
+    scenarios : {"auto", "each", "patterns"}
+        ``"each"`` keeps the per-scenario arrays (``CellStats.s_isk``, ``cnt_is``, ``ys`` and the scenario labels);
+        ``"patterns"`` keeps only their *pattern form* (``CellStats.pat``,
+        :class:`~cjstats.stats.views.ScenarioPatternForm`),
+        built by one streaming query in which nothing of O(scenarios) reaches Python (:func:`_aggregate_patterns`);
+        ``"auto"`` (default) takes the pattern form when a unit has about :data:`PATTERN_FORM_SCENARIOS` scenarios
+        or more (DuckDB's approximate distinct count) and the per-scenario arrays otherwise. The ANOVA and REML
+        (the scenario x judge term and profiles included) fit from either with the same numbers; what needs
+        per-scenario values (the joint statistics, ``merge_stats``, the Bayesian backends) refuses the pattern
+        form in one sentence. ``likelihood="cumulative"`` always keeps the per-scenario arrays.
 
     Returns
     -------
@@ -233,8 +254,11 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         if src.frame is not None:
             con.register("cj_frame", src.frame)
         sj = terms is None or "scenario_judge" in terms
+        if scenarios not in ("auto", "each", "patterns"):
+            raise CjstatsError(f"scenarios={scenarios!r} is not one of 'auto', 'each', 'patterns'.")
         units, design, has_criterion = _build(con, src, unit=tuple(unit), columns=columns, scenario_judge=sj,
-                                              patterns=likelihood == "cumulative")
+                                              patterns=likelihood == "cumulative",
+                                              scenarios="each" if likelihood == "cumulative" else scenarios)
     finally:
         if src.frame is not None:
             con.unregister("cj_frame")
@@ -246,7 +270,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
 
 
 def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[str, str] | None,
-           scenario_judge: bool = True, patterns: bool = False) -> Any:
+           scenario_judge: bool = True, patterns: bool = False, scenarios: str = "each") -> Any:
     schemas = _schemas(con, src)
     first = next(iter(schemas.values()))
     rename = {}
@@ -286,7 +310,8 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     pass1 = con.execute(
         f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
         f"min(y) AS lo, max(y) AS hi, {', '.join(agg)}, count(*) FILTER (WHERE {nonnum}) AS nonnum, "
-        f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf "
+        f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf, "
+        f"approx_count_distinct(scenario) AS n_scen_approx "
         f"FROM {rows_sql} GROUP BY ALL"
     ).df()
     if int(pass1["n"].sum()) == 0:
@@ -333,6 +358,17 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     k_max = int(p1["jcode"].max()) + 1
     n_words = (k_max + _WORD - 1) // _WORD
     judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
+    explicit = scenarios == "patterns"
+    if scenarios == "auto":
+        scenarios = "patterns" if float(p1["n_scen_approx"].max()) >= PATTERN_FORM_SCENARIOS else "each"
+    if scenarios == "patterns":
+        out = _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, has_gen, has_criterion, k_max,
+                              sj=scenario_judge and has_gen)
+        if out is not None:
+            return out
+        if explicit:
+            raise CjstatsError(f"scenarios='patterns' keeps one column per generation label, and the table has more "
+                               f"than {_MAX_PLACES}; use scenarios='each' (or 'auto').")
     # the scenario x judge statistics need each cell (its place in its scenario), so the cells are kept in a temp
     # table; without a generation column every scenario has one cell and the term is never identifiable
     keep_cells = scenario_judge and has_gen
@@ -741,3 +777,249 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
         judge_sum=judge_sum_s.sum(axis=0), yy=float(yy_s.sum()), y_min=float(judges["lo"].min()),
         y_max=float(judges["hi"].max()), first_cell=first_cell, first_missing=first_missing,
     )
+
+
+# ------------------------------------------------------------------------------------------ the pattern form
+def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, gens: list[Any] | None,
+                        sj: bool) -> dict[str, np.ndarray]:
+    r"""One streaming query, one hash table of scenarios: rows -> scenarios -> design patterns.
+
+    A row's place is its generation label's position c among the table's G distinct labels ``gens`` (sorted; None:
+    no generation column, G = 1), so that a cell is a (scenario, place) pair and ``GROUP BY (unit, scenario)``
+    gives every cell statistic at once: the judge mask of the scenario (bit c K + l for judge l at place c, in
+    62-bit words) and x_cl = the score y0 = y - shift[l] of judge l at place c (NULL: no call).
+    Then ``GROUP BY (unit, mask)`` gives per pattern the count, the first scenarios, and the sums and products of
+    the scenario's vector v = (Y_c = sum_l x_cl by place[, the K scenario x judge sums sum_c x_cl]), and per place
+    sum_l x_cl^2 (for the within-cell sum of squares) and the judge sums x_cl. Only the patterns reach Python
+    (:func:`_pattern_unit`); the numpy engine's canonical order of a scenario's cells is restored there
+    (:func:`_canonical_patterns`).
+    """
+    on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
+    g = 1 if gens is None else len(gens)
+    km = k_max
+    pos = "0" if g == 1 else ("CASE generation " + " ".join(
+        f"WHEN {v!r} THEN {c}" if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else
+        f"WHEN {_lit(v)} THEN {c}" for c, v in enumerate(gens)) + " END")
+    n_words = (g * km + _WORD - 1) // _WORD
+    bit = f"(pos * {km} + jcode)"
+    words = [f"bit_or(CASE WHEN {bit} // {_WORD} = {w} THEN CAST(1 AS BIGINT) << ({bit} % {_WORD}) ELSE 0 END) AS w{w}"
+             for w in range(n_words)]
+    xs = [f"COALESCE(sum(y0) FILTER (WHERE {bit} = {c * km + l}), 0) AS x{c}_{l}" for c in range(g) for l in range(km)]
+    rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, x.y - j.shift AS y0 "
+            f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
+    wcols = ", ".join(f"w{w}" for w in range(n_words))
+    scen = (f"z AS (SELECT unit_id, scenario, {', '.join(words)}, {', '.join(xs)} FROM r "
+            f"GROUP BY unit_id, scenario)")
+    vec = ["(" + " + ".join(f"x{c}_{l}" for l in range(km)) + ")" for c in range(g)]
+    if sj:
+        vec += ["(" + " + ".join(f"x{c}_{l}" for c in range(g)) + ")" for l in range(km)]
+    q = len(vec)
+    pat = (["count(*) AS cnt", "min(scenario) AS first", "min(scenario, 5) AS firsts"]
+           + [f"sum({vec[a]}) AS s{a}" for a in range(q)]
+           + [f"sum({vec[a]} * {vec[b]}) AS p{a}_{b}" for a in range(q) for b in range(a, q)]
+           + ["sum(" + " + ".join(f"x{c}_{l} * x{c}_{l}" for l in range(km)) + f") AS sq{c}" for c in range(g)]
+           + [f"sum(x{c}_{l}) AS x{c}_{l}" for c in range(g) for l in range(km)])
+    return con.execute(
+        f"WITH {rows}, {scen} SELECT unit_id, {wcols}, {', '.join(pat)} FROM z GROUP BY unit_id, {wcols} "
+        f"ORDER BY unit_id, {wcols}").fetchnumpy()
+
+
+def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray) -> np.ndarray:
+    """Column ``name`` of a fetched table at ``rows`` as float64 (masked values: NaN)."""
+    return np.ma.filled(np.ma.asarray(tbl[name])[rows].astype(np.float64), np.nan)
+
+
+def _canonical_patterns(size: np.ndarray, d: np.ndarray, big_n: np.ndarray, sums: np.ndarray, prods: np.ndarray,
+                        per_place: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The patterns with each scenario's cells in the numpy engine's canonical order, merged where equal.
+
+    A SQL pattern lists its cells by generation label (``size`` (P, G), NaN where absent; judge calls ``d``
+    (P, G, K)). The canonical order is by judge calls, compared lexicographically (judge 0 first), largest first,
+    ties by generation: a stable sort of the places by D descending, absent places last, then cut to the most cells
+    of a scenario. ``sums`` (P, Q) and ``prods`` (P, Q, Q) hold the G place entries first (then any others, which
+    keep their positions); ``per_place`` arrays (P, G, ...) are permuted alike. Patterns whose canonical sizes and
+    calls agree are summed (counts, sums, products, per-place arrays).
+    """
+    n_p, g, k = d.shape
+    present = ~np.isnan(size)
+    mu = int(present.sum(axis=1).max())
+    perms = np.empty((n_p, g), dtype=np.int64)
+    for p in range(n_p):
+        keys = [(0 if present[p, c] else 1, tuple(-d[p, c]), c) for c in range(g)]
+        perms[p] = [c for *_, c in sorted(keys)]
+    rows = np.arange(n_p)[:, None]
+    q = sums.shape[1]
+    full = np.broadcast_to(np.arange(q), (n_p, q)).copy()
+    full[:, :g] = perms
+    size_c = np.where(present, size, 0.0)[rows, perms][:, :mu]
+    d_c = d[rows, perms][:, :mu]
+    sums_c = sums[rows, full]
+    prods_c = prods[rows[:, :, None], full[:, :, None], full[:, None, :]]
+    keep = np.r_[np.arange(mu), np.arange(g, q)]
+    sums_c, prods_c = sums_c[:, keep], prods_c[:, keep][:, :, keep]
+    pp = [a[rows, perms][:, :mu] for a in per_place]
+    key = np.concatenate((size_c, d_c.reshape(n_p, -1)), axis=1)
+    _, first, codes = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    codes = codes.ravel()
+    n_u = first.shape[0]
+
+    def add(a: np.ndarray) -> np.ndarray:
+        out = np.zeros((n_u,) + a.shape[1:])
+        np.add.at(out, codes, a)
+        return out
+
+    return size_c[first], d_c[first], add(big_n), add(sums_c), add(prods_c), [add(a) for a in pp]
+
+
+def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray, gens: list[Any] | None, sj: bool,
+                  has_criterion: bool, k_max: int) -> Any:
+    """One unit's pattern-form :class:`CellStats` from its judge table and its rows of :func:`_aggregate_patterns`
+    (None when a cell holds a duplicate judge call: the unit has more rows than judge calls in its patterns).
+
+    Per pattern p and place c (size n_pc, judge calls D_pc from the mask, class h(p, c)): cnt_p[h] counts the
+    places, S_p[h] = sum D_pc, Y1_p[h] = sum_c sum_i Y_ic, Y2_p[h, h'] = sum over places c in h, c' in h' of
+    sum_i Y_ic Y_ic'; the class statistics are the same sums over places weighted by N_p: cells N_p, DD = N_p D D',
+    DY = D sum_i Y_ic, YY = sum_i Y_ic^2, judge counts N_p D, judge sums and SSW, and sum y0^2 = SSW + YY/h.
+    """
+    from cjstats.io.scores import GroupDesign
+    from cjstats.stats.cellstats import CellStats
+    from cjstats.stats.scenario_judge import ScenarioJudgeStats, scenario_judge_pairs
+    from cjstats.stats.views import ScenarioPatternForm
+
+    k = len(judges)
+    m = 1 if gens is None else len(gens)
+    labels = tuple(str(x) for x in judges["judge"])
+    model = str(judges["model"].iloc[0])
+    criterion = str(judges["criterion"].iloc[0]) if has_criterion else None
+    n_raw = rows.shape[0]
+    km = k_max
+    d = np.zeros((n_raw, m, k))                            # judge calls by place, from the mask bits c K + l
+    words = [np.asarray(tbl[f"w{w}"])[rows].astype(np.int64) for w in range((m * km + _WORD - 1) // _WORD)]
+    for c in range(m):
+        for j in range(k):
+            b = c * km + j
+            d[:, c, j] = (words[b // _WORD] >> (b % _WORD)) & 1
+    big_n = _col(tbl, "cnt", rows)
+    calls = d.sum(axis=2)
+    if float(big_n @ calls.sum(axis=1)) != float(judges["n"].sum()):   # fewer (scenario, place, judge) than rows
+        return None
+    size = np.where(calls > 0, calls, np.nan)
+    q = m + (km if sj else 0)
+    idx = list(range(m)) + ([m + l for l in range(k)] if sj else [])
+    sums = np.stack([_col(tbl, f"s{a}", rows) for a in idx], axis=1)
+    prods = np.empty((n_raw, len(idx), len(idx)))
+    for i, a in enumerate(idx):
+        for j, b in enumerate(idx[i:], start=i):
+            prods[:, i, j] = prods[:, j, i] = _col(tbl, f"p{a}_{b}", rows)
+    # within-cell sum of squares by place: sum_i (sum_l x_cl^2 - Y_c^2 / n_c)
+    ssw_c = np.stack([_col(tbl, f"sq{c}", rows) for c in range(m)], axis=1) - \
+        np.einsum("pcc->pc", prods[:, :m, :m]) / np.where(calls > 0, calls, 1.0)
+    x_c = np.stack([np.stack([_col(tbl, f"x{c}_{l}", rows) for l in range(k)], axis=1) for c in range(m)],
+                   axis=1)                                                               # (P, G, K)
+    place_gen = [0] * m if gens is None else list(gens)
+    present_raw = calls > 0
+    d_raw = d
+    size, d, big_n, sums, prods, (ssw_c, x_c) = _canonical_patterns(size, d, _col(tbl, "cnt", rows), sums, prods,
+                                                                     [ssw_c, x_c])
+    n_pat, mu = size.shape
+    present = size > 0
+    size_i = size.astype(np.int64)
+    sizes_i = np.unique(size_i[present])
+    n_s = len(sizes_i)
+    sizes = sizes_i.astype(np.float64)
+    h_of = np.where(present, np.searchsorted(sizes_i, size_i), n_s)   # class of each place (n_s: no cell)
+    onehot = np.zeros((n_pat, mu, n_s + 1))
+    np.put_along_axis(onehot, h_of[:, :, None], 1.0, axis=2)
+    onehot = onehot[:, :, :n_s]
+    s_sum, prod = sums[:, :mu], prods[:, :mu, :mu]
+    cnt = onehot.sum(axis=1)                                                             # (P, S)
+    s_psk = np.einsum("pch,pck->phk", onehot, d)
+    y1 = np.einsum("pch,pc->ph", onehot, s_sum)
+    y2 = np.einsum("pch,pcb,pbg->phg", onehot, prod, onehot)
+    size_cells = big_n @ cnt
+    dd = np.einsum("p,pch,pck,pcl->hkl", big_n, onehot, d, d)
+    dy = np.einsum("pch,pck,pc->hk", onehot, d, s_sum)
+    yyc = np.einsum("pch,pc->h", onehot, np.einsum("pcc->pc", prod))
+    judge_n_s = np.einsum("p,pch,pck->hk", big_n, onehot, d)
+    judge_sum_s = np.einsum("pch,pck->hk", onehot, x_c)
+    ssw_s = np.einsum("pch,pc->h", onehot, ssw_c)
+    yy_s = ssw_s + yyc / sizes
+    # labels: the first scenario of each pattern (a few kept for messages) and the first incomplete cell
+    def py(v: Any) -> Any:
+        return v.item() if hasattr(v, "item") else v
+
+    firsts = [py(v) for v in np.asarray(tbl["first"])[rows]]
+    order = sorted(range(n_raw), key=firsts.__getitem__)
+    first_cell = (firsts[order[0]], place_gen[int(np.flatnonzero(present_raw[order[0]])[0])])
+    examples = tuple(sorted(py(x) for i in rows for x in tbl["firsts"][i])[:5])
+    m_per = cnt.sum(axis=1).astype(np.int64)
+    judge_n = judges["n"].to_numpy(dtype=np.float64)
+    n_obs = int(judge_n.sum())
+    n_cells = int(size_cells.sum())
+    complete = bool(np.all(sizes_i == k))
+    first_missing = None
+    if not complete:   # the first scenario with an incomplete cell: its first such place (generation order)
+        short = present_raw & (calls < k)
+        i0 = min((i for i in range(n_raw) if short[i].any()), key=firsts.__getitem__)
+        c0 = int(np.flatnonzero(short[i0])[0])
+        absent = tuple(labels[j] for j in range(k) if not d_raw[i0, c0, j])
+        first_missing = (firsts[i0], place_gen[c0], absent)
+    n_scen = int(big_n.sum())
+    design = GroupDesign(
+        model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
+        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
+        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=labels,
+        n_cells=n_cells, n_missing=int(n_cells * k - n_obs), n_duplicates=0, complete=complete,
+        balanced=bool(complete and (m_per == m_per[0]).all()),
+    )
+    pf = ScenarioPatternForm(n=big_n, cnt=cnt, s=s_psk, y1=y1, y2=y2, n_scenarios=n_scen, examples=examples)
+    sj_stats = None
+    if sj and scenario_judge_pairs(s_psk) >= 2:
+        # z_i = (scenario sum, cell sums by place, scenario x judge sums); the scenario sum is the places' sum
+        lin = np.zeros((mu + k, 1 + mu + k))          # z = lin' (places, judge sums)
+        lin[:mu, 0] = 1.0
+        lin[:, 1:] = np.eye(mu + k)
+        sj_stats = ScenarioJudgeStats(incidence=np.ascontiguousarray(d), count=big_n, zsum=sums @ lin,
+                                      zscat=np.einsum("ai,pab,bj->pij", lin, prods, lin),
+                                      shift=judges["shift"].to_numpy(dtype=np.float64))
+    return CellStats(
+        model=model, criterion=criterion, scenario_labels=None, judge_labels=labels, design=design,
+        shift=judges["shift"].to_numpy(dtype=np.float64), n_obs=n_obs, n_cells=n_cells, sizes=sizes,
+        size_cells=size_cells, dd=dd, dy=dy, yyc=yyc, judge_n_s=judge_n_s, judge_sum_s=judge_sum_s, yy_s=yy_s,
+        ssw_s=ssw_s, s_isk=None, cnt_is=None, ys=None, judge_n=judge_n, judge_sum=judge_sum_s.sum(axis=0),
+        yy=float(yy_s.sum()), y_min=float(judges["lo"].min()), y_max=float(judges["hi"].max()),
+        first_cell=first_cell, first_missing=first_missing, sj=sj_stats, pat=pf,
+    )
+
+
+def _build_patterns(con: Any, src: S.Source, rows_sql: str, pos_rows: str, p1: pd.DataFrame, judges_tbl: pd.DataFrame,
+                    gkeys: list[str], has_gen: bool, has_criterion: bool, k_max: int, *, sj: bool) -> Any:
+    """The pattern-form units (:func:`_aggregate_patterns`, :func:`_pattern_unit`), their design table and
+    ``has_criterion``; None when the table has more than ``_MAX_PLACES`` generation labels (a place per label:
+    the per-scenario route is then the one to take)."""
+    gens = None
+    if has_gen:   # the place of a cell in its scenario is its generation label's among the table's labels
+        got = con.execute(f"SELECT DISTINCT generation FROM {rows_sql} ORDER BY generation LIMIT {_MAX_PLACES + 1}"
+                          ).fetchall()
+        gens = [g[0] for g in got]
+        if len(gens) > _MAX_PLACES:
+            return None
+    con.register("cj_judges", judges_tbl)
+    try:
+        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, gens, sj)
+    finally:
+        con.unregister("cj_judges")
+    unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
+    units, designs = [], []
+    for u in range(len(gkeys)):
+        cs = _pattern_unit(p1[p1["unit_id"] == u], tbl, np.flatnonzero(unit_id == u), gens, sj, has_criterion,
+                           k_max)
+        if cs is None:  # a cell with more rows than judges in its mask: a duplicate judge call
+            _raise_duplicates(con, src, pos_rows, has_criterion)
+        units.append(cs)
+        designs.append(cs.design.as_dict())
+    design = pd.DataFrame(designs)
+    design["generations"] = design["generations"].astype("Int64")
+    if not has_criterion:
+        design = design.drop(columns="criterion")
+    return tuple(units), design, has_criterion
