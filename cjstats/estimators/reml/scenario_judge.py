@@ -115,6 +115,7 @@ class SJEvaluator(Evaluator):
         self._r0 = np.concatenate((c[:, None, None] * diag_nl, w[:, m:, None]), axis=2)   # (J, K, K+1)
         rr = np.concatenate((c[:, None, None, None] * dd, dw), axis=2)  # (J, K, K+1, S)
         self._rr = np.ascontiguousarray(rr.transpose(3, 0, 1, 2)).reshape(n_s, -1)     # (S, J K (K+1))
+        self._c = c
         self._eye_t = np.eye(k)[:, :, None]
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
         self._recent: dict[tuple[float, float, float], dict[str, Any]] = {}
@@ -168,8 +169,9 @@ class SJEvaluator(Evaluator):
         return float(((x * y).reshape(x.shape[0], -1) @ self._ones_kk) @ self._wt)
 
     def _inverse(self, n_t: np.ndarray, ta: float, ts: float) -> tuple[np.ndarray, ...] | None:
-        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' (units first) and log|I + N Psi| per
-        unit, from N as (K, K, J); None where |I + N Psi| <= 0 (possible only for a negative theta).
+        """T = (I + N Psi)^{-1} as (K, K, J), v = T'1 as (K, J), T and B = Psi T = theta_sj T + theta_a 1v' units
+        first, and log|I + N Psi| per unit, from N as (K, K, J); None where |I + N Psi| <= 0 (possible only for a
+        negative theta).
 
         I + N Psi = I + theta_sj N + theta_a (N1)1'. For theta >= 0 its leading principal minors are >= 1:
         the k-th is |G_k| (1 + theta_a 1'G_k^{-1}(N1)_k) with G_k = I + theta_sj N_kk, a Stieltjes matrix (N is
@@ -190,8 +192,8 @@ class SJEvaluator(Evaluator):
             t_t = np.ascontiguousarray(np.linalg.inv(cmat).transpose(1, 2, 0))
         v_t = t_t.sum(axis=0)
         b_t = ts * t_t + ta * v_t[None, :, :]
-        return (t_t, v_t, np.ascontiguousarray(t_t.transpose(2, 0, 1)), np.ascontiguousarray(v_t.T),
-                np.ascontiguousarray(b_t.transpose(2, 0, 1)), logc)
+        return (t_t, v_t, np.ascontiguousarray(t_t.transpose(2, 0, 1)), np.ascontiguousarray(b_t.transpose(2, 0, 1)),
+                logc)
 
     def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
               ) -> tuple[Any, ...]:
@@ -247,10 +249,10 @@ class SJEvaluator(Evaluator):
         inv = self._inverse(n_t, ta, ts)
         if inv is None:
             return s
-        t_t, v_t, tmat, v, bmat, logc = inv
+        t_t, v_t, tmat, bmat, logc = inv
         rmat = self._r0 - self._r(g)                                     # [c N, r]
         br = bmat @ rmat
-        s.update(a_s=a_s, ac=ac, n_t=n_t, t_t=t_t, v_t=v_t, tmat=tmat, v=v, bmat=bmat, rmat=rmat, br=br)
+        s.update(a_s=a_s, ac=ac, n_t=n_t, t_t=t_t, v_t=v_t, tmat=tmat, bmat=bmat, rmat=rmat, br=br)
         amat = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rmat, br)
         s["amat"] = 0.5 * (amat + amat.T)
         s["ld"] = float(self._size_cells @ np.log1p(tb * sizes)) + float(self._wt @ logc)
@@ -270,21 +272,22 @@ class SJEvaluator(Evaluator):
             s["da"] = 0.5 * (da + da.transpose(0, 2, 1))
             s["dld"] = np.array([dlq[0], float(self._size_cells @ (sizes * a_s)) + dlq[1], dlq[2]])
             return
-        tmat, v, bmat, rmat, br = (s[x] for x in ("tmat", "v", "bmat", "rmat", "br"))
+        tmat, bmat, rmat, br = (s[x] for x in ("tmat", "bmat", "rmat", "br"))
         n_t, t_t, v_t = s["n_t"], s["t_t"], s["v_t"]
         wt = self._wt
-        # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
-        rv = v[:, None, :] @ rmat                                        # (J, 1, K+1): v'R
-        da_a = -self._absorb(None, rv, rv)
+        # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T; v'R = [c v'N, v'r] with the unit index last
+        vn = (n_t * v_t[:, None, :]).sum(axis=0)                         # v'N (K, J)
+        rv = np.concatenate((vn * self._c, (v_t * rmat[:, :, self.k].T).sum(axis=0)[None]))   # (K+1, J)
+        da_a = -(rv @ rv.T)
         tr_ = tmat @ rmat
         da_s = -self._absorb(None, tr_, tr_)
-        dl_a = float(wt @ (v_t * n_t.sum(axis=1)).sum(axis=0))           # 1'T N 1
-        dl_s = float(wt @ (t_t * n_t.transpose(1, 0, 2)).sum(axis=(0, 1)))   # tr(T N)
+        dl_a = float(wt @ vn.sum(axis=0))                                # 1'T N 1 = v'N 1
+        dl_s = float(wt @ (t_t * n_t).sum(axis=(0, 1)))                  # tr(T N) (N is symmetric)
         # theta_b
         a_s, ac = s["a_s"], s["ac"]
         g1 = ac * ac
-        nb = -self._n(g1)                                                # N_b
-        rb = -self._r(g1)                                                # R_b
+        nb = self._n(-g1)                                                # N_b
+        rb = self._r(-g1)                                                # R_b
         e = self._absorb(None, rb, br)
         da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (e + e.T) + self._absorb(None, br, nb @ br))
         dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
@@ -316,7 +319,8 @@ class SJEvaluator(Evaluator):
             s["d2a"] = 0.5 * (d2a + d2a.transpose(0, 1, 3, 2))
             s["d2ld"] = 0.5 * (d2ld + d2ld.T)
             return
-        tmat, v, bmat, rmat, br = (s[x] for x in ("tmat", "v", "bmat", "rmat", "br"))
+        tmat, bmat, rmat, br = (s[x] for x in ("tmat", "bmat", "rmat", "br"))
+        v = np.ascontiguousarray(s["v_t"].T)                             # v = T'1, units first
         nmat = np.ascontiguousarray(s["n_t"].transpose(2, 0, 1))
         nb, rb = s["nb"], s["rb"]
         a_s, ac = s["a_s"], s["ac"]
@@ -347,8 +351,8 @@ class SJEvaluator(Evaluator):
             d2ld[1, pk[kk]] = d2ld[pk[kk], 1] = self._wsum(nb, bk)
         a2 = a_s * a_s
         g2 = -2.0 * self._csizes * ac * ac * ac
-        nbb = -self._n(g2)                                               # N_bb
-        rbb = -self._r(g2)
+        nbb = self._n(-g2)                                               # N_bb
+        rbb = self._r(-g2)
         b_b = -bnbb
         b_bb = 2.0 * (bnbb @ nb @ bmat) - bmat @ nbb @ bmat
         e1 = self._absorb(None, rbb, br)
