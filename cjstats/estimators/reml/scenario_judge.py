@@ -119,6 +119,7 @@ class SJEvaluator(Evaluator):
         self._eye_t = np.eye(k)[:, :, None]
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
         self._recent: dict[tuple[float, float, float], dict[str, Any]] = {}
+        self._done: dict[tuple[float, float, float], dict[str, Any]] = {}
         # the compiled kernel (numba installed, and loaded once the process's work pays for it: _kernel_for_fit)
         self._kernel = _kernel_for_fit()
         self._units_n = j
@@ -201,19 +202,23 @@ class SJEvaluator(Evaluator):
         if self._kernel is None:
             _NUMPY_WORK[0] += self._units_n
         key = tuple(float(v) for v in np.asarray(theta, dtype=float)[:3])
+        level = 2 if hess else 1 if grad else 0
         s = self._recent.pop(key, None)
-        if s is None:
-            s = self._value(key, 2 if hess else 1 if grad else 0)
+        if s is None or (s["done"] and s["level"] < level):
+            done = self._done.get(key)
+            s = done if done is not None and done["level"] >= level else self._value(key, level)
         self._recent[key] = s                                            # most recent last
         if len(self._recent) > 4:
             del self._recent[next(iter(self._recent))]
         k1 = self.k + 1
         if s["amat"] is None:
             return np.full((k1, k1), np.nan), math.inf, None, None
-        if (grad or hess) and "da" not in s:
-            self._grad(s)
-        if hess and "d2a" not in s:
-            self._hess(s)
+        if not s["done"]:
+            if (grad or hess) and "da" not in s:
+                self._grad(s)
+            if hess and "d2a" not in s:
+                self._hess(s)
+            self._keep(key, s)
         lm = self._lmat if which == "random" else None
 
         def out(x: np.ndarray) -> np.ndarray:
@@ -226,6 +231,20 @@ class SJEvaluator(Evaluator):
             return amat, ld, out(s["da"]), s["dld"].copy()
         return amat, ld, None, None
 
+    def _keep(self, key: tuple[float, float, float], s: dict[str, Any]) -> None:
+        """Keep the results at ``key`` (A, log|H| and the derivatives computed so far, without the work arrays) in
+        :attr:`_done`, so that the same theta asked for again (the random-judge fit starts where the fixed-judge
+        fit started, the profiles come back to the optimum) costs no evaluation: the numbers are the ones
+        computed the first time."""
+        level = 2 if "d2a" in s else 1 if "da" in s else 0
+        old = self._done.get(key)
+        if old is not None and old["level"] >= level:
+            return
+        self._done[key] = {"done": True, "level": level, "amat": s["amat"], "ld": s["ld"],
+                           **{x: s[x] for x in ("da", "dld", "d2a", "d2ld") if x in s}}
+        if len(self._done) > _DONE_MAX:
+            del self._done[next(iter(self._done))]
+
     def _value(self, key: tuple[float, float, float], level: int = 0) -> dict[str, Any]:
         """A and log|H| at theta = ``key`` (module docstring), and what the derivatives reuse (the compiled
         kernel's sums up to ``level``: 1 gradient, 2 Hessian, computed in the same pass)."""
@@ -233,7 +252,7 @@ class SJEvaluator(Evaluator):
         k, k1 = self.k, self.k + 1
         base, ddf, _ = self._arrays["fixed"]
         sizes = self._sizes
-        s: dict[str, Any] = {"key": key, "amat": None}
+        s: dict[str, Any] = {"key": key, "amat": None, "done": False, "level": level}
         # the cells: by size class for the paper model's part, per unit for N and R
         a_s = 1.0 / (1.0 + tb * sizes)
         ac = 1.0 / (1.0 + tb * self._csizes)
@@ -702,6 +721,9 @@ def _sj_loops(ta, tb, ts, level, g, g1, g2, n0d, dd, dw, ws, c1, wt, aq, daq, d2
         _lanes(hq_l[i], hq[i])
     return ld
 
+
+#: Results kept per evaluator (:meth:`SJEvaluator._keep`: a few hundred numbers each).
+_DONE_MAX = 256
 
 #: Units per block of :func:`_sj_loops` (its vector loops' length; the block's temporaries stay in cache).
 _BLOCK = 64
