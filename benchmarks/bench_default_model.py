@@ -87,15 +87,19 @@ def use_compiled_core(compiled: bool) -> bool:
     return True
 
 
-def median_time(fn, repeats: int) -> tuple[float, object, float]:
-    """Median wall-clock time, the last result and the median CPU time (this process) of ``repeats`` calls."""
-    times, cpu, out = [], [], None
+def median_times(calls: dict, repeats: int) -> dict:
+    """Median wall-clock and CPU (this process) seconds of each of ``calls`` (name -> (set-up, call)), over
+    ``repeats`` rounds that run every call once in turn, so that a change of the machine's load falls on all of
+    them alike."""
+    times: dict = {name: ([], []) for name in calls}
     for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(times), out, statistics.median(cpu)
+        for name, (setup, fn) in calls.items():
+            setup()
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            times[name][0].append(time.perf_counter() - t0)
+            times[name][1].append(time.process_time() - c0)
+    return {name: (statistics.median(w), statistics.median(c)) for name, (w, c) in times.items()}
 
 
 def count_evaluations(scores, interval: str) -> str:
@@ -186,13 +190,18 @@ def main() -> None:
         for interval in ("none", "profile"):
             use_compiled_core(False)
             evals = count_evaluations(scores, interval)
-            t_np, _, c_np = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
-                                        args.repeats)
-            use_compiled_core(has_kernel)
-            t_def, fit, c_def = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
-                                            args.repeats)
-            t_pap, _, c_pap = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i,
-                                                                                  scenario_judge=False), args.repeats)
+            fit = cj.estimate(scores, method="reml", interval=interval)
+
+            def default(s=scores, i=interval):
+                return cj.estimate(s, method="reml", interval=i)
+
+            def paper(s=scores, i=interval):
+                return cj.estimate(s, method="reml", interval=i, scenario_judge=False)
+
+            med = median_times({"numpy": (lambda: use_compiled_core(False), default),
+                                "kernel": (lambda: use_compiled_core(has_kernel), default),
+                                "paper": (lambda: None, paper)}, args.repeats)
+            (t_np, c_np), (t_def, c_def), (t_pap, c_pap) = med["numpy"], med["kernel"], med["paper"]
             t_k = f"{t_def:.3g}" if has_kernel else "(no numba)"
             r_k = f"{t_def / t_pap:.2f} ({c_def / c_pap:.2f})" if has_kernel else "-"
             r_one = "-"
