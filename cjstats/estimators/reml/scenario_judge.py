@@ -81,7 +81,8 @@ class SJEvaluator(Evaluator):
     sum_i R_i'B R_i = sum_j R_j'B R_j, judge, cross and score blocks at once. The last four evaluations are
     kept, so a gradient or Hessian asked for again at the same (theta_a, theta_b, theta_sj) (the KKT check after
     a step, the random-judge model's theta_j direction, the Wald Hessian at a fit's optimum) reuses what it
-    shares with them.
+    shares with them; the results of every evaluation (A, log|H| and the derivatives computed, not the work
+    arrays) are kept as well (:meth:`_keep`), so that a theta asked for again later costs nothing.
     """
 
     n_h = 3     # relative variances in H
@@ -803,8 +804,10 @@ def _lanes(acc, out):  # pragma: no cover - compiled by numba when available
 #: Unit-evaluations (units times evaluations) of the numpy path in this process after which the kernel is loaded:
 #: importing numba and loading the cached kernel takes ~0.35 s in a new process (compiling it, the first time
 #: after an install, ~9 s), while the kernel saves ~0.25 us per unit-evaluation (0.3 against 0.5 ms per gradient
-#: evaluation for 600 units). So a one-off fit (600 units: ~3e4 unit-evaluations, ~6e4 with profile intervals)
-#: stays on the numpy path, and a study or a loop of fits switches after ~0.3 s of numpy work (ski rental).
+#: evaluation for 600 units). So a one-off fit (600 units: ~3e4 unit-evaluations, ~7e4 with profile intervals)
+#: stays on the numpy path, and a study or a loop of fits switches after ~0.3 s of numpy work (ski rental). Of
+#: the ~0.45 s of CPU, ~0.15 s is ``import numba`` and ~0.3 s the first call of a cached function, which is
+#: numba's own start-up (a one-line cached function costs the same), so a smaller kernel would not load faster.
 KERNEL_AFTER = 500_000
 _NUMPY_WORK = [0]
 
