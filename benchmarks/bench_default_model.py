@@ -74,17 +74,21 @@ def make_table(balanced: bool, seed: int = 1) -> pd.DataFrame:
     return df
 
 
+_LOADED: dict = {}
+
+
 def use_compiled_core(compiled: bool) -> bool:
     """Switch the scenario x judge REML core between the numba kernel and the numpy path; False when numba is
-    not importable (then only the numpy path is timed)."""
+    not importable (then only the numpy path is timed). The kernel is loaded once and kept (a new dispatcher
+    would load it from the disk cache again at its first call)."""
     from cjstats._jit import _COMPILED
     from cjstats.estimators.reml import scenario_judge as sjm
 
-    _COMPILED.pop("sj_reml", None)
-    if compiled:
-        return sjm._kernel() is not None
-    _COMPILED["sj_reml"] = None
-    return True
+    if "kernel" not in _LOADED:
+        _COMPILED.pop("sj_reml", None)
+        _LOADED["kernel"] = sjm._kernel()
+    _COMPILED["sj_reml"] = _LOADED["kernel"] if compiled else None
+    return _LOADED["kernel"] is not None if compiled else True
 
 
 def median_times(calls: dict, repeats: int) -> dict:
