@@ -13,9 +13,15 @@ lmer(score ~ judge + (1|scenario) + (1|scenario:generation) + (1|scenario:judge)
 ``scenario_judge=False`` (the paper's model), each with ``interval="none"`` (the fits) and ``"profile"`` (the
 default: fits plus profile-likelihood intervals for every variance). Every figure is the median of
 ``--repeats`` warm runs in this one process, and the ratios (default / paper model) are what to compare
-across machines: the machine is shared, so absolute times move with its load. The default model is timed with
-its REML core on both paths, the numba kernel (``cjstats[reml]`` brings numba; loaded up front here, as a long
-process would) and the numpy fallback, in the same run. lme4 is timed inside R around
+across machines: the machine is shared, so absolute times move with its load (each ratio is given on the wall
+clock and, in parentheses, on this process's CPU time, which other processes move less). The default model is
+timed with its REML core on both paths, the numba kernel (``cjstats[reml]`` brings numba; loaded up front here,
+as a long process would) and the numpy fallback, in the same run. The one-off column is what a single call in a
+new process (one CLI call) sees: ``--oneoff-repeats`` fresh processes per model, each timing its first
+``cj.estimate`` after reading the table, on the numpy path (a new process does not load numba for one fit:
+``KERNEL_AFTER``); the median of the default model over the median of the paper model. The last column counts
+the default model's evaluations of its REML core (distinct values, gradients and Hessians) in one call.
+lme4 is timed inside R around
 ``lmer`` (contr.sum, REML) and ``profile(fit, which = "theta_", signames = FALSE)`` of the same model.
 """
 
@@ -68,26 +74,86 @@ def make_table(balanced: bool, seed: int = 1) -> pd.DataFrame:
     return df
 
 
+_LOADED: dict = {}
+
+
 def use_compiled_core(compiled: bool) -> bool:
     """Switch the scenario x judge REML core between the numba kernel and the numpy path; False when numba is
-    not importable (then only the numpy path is timed)."""
+    not importable (then only the numpy path is timed). The kernel is loaded once and kept (a new dispatcher
+    would load it from the disk cache again at its first call)."""
     from cjstats._jit import _COMPILED
     from cjstats.estimators.reml import scenario_judge as sjm
 
-    _COMPILED.pop("sj_reml", None)
-    if compiled:
-        return sjm._kernel() is not None
-    _COMPILED["sj_reml"] = None
-    return True
+    if "kernel" not in _LOADED:
+        _COMPILED.pop("sj_reml", None)
+        _LOADED["kernel"] = sjm._kernel()
+    _COMPILED["sj_reml"] = _LOADED["kernel"] if compiled else None
+    return _LOADED["kernel"] is not None if compiled else True
 
 
-def median_time(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
+def median_times(calls: dict, repeats: int) -> dict:
+    """Median wall-clock and CPU (this process) seconds of each of ``calls`` (name -> (set-up, call)), over
+    ``repeats`` rounds that run every call once in turn, so that a change of the machine's load falls on all of
+    them alike."""
+    times: dict = {name: ([], []) for name in calls}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+        for name, (setup, fn) in calls.items():
+            setup()
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            times[name][0].append(time.perf_counter() - t0)
+            times[name][1].append(time.process_time() - c0)
+    return {name: (statistics.median(w), statistics.median(c)) for name, (w, c) in times.items()}
+
+
+def count_evaluations(scores, interval: str) -> str:
+    """Evaluations of the default model's REML core in one call: distinct values / gradients / Hessians."""
+    from cjstats.estimators.reml import scenario_judge as sjm
+
+    counts = {"_value": 0, "_grad": 0, "_hess": 0}
+    saved = {name: getattr(sjm.SJEvaluator, name) for name in counts}
+
+    def counting(name):
+        def fn(self, *args):
+            counts[name] += 1
+            return saved[name](self, *args)
+        return fn
+
+    try:
+        for name in counts:
+            setattr(sjm.SJEvaluator, name, counting(name))
+        cj.estimate(scores, method="reml", interval=interval)
+    finally:
+        for name, fn in saved.items():
+            setattr(sjm.SJEvaluator, name, fn)
+    return "/".join(str(counts[n]) for n in ("_value", "_grad", "_hess"))
+
+
+def one_off(balanced: bool, interval: str, paper: bool) -> None:
+    """The first ``cj.estimate`` of a new process (run by :func:`time_one_off`): prints wall and CPU seconds."""
+    from cjstats._jit import _COMPILED
+
+    scores = cj.read_scores(make_table(balanced))
+    t0, c0 = time.perf_counter(), time.process_time()
+    cj.estimate(scores, method="reml", interval=interval, **({"scenario_judge": False} if paper else {}))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if _COMPILED.get("sj_reml") is not None:
+        sys.exit("the one-off fit loaded the numba kernel")
+    print(wall, cpu)
+
+
+def time_one_off(balanced: bool, interval: str, repeats: int) -> tuple[float, float]:
+    """Default / paper model ratio of one-off calls (wall, CPU): medians over ``repeats`` fresh processes each."""
+    med = {}
+    for paper in (False, True):
+        runs = []
+        for _ in range(repeats):
+            cmd = [sys.executable, __file__, "--one-off", "balanced" if balanced else "unbalanced", interval,
+                   "paper" if paper else "default"]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
+            runs.append((float(out[0]), float(out[1])))
+        med[paper] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+    return med[False][0] / med[True][0], med[False][1] / med[True][1]
 
 
 def time_lme4(df: pd.DataFrame, repeats: int) -> tuple[float, float, float]:
@@ -106,13 +172,20 @@ def main() -> None:
     ap.add_argument("--lme4", action="store_true", help="time lmer fit + profile of the default model too")
     ap.add_argument("--repeats", type=int, default=7, help="warm runs per timing (median reported)")
     ap.add_argument("--lme4-repeats", type=int, default=1, help="lmer fit + profile runs (the profile takes ~45 s)")
+    ap.add_argument("--oneoff-repeats", type=int, default=3,
+                    help="fresh processes per model for the one-off ratio (0: skip it)")
+    ap.add_argument("--one-off", nargs=3, metavar=("DESIGN", "INTERVAL", "MODEL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one_off:
+        one_off(args.one_off[0] == "balanced", args.one_off[1], args.one_off[2] == "paper")
+        return
     if args.lme4 and shutil.which("Rscript") is None:
         sys.exit("Rscript not found: install r-base-core and r-cran-lme4, or drop --lme4.")
     has_kernel = use_compiled_core(True)
     print("| design | rows | interval | default (scenario_judge) s, numba core | default s, numpy core | paper model s "
-          "| ratio numba core | ratio numpy core | fixed-judge fit evaluations |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| ratio numba core (cpu) | ratio numpy core (cpu) | ratio one-off: new process, numpy core (cpu) "
+          "| core evaluations value/gradient/Hessian |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for balanced in (False, True):
         df = make_table(balanced)
         scores = cj.read_scores(df)
@@ -120,19 +193,27 @@ def main() -> None:
         cj.estimate(scores, method="reml", interval="none", scenario_judge=False)
         for interval in ("none", "profile"):
             use_compiled_core(False)
-            t_np, _ = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
-                                  args.repeats)
-            use_compiled_core(has_kernel)
-            t_def, fit = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i),
-                                     args.repeats)
-            t_pap, _ = median_time(lambda s=scores, i=interval: cj.estimate(s, method="reml", interval=i,
-                                                                            scenario_judge=False), args.repeats)
-            diag = fit.diagnostics[next(iter(fit.diagnostics))]
-            evals = diag.get("evaluations", "-") if isinstance(diag, dict) else "-"
+            evals = count_evaluations(scores, interval)
+            fit = cj.estimate(scores, method="reml", interval=interval)
+
+            def default(s=scores, i=interval):
+                return cj.estimate(s, method="reml", interval=i)
+
+            def paper(s=scores, i=interval):
+                return cj.estimate(s, method="reml", interval=i, scenario_judge=False)
+
+            med = median_times({"numpy": (lambda: use_compiled_core(False), default),
+                                "kernel": (lambda: use_compiled_core(has_kernel), default),
+                                "paper": (lambda: None, paper)}, args.repeats)
+            (t_np, c_np), (t_def, c_def), (t_pap, c_pap) = med["numpy"], med["kernel"], med["paper"]
             t_k = f"{t_def:.3g}" if has_kernel else "(no numba)"
-            r_k = f"{t_def / t_pap:.2f}" if has_kernel else "-"
+            r_k = f"{t_def / t_pap:.2f} ({c_def / c_pap:.2f})" if has_kernel else "-"
+            r_one = "-"
+            if args.oneoff_repeats > 0:
+                r_wall, r_cpu = time_one_off(balanced, interval, args.oneoff_repeats)
+                r_one = f"{r_wall:.2f} ({r_cpu:.2f})"
             print(f"| {'balanced' if balanced else 'unbalanced'} | {len(df):,} | {interval} | {t_k} | {t_np:.3g} | "
-                  f"{t_pap:.3g} | {r_k} | {t_np / t_pap:.2f} | {evals} |", flush=True)
+                  f"{t_pap:.3g} | {r_k} | {t_np / t_pap:.2f} ({c_np / c_pap:.2f}) | {r_one} | {evals} |", flush=True)
             if interval == "profile":
                 t_prof_def = t_def
         if args.lme4:

@@ -278,3 +278,27 @@ def test_kernel_is_loaded_once_the_numpy_work_pays(monkeypatch):
     if again._kernel is not None:
         again._core(np.array(THETAS[0]))
         assert sjm._NUMPY_WORK[0] == sjm.KERNEL_AFTER                     # the kernel's evaluations not counted
+
+
+def test_a_theta_asked_for_again_gives_its_first_numbers_without_an_evaluation(monkeypatch):
+    """The kept results (:meth:`SJEvaluator._keep`): after more thetas than the four kept with their work arrays,
+    asking for an earlier one again returns exactly (bit for bit) what it returned the first time and evaluates
+    nothing; asking for more than was computed there (a Hessian after a gradient) evaluates again, and gives the
+    numbers of an evaluator that never saw it."""
+    new, *_ = _evaluators("unbalanced", seed=0)
+    new._kernel = None
+    first = {th: new._core(np.array(th), grad=True, which="random") for th in THETAS}
+    calls = []
+    value = SJEvaluator._value
+    monkeypatch.setattr(SJEvaluator, "_value", lambda self, key, level=0: calls.append(key) or value(self, key, level))
+    for th in THETAS[:2]:
+        again = new._core(np.array(th), grad=True, which="random")
+        for x, y in zip(again, first[th]):
+            assert np.array_equal(x, y)
+        new._core(np.array(th))                                          # a value only: kept as well
+    assert calls == []
+    hess = new._core(np.array(THETAS[0]), hess=True)
+    assert calls == [THETAS[0]]
+    fresh = _numpy_twin(new)._core(np.array(THETAS[0]), hess=True)
+    for x, y in zip(hess[:2] + hess[2] + hess[3], fresh[:2] + fresh[2] + fresh[3]):
+        assert np.array_equal(x, y)

@@ -81,7 +81,8 @@ class SJEvaluator(Evaluator):
     sum_i R_i'B R_i = sum_j R_j'B R_j, judge, cross and score blocks at once. The last four evaluations are
     kept, so a gradient or Hessian asked for again at the same (theta_a, theta_b, theta_sj) (the KKT check after
     a step, the random-judge model's theta_j direction, the Wald Hessian at a fit's optimum) reuses what it
-    shares with them.
+    shares with them; the results of every evaluation (A, log|H| and the derivatives computed, not the work
+    arrays) are kept as well (:meth:`_keep`), so that a theta asked for again later costs nothing.
     """
 
     n_h = 3     # relative variances in H
@@ -115,9 +116,11 @@ class SJEvaluator(Evaluator):
         self._r0 = np.concatenate((c[:, None, None] * diag_nl, w[:, m:, None]), axis=2)   # (J, K, K+1)
         rr = np.concatenate((c[:, None, None, None] * dd, dw), axis=2)  # (J, K, K+1, S)
         self._rr = np.ascontiguousarray(rr.transpose(3, 0, 1, 2)).reshape(n_s, -1)     # (S, J K (K+1))
+        self._c = c
         self._eye_t = np.eye(k)[:, :, None]
         self._ones_k, self._ones_kk = np.ones(k), np.ones(k * k)
         self._recent: dict[tuple[float, float, float], dict[str, Any]] = {}
+        self._done: dict[tuple[float, float, float], dict[str, Any]] = {}
         # the compiled kernel (numba installed, and loaded once the process's work pays for it: _kernel_for_fit)
         self._kernel = _kernel_for_fit()
         self._units_n = j
@@ -168,8 +171,9 @@ class SJEvaluator(Evaluator):
         return float(((x * y).reshape(x.shape[0], -1) @ self._ones_kk) @ self._wt)
 
     def _inverse(self, n_t: np.ndarray, ta: float, ts: float) -> tuple[np.ndarray, ...] | None:
-        """T = (I + N Psi)^{-1}, v = T'1, B = Psi T = theta_sj T + theta_a 1v' (units first) and log|I + N Psi| per
-        unit, from N as (K, K, J); None where |I + N Psi| <= 0 (possible only for a negative theta).
+        """T = (I + N Psi)^{-1} as (K, K, J), v = T'1 as (K, J), T and B = Psi T = theta_sj T + theta_a 1v' units
+        first, and log|I + N Psi| per unit, from N as (K, K, J); None where |I + N Psi| <= 0 (possible only for a
+        negative theta).
 
         I + N Psi = I + theta_sj N + theta_a (N1)1'. For theta >= 0 its leading principal minors are >= 1:
         the k-th is |G_k| (1 + theta_a 1'G_k^{-1}(N1)_k) with G_k = I + theta_sj N_kk, a Stieltjes matrix (N is
@@ -190,8 +194,8 @@ class SJEvaluator(Evaluator):
             t_t = np.ascontiguousarray(np.linalg.inv(cmat).transpose(1, 2, 0))
         v_t = t_t.sum(axis=0)
         b_t = ts * t_t + ta * v_t[None, :, :]
-        return (t_t, v_t, np.ascontiguousarray(t_t.transpose(2, 0, 1)), np.ascontiguousarray(v_t.T),
-                np.ascontiguousarray(b_t.transpose(2, 0, 1)), logc)
+        return (t_t, v_t, np.ascontiguousarray(t_t.transpose(2, 0, 1)), np.ascontiguousarray(b_t.transpose(2, 0, 1)),
+                logc)
 
     def _core(self, theta: np.ndarray, grad: bool = False, which: str = "fixed", hess: bool = False
               ) -> tuple[Any, ...]:
@@ -199,19 +203,23 @@ class SJEvaluator(Evaluator):
         if self._kernel is None:
             _NUMPY_WORK[0] += self._units_n
         key = tuple(float(v) for v in np.asarray(theta, dtype=float)[:3])
+        level = 2 if hess else 1 if grad else 0
         s = self._recent.pop(key, None)
-        if s is None:
-            s = self._value(key, 2 if hess else 1 if grad else 0)
+        if s is None or (s["done"] and s["level"] < level):
+            done = self._done.get(key)
+            s = done if done is not None and done["level"] >= level else self._value(key, level)
         self._recent[key] = s                                            # most recent last
         if len(self._recent) > 4:
             del self._recent[next(iter(self._recent))]
         k1 = self.k + 1
         if s["amat"] is None:
             return np.full((k1, k1), np.nan), math.inf, None, None
-        if (grad or hess) and "da" not in s:
-            self._grad(s)
-        if hess and "d2a" not in s:
-            self._hess(s)
+        if not s["done"]:
+            if (grad or hess) and "da" not in s:
+                self._grad(s)
+            if hess and "d2a" not in s:
+                self._hess(s)
+            self._keep(key, s)
         lm = self._lmat if which == "random" else None
 
         def out(x: np.ndarray) -> np.ndarray:
@@ -224,6 +232,20 @@ class SJEvaluator(Evaluator):
             return amat, ld, out(s["da"]), s["dld"].copy()
         return amat, ld, None, None
 
+    def _keep(self, key: tuple[float, float, float], s: dict[str, Any]) -> None:
+        """Keep the results at ``key`` (A, log|H| and the derivatives computed so far, without the work arrays) in
+        :attr:`_done`, so that the same theta asked for again (the random-judge fit starts where the fixed-judge
+        fit started, the profiles come back to the optimum) costs no evaluation: the numbers are the ones
+        computed the first time."""
+        level = 2 if "d2a" in s else 1 if "da" in s else 0
+        old = self._done.get(key)
+        if old is not None and old["level"] >= level:
+            return
+        self._done[key] = {"done": True, "level": level, "amat": s["amat"], "ld": s["ld"],
+                           **{x: s[x] for x in ("da", "dld", "d2a", "d2ld") if x in s}}
+        if len(self._done) > _DONE_MAX:
+            del self._done[next(iter(self._done))]
+
     def _value(self, key: tuple[float, float, float], level: int = 0) -> dict[str, Any]:
         """A and log|H| at theta = ``key`` (module docstring), and what the derivatives reuse (the compiled
         kernel's sums up to ``level``: 1 gradient, 2 Hessian, computed in the same pass)."""
@@ -231,7 +253,7 @@ class SJEvaluator(Evaluator):
         k, k1 = self.k, self.k + 1
         base, ddf, _ = self._arrays["fixed"]
         sizes = self._sizes
-        s: dict[str, Any] = {"key": key, "amat": None}
+        s: dict[str, Any] = {"key": key, "amat": None, "done": False, "level": level}
         # the cells: by size class for the paper model's part, per unit for N and R
         a_s = 1.0 / (1.0 + tb * sizes)
         ac = 1.0 / (1.0 + tb * self._csizes)
@@ -247,10 +269,10 @@ class SJEvaluator(Evaluator):
         inv = self._inverse(n_t, ta, ts)
         if inv is None:
             return s
-        t_t, v_t, tmat, v, bmat, logc = inv
+        t_t, v_t, tmat, bmat, logc = inv
         rmat = self._r0 - self._r(g)                                     # [c N, r]
         br = bmat @ rmat
-        s.update(a_s=a_s, ac=ac, n_t=n_t, t_t=t_t, v_t=v_t, tmat=tmat, v=v, bmat=bmat, rmat=rmat, br=br)
+        s.update(a_s=a_s, ac=ac, n_t=n_t, t_t=t_t, v_t=v_t, tmat=tmat, bmat=bmat, rmat=rmat, br=br)
         amat = base - ((tb * a_s) @ ddf).reshape(k1, k1) - self._absorb(None, rmat, br)
         s["amat"] = 0.5 * (amat + amat.T)
         s["ld"] = float(self._size_cells @ np.log1p(tb * sizes)) + float(self._wt @ logc)
@@ -270,21 +292,22 @@ class SJEvaluator(Evaluator):
             s["da"] = 0.5 * (da + da.transpose(0, 2, 1))
             s["dld"] = np.array([dlq[0], float(self._size_cells @ (sizes * a_s)) + dlq[1], dlq[2]])
             return
-        tmat, v, bmat, rmat, br = (s[x] for x in ("tmat", "v", "bmat", "rmat", "br"))
+        tmat, bmat, rmat, br = (s[x] for x in ("tmat", "bmat", "rmat", "br"))
         n_t, t_t, v_t = s["n_t"], s["t_t"], s["v_t"]
         wt = self._wt
-        # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T
-        rv = v[:, None, :] @ rmat                                        # (J, 1, K+1): v'R
-        da_a = -self._absorb(None, rv, rv)
+        # theta_a, theta_sj: B_a = v v' (v = T'1), B_sj = T'T; v'R = [c v'N, v'r] with the unit index last
+        vn = (n_t * v_t[:, None, :]).sum(axis=0)                         # v'N (K, J)
+        rv = np.concatenate((vn * self._c, (v_t * rmat[:, :, self.k].T).sum(axis=0)[None]))   # (K+1, J)
+        da_a = -(rv @ rv.T)
         tr_ = tmat @ rmat
         da_s = -self._absorb(None, tr_, tr_)
-        dl_a = float(wt @ (v_t * n_t.sum(axis=1)).sum(axis=0))           # 1'T N 1
-        dl_s = float(wt @ (t_t * n_t.transpose(1, 0, 2)).sum(axis=(0, 1)))   # tr(T N)
+        dl_a = float(wt @ vn.sum(axis=0))                                # 1'T N 1 = v'N 1
+        dl_s = float(wt @ (t_t * n_t).sum(axis=(0, 1)))                  # tr(T N) (N is symmetric)
         # theta_b
         a_s, ac = s["a_s"], s["ac"]
         g1 = ac * ac
-        nb = -self._n(g1)                                                # N_b
-        rb = -self._r(g1)                                                # R_b
+        nb = self._n(-g1)                                                # N_b
+        rb = self._r(-g1)                                                # R_b
         e = self._absorb(None, rb, br)
         da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (e + e.T) + self._absorb(None, br, nb @ br))
         dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
@@ -316,7 +339,8 @@ class SJEvaluator(Evaluator):
             s["d2a"] = 0.5 * (d2a + d2a.transpose(0, 1, 3, 2))
             s["d2ld"] = 0.5 * (d2ld + d2ld.T)
             return
-        tmat, v, bmat, rmat, br = (s[x] for x in ("tmat", "v", "bmat", "rmat", "br"))
+        tmat, bmat, rmat, br = (s[x] for x in ("tmat", "bmat", "rmat", "br"))
+        v = np.ascontiguousarray(s["v_t"].T)                             # v = T'1, units first
         nmat = np.ascontiguousarray(s["n_t"].transpose(2, 0, 1))
         nb, rb = s["nb"], s["rb"]
         a_s, ac = s["a_s"], s["ac"]
@@ -347,8 +371,8 @@ class SJEvaluator(Evaluator):
             d2ld[1, pk[kk]] = d2ld[pk[kk], 1] = self._wsum(nb, bk)
         a2 = a_s * a_s
         g2 = -2.0 * self._csizes * ac * ac * ac
-        nbb = -self._n(g2)                                               # N_bb
-        rbb = -self._r(g2)
+        nbb = self._n(-g2)                                               # N_bb
+        rbb = self._r(-g2)
         b_b = -bnbb
         b_bb = 2.0 * (bnbb @ nb @ bmat) - bmat @ nbb @ bmat
         e1 = self._absorb(None, rbb, br)
@@ -699,6 +723,9 @@ def _sj_loops(ta, tb, ts, level, g, g1, g2, n0d, dd, dw, ws, c1, wt, aq, daq, d2
     return ld
 
 
+#: Results kept per evaluator (:meth:`SJEvaluator._keep`: a few hundred numbers each).
+_DONE_MAX = 256
+
 #: Units per block of :func:`_sj_loops` (its vector loops' length; the block's temporaries stay in cache).
 _BLOCK = 64
 
@@ -777,8 +804,10 @@ def _lanes(acc, out):  # pragma: no cover - compiled by numba when available
 #: Unit-evaluations (units times evaluations) of the numpy path in this process after which the kernel is loaded:
 #: importing numba and loading the cached kernel takes ~0.35 s in a new process (compiling it, the first time
 #: after an install, ~9 s), while the kernel saves ~0.25 us per unit-evaluation (0.3 against 0.5 ms per gradient
-#: evaluation for 600 units). So a one-off fit (600 units: ~3e4 unit-evaluations, ~6e4 with profile intervals)
-#: stays on the numpy path, and a study or a loop of fits switches after ~0.3 s of numpy work (ski rental).
+#: evaluation for 600 units). So a one-off fit (600 units: ~3e4 unit-evaluations, ~7e4 with profile intervals)
+#: stays on the numpy path, and a study or a loop of fits switches after ~0.3 s of numpy work (ski rental). Of
+#: the ~0.45 s of CPU, ~0.15 s is ``import numba`` and ~0.3 s the first call of a cached function, which is
+#: numba's own start-up (a one-line cached function costs the same), so a smaller kernel would not load faster.
 KERNEL_AFTER = 500_000
 _NUMPY_WORK = [0]
 
