@@ -125,15 +125,42 @@ class TestDensity:
         joint, marg = SJJointDensity(data, PRI), SJMarginalDensity(data, PRI, compiled=False)
         rng = np.random.default_rng(3)
         gaps = []
-        for _ in range(4):
+        j = marg.sigma_names.index("sigma_scenario_judge")
+        for i in range(4):
             t = marg.initial_point(rng)
+            t[j] *= (-1) ** i                                # sigma_sj = |u|: either sign is the same point
             lp, _, mean, lb_inv = marg.evaluate(t)
-            full = np.concatenate([[mean[0] + data.st.ybar], t, mean[1:]])
+            logs = np.log(marg.sigmas(t))                      # the joint density's coordinates: log scales
+            full = np.concatenate([[mean[0] + data.st.ybar], logs, mean[1:]])
             lj, gj = joint.logp(full)
             np.testing.assert_allclose(gj[0], 0.0, atol=1e-8)               # the conditional mean is the mode
             np.testing.assert_allclose(gj[1 + len(t):], 0.0, atol=1e-8)
-            gaps.append(lp - (lj + np.sum(np.log(np.diag(lb_inv)))))       # Gaussian integral at its mode
+            # Gaussian integral at its mode; density in u = density in log sigma_sj x |d log sigma_sj / du|
+            gaps.append(lp - (lj + np.sum(np.log(np.diag(lb_inv))) - math.log(abs(t[j]))))
         assert np.ptp(gaps) < 1e-9
+
+    def test_marginal_density_is_smooth_through_sigma_sj_zero(self, unit):
+        """u = 0 (sigma_sj = 0) is an ordinary point: finite density, zero u-gradient, equal finite differences
+        on both sides, and the same density at u and -u (kernel and numpy path)."""
+        data = sj_data(unit[0])
+        rng = np.random.default_rng(5)
+        dens = [SJMarginalDensity(data, PRI, compiled=False), SJMarginalDensity(data, PRI)]
+        for d in dens:
+            j = d.sigma_names.index("sigma_scenario_judge")
+            t = d.initial_point(rng)
+            t[j] = 0.0
+            lp0, g0 = d.logp(t)
+            assert math.isfinite(lp0) and g0[j] == 0.0
+            h = 1e-5
+            for u in (h, 0.3, 1.7):
+                a, b = t.copy(), t.copy()
+                a[j], b[j] = u, -u
+                (la, ga), (lb, gb) = d.logp(a), d.logp(b)
+                assert la == pytest.approx(lb, abs=1e-12) and ga[j] == pytest.approx(-gb[j], abs=1e-9)
+                e = np.zeros_like(t)
+                e[j] = 1e-6
+                fd = (d.logp(a + e)[0] - d.logp(a - e)[0]) / 2e-6
+                assert ga[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
     def test_joint_density_is_the_pymc_model(self, unit):
         g, _ = unit

@@ -31,7 +31,8 @@ Two densities are built on it, with the same coordinates and roles as their coun
 - :class:`SJJointDensity` over (mu, log scales, z) with gamma = H z (PyMC's unconstrained space of
   :func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`; the tests check the two log densities
   are equal up to a constant);
-- :class:`SJMarginalDensity` (the default ``parametrisation="marginal"``) over the log scales alone: with
+- :class:`SJMarginalDensity` (the default ``parametrisation="marginal"``) over the scales alone (log scales, and
+  sigma_sj = |u| on a signed coordinate u: see the class): with
   x = (mu - ybar, z), eta = ybar + P x (P = [1 | H]) and z = T [x; 1], the exponent is
   -1/2 [x; 1]' A~ [x; 1] with A~ = T'AT/s2_eps + diag(1/s_mu^2, 1/sigma_gamma^2 ..., 0), Gaussian in x, so
 
@@ -207,11 +208,22 @@ class SJJointDensity(_JointCoordinates, _SJOutputs):
 
 
 class SJMarginalDensity(_SJOutputs):
-    r"""The model with the term and with mu and gamma integrated out too: a density over the log scales.
+    r"""The model with the term and with mu and gamma integrated out too: a density over the scales.
 
-    Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``log sigma_scenario_judge``,
-    ``log sigma_residual``, ``log sigma_judge``. See the module docstring for the algebra; each posterior draw of
-    the scales gets (mu, gamma) from their exact conditional normal (:meth:`draw_conditional`).
+    Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``u``, ``log sigma_residual``,
+    ``log sigma_judge``, with sigma_scenario_judge = |u| (u on the whole real line). See the module docstring for
+    the algebra; each posterior draw of the scales gets (mu, gamma) from their exact conditional normal
+    (:meth:`draw_conditional`).
+
+    Why u and not log sigma_sj: the interaction's posterior often piles up at 0 (no interaction in the data). On
+    the log scale that is a long left tail of log sigma_sj, where the curvature differs from the bulk's, and NUTS
+    needs about twice the gradient evaluations of the model without the term (issue 34). The density of u is
+    p(u) = p_sigma(|u|) / 2: the likelihood depends on u^2 = s2_sj only and the half-t prior density of sigma_sj
+    is finite and smooth at 0, so p(u) is smooth and symmetric with its mode region at u = 0 and needs no
+    Jacobian. The posterior of (sigma_scenario_judge, the other scales) is exactly the same as with log
+    sigma_sj, the same prior HalfStudentT(3, ``priors.sigma_scenario_judge``) included; only the coordinate
+    NUTS moves in differs. When the interaction is clearly positive, p(u) has two mirror-image modes; a chain
+    may stay in either, and both give the same draws of sigma_sj = |u|.
     """
 
     def __init__(self, data: SJData, priors: GaussianPriors, *, compiled: bool = True) -> None:
@@ -276,13 +288,18 @@ class SJMarginalDensity(_SJOutputs):
             if not math.isfinite(lp):
                 return bad
             return lp, out, mean, lb_inv
-        if not (np.all(np.isfinite(theta)) and np.all(np.abs(theta - self._log_sd) <= LOG_SCALE_BOUND)):
-            return bad
         ix = self._idx
-        s2 = np.exp(2.0 * theta)
+        j_sj = ix["sigma_scenario_judge"]
+        u = float(theta[j_sj])
+        logs = theta.copy()
+        logs[j_sj] = self._log_sd                                 # the bound below does not apply to u
+        if not (np.all(np.isfinite(theta)) and np.all(np.abs(logs - self._log_sd) <= LOG_SCALE_BOUND)
+                and abs(u) <= math.exp(self._log_sd + LOG_SCALE_BOUND)):
+            return bad
+        s2 = np.exp(2.0 * logs)
         s2a = s2[ix["sigma_scenario"]]
         s2b = s2[ix["sigma_generation"]] if "sigma_generation" in ix else 0.0
-        s2sj = s2[ix["sigma_scenario_judge"]]
+        s2sj = u * u
         s2e = s2[ix["sigma_residual"]]
         s2g = s2[ix["sigma_judge"]]
         amat, ld, da, dld = self.data.core(s2a, s2b, s2sj, s2e, True)
@@ -318,11 +335,14 @@ class SJMarginalDensity(_SJOutputs):
         grad[ix["sigma_scenario"]] = dth[0] * 2.0 * theta_rel[0]
         if "sigma_generation" in ix:
             grad[ix["sigma_generation"]] = dth[1] * 2.0 * theta_rel[1]
-        grad[ix["sigma_scenario_judge"]] = dth[2] * 2.0 * theta_rel[2]
+        grad[j_sj] = dth[2] * 2.0 * u / s2e                              # d theta_sj / du = 2u / s2e
         direct_e = -0.5 * (2.0 * n - 2.0 * float(np.sum(gmat * ta)))
         grad[ix["sigma_residual"]] = direct_e - 2.0 * float(dth @ theta_rel)
         grad[ix["sigma_judge"]] = float(np.trace(gmat[1:k, 1:k])) / s2g - (k - 1)
-        lp_pr, g_pr = half_t_logp(theta, self.scales)
+        lp_pr, g_pr = half_t_logp(logs, self.scales)
+        sc = self.scales[j_sj]                                  # |u| ~ HalfStudentT(3, sc): density in u, no Jacobian
+        lp_pr[j_sj] = -0.5 * (NU + 1.0) * math.log1p(u * u / (NU * sc * sc))
+        g_pr[j_sj] = -(NU + 1.0) * u / (NU * sc * sc + u * u)
         lp += float(np.sum(lp_pr))
         grad = grad + g_pr
         if not (math.isfinite(lp) and np.all(np.isfinite(grad))):
@@ -339,17 +359,28 @@ class SJMarginalDensity(_SJOutputs):
         x = mean + lb_inv.T @ rng.standard_normal(self.k)            # covariance (L L')^{-1} = B^{-1}
         return float(x[0] + self.st.ybar), self.basis @ x[1:]
 
+    def sigmas(self, theta: np.ndarray) -> np.ndarray:
+        """The scales at the coordinates ``theta``: exp of the log scales, |u| for sigma_scenario_judge."""
+        theta = np.asarray(theta, dtype=np.float64)
+        sig = np.exp(theta)
+        j = self._idx["sigma_scenario_judge"]
+        sig[j] = abs(theta[j])
+        return sig
+
     def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         theta = np.asarray(theta, dtype=np.float64)
         mu, g = self.draw_conditional(theta, rng)
-        return self._outputs(mu, dict(zip(self.sigma_names, np.exp(theta))), g)
+        return self._outputs(mu, dict(zip(self.sigma_names, self.sigmas(theta))), g)
 
     def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
         return self.expand_with(theta, np.random.default_rng(0))
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         sd = self.st.sd if self.st.sd > 0 else 1.0
-        return math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.ndim)
+        x = math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.ndim)
+        j = self._idx["sigma_scenario_judge"]
+        x[j] = math.exp(x[j])                                   # u = sigma_sj > 0
+        return x
 
 
 # ------------------------------------------------------------------------------------- compiled kernel
@@ -359,16 +390,22 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
 
     An accelerator only (numba; cached on disk): :class:`SJMarginalDensity` with ``compiled=False`` runs the
     reference path on :class:`~cjstats.estimators.reml.scenario_judge.SJEvaluator`, and the tests hold the two
-    equal. ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``;
+    equal. ``theta`` holds log scales except at ``pos[2]``, u with sigma_sj = |u| (:class:`SJMarginalDensity`).
+    ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``;
     ``grp[j]`` the variance (0, 1, 2) of effect j. Per pattern p, with S = Lambda^{1/2}, K_p = I + S W S,
     R = S K_p^{-1} S = (I + Lambda W)^{-1} Lambda, T = (I + Lambda W)^{-1} = I - R W:
     A = A_0 - sum_p M_p(R), log|H| = sum_p n_p log|K_p|, dlog|H|/dtheta_k = sum_p n_p sum_{j in k} (W T)_jj and
     <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj, N_p the q x q matrix with
-    <N_p, R> = <Gamma, M_p(R)>. Returns -inf outside lo <= theta <= hi or where anything is not finite.
+    <N_p, R> = <Gamma, M_p(R)>. Returns -inf outside lo <= theta <= hi (|u| <= e^hi) or where anything is not
+    finite.
     """
     ns = theta.shape[0]
+    u = theta[pos[2]]                                          # sigma_sj = |u| (a signed coordinate, not a log)
     for i in range(ns):
-        if not (lo <= theta[i] <= hi):
+        if i == pos[2]:
+            if not abs(u) <= np.exp(hi):
+                return -np.inf
+        elif not (lo <= theta[i] <= hi):
             return -np.inf
     n_pat = w.shape[0]
     q = w.shape[1]
@@ -380,7 +417,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
     th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
     if pos[1] >= 0:
         th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
-    th[2] = np.exp(2.0 * theta[pos[2]]) / s2e
+    th[2] = u * u / s2e
     sq = np.empty(q)
     for j in range(q):
         sq[j] = np.sqrt(th[grp[j]])
@@ -509,13 +546,18 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
     out[pos[0]] = dth[0] * 2.0 * th[0]
     if pos[1] >= 0:
         out[pos[1]] = dth[1] * 2.0 * th[1]
-    out[pos[2]] = dth[2] * 2.0 * th[2]
+    out[pos[2]] = dth[2] * 2.0 * u / s2e                       # d theta_sj / du = 2u / s2e
     out[pos[3]] = -0.5 * (2.0 * n_obs - 2.0 * gta) - 2.0 * (dth[0] * th[0] + dth[1] * th[1] + dth[2] * th[2])
     tr = 0.0
     for c in range(1, k):
         tr += gm[c, c]
     out[pos[4]] = tr / s2g - (k - 1)
     for i in range(ns):
+        if i == pos[2]:                                        # half-t density of |u|: no Jacobian
+            r2 = (u / scales[i]) ** 2
+            lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU)
+            out[i] -= (NU + 1.0) * u / (NU * scales[i] * scales[i] + u * u)
+            continue
         r2 = (np.exp(theta[i]) / scales[i]) ** 2
         lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[i]
         out[i] += 1.0 - (NU + 1.0) * r2 / (NU + r2)
