@@ -195,6 +195,42 @@ def big_sj():
     return df, fit
 
 
+class TestNativeCallbacks:
+    """The default sampler hands the marginal density to nutpie as C callbacks (the chains run in parallel) and
+    draws (mu, gamma) after sampling (:func:`cjstats.estimators.bayes.native.conditional_draws`). With the Python
+    callback instead, the scales' draws are the same bits (the same kernel under the same NUTS) and (mu, gamma)
+    follow the same conditional normal from another random stream."""
+
+    def test_native_and_python_callbacks_give_the_same_posterior(self, monkeypatch):
+        from cjstats.estimators.bayes import native
+
+        df = sj_scores(15, 2, 4, s2_sj=0.2, seed=8)
+        kw = {"seed": 3, "draws": 500, "tune": 500, "chains": 2}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            nat = cj.estimate(df, "bayes", **kw)
+            again = cj.estimate(df, "bayes", **kw)
+            monkeypatch.setattr(native, "native_sj_model", lambda density, init: None)
+            py = cj.estimate(df, "bayes", **kw)
+        a, b = nat.posterior["x"].posterior, py.posterior["x"].posterior
+        assert list(a.data_vars) == list(b.data_vars) and a["gamma"].dims == b["gamma"].dims
+        assert list(a["judge"].values) == list(b["judge"].values)
+        pd.testing.assert_frame_equal(nat.draws, again.draws)            # reproducible with a seed
+        # the same positions; exp of a log scale may round differently in numba and numpy (1 ulp), |u| may not
+        np.testing.assert_array_equal(a["sigma_scenario_judge"].values, b["sigma_scenario_judge"].values)
+        for nm in ("sigma_scenario", "sigma_generation", "sigma_residual", "sigma_judge", "scenario_judge",
+                   "residual", "judge_population"):
+            np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-14, atol=0, err_msg=nm)
+        assert not np.array_equal(a["mu"].values, b["mu"].values)        # (mu, gamma): another stream
+        for nm in ("mu", "judge_panel"):
+            x, y = a[nm].values.ravel(), b[nm].values.ravel()
+            ess = [f.diagnostics["x"]["per_variable"].loc[nm, "ess_bulk"] for f in (nat, py)]
+            # Monte Carlo error of each mean: sd / sqrt(ESS); 4 SE of the difference
+            se = math.hypot(x.std() / math.sqrt(ess[0]), y.std() / math.sqrt(ess[1]))
+            assert abs(x.mean() - y.mean()) <= 4 * se, nm
+        assert nat.diagnostics["x"]["divergences"] == py.diagnostics["x"]["divergences"]
+
+
 class TestFit:
     def test_large_interaction_is_recovered_and_agrees_with_reml(self, big_sj):
         df, fit = big_sj

@@ -262,19 +262,26 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
     dims = {nm: dim for nm, dim in density.expanded_dims().items() if nm in names}
     coords = {"judge": list(judge_labels), **density.coords()}
     model = None
+    conditional = False                     # a native scenario x judge model: (mu, gamma) drawn after sampling
     if native:
         try:
-            from cjstats.estimators.bayes.native import native_model
+            from cjstats.estimators.bayes import native as nat
         except Exception:  # noqa: BLE001 - numba missing or unusable: the Python callback is exact, only slower
-            native_model = None
-        if native_model is not None:
-            model = native_model(density, names=names, shapes=shapes, coords=coords, dims=dims, init=init)
+            nat = None
+        if nat is not None and hasattr(density, "draw_conditional"):
+            model = nat.native_sj_model(density, init=init)
+            conditional = model is not None
+        elif nat is not None:
+            model = nat.native_model(density, names=names, shapes=shapes, coords=coords, dims=dims, init=init)
     if model is None:
         model = from_pyfunc(density.ndim, make_logp_fn, make_expand_fn, [np.dtype("float64")] * len(names),
                             shapes, names, coords=coords, dims=dims, make_initial_point_fn=init)
-    return nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=progress,
+    tree = nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=progress,
                          target_accept=target_accept, cores=cores if cores is not None else chains,
                          save_warmup=False)
+    if conditional:
+        nat.conditional_draws(tree, density, names=names, seed=seed, judge=list(judge_labels))
+    return tree
 
 
 def _sample_pymc(model: Any, *, draws: int, tune: int, chains: int, seed: int, progress: bool,
@@ -320,7 +327,8 @@ def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws
             density = MarginalDensity(st, pr) if parametrisation == "marginal" else GaussianDensity(st, pr)
         names = density.expanded_names()
         tree = _sample_nutpie(density, names=names, judge_labels=g.judge_labels, draws=draws, tune=tune,
-                              chains=chains, seed=seed, progress=progress, target_accept=target_accept, cores=cores)
+                              chains=chains, seed=seed, progress=progress, target_accept=target_accept, cores=cores,
+                              native=isinstance(density, SJMarginalDensity) if scenario_judge else False)
     else:
         if scenario_judge:
             from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian_sj
