@@ -66,7 +66,9 @@ residual). Its effects are integrated out exactly too, from the per-pattern stat
 (default) samples the other scales on the log scale and sigma_sj as |u| on a signed coordinate u: the term's
 posterior often piles up at 0, a long tail on the log scale that doubled NUTS's gradient evaluations, while
 the density of u is smooth through 0 (the posterior and the prior are unchanged; issue 34). Its density runs
-in a numba kernel of plain loops (no BLAS, GIL released); the joint one in numpy. ``sampler="pymc"`` samples the PyMC model of record
+in a numba kernel of plain loops (no BLAS), handed to nutpie as C callbacks like the ordinal model's
+(:mod:`cjstats.estimators.bayes.native`: the chains run in parallel), and (mu, gamma) are drawn after sampling
+from the conditional normal the callbacks store; the joint density runs in numpy. ``sampler="pymc"`` samples the PyMC model of record
 (:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, the per-pattern algebra in PyTensor).
 Where the term is not fitted its row is not identifiable (with the reason) and its draws are NaN. The ordinal
 likelihood has no such term.
@@ -229,7 +231,9 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
                    native: bool = False) -> Any:
     """NUTS (nutpie) on a hand-coded log density with gradient: no compilation step. ``native``: hand the
     density to nutpie as compiled C callbacks (:mod:`cjstats.estimators.bayes.native`; the chains then run in
-    parallel without the GIL), falling back to the Python callback where that is not available."""
+    parallel without the GIL), falling back to the Python callback where that is not available. For the scenario
+    x judge marginal density the callbacks store the conditional normal of (mu, gamma) and
+    :func:`~cjstats.estimators.bayes.native.conditional_draws` draws them after sampling."""
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
