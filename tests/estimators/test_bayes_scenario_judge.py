@@ -196,10 +196,10 @@ def big_sj():
 
 
 class TestNativeCallbacks:
-    """The default sampler hands the marginal density to nutpie as C callbacks (the chains run in parallel) and
-    draws (mu, gamma) after sampling (:func:`cjstats.estimators.bayes.native.conditional_draws`). With the Python
-    callback instead, the scales' draws are the same bits (the same kernel under the same NUTS) and (mu, gamma)
-    follow the same conditional normal from another random stream."""
+    """The default sampler hands the marginal density to nutpie as C callbacks (the chains run in parallel); both
+    callbacks store the conditional normal of (mu, gamma), drawn after sampling (``conditional_draws``). With the
+    Python callback instead, the draws are the same (the same kernel under the same NUTS, the same streams) up to
+    the last bit of exp."""
 
     def test_native_and_python_callbacks_give_the_same_posterior(self, monkeypatch):
         from cjstats.estimators.bayes import native
@@ -221,14 +221,38 @@ class TestNativeCallbacks:
         for nm in ("sigma_scenario", "sigma_generation", "sigma_residual", "sigma_judge", "scenario_judge",
                    "residual", "judge_population"):
             np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-14, atol=0, err_msg=nm)
-        assert not np.array_equal(a["mu"].values, b["mu"].values)        # (mu, gamma): another stream
-        for nm in ("mu", "judge_panel"):
-            x, y = a[nm].values.ravel(), b[nm].values.ravel()
-            ess = [f.diagnostics["x"]["per_variable"].loc[nm, "ess_bulk"] for f in (nat, py)]
-            # Monte Carlo error of each mean: sd / sqrt(ESS); 4 SE of the difference
-            se = math.hypot(x.std() / math.sqrt(ess[0]), y.std() / math.sqrt(ess[1]))
-            assert abs(x.mean() - y.mean()) <= 4 * se, nm
+        # (mu, gamma): the same conditional normals, the same streams
+        for nm in ("mu", "gamma", "judge_panel"):
+            np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-13, atol=1e-13, err_msg=nm)
         assert nat.diagnostics["x"]["divergences"] == py.diagnostics["x"]["divergences"]
+
+    def test_conditional_draws_have_one_stream_per_chain_and_seed(self):
+        """nutpie hands every chain's Python expand function the same seeds, so (mu, gamma) are drawn after
+        sampling from the stored conditional normal with default_rng([seed, chain]): two chains at the same scales
+        get different draws, a seed repeats them, another seed changes them, and they follow N(mean, L^-T L^-1)."""
+        import xarray as xr
+
+        df = sj_scores(15, 2, 4, s2_sj=0.2, seed=8)
+        dens = SJMarginalDensity(sj_data(next(iter(build_stats(read_scores(df))))), PRI)
+        e = dens.conditional_expand(dens.initial_point(np.random.default_rng(0)))
+        n = 2000
+        _, _, _, dims = dens.conditional_layout()
+        ds = xr.Dataset({nm: (("chain", "draw", *dims.get(nm, ())), np.broadcast_to(v, (2, n, *np.shape(v))).copy())
+                         for nm, v in e.items()}, coords={"chain": [0, 1], "draw": np.arange(n)})
+
+        def mu_draws(seed):
+            tree = xr.DataTree.from_dict({"posterior": ds})
+            dens.conditional_draws(tree, names=dens.expanded_names(), seed=seed, judge=list(range(dens.k)))
+            return tree.posterior["mu"].values
+
+        a = mu_draws(1)
+        assert not np.array_equal(a[0], a[1]) and not np.array_equal(a, mu_draws(2))
+        np.testing.assert_array_equal(a, mu_draws(1))
+        m = e["conditional_mean"][0] + dens.st.ybar
+        sd = math.sqrt(float(np.sum(e["conditional_chol_inv"][:, 0] ** 2)))    # (L^-T L^-1)_00
+        for c in range(2):                                   # 4 SE of a mean and of an SD of n normal draws
+            assert abs(a[c].mean() - m) <= 4 * sd / math.sqrt(n)
+            assert abs(a[c].std() / sd - 1) <= 4 / math.sqrt(2 * n)
 
 
 class TestFit:

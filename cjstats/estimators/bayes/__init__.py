@@ -231,14 +231,20 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
                    native: bool = False) -> Any:
     """NUTS (nutpie) on a hand-coded log density with gradient: no compilation step. ``native``: hand the
     density to nutpie as compiled C callbacks (:mod:`cjstats.estimators.bayes.native`; the chains then run in
-    parallel without the GIL), falling back to the Python callback where that is not available. For the scenario
-    x judge marginal density the callbacks store the conditional normal of (mu, gamma) and
-    :func:`~cjstats.estimators.bayes.native.conditional_draws` draws them after sampling."""
+    parallel without the GIL), falling back to the Python callback where that is not available. The scenario x
+    judge marginal density stores per draw the conditional normal of (mu, gamma), and its ``conditional_draws``
+    draws them after sampling, one stream per chain from ``seed``
+    (:class:`~cjstats.estimators.bayes.gaussian._ConditionalDraws`). The paper model's marginal density draws
+    them in the expand function, from nutpie's seeds (0, 0, 0 for every chain and fit)."""
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    probe = density.expand(density.initial_point(np.random.default_rng(0)))
-    shapes = [tuple(np.shape(probe[nm])) for nm in names]
+    conditional = hasattr(density, "conditional_draws")
+    if conditional:
+        out_names, shapes, out_coords, out_dims = density.conditional_layout()
+    else:
+        probe = density.expand(density.initial_point(np.random.default_rng(0)))
+        out_names, shapes, out_coords, out_dims = names, [tuple(np.shape(probe[nm])) for nm in names], {}, {}
 
     def make_logp_fn() -> Any:
         def logp(x: np.ndarray, **_: Any) -> tuple[float, np.ndarray]:
@@ -248,8 +254,12 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
                 return -math.inf, np.zeros(len(x))
         return logp
 
-    def make_expand_fn(seed1: int, seed2: int, chain: int) -> Any:
-        if hasattr(density, "expand_with"):  # exact conditional draws of (mu, gamma), one stream per chain
+    def make_expand_fn(seed1: int, seed2: int, chain: int) -> Any:  # nutpie passes 0, 0, 0 to every chain
+        if conditional:
+            def expand_conditional(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
+                return density.conditional_expand(x)
+            return expand_conditional
+        if hasattr(density, "expand_with"):  # exact conditional draws of (mu, gamma) from nutpie's seeds
             rng = np.random.default_rng([int(seed1), int(seed2), int(chain)])
 
             def expand(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
@@ -266,25 +276,24 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
     dims = {nm: dim for nm, dim in density.expanded_dims().items() if nm in names}
     coords = {"judge": list(judge_labels), **density.coords()}
     model = None
-    conditional = False                     # a native scenario x judge model: (mu, gamma) drawn after sampling
     if native:
         try:
             from cjstats.estimators.bayes import native as nat
         except Exception:  # noqa: BLE001 - numba missing or unusable: the Python callback is exact, only slower
             nat = None
-        if nat is not None and hasattr(density, "draw_conditional"):
-            model = nat.native_sj_model(density, init=init)
-            conditional = model is not None
+        if nat is not None and conditional:
+            model = nat.native_sj_model(density, init=init)          # native: the scenario x judge density
         elif nat is not None:
             model = nat.native_model(density, names=names, shapes=shapes, coords=coords, dims=dims, init=init)
     if model is None:
-        model = from_pyfunc(density.ndim, make_logp_fn, make_expand_fn, [np.dtype("float64")] * len(names),
-                            shapes, names, coords=coords, dims=dims, make_initial_point_fn=init)
+        model = from_pyfunc(density.ndim, make_logp_fn, make_expand_fn, [np.dtype("float64")] * len(out_names),
+                            shapes, out_names, coords={**coords, **out_coords}, dims={**dims, **out_dims},
+                            make_initial_point_fn=init)
     tree = nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=progress,
                          target_accept=target_accept, cores=cores if cores is not None else chains,
                          save_warmup=False)
     if conditional:
-        nat.conditional_draws(tree, density, names=names, seed=seed, judge=list(judge_labels))
+        density.conditional_draws(tree, names=names, seed=seed, judge=list(judge_labels))
     return tree
 
 

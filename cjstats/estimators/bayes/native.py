@@ -19,8 +19,9 @@ The scenario x judge marginal density (:class:`~cjstats.estimators.bayes.scenari
 its compiled kernel the same way (:func:`native_sj_model`). Its draws of (mu, gamma) are random given the scales,
 and a C callback has no reproducible random stream, so its expand callback writes the scales and the exact
 conditional normal of x = (mu - ybar, z) (mean and L_B^{-1}) as the variables ``conditional_mean`` and
-``conditional_chol_inv``; :func:`conditional_draws` then draws (mu, gamma) from them after sampling, one seeded
-stream per chain, and writes the model's variables (the same ones as the Python callback's expand).
+``conditional_chol_inv``, as the Python callback does, and the density's ``conditional_draws`` then draws
+(mu, gamma) from them after sampling, one seeded stream per chain
+(:class:`~cjstats.estimators.bayes.gaussian._ConditionalDraws`).
 
 It depends on nutpie's internals (``nutpie.compile_pymc.CompiledPyMCModel`` and its field names, nutpie 0.16):
 :func:`native_model` returns ``None`` when they differ, or when numba is missing, and the caller then uses the
@@ -42,7 +43,7 @@ from cjstats.estimators.bayes.gaussian import LOG_SCALE_BOUND, NU
 from cjstats.estimators.bayes.ordinal import _ordinal_kernel
 from cjstats.estimators.bayes.scenario_judge import _sj_marginal_kernel
 
-__all__ = ["conditional_draws", "native_model", "native_sj_model"]
+__all__ = ["native_model", "native_sj_model"]
 
 # user_data layout (int64): sizes, then addresses of the data arrays
 _N_OBS, _N_SIG, _HAS_GEN, _N_SCEN, _N_CELLS, _K, _N_CUT, _PROBIT, _NDIM = range(9)
@@ -153,7 +154,6 @@ _SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT = range(4)
 _SJ_SCALES, _SJ_POS, _SJ_W, _SJ_GMT, _SJ_CNT, _SJ_ZSUM, _SJ_ZSCAT, _SJ_GRP, _SJ_BASE, _SJ_TMAT, _SJ_FLOATS = range(4, 15)
 _SJ_HEADER = 15
 _sj_kernel = _sj_marginal_kernel()  # the dispatcher SJMarginalDensity.evaluate calls: one compiled kernel
-COND_MEAN, COND_CHOL_INV = "conditional_mean", "conditional_chol_inv"
 
 
 @numba.njit(error_model="numpy", cache=True)
@@ -244,8 +244,9 @@ def _compiled_model(ndim: int, logp: Any, expand: Any, *, names: list[str], shap
 
 def native_sj_model(density: Any, *, init: Any) -> Any | None:
     """nutpie's compiled-model object for an :class:`~cjstats.estimators.bayes.scenario_judge.SJMarginalDensity`
-    (variables: its ``sigma_names``, ``conditional_mean`` and ``conditional_chol_inv``; :func:`conditional_draws`
-    turns them into the model's), or ``None`` when its kernel or nutpie's C interface is not usable."""
+    (variables: :meth:`~cjstats.estimators.bayes.gaussian._ConditionalDraws.conditional_layout`'s, which its
+    ``conditional_draws`` turns into the model's), or ``None`` when its kernel or nutpie's C interface is not
+    usable."""
     if density.kernel is None:
         return None
     (scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat, grp, base, tmat, lo, hi) = density._kargs
@@ -256,46 +257,9 @@ def native_sj_model(density: Any, *, init: Any) -> Any | None:
     ud[[_SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT]] = [density.ndim, density.k, w.shape[1], w.shape[0]]
     for slot, key in zip(range(_SJ_SCALES, _SJ_FLOATS + 1), keep):
         ud[slot] = keep[key].ctypes.data
-    k = density.k
-    names = [*density.sigma_names, COND_MEAN, COND_CHOL_INV]
-    shapes = [()] * density.ndim + [(k,), (k, k)]
-    coords = {"x_row": [str(i) for i in range(k)], "x_col": [str(i) for i in range(k)]}
-    dims = {COND_MEAN: ("x_row",), COND_CHOL_INV: ("x_row", "x_col")}
+    names, shapes, coords, dims = density.conditional_layout()
     return _compiled_model(density.ndim, _sj_logp, _sj_expand, names=names, shapes=shapes, coords=coords,
                            dims=dims, init=init, keep=keep, ud=ud)
-
-
-def conditional_draws(tree: Any, density: Any, *, names: list[str], seed: int, judge: list[Any]) -> None:
-    """Replace the posterior of a :func:`native_sj_model` run by the model's variables ``names`` (in that order):
-    each draw of the scales gets one exact draw of (mu, gamma) from its conditional normal, x = mean + L_B^{-T} e,
-    e ~ N(0, I) from ``numpy.random.default_rng([seed, chain])``, and the estimands of that draw
-    (:meth:`~cjstats.estimators.bayes.scenario_judge.SJMarginalDensity.expand_with`'s, from the same ``_outputs``)."""
-    import xarray as xr
-
-    post = tree.posterior.to_dataset()
-    mean = np.asarray(post[COND_MEAN].transpose("chain", "draw", "x_row").values)
-    lb_inv = np.asarray(post[COND_CHOL_INV].transpose("chain", "draw", "x_row", "x_col").values)
-    sig = {nm: np.asarray(post[nm].transpose("chain", "draw").values) for nm in density.sigma_names}
-    n_chain, n_draw, k = mean.shape
-    cols: dict[str, list[np.ndarray]] = {nm: [] for nm in names}
-    for c in range(n_chain):
-        rng = np.random.default_rng([int(seed), c])
-        eps = rng.standard_normal((n_draw, k))
-        x = mean[c] + np.einsum("dij,di->dj", lb_inv[c], eps)
-        for d in range(n_draw):
-            out = density._outputs(float(x[d, 0] + density.st.ybar), {nm: sig[nm][c, d] for nm in sig},
-                                   density.basis @ x[d, 1:])
-            for nm in names:
-                cols[nm].append(out[nm])
-    data = {}
-    dims = density.expanded_dims()
-    for nm in names:
-        arr = np.asarray(cols[nm], dtype=np.float64)
-        arr = arr.reshape((n_chain, n_draw, *arr.shape[1:]))
-        data[nm] = (("chain", "draw", *dims.get(nm, ())), arr)
-    coords = {"chain": post["chain"].values, "draw": post["draw"].values, "judge": list(judge),
-              **density.coords()}
-    tree["posterior"] = xr.DataTree(xr.Dataset(data, coords=coords, attrs=post.attrs))
 
 
 def native_model(density: Any, *, names: list[str], shapes: list[tuple[int, ...]], coords: dict[str, Any],

@@ -58,6 +58,7 @@ from cjstats.estimators.bayes.gaussian import (
     NU,
     GaussianPriors,
     _CollapsedOutputs,
+    _ConditionalDraws,
     _JointCoordinates,
     half_t_logp,
     jit_kernel,
@@ -207,7 +208,7 @@ class SJJointDensity(_JointCoordinates, _SJOutputs):
 
 
 
-class SJMarginalDensity(_SJOutputs):
+class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
     r"""The model with the term and with mu and gamma integrated out too: a density over the scales.
 
     Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``u``, ``log sigma_residual``,
