@@ -68,8 +68,9 @@ posterior often piles up at 0, a long tail on the log scale that doubled NUTS's 
 the density of u is smooth through 0 (the posterior and the prior are unchanged; issue 34). Its density runs
 in a numba kernel of plain loops (no BLAS), handed to nutpie as C callbacks like the ordinal model's
 (:mod:`cjstats.estimators.bayes.native`: the chains run in parallel), and (mu, gamma) are drawn after sampling
-from the conditional normal the callbacks store; the joint density runs in numpy. ``sampler="pymc"`` samples the PyMC model of record
-(:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, the per-pattern algebra in PyTensor).
+from the conditional normal the callbacks store; the joint density runs in numpy. ``sampler="pymc"`` samples
+the PyMC model of record (:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, the per-pattern
+algebra in PyTensor).
 Where the term is not fitted its row is not identifiable (with the reason) and its draws are NaN. The ordinal
 likelihood has no such term.
 
@@ -612,9 +613,9 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         Chains run in parallel (default: all chains).
     parametrisation : {"marginal", "joint"}
         Gaussian model with ``sampler="nutpie"`` only. ``"marginal"`` (default) samples the log scales (and
-        sigma_scenario_judge = |u| on a signed coordinate u) with mu and gamma integrated out and draws (mu, gamma) exactly from their conditional normal; ``"joint"``
-        samples (mu, log scales, gamma) with gamma centred, as the PyMC model does (a funnel when judge effects
-        are weak). Both target the same posterior.
+        sigma_scenario_judge = |u| on a signed coordinate u) with mu and gamma integrated out and draws
+        (mu, gamma) exactly from their conditional normal; ``"joint"`` samples (mu, log scales, gamma) with gamma
+        centred, as the PyMC model does (a funnel when judge effects are weak). Both target the same posterior.
     scenario_judge : {"auto", True, False}
         Fit the scenario x judge interaction (``scenario_judge`` = sigma_sj^2, the variance of (alpha gamma)_il,
         prior sigma_sj ~ HalfStudentT(3, sd_y)): ``"auto"`` (default) where some judge scored two generations of

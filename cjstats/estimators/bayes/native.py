@@ -151,7 +151,8 @@ def _expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
 
 # user_data layout of the scenario x judge marginal density (int64): sizes, then addresses of the data arrays
 _SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT = range(4)
-_SJ_SCALES, _SJ_POS, _SJ_W, _SJ_GMT, _SJ_CNT, _SJ_ZSUM, _SJ_ZSCAT, _SJ_GRP, _SJ_BASE, _SJ_TMAT, _SJ_FLOATS = range(4, 15)
+(_SJ_SCALES, _SJ_POS, _SJ_W, _SJ_GMT, _SJ_CNT, _SJ_ZSUM, _SJ_ZSCAT, _SJ_GRP, _SJ_BASE, _SJ_TMAT,
+ _SJ_FLOATS) = range(4, 15)
 _SJ_HEADER = 15
 _sj_kernel = _sj_marginal_kernel()  # the dispatcher SJMarginalDensity.evaluate calls: one compiled kernel
 
