@@ -125,15 +125,42 @@ class TestDensity:
         joint, marg = SJJointDensity(data, PRI), SJMarginalDensity(data, PRI, compiled=False)
         rng = np.random.default_rng(3)
         gaps = []
-        for _ in range(4):
+        j = marg.sigma_names.index("sigma_scenario_judge")
+        for i in range(4):
             t = marg.initial_point(rng)
+            t[j] *= (-1) ** i                                # sigma_sj = |u|: either sign is the same point
             lp, _, mean, lb_inv = marg.evaluate(t)
-            full = np.concatenate([[mean[0] + data.st.ybar], t, mean[1:]])
+            logs = np.log(marg.sigmas(t))                      # the joint density's coordinates: log scales
+            full = np.concatenate([[mean[0] + data.st.ybar], logs, mean[1:]])
             lj, gj = joint.logp(full)
             np.testing.assert_allclose(gj[0], 0.0, atol=1e-8)               # the conditional mean is the mode
             np.testing.assert_allclose(gj[1 + len(t):], 0.0, atol=1e-8)
-            gaps.append(lp - (lj + np.sum(np.log(np.diag(lb_inv)))))       # Gaussian integral at its mode
+            # Gaussian integral at its mode; density in u = density in log sigma_sj x |d log sigma_sj / du|
+            gaps.append(lp - (lj + np.sum(np.log(np.diag(lb_inv))) - math.log(abs(t[j]))))
         assert np.ptp(gaps) < 1e-9
+
+    def test_marginal_density_is_smooth_through_sigma_sj_zero(self, unit):
+        """u = 0 (sigma_sj = 0) is an ordinary point: finite density, zero u-gradient, equal finite differences
+        on both sides, and the same density at u and -u (kernel and numpy path)."""
+        data = sj_data(unit[0])
+        rng = np.random.default_rng(5)
+        dens = [SJMarginalDensity(data, PRI, compiled=False), SJMarginalDensity(data, PRI)]
+        for d in dens:
+            j = d.sigma_names.index("sigma_scenario_judge")
+            t = d.initial_point(rng)
+            t[j] = 0.0
+            lp0, g0 = d.logp(t)
+            assert math.isfinite(lp0) and g0[j] == 0.0
+            h = 1e-5
+            for u in (h, 0.3, 1.7):
+                a, b = t.copy(), t.copy()
+                a[j], b[j] = u, -u
+                (la, ga), (lb, gb) = d.logp(a), d.logp(b)
+                assert la == pytest.approx(lb, abs=1e-12) and ga[j] == pytest.approx(-gb[j], abs=1e-9)
+                e = np.zeros_like(t)
+                e[j] = 1e-6
+                fd = (d.logp(a + e)[0] - d.logp(a - e)[0]) / 2e-6
+                assert ga[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
     def test_joint_density_is_the_pymc_model(self, unit):
         g, _ = unit
@@ -166,6 +193,66 @@ def big_sj():
         warnings.simplefilter("error", CjstatsWarning)     # a failed convergence check fails the fixture
         fit = cj.estimate(df, "bayes", seed=1)
     return df, fit
+
+
+class TestNativeCallbacks:
+    """The default sampler hands the marginal density to nutpie as C callbacks (the chains run in parallel); both
+    callbacks store the conditional normal of (mu, gamma), drawn after sampling (``conditional_draws``). With the
+    Python callback instead, the draws are the same (the same kernel under the same NUTS, the same streams) up to
+    the last bit of exp."""
+
+    def test_native_and_python_callbacks_give_the_same_posterior(self, monkeypatch):
+        from cjstats.estimators.bayes import native
+
+        df = sj_scores(15, 2, 4, s2_sj=0.2, seed=8)
+        kw = {"seed": 3, "draws": 500, "tune": 500, "chains": 2}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CjstatsWarning)
+            nat = cj.estimate(df, "bayes", **kw)
+            again = cj.estimate(df, "bayes", **kw)
+            monkeypatch.setattr(native, "native_sj_model", lambda density, init: None)
+            py = cj.estimate(df, "bayes", **kw)
+        a, b = nat.posterior["x"].posterior, py.posterior["x"].posterior
+        assert list(a.data_vars) == list(b.data_vars) and a["gamma"].dims == b["gamma"].dims
+        assert list(a["judge"].values) == list(b["judge"].values)
+        pd.testing.assert_frame_equal(nat.draws, again.draws)            # reproducible with a seed
+        # the same positions; exp of a log scale may round differently in numba and numpy (1 ulp), |u| may not
+        np.testing.assert_array_equal(a["sigma_scenario_judge"].values, b["sigma_scenario_judge"].values)
+        for nm in ("sigma_scenario", "sigma_generation", "sigma_residual", "sigma_judge", "scenario_judge",
+                   "residual", "judge_population"):
+            np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-14, atol=0, err_msg=nm)
+        # (mu, gamma): the same conditional normals, the same streams
+        for nm in ("mu", "gamma", "judge_panel"):
+            np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-13, atol=1e-13, err_msg=nm)
+        assert nat.diagnostics["x"]["divergences"] == py.diagnostics["x"]["divergences"]
+
+    def test_conditional_draws_have_one_stream_per_chain_and_seed(self):
+        """nutpie hands every chain's Python expand function the same seeds, so (mu, gamma) are drawn after
+        sampling from the stored conditional normal with default_rng([seed, chain]): two chains at the same scales
+        get different draws, a seed repeats them, another seed changes them, and they follow N(mean, L^-T L^-1)."""
+        import xarray as xr
+
+        df = sj_scores(15, 2, 4, s2_sj=0.2, seed=8)
+        dens = SJMarginalDensity(sj_data(next(iter(build_stats(read_scores(df))))), PRI)
+        e = dens.conditional_expand(dens.initial_point(np.random.default_rng(0)))
+        n = 2000
+        _, _, _, dims = dens.conditional_layout()
+        ds = xr.Dataset({nm: (("chain", "draw", *dims.get(nm, ())), np.broadcast_to(v, (2, n, *np.shape(v))).copy())
+                         for nm, v in e.items()}, coords={"chain": [0, 1], "draw": np.arange(n)})
+
+        def mu_draws(seed):
+            tree = xr.DataTree.from_dict({"posterior": ds})
+            dens.conditional_draws(tree, names=dens.expanded_names(), seed=seed, judge=list(range(dens.k)))
+            return tree.posterior["mu"].values
+
+        a = mu_draws(1)
+        assert not np.array_equal(a[0], a[1]) and not np.array_equal(a, mu_draws(2))
+        np.testing.assert_array_equal(a, mu_draws(1))
+        m = e["conditional_mean"][0] + dens.st.ybar
+        sd = math.sqrt(float(np.sum(e["conditional_chol_inv"][:, 0] ** 2)))    # (L^-T L^-1)_00
+        for c in range(2):                                   # 4 SE of a mean and of an SD of n normal draws
+            assert abs(a[c].mean() - m) <= 4 * sd / math.sqrt(n)
+            assert abs(a[c].std() / sd - 1) <= 4 / math.sqrt(2 * n)
 
 
 class TestFit:

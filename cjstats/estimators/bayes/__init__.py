@@ -62,10 +62,15 @@ With ``scenario_judge="auto"`` (default; ``True`` | ``False`` as in the REML and
 generations of a scenario, and reports ``scenario_judge`` = sigma_sj^2 (``residual`` is then the within-cell
 residual). Its effects are integrated out exactly too, from the per-pattern statistics of
 :mod:`cjstats.stats.scenario_judge` through the REML backend's evaluator of A = [J y0]'H^{-1}[J y0] and log|H|
-(:mod:`cjstats.estimators.bayes.scenario_judge`), and the same two parametrisations apply (the marginal one
-over the 4 or 5 log scales by default). These densities run in numpy, not numba: a fit takes seconds to tens of
-seconds more than without the term. ``sampler="pymc"`` samples the PyMC model of record
-(:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, the per-pattern algebra in PyTensor).
+(:mod:`cjstats.estimators.bayes.scenario_judge`), and the same two parametrisations apply. The marginal one
+(default) samples the other scales on the log scale and sigma_sj as |u| on a signed coordinate u: the term's
+posterior often piles up at 0, a long tail on the log scale that doubled NUTS's gradient evaluations, while
+the density of u is smooth through 0 (the posterior and the prior are unchanged; issue 34). Its density runs
+in a numba kernel of plain loops (no BLAS), handed to nutpie as C callbacks like the ordinal model's
+(:mod:`cjstats.estimators.bayes.native`: the chains run in parallel), and (mu, gamma) are drawn after sampling
+from the conditional normal the callbacks store; the joint density runs in numpy. ``sampler="pymc"`` samples
+the PyMC model of record (:func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`, the per-pattern
+algebra in PyTensor).
 Where the term is not fitted its row is not identifiable (with the reason) and its draws are NaN. The ordinal
 likelihood has no such term.
 
@@ -227,12 +232,20 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
                    native: bool = False) -> Any:
     """NUTS (nutpie) on a hand-coded log density with gradient: no compilation step. ``native``: hand the
     density to nutpie as compiled C callbacks (:mod:`cjstats.estimators.bayes.native`; the chains then run in
-    parallel without the GIL), falling back to the Python callback where that is not available."""
+    parallel without the GIL), falling back to the Python callback where that is not available. The scenario x
+    judge marginal density stores per draw the conditional normal of (mu, gamma), and its ``conditional_draws``
+    draws them after sampling, one stream per chain from ``seed``
+    (:class:`~cjstats.estimators.bayes.gaussian._ConditionalDraws`). The paper model's marginal density draws
+    them in the expand function, from nutpie's seeds (0, 0, 0 for every chain and fit)."""
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    probe = density.expand(density.initial_point(np.random.default_rng(0)))
-    shapes = [tuple(np.shape(probe[nm])) for nm in names]
+    conditional = hasattr(density, "conditional_draws")
+    if conditional:
+        out_names, shapes, out_coords, out_dims = density.conditional_layout()
+    else:
+        probe = density.expand(density.initial_point(np.random.default_rng(0)))
+        out_names, shapes, out_coords, out_dims = names, [tuple(np.shape(probe[nm])) for nm in names], {}, {}
 
     def make_logp_fn() -> Any:
         def logp(x: np.ndarray, **_: Any) -> tuple[float, np.ndarray]:
@@ -242,8 +255,12 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
                 return -math.inf, np.zeros(len(x))
         return logp
 
-    def make_expand_fn(seed1: int, seed2: int, chain: int) -> Any:
-        if hasattr(density, "expand_with"):  # exact conditional draws of (mu, gamma), one stream per chain
+    def make_expand_fn(seed1: int, seed2: int, chain: int) -> Any:  # nutpie passes 0, 0, 0 to every chain
+        if conditional:
+            def expand_conditional(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
+                return density.conditional_expand(x)
+            return expand_conditional
+        if hasattr(density, "expand_with"):  # exact conditional draws of (mu, gamma) from nutpie's seeds
             rng = np.random.default_rng([int(seed1), int(seed2), int(chain)])
 
             def expand(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
@@ -262,17 +279,23 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
     model = None
     if native:
         try:
-            from cjstats.estimators.bayes.native import native_model
+            from cjstats.estimators.bayes import native as nat
         except Exception:  # noqa: BLE001 - numba missing or unusable: the Python callback is exact, only slower
-            native_model = None
-        if native_model is not None:
-            model = native_model(density, names=names, shapes=shapes, coords=coords, dims=dims, init=init)
+            nat = None
+        if nat is not None and conditional:
+            model = nat.native_sj_model(density, init=init)          # native: the scenario x judge density
+        elif nat is not None:
+            model = nat.native_model(density, names=names, shapes=shapes, coords=coords, dims=dims, init=init)
     if model is None:
-        model = from_pyfunc(density.ndim, make_logp_fn, make_expand_fn, [np.dtype("float64")] * len(names),
-                            shapes, names, coords=coords, dims=dims, make_initial_point_fn=init)
-    return nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=progress,
+        model = from_pyfunc(density.ndim, make_logp_fn, make_expand_fn, [np.dtype("float64")] * len(out_names),
+                            shapes, out_names, coords={**coords, **out_coords}, dims={**dims, **out_dims},
+                            make_initial_point_fn=init)
+    tree = nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=progress,
                          target_accept=target_accept, cores=cores if cores is not None else chains,
                          save_warmup=False)
+    if conditional:
+        density.conditional_draws(tree, names=names, seed=seed, judge=list(judge_labels))
+    return tree
 
 
 def _sample_pymc(model: Any, *, draws: int, tune: int, chains: int, seed: int, progress: bool,
@@ -318,7 +341,8 @@ def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws
             density = MarginalDensity(st, pr) if parametrisation == "marginal" else GaussianDensity(st, pr)
         names = density.expanded_names()
         tree = _sample_nutpie(density, names=names, judge_labels=g.judge_labels, draws=draws, tune=tune,
-                              chains=chains, seed=seed, progress=progress, target_accept=target_accept, cores=cores)
+                              chains=chains, seed=seed, progress=progress, target_accept=target_accept, cores=cores,
+                              native=isinstance(density, SJMarginalDensity) if scenario_judge else False)
     else:
         if scenario_judge:
             from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian_sj
@@ -580,15 +604,18 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
         stderr is a terminal (:func:`cjstats._progress.progress_enabled`), so logs and pipes stay clean.
     target_accept : float, optional
         NUTS target acceptance rate (raise it, e.g. to 0.95, if divergences are reported). Default 0.8, and 0.9 for
-        a unit that fits ``scenario_judge``: its scale is often near 0, where the log-scale geometry narrows (at
-        the paper's design without an interaction, 0.8 gave a divergent transition in 8,000 and 0.9 none).
+        a unit that fits ``scenario_judge`` with ``parametrisation="joint"`` or ``sampler="pymc"``: there the
+        term's scale is sampled on the log scale, and it is often near 0, where that geometry narrows (at the
+        paper's design without an interaction, 0.8 gave a divergent transition in 8,000 and 0.9 none). The default
+        marginal density samples it as sigma_sj = |u| instead (smooth through 0: no divergence at 0.8 on the
+        paper's design, small and unbalanced tables, 15 fits).
     cores : int, optional
         Chains run in parallel (default: all chains).
     parametrisation : {"marginal", "joint"}
-        Gaussian model with ``sampler="nutpie"`` only. ``"marginal"`` (default) samples the log scales with
-        mu and gamma integrated out and draws (mu, gamma) exactly from their conditional normal; ``"joint"``
-        samples (mu, log scales, gamma) with gamma centred, as the PyMC model does (a funnel when judge effects
-        are weak). Both target the same posterior.
+        Gaussian model with ``sampler="nutpie"`` only. ``"marginal"`` (default) samples the log scales (and
+        sigma_scenario_judge = |u| on a signed coordinate u) with mu and gamma integrated out and draws
+        (mu, gamma) exactly from their conditional normal; ``"joint"`` samples (mu, log scales, gamma) with gamma
+        centred, as the PyMC model does (a funnel when judge effects are weak). Both target the same posterior.
     scenario_judge : {"auto", True, False}
         Fit the scenario x judge interaction (``scenario_judge`` = sigma_sj^2, the variance of (alpha gamma)_il,
         prior sigma_sj ~ HalfStudentT(3, sd_y)): ``"auto"`` (default) where some judge scored two generations of
@@ -649,7 +676,9 @@ def fit(stats: ScoreStats | Scores, *, ci_level: float, seed: int | None = None,
     opts = {"sampler": resolved, "draws": draws, "tune": tune, "chains": chains, "progress": progress_enabled(progress),
             "target_accept": ta, "cores": cores}
     for g, s, (sj_fit, sj_note) in zip(groups, seeds, sj_plan):
-        opts["target_accept"] = ta if ta is not None else (0.9 if sj_fit else 0.8)
+        # 0.9 where sigma_sj is sampled on the log scale (joint density, PyMC), 0.8 on the marginal's |u| coordinate
+        log_sj = sj_fit and (resolved != "nutpie" or parametrisation != "marginal")
+        opts["target_accept"] = ta if ta is not None else (0.9 if log_sj else 0.8)
         if likelihood == "gaussian":
             run = _run_gaussian(g, priors=user_priors, seed=s, parametrisation=parametrisation,
                                 scenario_judge=sj_fit, **opts)

@@ -792,6 +792,73 @@ def _marginal_kernel() -> Any:
     return jit_kernel("marginal", _marginal_loops)
 
 
+#: The variables a marginal density's sampler stores per draw besides the scales: the exact conditional normal of
+#: x = (mu - ybar, z) given them, its mean and L^{-1} (covariance L^{-T} L^{-1}).
+COND_MEAN, COND_CHOL_INV = "conditional_mean", "conditional_chol_inv"
+
+
+class _ConditionalDraws:
+    """(mu, gamma) drawn after sampling, for the marginal densities (over the scales alone).
+
+    The sampler stores, per draw, the scales and the conditional normal of x = (mu - ybar, z) given them
+    (:meth:`conditional_expand`; compiled callbacks write the same variables, :mod:`cjstats.estimators.bayes.native`);
+    :meth:`conditional_draws` then draws x = mean + L^{-T} e, e ~ N(0, I) from
+    ``numpy.random.default_rng([seed, chain])`` (one stream per chain, set by the fit's seed: nutpie hands every
+    chain's Python expand function the same seeds, so a stream made there repeats across chains and fits), and
+    writes the model's variables (:meth:`_outputs`).
+    A subclass has ``evaluate``, ``sigmas``, ``sigma_names``, ``basis``, ``k``, ``st`` and ``_outputs``.
+
+    Used by the scenario x judge marginal density. :class:`MarginalDensity` (the paper's model) still draws
+    (mu, gamma) inside nutpie's expand function, with the stream nutpie's seeds give (the same for every chain
+    and seed; issue 34's report): moving it here changes its stored draws, which a test pins.
+    """
+
+    def conditional_layout(self) -> tuple[list[str], list[tuple[int, ...]], dict[str, list[str]],
+                                          dict[str, tuple[str, ...]]]:
+        """Names, shapes, coords and dims of what the sampler stores per draw."""
+        k = self.k
+        names = [*self.sigma_names, COND_MEAN, COND_CHOL_INV]
+        shapes = [()] * len(self.sigma_names) + [(k,), (k, k)]
+        coords = {"x_row": [str(i) for i in range(k)], "x_col": [str(i) for i in range(k)]}
+        return names, shapes, coords, {COND_MEAN: ("x_row",), COND_CHOL_INV: ("x_row", "x_col")}
+
+    def conditional_expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        """What the sampler stores for the draw at ``theta`` (NaN for the conditional at a zero-density point)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        lp, _, mean, lb_inv = self.evaluate(theta)
+        if not math.isfinite(lp):
+            mean, lb_inv = np.full(self.k, math.nan), np.full((self.k, self.k), math.nan)
+        out = {nm: np.asarray(v) for nm, v in zip(self.sigma_names, self.sigmas(theta))}
+        out[COND_MEAN], out[COND_CHOL_INV] = mean, lb_inv
+        return out
+
+    def conditional_draws(self, tree: Any, *, names: list[str], seed: int, judge: list[Any]) -> None:
+        """Replace the stored posterior of ``tree`` by the model's variables ``names`` (in that order)."""
+        import xarray as xr
+
+        post = tree.posterior.to_dataset()
+        mean = np.asarray(post[COND_MEAN].transpose("chain", "draw", "x_row").values)
+        lb_inv = np.asarray(post[COND_CHOL_INV].transpose("chain", "draw", "x_row", "x_col").values)
+        sig = {nm: np.asarray(post[nm].transpose("chain", "draw").values) for nm in self.sigma_names}
+        n_chain, n_draw, k = mean.shape
+        cols: dict[str, list[np.ndarray]] = {nm: [] for nm in names}
+        for c in range(n_chain):
+            eps = np.random.default_rng([int(seed), c]).standard_normal((n_draw, k))
+            x = mean[c] + np.einsum("dij,di->dj", lb_inv[c], eps)          # mean + L^{-T} e
+            for d in range(n_draw):
+                out = self._outputs(float(x[d, 0] + self.st.ybar), {nm: sig[nm][c, d] for nm in sig},
+                                    self.basis @ x[d, 1:])
+                for nm in names:
+                    cols[nm].append(out[nm])
+        dims = self.expanded_dims()
+        data = {}
+        for nm in names:
+            arr = np.asarray(cols[nm], dtype=np.float64)
+            data[nm] = (("chain", "draw", *dims.get(nm, ())), arr.reshape((n_chain, n_draw, *arr.shape[1:])))
+        coords = {"chain": post["chain"].values, "draw": post["draw"].values, "judge": list(judge), **self.coords()}
+        tree["posterior"] = xr.DataTree(xr.Dataset(data, coords=coords, attrs=post.attrs))
+
+
 class MarginalDensity(_CollapsedOutputs):
     r"""The Gaussian model with alpha, beta, mu and gamma all integrated out: a density over the log scales.
 
@@ -880,9 +947,13 @@ class MarginalDensity(_CollapsedOutputs):
         x = mean + chol_inv.T @ eps
         return float(x[0] + self.st.ybar), self.basis @ x[1:]
 
+    def sigmas(self, theta: np.ndarray) -> np.ndarray:
+        """The scales at the coordinates ``theta`` (log scales)."""
+        return np.exp(np.asarray(theta, dtype=np.float64))
+
     def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         theta = np.asarray(theta, dtype=np.float64)
-        sig = np.exp(theta)
+        sig = self.sigmas(theta)
         mu, g = self.draw_conditional(theta, rng)
         return self._outputs(mu, dict(zip(self.sigma_names, sig)), g)
 

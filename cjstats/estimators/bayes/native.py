@@ -1,4 +1,5 @@
-r"""The ordinal log density handed to nutpie as compiled C callbacks, so that its chains run in parallel.
+r"""The ordinal log density, and the marginal density of the Gaussian model with the scenario x judge term, handed
+to nutpie as compiled C callbacks, so that their chains run in parallel.
 
 nutpie calls a Python log density (``nutpie.compiled_pyfunc.from_pyfunc``) under the GIL: with 4 chains on 2
 cores the chains then take turns, and the Python wrapper adds its own cost to every gradient. PyMC models avoid
@@ -13,6 +14,14 @@ Python path calls) and wraps them in nutpie's own model class for compiled PyMC 
 callbacks through ``user_data``: one int64 array holding the sizes and the addresses of the data arrays, which
 the model object keeps alive. The callbacks are generic (no data inside), so numba compiles them once and caches
 them on disk.
+
+The scenario x judge marginal density (:class:`~cjstats.estimators.bayes.scenario_judge.SJMarginalDensity`) calls
+its compiled kernel the same way (:func:`native_sj_model`). Its draws of (mu, gamma) are random given the scales,
+and a C callback has no reproducible random stream, so its expand callback writes the scales and the exact
+conditional normal of x = (mu - ybar, z) (mean and L_B^{-1}) as the variables ``conditional_mean`` and
+``conditional_chol_inv``, as the Python callback does, and the density's ``conditional_draws`` then draws
+(mu, gamma) from them after sampling, one seeded stream per chain
+(:class:`~cjstats.estimators.bayes.gaussian._ConditionalDraws`).
 
 It depends on nutpie's internals (``nutpie.compile_pymc.CompiledPyMCModel`` and its field names, nutpie 0.16):
 :func:`native_model` returns ``None`` when they differ, or when numba is missing, and the caller then uses the
@@ -32,8 +41,9 @@ from numba.extending import intrinsic
 
 from cjstats.estimators.bayes.gaussian import LOG_SCALE_BOUND, NU
 from cjstats.estimators.bayes.ordinal import _ordinal_kernel
+from cjstats.estimators.bayes.scenario_judge import _sj_marginal_kernel
 
-__all__ = ["native_model"]
+__all__ = ["native_model", "native_sj_model"]
 
 # user_data layout (int64): sizes, then addresses of the data arrays
 _N_OBS, _N_SIG, _HAS_GEN, _N_SCEN, _N_CELLS, _K, _N_CUT, _PROBIT, _NDIM = range(9)
@@ -139,16 +149,126 @@ def _expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
     return 0
 
 
+# user_data layout of the scenario x judge marginal density (int64): sizes, then addresses of the data arrays
+_SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT = range(4)
+(_SJ_SCALES, _SJ_POS, _SJ_W, _SJ_GMT, _SJ_CNT, _SJ_ZSUM, _SJ_ZSCAT, _SJ_GRP, _SJ_BASE, _SJ_TMAT,
+ _SJ_FLOATS) = range(4, 15)
+_SJ_HEADER = 15
+_sj_kernel = _sj_marginal_kernel()  # the dispatcher SJMarginalDensity.evaluate calls: one compiled kernel
+
+
+@numba.njit(error_model="numpy", cache=True)
+def _sj_call(ud_, x, out, mean, lb_inv):  # pragma: no cover - compiled
+    """The kernel on the arrays whose addresses ``user_data`` holds."""
+    h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
+    ndim, k, q, n_pat = h[_SJ_NDIM], h[_SJ_K], h[_SJ_Q], h[_SJ_NPAT]
+    scales = numba.carray(_as_pointer(h[_SJ_SCALES]), (ndim,), np.float64)
+    pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
+    w = numba.carray(_as_pointer(h[_SJ_W]), (n_pat, q, q), np.float64)
+    gmt = numba.carray(_as_pointer(h[_SJ_GMT]), (n_pat, k, q), np.float64)
+    cnt = numba.carray(_as_pointer(h[_SJ_CNT]), (n_pat,), np.float64)
+    zsum = numba.carray(_as_pointer(h[_SJ_ZSUM]), (n_pat, q), np.float64)
+    zscat = numba.carray(_as_pointer(h[_SJ_ZSCAT]), (n_pat, q, q), np.float64)
+    grp = numba.carray(_as_pointer(h[_SJ_GRP]), (q,), np.int64)
+    base = numba.carray(_as_pointer(h[_SJ_BASE]), (k + 1, k + 1), np.float64)
+    tmat = numba.carray(_as_pointer(h[_SJ_TMAT]), (k + 1, k + 1), np.float64)
+    fl = numba.carray(_as_pointer(h[_SJ_FLOATS]), (4,), np.float64)
+    return _sj_kernel(x, scales, pos, fl[0], fl[1], w, gmt, cnt, zsum, zscat, grp, base, tmat, fl[2], fl[3], out,
+                      mean, lb_inv)
+
+
+@numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
+def _sj_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+    h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
+    ndim, k = h[_SJ_NDIM], h[_SJ_K]
+    if dim != ndim:
+        return -1
+    x = numba.carray(x_, (ndim,))
+    out = numba.carray(out_, (ndim,))
+    lp_out = numba.carray(logp_, (1,))
+    for i in range(ndim):
+        out[i] = 0.0
+    lp = _sj_call(ud_, x, out, np.empty(k), np.empty((k, k)))
+    lp_out[0] = lp
+    if not math.isfinite(lp):                               # the kernel's -inf: outside the bounds, or not finite
+        lp_out[0] = -math.inf
+        for i in range(ndim):
+            out[i] = 0.0
+        return 4
+    return 0
+
+
+@numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
+def _sj_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
+    """The scales (exp of the log scales, |u| for sigma_sj), then the conditional mean of x (K) and L_B^{-1}
+    (K x K, row-major): the variables of :func:`native_sj_model`, in order."""
+    h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
+    ndim, k = h[_SJ_NDIM], h[_SJ_K]
+    if dim != ndim:
+        return -1
+    x = numba.carray(x_, (ndim,))
+    o = numba.carray(out_, (n_expanded,))
+    pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
+    mean = np.empty(k)
+    lb_inv = np.zeros((k, k))
+    lp = _sj_call(ud_, x, np.empty(ndim), mean, lb_inv)
+    ok = math.isfinite(lp)
+    for i in range(ndim):
+        o[i] = abs(x[i]) if i == pos[2] else math.exp(x[i])
+    for i in range(k):
+        o[ndim + i] = mean[i] if ok else math.nan
+        for j in range(k):
+            o[ndim + k + i * k + j] = lb_inv[i, j] if ok else math.nan
+    return 0
+
+
+def _compiled_model(ndim: int, logp: Any, expand: Any, *, names: list[str], shapes: list[tuple[int, ...]],
+                    coords: dict[str, Any], dims: dict[str, tuple[str, ...]], init: Any, keep: dict[str, Any],
+                    ud: np.ndarray) -> Any | None:
+    """nutpie's compiled-model object around two callbacks, or ``None`` where nutpie's C interface differs."""
+    try:
+        from nutpie.compile_pymc import CompiledPyMCModel
+    except ImportError:  # pragma: no cover - another nutpie layout
+        return None
+    sizes = [int(np.prod(s)) for s in shapes]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    slices = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+    try:
+        return CompiledPyMCModel(
+            _n_dim=ndim, dims=dims, _coords=coords, _shapes=dict(zip(names, shapes)),
+            compiled_logp_func=logp, compiled_expand_func=expand, initial_point_func=init,
+            shared_data=keep, shared_var_keys={}, user_data=ud, n_expanded=int(starts[-1]),
+            shape_info=(names, slices, shapes), logp_func=None, expand_func=None)
+    except TypeError:  # pragma: no cover - nutpie changed the class's fields
+        return None
+
+
+def native_sj_model(density: Any, *, init: Any) -> Any | None:
+    """nutpie's compiled-model object for an :class:`~cjstats.estimators.bayes.scenario_judge.SJMarginalDensity`
+    (variables: :meth:`~cjstats.estimators.bayes.gaussian._ConditionalDraws.conditional_layout`'s, which its
+    ``conditional_draws`` turns into the model's), or ``None`` when its kernel or nutpie's C interface is not
+    usable."""
+    if density.kernel is None:
+        return None
+    (scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat, grp, base, tmat, lo, hi) = density._kargs
+    keep = {"scales": scales, "pos": pos, "w": w, "gmt": gmt, "cnt": cnt, "zsum": zsum, "zscat": zscat,
+            "grp": grp, "base": np.ascontiguousarray(base), "tmat": np.ascontiguousarray(tmat),
+            "floats": np.array([s_mu, n_obs, lo, hi], dtype=np.float64)}
+    ud = np.zeros(_SJ_HEADER, dtype=np.int64)
+    ud[[_SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT]] = [density.ndim, density.k, w.shape[1], w.shape[0]]
+    for slot, key in zip(range(_SJ_SCALES, _SJ_FLOATS + 1), keep):
+        ud[slot] = keep[key].ctypes.data
+    names, shapes, coords, dims = density.conditional_layout()
+    return _compiled_model(density.ndim, _sj_logp, _sj_expand, names=names, shapes=shapes, coords=coords,
+                           dims=dims, init=init, keep=keep, ud=ud)
+
+
 def native_model(density: Any, *, names: list[str], shapes: list[tuple[int, ...]], coords: dict[str, Any],
                  dims: dict[str, tuple[str, ...]], init: Any) -> Any | None:
     """nutpie's compiled-model object for an :class:`~cjstats.estimators.bayes.ordinal.OrdinalDensity`, or
     ``None`` when numba or nutpie's C interface is not usable (the caller falls back to the Python callback)."""
     if density.kernel is None or list(names) != density.expanded_names():
         return None                                         # the expand callback writes exactly that order
-    try:
-        from nutpie.compile_pymc import CompiledPyMCModel
-    except ImportError:  # pragma: no cover - another nutpie layout
-        return None
     od = density.od
     keep = {"category": np.ascontiguousarray(od.category, dtype=np.int64),
             "scenario": np.ascontiguousarray(od.scenario, dtype=np.int64),
@@ -163,15 +283,5 @@ def native_model(density: Any, *, names: list[str], shapes: list[tuple[int, ...]
         int(density.link == "probit"), density.ndim]
     for slot, key in zip((_CATEGORY, _SCENARIO, _CELL, _JUDGE, _BASIS, _S_PRIOR, _FLOATS), keep):
         ud[slot] = keep[key].ctypes.data
-    sizes = [int(np.prod(s)) for s in shapes]
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
-    slices = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
-    try:
-        model = CompiledPyMCModel(
-            _n_dim=density.ndim, dims=dims, _coords=coords, _shapes=dict(zip(names, shapes)),
-            compiled_logp_func=_logp, compiled_expand_func=_expand, initial_point_func=init,
-            shared_data=keep, shared_var_keys={}, user_data=ud, n_expanded=int(starts[-1]),
-            shape_info=(names, slices, shapes), logp_func=None, expand_func=None)
-    except TypeError:  # pragma: no cover - nutpie changed the class's fields
-        return None
-    return model
+    return _compiled_model(density.ndim, _logp, _expand, names=names, shapes=shapes, coords=coords, dims=dims,
+                           init=init, keep=keep, ud=ud)

@@ -31,7 +31,8 @@ Two densities are built on it, with the same coordinates and roles as their coun
 - :class:`SJJointDensity` over (mu, log scales, z) with gamma = H z (PyMC's unconstrained space of
   :func:`~cjstats.estimators.bayes.pymc_model.build_pymc_gaussian_sj`; the tests check the two log densities
   are equal up to a constant);
-- :class:`SJMarginalDensity` (the default ``parametrisation="marginal"``) over the log scales alone: with
+- :class:`SJMarginalDensity` (the default ``parametrisation="marginal"``) over the scales alone (log scales, and
+  sigma_sj = |u| on a signed coordinate u: see the class): with
   x = (mu - ybar, z), eta = ybar + P x (P = [1 | H]) and z = T [x; 1], the exponent is
   -1/2 [x; 1]' A~ [x; 1] with A~ = T'AT/s2_eps + diag(1/s_mu^2, 1/sigma_gamma^2 ..., 0), Gaussian in x, so
 
@@ -57,9 +58,10 @@ from cjstats.estimators.bayes.gaussian import (
     NU,
     GaussianPriors,
     _CollapsedOutputs,
+    _ConditionalDraws,
     _JointCoordinates,
-    _COMPILED,
     half_t_logp,
+    jit_kernel,
     zerosum_basis,
 )
 from cjstats.estimators.reml.scenario_judge import SJEvaluator
@@ -206,12 +208,23 @@ class SJJointDensity(_JointCoordinates, _SJOutputs):
 
 
 
-class SJMarginalDensity(_SJOutputs):
-    r"""The model with the term and with mu and gamma integrated out too: a density over the log scales.
+class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
+    r"""The model with the term and with mu and gamma integrated out too: a density over the scales.
 
-    Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``log sigma_scenario_judge``,
-    ``log sigma_residual``, ``log sigma_judge``. See the module docstring for the algebra; each posterior draw of
-    the scales gets (mu, gamma) from their exact conditional normal (:meth:`draw_conditional`).
+    Coordinates: ``log sigma_scenario``, [``log sigma_generation``], ``u``, ``log sigma_residual``,
+    ``log sigma_judge``, with sigma_scenario_judge = |u| (u on the whole real line). See the module docstring for
+    the algebra; each posterior draw of the scales gets (mu, gamma) from their exact conditional normal
+    (:meth:`draw_conditional`).
+
+    Why u and not log sigma_sj: the interaction's posterior often piles up at 0 (no interaction in the data). On
+    the log scale that is a long left tail of log sigma_sj, where the curvature differs from the bulk's, and NUTS
+    needs about twice the gradient evaluations of the model without the term (issue 34). The density of u is
+    p(u) = p_sigma(|u|) / 2: the likelihood depends on u^2 = s2_sj only and the half-t prior density of sigma_sj
+    is finite and smooth at 0, so p(u) is smooth and symmetric with its mode region at u = 0 and needs no
+    Jacobian. The posterior of (sigma_scenario_judge, the other scales) is exactly the same as with log
+    sigma_sj, the same prior HalfStudentT(3, ``priors.sigma_scenario_judge``) included; only the coordinate
+    NUTS moves in differs. When the interaction is clearly positive, p(u) has two mirror-image modes; a chain
+    may stay in either, and both give the same draws of sigma_sj = |u|.
     """
 
     def __init__(self, data: SJData, priors: GaussianPriors, *, compiled: bool = True) -> None:
@@ -249,7 +262,8 @@ class SJMarginalDensity(_SJOutputs):
             base[:k, k] = base[k, :k] = data.ev.ys.judge_sum
             base[k, k] = data.ev.ys.yy
             self._kargs = (self.scales, pos, float(priors.mu), data.n_obs, np.ascontiguousarray(w),
-                           np.ascontiguousarray(g), np.ascontiguousarray(sj.count, dtype=np.float64),
+                           np.ascontiguousarray(np.swapaxes(g, 1, 2)),    # G' per pattern (K, q)
+                           np.ascontiguousarray(sj.count, dtype=np.float64),
                            np.ascontiguousarray(sj.zsum), np.ascontiguousarray(sj.zscat), grp, base, tmat,
                            self._log_sd - LOG_SCALE_BOUND, self._log_sd + LOG_SCALE_BOUND)
             import warnings
@@ -258,36 +272,42 @@ class SJMarginalDensity(_SJOutputs):
                 warnings.simplefilter("ignore")
                 self.evaluate(self.initial_point(np.random.default_rng(0)))
 
+    def _bad(self, theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """What :meth:`evaluate` returns at a point of zero density (built only there: it is on the hot path)."""
+        return -math.inf, np.zeros_like(theta), np.zeros(self.k), np.eye(self.k)
+
     def evaluate(self, theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """(log density, gradient, conditional mean of x = (mu - ybar, z), L_B^{-1} with L_B L_B' = B)."""
         theta = np.asarray(theta, dtype=np.float64)
         k = self.k
-        bad = (-math.inf, np.zeros_like(theta), np.zeros(k), np.eye(k))
-        if self.kernel is not None:
-            if not np.all(np.isfinite(theta)):
-                return bad
+        if self.kernel is not None:                 # it returns -inf for a non-finite or out-of-bounds theta
             out = np.empty_like(theta)
             mean = np.empty(k)
             lb_inv = np.zeros((k, k))
             try:
                 lp = self.kernel(theta, *self._kargs, out, mean, lb_inv)
             except (np.linalg.LinAlgError, ValueError, ArithmeticError):
-                return bad
+                return self._bad(theta)
             if not math.isfinite(lp):
-                return bad
+                return self._bad(theta)
             return lp, out, mean, lb_inv
-        if not (np.all(np.isfinite(theta)) and np.all(np.abs(theta - self._log_sd) <= LOG_SCALE_BOUND)):
-            return bad
         ix = self._idx
-        s2 = np.exp(2.0 * theta)
+        j_sj = ix["sigma_scenario_judge"]
+        u = float(theta[j_sj])
+        logs = theta.copy()
+        logs[j_sj] = self._log_sd                                 # the bound below does not apply to u
+        if not (np.all(np.isfinite(theta)) and np.all(np.abs(logs - self._log_sd) <= LOG_SCALE_BOUND)
+                and abs(u) <= math.exp(self._log_sd + LOG_SCALE_BOUND)):
+            return self._bad(theta)
+        s2 = np.exp(2.0 * logs)
         s2a = s2[ix["sigma_scenario"]]
         s2b = s2[ix["sigma_generation"]] if "sigma_generation" in ix else 0.0
-        s2sj = s2[ix["sigma_scenario_judge"]]
+        s2sj = u * u
         s2e = s2[ix["sigma_residual"]]
         s2g = s2[ix["sigma_judge"]]
         amat, ld, da, dld = self.data.core(s2a, s2b, s2sj, s2e, True)
         if not math.isfinite(ld):
-            return bad
+            return self._bad(theta)
         tm = self.tmat
         ta = tm.T @ amat @ tm / s2e
         at = ta.copy()
@@ -298,7 +318,7 @@ class SJMarginalDensity(_SJOutputs):
         try:
             chol = np.linalg.cholesky(at)
         except np.linalg.LinAlgError:
-            return bad
+            return self._bad(theta)
         lb = chol[:k, :k]
         logdet_b = 2.0 * float(np.sum(np.log(np.diag(lb))))
         schur = float(chol[k, k] ** 2)
@@ -318,15 +338,18 @@ class SJMarginalDensity(_SJOutputs):
         grad[ix["sigma_scenario"]] = dth[0] * 2.0 * theta_rel[0]
         if "sigma_generation" in ix:
             grad[ix["sigma_generation"]] = dth[1] * 2.0 * theta_rel[1]
-        grad[ix["sigma_scenario_judge"]] = dth[2] * 2.0 * theta_rel[2]
+        grad[j_sj] = dth[2] * 2.0 * u / s2e                              # d theta_sj / du = 2u / s2e
         direct_e = -0.5 * (2.0 * n - 2.0 * float(np.sum(gmat * ta)))
         grad[ix["sigma_residual"]] = direct_e - 2.0 * float(dth @ theta_rel)
         grad[ix["sigma_judge"]] = float(np.trace(gmat[1:k, 1:k])) / s2g - (k - 1)
-        lp_pr, g_pr = half_t_logp(theta, self.scales)
+        lp_pr, g_pr = half_t_logp(logs, self.scales)
+        sc = self.scales[j_sj]                                  # |u| ~ HalfStudentT(3, sc): density in u, no Jacobian
+        lp_pr[j_sj] = -0.5 * (NU + 1.0) * math.log1p(u * u / (NU * sc * sc))
+        g_pr[j_sj] = -(NU + 1.0) * u / (NU * sc * sc + u * u)
         lp += float(np.sum(lp_pr))
         grad = grad + g_pr
         if not (math.isfinite(lp) and np.all(np.isfinite(grad))):
-            return bad
+            return self._bad(theta)
         return lp, grad, xhat, lb_inv
 
     def logp(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -339,40 +362,57 @@ class SJMarginalDensity(_SJOutputs):
         x = mean + lb_inv.T @ rng.standard_normal(self.k)            # covariance (L L')^{-1} = B^{-1}
         return float(x[0] + self.st.ybar), self.basis @ x[1:]
 
+    def sigmas(self, theta: np.ndarray) -> np.ndarray:
+        """The scales at the coordinates ``theta``: exp of the log scales, |u| for sigma_scenario_judge."""
+        theta = np.asarray(theta, dtype=np.float64)
+        sig = np.exp(theta)
+        j = self._idx["sigma_scenario_judge"]
+        sig[j] = abs(theta[j])
+        return sig
+
     def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         theta = np.asarray(theta, dtype=np.float64)
         mu, g = self.draw_conditional(theta, rng)
-        return self._outputs(mu, dict(zip(self.sigma_names, np.exp(theta))), g)
+        return self._outputs(mu, dict(zip(self.sigma_names, self.sigmas(theta))), g)
 
     def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
         return self.expand_with(theta, np.random.default_rng(0))
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         sd = self.st.sd if self.st.sd > 0 else 1.0
-        return math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.ndim)
+        x = math.log(0.5 * sd) + rng.uniform(-1.0, 1.0, self.ndim)
+        j = self._idx["sigma_scenario_judge"]
+        x[j] = math.exp(x[j])                                   # u = sigma_sj > 0
+        return x
 
 
 # ------------------------------------------------------------------------------------- compiled kernel
-def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zscat, grp, base, tmat, lo, hi,
+def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat, grp, base, tmat, lo, hi,
                        out, cond_mean, lb_inv):  # pragma: no cover - compiled by numba when available
     """:meth:`SJMarginalDensity.evaluate` with the evaluator's per-pattern algebra as explicit loops.
 
     An accelerator only (numba; cached on disk): :class:`SJMarginalDensity` with ``compiled=False`` runs the
     reference path on :class:`~cjstats.estimators.reml.scenario_judge.SJEvaluator`, and the tests hold the two
-    equal. ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``;
+    equal. ``theta`` holds log scales except at ``pos[2]``, u with sigma_sj = |u| (:class:`SJMarginalDensity`).
+    ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``;
     ``grp[j]`` the variance (0, 1, 2) of effect j. Per pattern p, with S = Lambda^{1/2}, K_p = I + S W S,
     R = S K_p^{-1} S = (I + Lambda W)^{-1} Lambda, T = (I + Lambda W)^{-1} = I - R W:
     A = A_0 - sum_p M_p(R), log|H| = sum_p n_p log|K_p|, dlog|H|/dtheta_k = sum_p n_p sum_{j in k} (W T)_jj and
     <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj, N_p the q x q matrix with
-    <N_p, R> = <Gamma, M_p(R)>. Returns -inf outside lo <= theta <= hi or where anything is not finite.
+    <N_p, R> = <Gamma, M_p(R)>. Returns -inf outside lo <= theta <= hi (|u| <= e^hi) or where anything is not
+    finite.
     """
     ns = theta.shape[0]
+    u = theta[pos[2]]                                          # sigma_sj = |u| (a signed coordinate, not a log)
     for i in range(ns):
-        if not (lo <= theta[i] <= hi):
+        if i == pos[2]:
+            if not abs(u) <= np.exp(hi):
+                return -np.inf
+        elif not (lo <= theta[i] <= hi):
             return -np.inf
     n_pat = w.shape[0]
     q = w.shape[1]
-    k = gmat.shape[2]
+    k = gmt.shape[1]
     k1 = k + 1
     s2e = np.exp(2.0 * theta[pos[3]])
     s2g = np.exp(2.0 * theta[pos[4]])
@@ -380,7 +420,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
     th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
     if pos[1] >= 0:
         th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
-    th[2] = np.exp(2.0 * theta[pos[2]]) / s2e
+    th[2] = u * u / s2e
     sq = np.empty(q)
     for j in range(q):
         sq[j] = np.sqrt(th[grp[j]])
@@ -388,38 +428,74 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
     ld = 0.0
     dld = np.zeros(3)
     tall = np.empty((n_pat, q, q))
+    km = np.empty((q, q))
+    li = np.empty((q, q))
+    r = np.empty((q, q))
+    rgt = np.empty((k, q))
     for p in range(n_pat):
-        km = np.empty((q, q))
+        # K_p = I + S W S and its Cholesky factor L, in place in the lower triangle of km
         for a in range(q):
-            for b in range(q):
+            for b in range(a + 1):
                 km[a, b] = sq[a] * w[p, a, b] * sq[b]
             km[a, a] += 1.0
-        ch = np.linalg.cholesky(km)
+        for j in range(q):
+            acc = km[j, j]
+            for c in range(j):
+                acc -= km[j, c] * km[j, c]
+            if not acc > 0.0:
+                return -np.inf
+            km[j, j] = np.sqrt(acc)
+            ld += 2.0 * cnt[p] * np.log(km[j, j])
+            for i in range(j + 1, q):
+                acc = km[i, j]
+                for c in range(j):
+                    acc -= km[i, c] * km[j, c]
+                km[i, j] = acc / km[j, j]
+        # L^{-1} (lower triangular), K_p^{-1} = L^{-T} L^{-1}, R = S K_p^{-1} S (symmetric)
+        for c in range(q):
+            for i in range(c):
+                li[i, c] = 0.0
+            for i in range(c, q):
+                acc = 1.0 if i == c else 0.0
+                for j in range(c, i):
+                    acc -= km[i, j] * li[j, c]
+                li[i, c] = acc / km[i, i]
         for a in range(q):
-            ld += 2.0 * cnt[p] * np.log(ch[a, a])
-        kinv = np.linalg.inv(km)
-        r = np.empty((q, q))
+            for b in range(a + 1):
+                acc = 0.0
+                for i in range(a, q):
+                    acc += li[i, a] * li[i, b]
+                r[a, b] = sq[a] * acc * sq[b]
+                r[b, a] = r[a, b]
+        t = tall[p]                                            # T = I - R W (row updates: contiguous)
         for a in range(q):
             for b in range(q):
-                r[a, b] = 0.5 * sq[a] * (kinv[a, b] + kinv[b, a]) * sq[b]
-        rw = r @ w[p]
-        t = -rw
-        for a in range(q):
-            t[a, a] += 1.0
-        tall[p] = t
-        wt = w[p] @ t
-        for a in range(q):
-            dld[grp[a]] += cnt[p] * wt[a, a]
-        rg = r @ gmat[p]                                       # (q, K)
+                t[a, b] = 0.0
+            t[a, a] = 1.0
+            for c in range(q):
+                rac = r[a, c]
+                for b in range(q):
+                    t[a, b] -= rac * w[p, c, b]
+        for a in range(q):                                     # (W T)_aa
+            acc = 0.0
+            for b in range(q):
+                acc += w[p, a, b] * t[b, a]
+            dld[grp[a]] += cnt[p] * acc
+        for c in range(k):                                     # (R G)' (K, q); R is symmetric
+            for a in range(q):
+                acc = 0.0
+                for b in range(q):
+                    acc += gmt[p, c, b] * r[a, b]
+                rgt[c, a] = acc
         for c1 in range(k):
             for c2 in range(k):
                 acc = 0.0
                 for a in range(q):
-                    acc += gmat[p, a, c1] * rg[a, c2]
+                    acc += gmt[p, c1, a] * rgt[c2, a]
                 amat[c1, c2] -= cnt[p] * acc
             acc = 0.0
             for a in range(q):
-                acc += rg[a, c1] * zsum[p, a]
+                acc += rgt[c1, a] * zsum[p, a]
             amat[c1, k] -= acc
             amat[k, c1] -= acc
         acc = 0.0
@@ -428,8 +504,25 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
                 acc += r[a, b] * zscat[p, a, b]
         amat[k, k] -= acc
     # A~ = T'AT/s2e + prior precisions; its Cholesky factor
-    ta0 = tmat.T @ amat @ tmat
-    ta = 0.5 * (ta0 + ta0.T) / s2e
+    tmp = np.empty((k1, k1))                                   # A T
+    for a in range(k1):
+        for b in range(k1):
+            acc = 0.0
+            for c in range(k1):
+                acc += amat[a, c] * tmat[c, b]
+            tmp[a, b] = acc
+    ta = np.empty((k1, k1))                                    # T' A T
+    for a in range(k1):
+        for b in range(k1):
+            acc = 0.0
+            for c in range(k1):
+                acc += tmat[c, a] * tmp[c, b]
+            ta[a, b] = acc
+    for a in range(k1):
+        for b in range(a + 1):
+            acc = 0.5 * (ta[a, b] + ta[b, a]) / s2e
+            ta[a, b] = acc
+            ta[b, a] = acc
     at = ta.copy()
     at[0, 0] += 1.0 / (s_mu * s_mu)
     for c in range(1, k):
@@ -462,7 +555,13 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
     for i in range(k):
         for j in range(k):
             lb_inv[i, j] = x[i, j]
-    b_inv = x.T @ x
+    b_inv = np.empty((k, k))
+    for i in range(k):
+        for j in range(k):
+            acc = 0.0
+            for c in range(max(i, j), k):
+                acc += x[c, i] * x[c, j]
+            b_inv[i, j] = acc
     v = np.empty(k1)
     for i in range(k):
         acc = 0.0
@@ -476,31 +575,65 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
         for b in range(k1):
             gm[a, b] = v[a] * v[b] + (b_inv[a, b] if (a < k and b < k) else 0.0)
     lp = -0.5 * (n_obs * np.log(s2e) + ld + logdet_b + schur) - 0.5 * (k - 1) * np.log(s2g) - np.log(s_mu)
-    gam = tmat @ gm @ tmat.T                                   # Gamma = T G T'
+    for a in range(k1):                                        # Gamma = T G T'
+        for b in range(k1):
+            acc = 0.0
+            for c in range(k1):
+                acc += gm[a, c] * tmat[b, c]
+            tmp[a, b] = acc
+    gam = np.empty((k1, k1))
+    for a in range(k1):
+        for b in range(k1):
+            acc = 0.0
+            for c in range(k1):
+                acc += tmat[a, c] * tmp[c, b]
+            gam[a, b] = acc
     gta = 0.0
     for a in range(k1):
         for b in range(k1):
             gta += gm[a, b] * ta[a, b]
     # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj
     dtt = np.zeros(3)
+    gjt = rgt                                                  # workspace (K, q)
+    ug = np.empty(q)
+    nm = km                                                    # workspace (q, q)
+    nt = r                                                     # workspace (q, q)
     for p in range(n_pat):
-        gj = gmat[p] @ gam[:k, :k]                             # (q, K)
-        nm = np.empty((q, q))
+        for c in range(k):                                     # (G_p Gamma[:K, :K])' (Gamma symmetric)
+            for a in range(q):
+                gjt[c, a] = 0.0
+            for c2 in range(k):
+                f = gam[c, c2]
+                for a in range(q):
+                    gjt[c, a] += f * gmt[p, c2, a]
+        for a in range(q):                                     # G_p Gamma[:K, K]
+            ug[a] = 0.0
+        for c in range(k):
+            f = gam[c, k]
+            for a in range(q):
+                ug[a] += f * gmt[p, c, a]
         for a in range(q):
             for b in range(q):
-                acc = 0.0
-                for c in range(k):
-                    acc += gj[a, c] * gmat[p, b, c]
-                acc *= cnt[p]
-                u1 = 0.0
-                u2 = 0.0
-                for c in range(k):
-                    u1 += gmat[p, a, c] * gam[c, k]
-                    u2 += gmat[p, b, c] * gam[c, k]
-                nm[a, b] = acc + u1 * zsum[p, b] + zsum[p, a] * u2 + gam[k, k] * zscat[p, a, b]
-        tnt = tall[p].T @ nm @ tall[p]
-        for a in range(q):
-            dtt[grp[a]] -= tnt[a, a]
+                nm[a, b] = 0.0
+            for c in range(k):
+                f = gjt[c, a]
+                for b in range(q):
+                    nm[a, b] += f * gmt[p, c, b]
+            for b in range(q):
+                nm[a, b] = cnt[p] * nm[a, b] + ug[a] * zsum[p, b] + zsum[p, a] * ug[b] + gam[k, k] * zscat[p, a, b]
+        t = tall[p]
+        for a in range(q):                                     # N T (row updates: contiguous)
+            for b in range(q):
+                nt[a, b] = 0.0
+            for c in range(q):
+                f = nm[a, c]
+                for b in range(q):
+                    nt[a, b] += f * t[c, b]
+        for a in range(q):                                     # (T' N T)_aa
+            acc = 0.0
+            for b in range(q):
+                acc += t[b, a] * nt[b, a]
+            dtt[grp[a]] -= acc
     dth = np.empty(3)
     for i in range(3):
         dth[i] = -0.5 * (dld[i] + dtt[i] / s2e)
@@ -509,13 +642,18 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
     out[pos[0]] = dth[0] * 2.0 * th[0]
     if pos[1] >= 0:
         out[pos[1]] = dth[1] * 2.0 * th[1]
-    out[pos[2]] = dth[2] * 2.0 * th[2]
+    out[pos[2]] = dth[2] * 2.0 * u / s2e                       # d theta_sj / du = 2u / s2e
     out[pos[3]] = -0.5 * (2.0 * n_obs - 2.0 * gta) - 2.0 * (dth[0] * th[0] + dth[1] * th[1] + dth[2] * th[2])
     tr = 0.0
     for c in range(1, k):
         tr += gm[c, c]
     out[pos[4]] = tr / s2g - (k - 1)
     for i in range(ns):
+        if i == pos[2]:                                        # half-t density of |u|: no Jacobian
+            r2 = (u / scales[i]) ** 2
+            lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU)
+            out[i] -= (NU + 1.0) * u / (NU * scales[i] * scales[i] + u * u)
+            continue
         r2 = (np.exp(theta[i]) / scales[i]) ** 2
         lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[i]
         out[i] += 1.0 - (NU + 1.0) * r2 / (NU + r2)
@@ -528,19 +666,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmat, cnt, zsum, zsca
 
 
 def _sj_marginal_kernel() -> Any:
-    """The compiled kernel, holding the GIL: it calls LAPACK and BLAS (Cholesky, inverse, matrix products), and
-    nutpie's chains call the density from several threads; concurrent calls into the BLAS made runs with the
-    same seed differ, so they are serialised (the kernels of the model without the term use plain loops)."""
-    if "sj_marginal" not in _COMPILED:
-        try:
-            import warnings
-
-            import numba
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _COMPILED["sj_marginal"] = numba.njit(cache=True, nogil=False, fastmath=False,
-                                                      error_model="numpy")(_sj_marginal_loops)
-        except Exception:  # noqa: BLE001 - numba missing or unusable: the numpy path is exact, only slower
-            _COMPILED["sj_marginal"] = None
-    return _COMPILED["sj_marginal"]
+    """The compiled kernel (numba, cached on disk, GIL released). It is plain loops with no BLAS or LAPACK call:
+    nutpie's chains call the density from several threads, and concurrent calls into the BLAS made runs with
+    the same seed differ; loops give the same bits on any thread, so the chains need not take turns."""
+    return jit_kernel("sj_marginal", _sj_marginal_loops)
