@@ -232,11 +232,11 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
                    native: bool = False) -> Any:
     """NUTS (nutpie) on a hand-coded log density with gradient: no compilation step. ``native``: hand the
     density to nutpie as compiled C callbacks (:mod:`cjstats.estimators.bayes.native`; the chains then run in
-    parallel without the GIL), falling back to the Python callback where that is not available. The scenario x
-    judge marginal density stores per draw the conditional normal of (mu, gamma), and its ``conditional_draws``
-    draws them after sampling, one stream per chain from ``seed``
-    (:class:`~cjstats.estimators.bayes.gaussian._ConditionalDraws`). The paper model's marginal density draws
-    them in the expand function, from nutpie's seeds (0, 0, 0 for every chain and fit)."""
+    parallel without the GIL), falling back to the Python callback where that is not available. The marginal
+    densities (the paper model's and the scenario x judge one) store per draw the conditional normal of
+    (mu, gamma), and their ``conditional_draws`` draws them after sampling, one stream per chain from ``seed``
+    (:class:`~cjstats.estimators.bayes.gaussian._ConditionalDraws`): nutpie hands every chain's expand function
+    the seeds (0, 0, 0), so a stream made there would repeat across chains and fits."""
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
@@ -260,13 +260,6 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
             def expand_conditional(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
                 return density.conditional_expand(x)
             return expand_conditional
-        if hasattr(density, "expand_with"):  # exact conditional draws of (mu, gamma) from nutpie's seeds
-            rng = np.random.default_rng([int(seed1), int(seed2), int(chain)])
-
-            def expand(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
-                return density.expand_with(x, rng)
-            return expand
-
         def expand_plain(x: np.ndarray, **__: Any) -> dict[str, np.ndarray]:
             return density.expand(x)
         return expand_plain

@@ -808,9 +808,10 @@ class _ConditionalDraws:
     writes the model's variables (:meth:`_outputs`).
     A subclass has ``evaluate``, ``sigmas``, ``sigma_names``, ``basis``, ``k``, ``st`` and ``_outputs``.
 
-    Used by the scenario x judge marginal density. :class:`MarginalDensity` (the paper's model) still draws
-    (mu, gamma) inside nutpie's expand function, with the stream nutpie's seeds give (the same for every chain
-    and seed; issue 34's report): moving it here changes its stored draws, which a test pins.
+    Used by both marginal densities, the paper model's (:class:`MarginalDensity`) and the scenario x judge one.
+    The paper model's density drew (mu, gamma) inside nutpie's expand function until 2026-12-07, from a stream
+    made of nutpie's seeds, which are (0, 0, 0) for every chain and fit: every chain and seed then carried the same
+    Monte Carlo error in mu and the judge offsets, and their ESS and r_hat were overstated.
     """
 
     def conditional_layout(self) -> tuple[list[str], list[tuple[int, ...]], dict[str, list[str]],
@@ -859,7 +860,7 @@ class _ConditionalDraws:
         tree["posterior"] = xr.DataTree(xr.Dataset(data, coords=coords, attrs=post.attrs))
 
 
-class MarginalDensity(_CollapsedOutputs):
+class MarginalDensity(_ConditionalDraws, _CollapsedOutputs):
     r"""The Gaussian model with alpha, beta, mu and gamma all integrated out: a density over the log scales.
 
     Given the variances, the collapsed likelihood (module docstring) is a quadratic form in
@@ -951,14 +952,12 @@ class MarginalDensity(_CollapsedOutputs):
         """The scales at the coordinates ``theta`` (log scales)."""
         return np.exp(np.asarray(theta, dtype=np.float64))
 
-    def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        sig = self.sigmas(theta)
-        mu, g = self.draw_conditional(theta, rng)
-        return self._outputs(mu, dict(zip(self.sigma_names, sig)), g)
-
     def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        return self.expand_with(theta, np.random.default_rng(0))
+        """The stored variables of one draw at ``theta``, (mu, gamma) drawn from ``default_rng(0)`` (a probe; the
+        sampler's draws come from :meth:`conditional_draws`)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        mu, g = self.draw_conditional(theta, np.random.default_rng(0))
+        return self._outputs(mu, dict(zip(self.sigma_names, self.sigmas(theta))), g)
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         sd = self.st.sd if self.st.sd > 0 else 1.0
