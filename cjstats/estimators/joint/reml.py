@@ -681,10 +681,16 @@ class NestedCriterion:
         self.nu = ns.n_rows - (t.shape[1] + (0 if extra is None else extra.n) if reml else 0)
         self._count = 0
         self.dense = not self.CONTRACTED_HESSIANS
+        self._memo: dict[tuple[bytes, int, bool], dict[str, Any]] = {}
 
     @property
     def n_evaluations(self) -> int:
+        """Evaluations requested (one answered from the memo of :meth:`parts` counts too, so the count says how
+        often the optimiser asked, as it did before the memo existed)."""
         return self._count
+
+    #: How many recent evaluations :meth:`parts` remembers (by the exact bits of theta and the order).
+    MEMO_SIZE = 4
 
     def expand(self, x: np.ndarray) -> np.ndarray:
         """The full (theta_a, theta_ms..., theta_b) of the free part x."""
@@ -693,8 +699,23 @@ class NestedCriterion:
         return th
 
     def parts(self, x: np.ndarray, hess: bool = False, grad: bool = True) -> dict[str, Any]:
+        """rss, L and their derivatives at x (:class:`engine.Criterion`). The last :attr:`MEMO_SIZE` results are
+        remembered by the exact bits of x and the order: the engine asks again at the same theta (its KKT check
+        at the optimum the Newton steps stopped at, the variance Hessian of the Wald covariance after the fit's
+        check computed the same Hessian), and a remembered result is the same computation's, bit for bit."""
         self._count += 1
         order = 2 if hess else (1 if grad else 0)
+        xa = np.ascontiguousarray(x, dtype=np.float64)
+        key = (xa.tobytes(), order, self.dense)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._parts(xa, order)
+            if len(self._memo) >= self.MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = hit
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in hit.items()}
+
+    def _parts(self, x: np.ndarray, order: int) -> dict[str, Any]:
         g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order, self.extra, dense=self.dense)
         la = g["logdet_a"] if self.reml else 0.0
         out = {"rss": g["rss"], "logdet": g["logdet"] + la, "beta": g["beta"], "a": g["a"]}
@@ -784,6 +805,7 @@ class NestedFit:
     converged: bool
     n_evaluations: int
     result: FitResult | None = None     # the engine's fit (theta over the free variances)
+    criterion: Any = None               # the NestedCriterion it minimised (its memo holds the optimum's Hessian)
 
 
 def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.ndarray | None = None,
@@ -803,7 +825,7 @@ def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.n
     s2 = pr["rss"] / crit.nu
     cov = s2 * np.linalg.inv(pr["a"])
     return NestedFit(theta=th, s2=s2, beta=pr["beta"], cov_beta=cov, deviance=r.deviance,
-                     converged=r.converged, n_evaluations=r.evaluations, result=r)
+                     converged=r.converged, n_evaluations=r.evaluations, result=r, criterion=crit)
 
 
 def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> float:
@@ -828,8 +850,13 @@ def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.n
     r"""Exact Hessian of the non-profiled REML deviance in the variances phi = (s2_eps, s2_eps theta[free]): the
     engine's :func:`engine.variance_hessian` on :class:`NestedCriterion` (the chain rule from (s2, theta) to phi
     is written there once for every REML fit)."""
-    crit = NestedCriterion(ns, t, per_model=len(fit.theta) > 3, extra=extra)
-    crit.dense = True           # the reported Hessian: M's second derivatives formed, whatever the fit used
+    per_model = len(fit.theta) > 3
+    crit = fit.criterion
+    if not (isinstance(crit, NestedCriterion) and crit.dense and crit.reml and crit.ns is ns and crit.t is t
+            and crit.extra is extra and crit.n_ms == (ns.n_models if per_model else 1)):
+        crit = NestedCriterion(ns, t, per_model=per_model, extra=extra)
+        crit.dense = True       # the reported Hessian: M's second derivatives formed, whatever the fit used
+    # (the fit's own criterion when it formed them too: its KKT check computed this Hessian at the optimum)
     return engine.variance_hessian(crit, _AtTheta(np.asarray(fit.theta)[free], float(fit.s2)))
 
 
@@ -1359,7 +1386,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
         rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, Satterthwaite df)",
                                         "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
-    crit = NestedCriterion(ns, t_full, per_model=per_model)
+    crit = fit.criterion            # the fit's own criterion (its memo holds the optimum)
     failed = []
     order = [n for n in names if n[1] == "scenario"] + [n for n in names if n[1] == "model_scenario"] + [
         (JOINT_LABEL, "generation"), (JOINT_LABEL, "residual")]
