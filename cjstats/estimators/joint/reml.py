@@ -1106,7 +1106,16 @@ def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: 
     (tests/comparisons/test_joint_reml_engine.py). Returns the two variances and whether the search converged."""
     crit = NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
     th0 = np.maximum(np.asarray(fit.theta)[crit.free], 0.0)
-    fun = lambda x: _judges_random_deviance(x, crit)[:2]         # noqa: E731
+    seen: dict[bytes, tuple[float, np.ndarray, float]] = {}
+
+    def dev(x: np.ndarray) -> tuple[float, np.ndarray, float]:
+        """The criterion at x, the points of the searches remembered (s2 at the winner is not computed again)."""
+        key = np.ascontiguousarray(x, dtype=np.float64).tobytes()
+        if key not in seen:
+            seen[key] = _judges_random_deviance(x, crit)
+        return seen[key]
+
+    fun = lambda x: dev(x)[:2]                                    # noqa: E731
     hess = lambda x: _judges_random_hessian(x, crit)              # noqa: E731
     best = None
     for js in (np.maximum(np.asarray(start, dtype=float) / fit.s2, 0.01), np.full(2, 0.01)):
@@ -1114,7 +1123,7 @@ def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: 
         if best is None or fx < best[1]:
             best = (x, fx, info)
     x, _, info = best
-    s2 = _judges_random_deviance(x, crit)[2]
+    s2 = dev(x)[2]
     return float(s2 * x[-2]), float(s2 * x[-1]), bool(info.get("success", False))
 
 
