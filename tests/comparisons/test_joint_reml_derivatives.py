@@ -207,6 +207,37 @@ def test_contracted_second_derivatives_equal_the_formed_ones(name, per_model):
             np.testing.assert_allclose(a[key], b[key], rtol=0, atol=1e-13 * np.max(np.abs(b[key])), err_msg=key)
 
 
+@pytest.mark.parametrize("nd, order", [(0, 0), (3, 1), (4, 2), (11, 2)])
+def test_jet_cross_product_is_the_batched_rule_bit_for_bit(nd, order):
+    """_Jets.cross (one 2-D product per term, on views) gives the numbers of _Jets.mul with op(a, b) = a'b (the
+    batched form it replaced in _NestedGram.matrix) exactly, so the fits' numbers did not move."""
+    jt = reml._Jets(nd, order)
+    rng = np.random.default_rng(nd)
+    x, y = rng.standard_normal((jt.size, 57, 9)), rng.standard_normal((jt.size, 57, 6))
+    want = jt.mul(x, y, lambda a, b: np.swapaxes(a, -1, -2) @ b)
+    np.testing.assert_array_equal(jt.cross(x, y), want)
+
+
+@pytest.mark.parametrize("per_model", [False, True])
+def test_criterion_memo_returns_the_same_numbers_and_counts_every_request(per_model):
+    """NestedCriterion.parts remembers recent evaluations by the bits of theta and the order: a repeated request
+    gives the numbers of a fresh criterion, its arrays are copies (changing one leaves the memo intact), and
+    n_evaluations counts the request."""
+    _, ns = _stats(_design(**DESIGNS["unbalanced"]))
+    t = np.eye(ns.n_models * ns.n_judges)
+    crit = reml.NestedCriterion(ns, t, per_model=per_model)
+    x = np.full(len(crit.dirs), 0.4)
+    first = crit.parts(x, hess=True)
+    first["drss"][:] = np.nan
+    again = crit.parts(x.copy(), hess=True)
+    fresh = reml.NestedCriterion(ns, t, per_model=per_model).parts(x, hess=True)
+    assert crit.n_evaluations == 2
+    for key, value in fresh.items():
+        np.testing.assert_array_equal(again[key], value, err_msg=key)
+    np.testing.assert_allclose(crit.parts(x, grad=False)["rss"], fresh["rss"], rtol=1e-13)   # another order: computed
+    assert crit.n_evaluations == 3
+
+
 @pytest.mark.parametrize("name", ["unbalanced", "unshared-4-models", "one-generation"])
 @pytest.mark.parametrize("per_model", [False, True])
 def test_judges_random_hessian_equals_richardson_differences_of_its_gradient(name, per_model):
