@@ -218,6 +218,21 @@ def test_jet_cross_product_is_the_batched_rule_bit_for_bit(nd, order):
     np.testing.assert_array_equal(jt.cross(x, y), want)
 
 
+@pytest.mark.parametrize("nd", [2, 11])
+def test_jet_product_on_views_is_the_batched_rule_bit_for_bit(nd):
+    """_Jets.mul on large entries (pairs of directions one at a time on views) gives the batched rule's numbers
+    exactly, elementwise and with a row scaling (the two uses in _NestedGram)."""
+    jt = reml._Jets(nd, 2)
+    rng = np.random.default_rng(nd)
+    x, y, c = (rng.standard_normal((jt.size, 40, 9)), rng.standard_normal((jt.size, 40, 9)),
+               rng.standard_normal((jt.size, 40)))
+    rows = lambda a, b: b * a[..., None]                       # noqa: E731
+    small = jt.mul(x, y), jt.mul(c, y, rows)
+    jt.BIG = 1                                                  # every entry "large": the view path
+    for got, want in zip((jt.mul(x, y), jt.mul(c, y, rows)), small):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("per_model", [False, True])
 def test_criterion_memo_returns_the_same_numbers_and_counts_every_request(per_model):
     """NestedCriterion.parts remembers recent evaluations by the bits of theta and the order: a repeated request

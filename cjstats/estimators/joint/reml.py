@@ -189,8 +189,14 @@ class _Jets:
                 out[1 + d, e] = 1.0
         return out
 
+    #: Entries (per stack entry) from which :meth:`mul` takes its pairs of directions one at a time on views
+    #: rather than by indexing the stacks (which copies them once per pair); the same operations either way.
+    BIG = 4096
+
     def mul(self, x: np.ndarray, y: np.ndarray, op: Any = np.multiply) -> np.ndarray:
         nd = self.nd
+        if self.n_pairs and max(x[0].size, y[0].size) >= self.BIG:
+            return self._mul_views(x, y, op)
         parts = [op(x[:1], y[:1])]
         if nd:
             parts.append(op(x[1:1 + nd], y[:1]) + op(x[:1], y[1:1 + nd]))
@@ -199,6 +205,19 @@ class _Jets:
             parts.append(op(x[h], y[:1]) + op(x[self.pi], y[self.pj]) + op(x[self.pj], y[self.pi])
                          + op(x[:1], y[h]))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _mul_views(self, x: np.ndarray, y: np.ndarray, op: Any) -> np.ndarray:
+        """:meth:`mul` term for term, one pair of directions at a time (large entries: no copies of the stacks)."""
+        nd = self.nd
+        first = op(x[:1], y[:1])
+        out = np.empty((self.size,) + first.shape[1:], dtype=first.dtype)
+        out[0] = first[0]
+        if nd:
+            out[1:1 + nd] = op(x[1:1 + nd], y[:1]) + op(x[:1], y[1:1 + nd])
+        for h, (i, j) in enumerate(zip(self.pi.tolist(), self.pj.tolist()), start=1 + nd):
+            out[h] = (op(x[h:h + 1], y[:1]) + op(x[i:i + 1], y[j:j + 1]) + op(x[j:j + 1], y[i:i + 1])
+                      + op(x[:1], y[h:h + 1]))[0]
+        return out
 
     def cross(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The jet of x'y for jets of matrices x (J, n, a) and y (J, n, b): shape (J, a, b). The rule of :meth:`mul`
@@ -500,7 +519,9 @@ class _NestedGram:
             return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
         fs = np.zeros((nj, n_scen * self.dim))                             # F_i, (J, n, dim)
-        fs[:, plan.flat] = fd[:, :, :k].reshape(nj, -1)
+        src = fd[:, :, :k].reshape(nj, -1)
+        for j in range(nj):                 # row by row: one fancy assignment over all rows is slower
+            fs[j, plan.flat] = src[j]
         fs = fs.reshape(nj, n_scen, self.dim)
         for j in range(self.ne + 1):                                       # the shared columns: extra, then y
             fs[:, :, pk + j] = scen_sum(fd[:, :, k + j])
