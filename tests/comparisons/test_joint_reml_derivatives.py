@@ -234,6 +234,28 @@ def test_jet_product_on_views_is_the_batched_rule_bit_for_bit(nd):
 
 
 @pytest.mark.parametrize("per_model", [False, True])
+def test_complete_table_places_the_scenario_vectors_as_the_indexed_path_does(per_model):
+    """On a complete table (every model in every scenario) F_i's judge columns are placed by a transpose of the
+    group vectors (_GramPlan.grid); the jets equal those of the indexed placement bit for bit."""
+    from cjstats.studies.simulate_joint import simulate_joint
+
+    df = simulate_joint(n=7, m=2, mu=[0, .1, .2], gamma=[.1, -.1, .05], s2_scenario=.3, s2_model_scenario=.2,
+                        s2_generation=.1, s2_residual=.5, rng=5)
+    _, ns = _stats(df)
+    th = np.r_[0.7, np.linspace(0.2, 0.5, ns.n_models) if per_model else [0.4], 0.3]
+    dirs = tuple(range(len(th)))
+    grid = reml._NestedGram(th, ns, dirs, 2, None)
+    assert grid.plan.grid
+    grid.plan.grid = False
+    try:
+        indexed = reml._NestedGram(th, ns, dirs, 2, None)
+    finally:
+        grid.plan.grid = True
+    np.testing.assert_array_equal(grid.fs, indexed.fs)
+    np.testing.assert_array_equal(grid.matrix(2), indexed.matrix(2))
+
+
+@pytest.mark.parametrize("per_model", [False, True])
 def test_criterion_memo_returns_the_same_numbers_and_counts_every_request(per_model):
     """NestedCriterion.parts remembers recent evaluations by the bits of theta and the order: a repeated request
     gives the numbers of a fresh criterion, its arrays are copies (changing one leaves the memo intact), and

@@ -392,6 +392,11 @@ class _GramPlan:
         self._basis: tuple[np.ndarray, np.ndarray | None] | None = None
         n_scen, nj = ns.n_scenarios, jt.size
         self.flat = ((ns.group_scen * dim + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, dim)
+        # every model in every scenario, groups model-major in scenario order: F_i's judge columns are then a
+        # transpose of the group vectors (a strided copy instead of an indexed one; the same numbers placed)
+        self.grid = bool(ns.n_groups == p * n_scen
+                         and np.array_equal(ns.group_model, np.repeat(np.arange(p), n_scen))
+                         and np.array_equal(ns.group_scen, np.tile(np.arange(n_scen), p)))
         self.scen_of = (np.arange(nj)[:, None] * n_scen + ns.group_scen[None, :]).ravel()
         self.block_idx = np.concatenate([np.arange(p)[:, None] * k + np.arange(k),
                                          np.broadcast_to(np.arange(pk, dim), (p, dim - pk))], axis=1)   # (P, K+L)
@@ -518,11 +523,14 @@ class _NestedGram:
             """(J, G) -> (J, n): sums over each scenario's groups."""
             return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
-        fs = np.zeros((nj, n_scen * self.dim))                             # F_i, (J, n, dim)
-        src = fd[:, :, :k].reshape(nj, -1)
-        for j in range(nj):                 # row by row: one fancy assignment over all rows is slower
-            fs[j, plan.flat] = src[j]
-        fs = fs.reshape(nj, n_scen, self.dim)
+        fs = np.zeros((nj, n_scen, self.dim))                              # F_i, (J, n, dim)
+        if plan.grid:
+            np.reshape(fs[:, :, :pk], (nj, n_scen, p, k), copy=False)[...] = \
+                fd[:, :, :k].reshape(nj, p, n_scen, k).transpose(0, 2, 1, 3)
+        else:
+            src, flat = fd[:, :, :k].reshape(nj, -1), fs.reshape(nj, -1)
+            for j in range(nj):             # row by row: one fancy assignment over all rows is slower
+                flat[j, plan.flat] = src[j]
         for j in range(self.ne + 1):                                       # the shared columns: extra, then y
             fs[:, :, pk + j] = scen_sum(fd[:, :, k + j])
         qs = scen_sum(plan.to_global(jl.mul(qg, dg), True))                # Q_i, (J, n)
