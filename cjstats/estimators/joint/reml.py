@@ -523,7 +523,9 @@ class _NestedGram:
             """(J, G) -> (J, n): sums over each scenario's groups."""
             return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
-        fs = np.zeros((nj, n_scen, self.dim))                              # F_i, (J, n, dim)
+        # F_i, (J, n, dim): on a complete table every column is written below (the judge columns of every model,
+        # then the shared ones), elsewhere a model's columns stay 0 in the scenarios it did not see
+        fs = (np.empty if plan.grid else np.zeros)((nj, n_scen, self.dim))
         if plan.grid:
             np.reshape(fs[:, :, :pk], (nj, n_scen, p, k), copy=False)[...] = \
                 fd[:, :, :k].reshape(nj, p, n_scen, k).transpose(0, 2, 1, 3)
