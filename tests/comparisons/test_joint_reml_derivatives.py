@@ -207,6 +207,74 @@ def test_contracted_second_derivatives_equal_the_formed_ones(name, per_model):
             np.testing.assert_allclose(a[key], b[key], rtol=0, atol=1e-13 * np.max(np.abs(b[key])), err_msg=key)
 
 
+@pytest.mark.parametrize("nd, order", [(0, 0), (3, 1), (4, 2), (11, 2)])
+def test_jet_cross_product_is_the_batched_rule_bit_for_bit(nd, order):
+    """_Jets.cross (one 2-D product per term, on views) gives the numbers of _Jets.mul with op(a, b) = a'b (the
+    batched form it replaced in _NestedGram.matrix) exactly, so the fits' numbers did not move."""
+    jt = reml._Jets(nd, order)
+    rng = np.random.default_rng(nd)
+    x, y = rng.standard_normal((jt.size, 57, 9)), rng.standard_normal((jt.size, 57, 6))
+    want = jt.mul(x, y, lambda a, b: np.swapaxes(a, -1, -2) @ b)
+    np.testing.assert_array_equal(jt.cross(x, y), want)
+
+
+@pytest.mark.parametrize("nd", [2, 11])
+def test_jet_product_on_views_is_the_batched_rule_bit_for_bit(nd):
+    """_Jets.mul on large entries (pairs of directions one at a time on views) gives the batched rule's numbers
+    exactly, elementwise and with a row scaling (the two uses in _NestedGram)."""
+    jt = reml._Jets(nd, 2)
+    rng = np.random.default_rng(nd)
+    x, y, c = (rng.standard_normal((jt.size, 40, 9)), rng.standard_normal((jt.size, 40, 9)),
+               rng.standard_normal((jt.size, 40)))
+    rows = lambda a, b: b * a[..., None]                       # noqa: E731
+    small = jt.mul(x, y), jt.mul(c, y, rows)
+    jt.BIG = 1                                                  # every entry "large": the view path
+    for got, want in zip((jt.mul(x, y), jt.mul(c, y, rows)), small):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("per_model", [False, True])
+def test_complete_table_places_the_scenario_vectors_as_the_indexed_path_does(per_model):
+    """On a complete table (every model in every scenario) F_i's judge columns are placed by a transpose of the
+    group vectors (_GramPlan.grid); the jets equal those of the indexed placement bit for bit."""
+    from cjstats.studies.simulate_joint import simulate_joint
+
+    df = simulate_joint(n=7, m=2, mu=[0, .1, .2], gamma=[.1, -.1, .05], s2_scenario=.3, s2_model_scenario=.2,
+                        s2_generation=.1, s2_residual=.5, rng=5)
+    _, ns = _stats(df)
+    th = np.r_[0.7, np.linspace(0.2, 0.5, ns.n_models) if per_model else [0.4], 0.3]
+    dirs = tuple(range(len(th)))
+    grid = reml._NestedGram(th, ns, dirs, 2, None)
+    assert grid.plan.grid
+    grid.plan.grid = False
+    try:
+        indexed = reml._NestedGram(th, ns, dirs, 2, None)
+    finally:
+        grid.plan.grid = True
+    np.testing.assert_array_equal(grid.fs, indexed.fs)
+    np.testing.assert_array_equal(grid.matrix(2), indexed.matrix(2))
+
+
+@pytest.mark.parametrize("per_model", [False, True])
+def test_criterion_memo_returns_the_same_numbers_and_counts_every_request(per_model):
+    """NestedCriterion.parts remembers recent evaluations by the bits of theta and the order: a repeated request
+    gives the numbers of a fresh criterion, its arrays are copies (changing one leaves the memo intact), and
+    n_evaluations counts the request."""
+    _, ns = _stats(_design(**DESIGNS["unbalanced"]))
+    t = np.eye(ns.n_models * ns.n_judges)
+    crit = reml.NestedCriterion(ns, t, per_model=per_model)
+    x = np.full(len(crit.dirs), 0.4)
+    first = crit.parts(x, hess=True)
+    first["drss"][:] = np.nan
+    again = crit.parts(x.copy(), hess=True)
+    fresh = reml.NestedCriterion(ns, t, per_model=per_model).parts(x, hess=True)
+    assert crit.n_evaluations == 2
+    for key, value in fresh.items():
+        np.testing.assert_array_equal(again[key], value, err_msg=key)
+    np.testing.assert_allclose(crit.parts(x, grad=False)["rss"], fresh["rss"], rtol=1e-13)   # another order: computed
+    assert crit.n_evaluations == 3
+
+
 @pytest.mark.parametrize("name", ["unbalanced", "unshared-4-models", "one-generation"])
 @pytest.mark.parametrize("per_model", [False, True])
 def test_judges_random_hessian_equals_richardson_differences_of_its_gradient(name, per_model):

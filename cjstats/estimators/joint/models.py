@@ -415,6 +415,15 @@ class ModelComparison(Result):
         return self.as_text()
 
 
+def _row_max(x: np.ndarray) -> np.ndarray:
+    """max over each row of a 2-D array (the same numbers as ``x.max(axis=1)``: a maximum is exact); with few
+    columns as one elementwise maximum over the columns, ~10x faster than numpy's row reduction on a tall array
+    (the Monte Carlo draws below: 20,000 rows x a few models)."""
+    if x.shape[1] == 0 or x.shape[1] > 8:
+        return x.max(axis=1)
+    return np.maximum.reduce(np.ascontiguousarray(x.T), axis=0)
+
+
 def _max_t_quantile(cov: np.ndarray, df: float, level: float, rng: np.random.Generator,
                     n_draws: int) -> float:
     """(level) quantile of max_{a<b} |Z_a - Z_b| / se_ab, Z ~ t_df(0, cov) (multivariate t, Monte Carlo)."""
@@ -425,7 +434,7 @@ def _max_t_quantile(cov: np.ndarray, df: float, level: float, rng: np.random.Gen
         z /= np.sqrt(rng.chisquare(df, size=n_draws) / df)[:, None]
     a, b = np.triu_indices(p, 1)
     se = np.sqrt(cov[a, a] + cov[b, b] - 2 * cov[a, b])
-    return float(np.quantile(np.max(np.abs(z[:, a] - z[:, b]) / se, axis=1), level))
+    return float(np.quantile(_row_max(np.abs(z[:, a] - z[:, b]) / se), level))
 
 
 def _p_best(means: np.ndarray, cov: np.ndarray, df: float, rng: np.random.Generator, n_draws: int) -> np.ndarray:
@@ -442,8 +451,8 @@ def _p_best(means: np.ndarray, cov: np.ndarray, df: float, rng: np.random.Genera
     if np.isfinite(df):
         z /= np.sqrt(rng.chisquare(df, size=n_draws) / df)[:, None]
     x = means[None, :] + z
-    top = x >= x.max(axis=1, keepdims=True)
-    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
+    top = x >= _row_max(x)[:, None]
+    return (top / np.count_nonzero(top, axis=1)[:, None]).mean(axis=0)
 
 
 def _simultaneous_posterior_ranks(draws_means: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -189,8 +189,14 @@ class _Jets:
                 out[1 + d, e] = 1.0
         return out
 
+    #: Entries (per stack entry) from which :meth:`mul` takes its pairs of directions one at a time on views
+    #: rather than by indexing the stacks (which copies them once per pair); the same operations either way.
+    BIG = 4096
+
     def mul(self, x: np.ndarray, y: np.ndarray, op: Any = np.multiply) -> np.ndarray:
         nd = self.nd
+        if self.n_pairs and max(x[0].size, y[0].size) >= self.BIG:
+            return self._mul_views(x, y, op)
         parts = [op(x[:1], y[:1])]
         if nd:
             parts.append(op(x[1:1 + nd], y[:1]) + op(x[:1], y[1:1 + nd]))
@@ -199,6 +205,36 @@ class _Jets:
             parts.append(op(x[h], y[:1]) + op(x[self.pi], y[self.pj]) + op(x[self.pj], y[self.pi])
                          + op(x[:1], y[h]))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _mul_views(self, x: np.ndarray, y: np.ndarray, op: Any) -> np.ndarray:
+        """:meth:`mul` term for term, one pair of directions at a time (large entries: no copies of the stacks)."""
+        nd = self.nd
+        first = op(x[:1], y[:1])
+        out = np.empty((self.size,) + first.shape[1:], dtype=first.dtype)
+        out[0] = first[0]
+        if nd:
+            out[1:1 + nd] = op(x[1:1 + nd], y[:1]) + op(x[:1], y[1:1 + nd])
+        for h, (i, j) in enumerate(zip(self.pi.tolist(), self.pj.tolist()), start=1 + nd):
+            out[h] = (op(x[h:h + 1], y[:1]) + op(x[i:i + 1], y[j:j + 1]) + op(x[j:j + 1], y[i:i + 1])
+                      + op(x[:1], y[h:h + 1]))[0]
+        return out
+
+    def cross(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The jet of x'y for jets of matrices x (J, n, a) and y (J, n, b): shape (J, a, b). The rule of :meth:`mul`
+        with op(a, b) = a'b, term for term and summed in the same order, but one 2-D matrix product per term on
+        views of x and y (the batched form copies x and y once per pair of directions to index them, which on
+        a large table (one model x scenario variance per model, MentalAlign: 78 pairs x 1,000 scenarios x 41
+        columns) costs more than the products). Each product is the same BLAS call on the same numbers, so the
+        result equals the batched form's bit for bit."""
+        nd = self.nd
+        xt = np.swapaxes(x, -1, -2)
+        out = np.empty((self.size, x.shape[-1], y.shape[-1]))
+        np.matmul(xt[0], y[0], out=out[0])
+        for i in range(1, 1 + nd):
+            out[i] = xt[i] @ y[0] + xt[0] @ y[i]
+        for h, (i, j) in enumerate(zip(self.pi.tolist(), self.pj.tolist()), start=1 + nd):
+            out[h] = xt[h] @ y[0] + xt[i] @ y[j] + xt[j] @ y[i] + xt[0] @ y[h]
+        return out
 
     def quad_sum(self, c: np.ndarray, x: np.ndarray, apply: Any) -> np.ndarray:
         """The jet of sum_n c_n x_n'G_r x_n for scalar jets c (J, n) and vector jets x (J, n, L), with symmetric
@@ -356,6 +392,11 @@ class _GramPlan:
         self._basis: tuple[np.ndarray, np.ndarray | None] | None = None
         n_scen, nj = ns.n_scenarios, jt.size
         self.flat = ((ns.group_scen * dim + ns.group_model * k)[:, None] + np.arange(k)).ravel()  # into (n, dim)
+        # every model in every scenario, groups model-major in scenario order: F_i's judge columns are then a
+        # transpose of the group vectors (a strided copy instead of an indexed one; the same numbers placed)
+        self.grid = bool(ns.n_groups == p * n_scen
+                         and np.array_equal(ns.group_model, np.repeat(np.arange(p), n_scen))
+                         and np.array_equal(ns.group_scen, np.tile(np.arange(n_scen), p)))
         self.scen_of = (np.arange(nj)[:, None] * n_scen + ns.group_scen[None, :]).ravel()
         self.block_idx = np.concatenate([np.arange(p)[:, None] * k + np.arange(k),
                                          np.broadcast_to(np.arange(pk, dim), (p, dim - pk))], axis=1)   # (P, K+L)
@@ -482,9 +523,16 @@ class _NestedGram:
             """(J, G) -> (J, n): sums over each scenario's groups."""
             return np.bincount(scen_of, weights=c.ravel(), minlength=nj * n_scen).reshape(nj, n_scen)
 
-        fs = np.zeros((nj, n_scen * self.dim))                             # F_i, (J, n, dim)
-        fs[:, plan.flat] = fd[:, :, :k].reshape(nj, -1)
-        fs = fs.reshape(nj, n_scen, self.dim)
+        # F_i, (J, n, dim): on a complete table every column is written below (the judge columns of every model,
+        # then the shared ones), elsewhere a model's columns stay 0 in the scenarios it did not see
+        fs = (np.empty if plan.grid else np.zeros)((nj, n_scen, self.dim))
+        if plan.grid:
+            np.reshape(fs[:, :, :pk], (nj, n_scen, p, k), copy=False)[...] = \
+                fd[:, :, :k].reshape(nj, p, n_scen, k).transpose(0, 2, 1, 3)
+        else:
+            src, flat = fd[:, :, :k].reshape(nj, -1), fs.reshape(nj, -1)
+            for j in range(nj):             # row by row: one fancy assignment over all rows is slower
+                flat[j, plan.flat] = src[j]
         for j in range(self.ne + 1):                                       # the shared columns: extra, then y
             fs[:, :, pk + j] = scen_sum(fd[:, :, k + j])
         qs = scen_sum(plan.to_global(jl.mul(qg, dg), True))                # Q_i, (J, n)
@@ -516,7 +564,7 @@ class _NestedGram:
             _subtract_blocks(self.group_term[:nj], p, k, m)
         if self.active[0]:
             fs = self.fs[:nj]
-            m -= jt.mul(jt.mul(self.cs[:nj], fs, self._rows), fs, lambda a, b: np.swapaxes(a, -1, -2) @ b)
+            m -= jt.cross(jt.mul(self.cs[:nj], fs, self._rows), fs)
         return m
 
     def transform(self, m: np.ndarray, t: np.ndarray | None) -> np.ndarray:
@@ -681,10 +729,16 @@ class NestedCriterion:
         self.nu = ns.n_rows - (t.shape[1] + (0 if extra is None else extra.n) if reml else 0)
         self._count = 0
         self.dense = not self.CONTRACTED_HESSIANS
+        self._memo: dict[tuple[bytes, int, bool], dict[str, Any]] = {}
 
     @property
     def n_evaluations(self) -> int:
+        """Evaluations requested (one answered from the memo of :meth:`parts` counts too, so the count says how
+        often the optimiser asked, as it did before the memo existed)."""
         return self._count
+
+    #: How many recent evaluations :meth:`parts` remembers (by the exact bits of theta and the order).
+    MEMO_SIZE = 4
 
     def expand(self, x: np.ndarray) -> np.ndarray:
         """The full (theta_a, theta_ms..., theta_b) of the free part x."""
@@ -693,8 +747,23 @@ class NestedCriterion:
         return th
 
     def parts(self, x: np.ndarray, hess: bool = False, grad: bool = True) -> dict[str, Any]:
+        """rss, L and their derivatives at x (:class:`engine.Criterion`). The last :attr:`MEMO_SIZE` results are
+        remembered by the exact bits of x and the order: the engine asks again at the same theta (its KKT check
+        at the optimum the Newton steps stopped at, the variance Hessian of the Wald covariance after the fit's
+        check computed the same Hessian), and a remembered result is the same computation's, bit for bit."""
         self._count += 1
         order = 2 if hess else (1 if grad else 0)
+        xa = np.ascontiguousarray(x, dtype=np.float64)
+        key = (xa.tobytes(), order, self.dense)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._parts(xa, order)
+            if len(self._memo) >= self.MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = hit
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in hit.items()}
+
+    def _parts(self, x: np.ndarray, order: int) -> dict[str, Any]:
         g = _gls_terms(self.expand(x), self.ns, self.t, self.dirs, order, self.extra, dense=self.dense)
         la = g["logdet_a"] if self.reml else 0.0
         out = {"rss": g["rss"], "logdet": g["logdet"] + la, "beta": g["beta"], "a": g["a"]}
@@ -784,6 +853,7 @@ class NestedFit:
     converged: bool
     n_evaluations: int
     result: FitResult | None = None     # the engine's fit (theta over the free variances)
+    criterion: Any = None               # the NestedCriterion it minimised (its memo holds the optimum's Hessian)
 
 
 def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.ndarray | None = None,
@@ -803,7 +873,7 @@ def fit_nested(ns: NestedStats, t: np.ndarray, *, reml: bool = True, start: np.n
     s2 = pr["rss"] / crit.nu
     cov = s2 * np.linalg.inv(pr["a"])
     return NestedFit(theta=th, s2=s2, beta=pr["beta"], cov_beta=cov, deviance=r.deviance,
-                     converged=r.converged, n_evaluations=r.evaluations, result=r)
+                     converged=r.converged, n_evaluations=r.evaluations, result=r, criterion=crit)
 
 
 def _deviance_in_variances(v: np.ndarray, ns: NestedStats, t: np.ndarray, free: np.ndarray) -> float:
@@ -828,8 +898,13 @@ def _variance_hessian(fit: NestedFit, ns: NestedStats, t: np.ndarray, free: np.n
     r"""Exact Hessian of the non-profiled REML deviance in the variances phi = (s2_eps, s2_eps theta[free]): the
     engine's :func:`engine.variance_hessian` on :class:`NestedCriterion` (the chain rule from (s2, theta) to phi
     is written there once for every REML fit)."""
-    crit = NestedCriterion(ns, t, per_model=len(fit.theta) > 3, extra=extra)
-    crit.dense = True           # the reported Hessian: M's second derivatives formed, whatever the fit used
+    per_model = len(fit.theta) > 3
+    crit = fit.criterion
+    if not (isinstance(crit, NestedCriterion) and crit.dense and crit.reml and crit.ns is ns and crit.t is t
+            and crit.extra is extra and crit.n_ms == (ns.n_models if per_model else 1)):
+        crit = NestedCriterion(ns, t, per_model=per_model, extra=extra)
+        crit.dense = True       # the reported Hessian: M's second derivatives formed, whatever the fit used
+    # (the fit's own criterion when it formed them too: its KKT check computed this Hessian at the optimum)
     return engine.variance_hessian(crit, _AtTheta(np.asarray(fit.theta)[free], float(fit.s2)))
 
 
@@ -1079,7 +1154,16 @@ def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: 
     (tests/comparisons/test_joint_reml_engine.py). Returns the two variances and whether the search converged."""
     crit = NestedCriterion(ns, np.eye(ns.n_models * ns.n_judges), per_model=per_model)
     th0 = np.maximum(np.asarray(fit.theta)[crit.free], 0.0)
-    fun = lambda x: _judges_random_deviance(x, crit)[:2]         # noqa: E731
+    seen: dict[bytes, tuple[float, np.ndarray, float]] = {}
+
+    def dev(x: np.ndarray) -> tuple[float, np.ndarray, float]:
+        """The criterion at x, the points of the searches remembered (s2 at the winner is not computed again)."""
+        key = np.ascontiguousarray(x, dtype=np.float64).tobytes()
+        if key not in seen:
+            seen[key] = _judges_random_deviance(x, crit)
+        return seen[key]
+
+    fun = lambda x: dev(x)[:2]                                    # noqa: E731
     hess = lambda x: _judges_random_hessian(x, crit)              # noqa: E731
     best = None
     for js in (np.maximum(np.asarray(start, dtype=float) / fit.s2, 0.01), np.full(2, 0.01)):
@@ -1087,7 +1171,7 @@ def _fit_judges_random(ns: NestedStats, fit: NestedFit, per_model: bool, start: 
         if best is None or fx < best[1]:
             best = (x, fx, info)
     x, _, info = best
-    s2 = _judges_random_deviance(x, crit)[2]
+    s2 = dev(x)[2]
     return float(s2 * x[-2]), float(s2 * x[-1]), bool(info.get("success", False))
 
 
@@ -1359,7 +1443,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
         rows.append((name, ComponentRow("mu", est, est - tq * se, est + tq * se, se, "t (GLS, Satterthwaite df)",
                                         "panel", est)))
     m1_note = "m = 1: holds s2_model_scenario + s2_generation (generation not separable)"
-    crit = NestedCriterion(ns, t_full, per_model=per_model)
+    crit = fit.criterion            # the fit's own criterion (its memo holds the optimum)
     failed = []
     order = [n for n in names if n[1] == "scenario"] + [n for n in names if n[1] == "model_scenario"] + [
         (JOINT_LABEL, "generation"), (JOINT_LABEL, "residual")]
