@@ -51,6 +51,21 @@ class GroupDesign:
     complete: bool
     balanced: bool
 
+    @classmethod
+    def from_counts(cls, *, model: str, criterion: str | None, n_rows: int, n_scenarios: int, m_per: np.ndarray,
+                    judges: tuple[str, ...], n_cells: int, complete: bool, n_duplicates: int = 0) -> GroupDesign:
+        """The design from the generations per scenario ``m_per`` (one entry per scenario, or per group of
+        scenarios sharing a count: only its distinct values matter), the judges, cells and rows; the missing calls
+        are n_cells x K - n_rows."""
+        m_per = np.asarray(m_per, dtype=np.int64)
+        same_m = bool((m_per == m_per[0]).all())
+        k = len(judges)
+        return cls(model=model, criterion=criterion, n_rows=int(n_rows), n_scenarios=int(n_scenarios),
+                   generations=int(m_per[0]) if same_m else None, generations_min=int(m_per.min()),
+                   generations_max=int(m_per.max()), n_judges=k, judges=tuple(judges), n_cells=int(n_cells),
+                   n_missing=int(n_cells * k - n_rows), n_duplicates=int(n_duplicates), complete=bool(complete),
+                   balanced=bool(complete and same_m))
+
     def as_dict(self) -> dict[str, Any]:
         d = {f: getattr(self, f) for f in self.__dataclass_fields__}
         d["judges"] = ", ".join(self.judges)
@@ -696,14 +711,10 @@ def _group(cd: _Codes, gid: int, n_crit: int, y: np.ndarray, gj: np.ndarray, c_s
     judge = gj.astype(np.int64, copy=False) if k == len(j_lab) else (np.cumsum(seen) - 1)[gj]
     model = str(cd.model_labels[gid // n_crit])
     crit = str(cd.criterion_labels[gid % n_crit]) if cd.criterion_labels is not None else None
-    design = GroupDesign(
-        model=model, criterion=crit, n_rows=int(n_rows), n_scenarios=n,
-        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
-        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k,
-        judges=tuple(str(x) for x in j_lab[judges_global]), n_cells=n_cells, n_missing=int(n_cells * k - n_rows),
+    design = GroupDesign.from_counts(
+        model=model, criterion=crit, n_rows=int(n_rows), n_scenarios=n, m_per=m_per,
+        judges=tuple(str(x) for x in j_lab[judges_global]), n_cells=n_cells, complete=bool((per_cell == k).all()),
         n_duplicates=int(n_duplicates.get((model, crit), 0)),
-        complete=bool((per_cell == k).all()),
-        balanced=bool((per_cell == k).all() and (m_per == m_per[0]).all()),
     )
     return GroupData(
         model=model, criterion=crit, y=_readonly(y), scenario=_readonly(scen),

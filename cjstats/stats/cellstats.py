@@ -537,13 +537,10 @@ def merge_stats(*parts: CellStats) -> CellStats:
     n_cells = sum(int(p.n_cells) for p in parts)
     complete = bool(np.all(sizes == k))
     d0 = parts[0].design
-    design = GroupDesign(
+    design = GroupDesign.from_counts(
         model=d0.model, criterion=d0.criterion, n_rows=n_obs, n_scenarios=sum(p.n_scenarios for p in parts),
-        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
-        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=tuple(labels),
-        n_cells=n_cells, n_missing=int(n_cells * k - n_obs),
-        n_duplicates=sum(int(p.design.n_duplicates) for p in parts), complete=complete,
-        balanced=bool(complete and (m_per == m_per[0]).all()),
+        m_per=m_per, judges=tuple(labels), n_cells=n_cells, complete=complete,
+        n_duplicates=sum(int(p.design.n_duplicates) for p in parts),
     )
     first_missing = None
     if pattern:   # no merged order of the scenarios: the smallest label comes first

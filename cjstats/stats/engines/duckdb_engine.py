@@ -751,13 +751,8 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
     n_cells = int(size_cells.sum())
     m_per = cnt_is.sum(axis=1).astype(np.int64)
     complete = bool(np.all(sizes_i == k))
-    design = GroupDesign(
-        model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
-        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
-        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=labels,
-        n_cells=n_cells, n_missing=int(n_cells * k - n_obs), n_duplicates=0, complete=complete,
-        balanced=bool(complete and (m_per == m_per[0]).all()),
-    )
+    design = GroupDesign.from_counts(model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
+                                     m_per=m_per, judges=labels, n_cells=n_cells, complete=complete)
     first_rows = np.flatnonzero(si == 0)
     first_cell = (scen_labels[0], min(gen_min[first_rows].tolist()))  # tolist(): Python values
     first_missing = None
@@ -965,13 +960,8 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
         absent = tuple(labels[j] for j in range(k) if not d_raw[i0, c0, j])
         first_missing = (firsts[i0], place_gen[c0], absent)
     n_scen = int(big_n.sum())
-    design = GroupDesign(
-        model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
-        generations=int(m_per[0]) if (m_per == m_per[0]).all() else None,
-        generations_min=int(m_per.min()), generations_max=int(m_per.max()), n_judges=k, judges=labels,
-        n_cells=n_cells, n_missing=int(n_cells * k - n_obs), n_duplicates=0, complete=complete,
-        balanced=bool(complete and (m_per == m_per[0]).all()),
-    )
+    design = GroupDesign.from_counts(model=model, criterion=criterion, n_rows=n_obs, n_scenarios=n_scen,
+                                     m_per=m_per, judges=labels, n_cells=n_cells, complete=complete)
     pf = ScenarioPatternForm(n=big_n, cnt=cnt, s=s_psk, y1=y1, y2=y2, n_scenarios=n_scen, examples=examples)
     sj_stats = None
     if sj and scenario_judge_pairs(s_psk) >= 2:
