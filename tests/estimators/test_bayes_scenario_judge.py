@@ -226,6 +226,23 @@ class TestNativeCallbacks:
             np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-13, atol=1e-13, err_msg=nm)
         assert nat.diagnostics["x"]["divergences"] == py.diagnostics["x"]["divergences"]
 
+    def test_cached_callbacks_are_keyed_by_the_kernels_source(self, monkeypatch):
+        """numba's disk cache keys a function by its own file, bytecode and closure, not by the kernels it calls
+        from other files: each callback closes over a stamp of those files, so an edited kernel compiles again
+        instead of loading the old machine code (which then ran with the new arguments: a wrong np.dot shape)."""
+        from pathlib import Path
+
+        from cjstats.estimators.bayes import native, scenario_judge
+
+        stamp = native._source_stamp()
+        assert native._SOURCE_STAMP == stamp
+        for fn in (native._logp._pyfunc, native._sj_logp._pyfunc, native._sj_expand._pyfunc, native._sj_call.py_func):
+            assert stamp in [c.cell_contents for c in fn.__closure__], fn.__name__
+        read = Path.read_bytes
+        edited = Path(scenario_judge.__file__)
+        monkeypatch.setattr(Path, "read_bytes", lambda p: read(p) + (b"# edited" if p == edited else b""))
+        assert native._source_stamp() != stamp
+
     @pytest.mark.parametrize("density", ["scenario_judge", "paper"])
     def test_conditional_draws_have_one_stream_per_chain_and_seed(self, density):
         """nutpie hands every chain's Python expand function the same seeds, so (mu, gamma) are drawn after

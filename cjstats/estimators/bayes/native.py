@@ -58,6 +58,29 @@ def _as_pointer(typingctx, src):  # pragma: no cover - compiled; an address held
     return types.voidptr(src), codegen
 
 
+def _source_stamp() -> str:
+    """sha256 of the source files whose compiled code the cached callbacks below link in (the kernels, the
+    constants they freeze, the compile options).
+
+    numba keys a cached function by its own file's modification time and size and by its bytecode and closure, not
+    by the functions it calls from other files: after an edit of a kernel (or a ``git pull`` that changes
+    ``scenario_judge.py`` but not this file), the callbacks would load the old kernel's machine code from the disk
+    cache and call it with the new arguments (a wrong answer or a crash). Each callback is therefore made in a
+    factory that closes over this stamp, which numba's cache key includes: a changed source compiles again.
+    """
+    import hashlib
+    from pathlib import Path
+
+    from cjstats import _jit
+    from cjstats.estimators.bayes import gaussian, ordinal, scenario_judge
+
+    h = hashlib.sha256()
+    for mod in (_jit, gaussian, ordinal, scenario_judge):
+        h.update(Path(mod.__file__).read_bytes())
+    return h.hexdigest()
+
+
+_SOURCE_STAMP = _source_stamp()
 _kernel = _ordinal_kernel()          # the dispatcher the Python path calls: one compiled kernel
 _BOUND = float(LOG_SCALE_BOUND)
 _SIG_LOGP = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
@@ -66,45 +89,52 @@ _SIG_EXPAND = types.int64(types.uint64, types.uint64, types.CPointer(types.doubl
                           types.voidptr)
 
 
-@numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
-def _logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
-    h = numba.carray(ud_, (_HEADER,), np.int64)
-    ndim = h[_NDIM]
-    if dim != ndim:
-        return -1
-    n_obs, n_sig, k, n_cut = h[_N_OBS], h[_N_SIG], h[_K], h[_N_CUT]
-    x = numba.carray(x_, (ndim,))
-    out = numba.carray(out_, (ndim,))
-    lp_out = numba.carray(logp_, (1,))
-    for i in range(ndim):
-        out[i] = 0.0
-        if not math.isfinite(x[i]):
-            lp_out[0] = -math.inf
+def _define_logp(stamp: str) -> Any:
+    @numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
+    def _logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -1
+        h = numba.carray(ud_, (_HEADER,), np.int64)
+        ndim = h[_NDIM]
+        if dim != ndim:
+            return -1
+        n_obs, n_sig, k, n_cut = h[_N_OBS], h[_N_SIG], h[_K], h[_N_CUT]
+        x = numba.carray(x_, (ndim,))
+        out = numba.carray(out_, (ndim,))
+        lp_out = numba.carray(logp_, (1,))
+        for i in range(ndim):
+            out[i] = 0.0
+            if not math.isfinite(x[i]):
+                lp_out[0] = -math.inf
+                return 4
+        for i in range(n_sig):
+            if abs(x[i]) > _BOUND:
+                lp_out[0] = -math.inf
+                return 4
+        for i in range(ndim - n_cut + 1, ndim):
+            if x[i] > _BOUND:
+                lp_out[0] = -math.inf
+                return 4
+        category = numba.carray(_as_pointer(h[_CATEGORY]), (n_obs,), np.int64)
+        scenario = numba.carray(_as_pointer(h[_SCENARIO]), (n_obs,), np.int64)
+        cell = numba.carray(_as_pointer(h[_CELL]), (n_obs,), np.int64)
+        judge = numba.carray(_as_pointer(h[_JUDGE]), (n_obs,), np.int64)
+        basis = numba.carray(_as_pointer(h[_BASIS]), (k, k - 1), np.float64)
+        s_prior = numba.carray(_as_pointer(h[_S_PRIOR]), (n_sig,), np.float64)
+        fl = numba.carray(_as_pointer(h[_FLOATS]), (2,), np.float64)
+        lp = _kernel(x, n_sig, h[_HAS_GEN] != 0, h[_N_SCEN], h[_N_CELLS], k, n_cut, basis, s_prior, fl[0],
+                     category, scenario, cell, judge, fl[1], h[_PROBIT] != 0, out)
+        lp_out[0] = lp
+        if not math.isfinite(lp):
             return 4
-    for i in range(n_sig):
-        if abs(x[i]) > _BOUND:
-            lp_out[0] = -math.inf
-            return 4
-    for i in range(ndim - n_cut + 1, ndim):
-        if x[i] > _BOUND:
-            lp_out[0] = -math.inf
-            return 4
-    category = numba.carray(_as_pointer(h[_CATEGORY]), (n_obs,), np.int64)
-    scenario = numba.carray(_as_pointer(h[_SCENARIO]), (n_obs,), np.int64)
-    cell = numba.carray(_as_pointer(h[_CELL]), (n_obs,), np.int64)
-    judge = numba.carray(_as_pointer(h[_JUDGE]), (n_obs,), np.int64)
-    basis = numba.carray(_as_pointer(h[_BASIS]), (k, k - 1), np.float64)
-    s_prior = numba.carray(_as_pointer(h[_S_PRIOR]), (n_sig,), np.float64)
-    fl = numba.carray(_as_pointer(h[_FLOATS]), (2,), np.float64)
-    lp = _kernel(x, n_sig, h[_HAS_GEN] != 0, h[_N_SCEN], h[_N_CELLS], k, n_cut, basis, s_prior, fl[0],
-                 category, scenario, cell, judge, fl[1], h[_PROBIT] != 0, out)
-    lp_out[0] = lp
-    if not math.isfinite(lp):
-        return 4
-    for i in range(ndim):
-        if not math.isfinite(out[i]):
-            return 3
-    return 0
+        for i in range(ndim):
+            if not math.isfinite(out[i]):
+                return 3
+        return 0
+    return _logp
+
+
+_logp = _define_logp(_SOURCE_STAMP)
 
 
 @numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
@@ -157,69 +187,90 @@ _SJ_HEADER = 15
 _sj_kernel = _sj_marginal_kernel()  # the dispatcher SJMarginalDensity.evaluate calls: one compiled kernel
 
 
-@numba.njit(error_model="numpy", cache=True)
-def _sj_call(ud_, x, out, mean, lb_inv):  # pragma: no cover - compiled
-    """The kernel on the arrays whose addresses ``user_data`` holds."""
-    h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-    ndim, k, q, n_pat = h[_SJ_NDIM], h[_SJ_K], h[_SJ_Q], h[_SJ_NPAT]
-    scales = numba.carray(_as_pointer(h[_SJ_SCALES]), (ndim,), np.float64)
-    pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
-    w = numba.carray(_as_pointer(h[_SJ_W]), (n_pat, q, q), np.float64)
-    gmt = numba.carray(_as_pointer(h[_SJ_GMT]), (n_pat, k, q), np.float64)
-    cnt = numba.carray(_as_pointer(h[_SJ_CNT]), (n_pat,), np.float64)
-    zsum = numba.carray(_as_pointer(h[_SJ_ZSUM]), (n_pat, q), np.float64)
-    zscat = numba.carray(_as_pointer(h[_SJ_ZSCAT]), (n_pat, q, q), np.float64)
-    grp = numba.carray(_as_pointer(h[_SJ_GRP]), (q,), np.int64)
-    base = numba.carray(_as_pointer(h[_SJ_BASE]), (k + 1, k + 1), np.float64)
-    tmat = numba.carray(_as_pointer(h[_SJ_TMAT]), (k + 1, k + 1), np.float64)
-    fl = numba.carray(_as_pointer(h[_SJ_FLOATS]), (4,), np.float64)
-    return _sj_kernel(x, scales, pos, fl[0], fl[1], w, gmt, cnt, zsum, zscat, grp, base, tmat, fl[2], fl[3], out,
-                      mean, lb_inv)
+def _define_sj_call(stamp: str) -> Any:
+    @numba.njit(error_model="numpy", cache=True)
+    def _sj_call(ud_, x, out, mean, lb_inv):  # pragma: no cover - compiled
+        """The kernel on the arrays whose addresses ``user_data`` holds."""
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -math.inf
+        h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
+        ndim, k, q, n_pat = h[_SJ_NDIM], h[_SJ_K], h[_SJ_Q], h[_SJ_NPAT]
+        scales = numba.carray(_as_pointer(h[_SJ_SCALES]), (ndim,), np.float64)
+        pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
+        w = numba.carray(_as_pointer(h[_SJ_W]), (n_pat, q, q), np.float64)
+        gmt = numba.carray(_as_pointer(h[_SJ_GMT]), (n_pat, k, q), np.float64)
+        cnt = numba.carray(_as_pointer(h[_SJ_CNT]), (n_pat,), np.float64)
+        zsum = numba.carray(_as_pointer(h[_SJ_ZSUM]), (n_pat, q), np.float64)
+        zscat = numba.carray(_as_pointer(h[_SJ_ZSCAT]), (n_pat, q, q), np.float64)
+        grp = numba.carray(_as_pointer(h[_SJ_GRP]), (q,), np.int64)
+        base = numba.carray(_as_pointer(h[_SJ_BASE]), (k + 1, k + 1), np.float64)
+        tmat = numba.carray(_as_pointer(h[_SJ_TMAT]), (k + 1, k + 1), np.float64)
+        fl = numba.carray(_as_pointer(h[_SJ_FLOATS]), (4,), np.float64)
+        return _sj_kernel(x, scales, pos, fl[0], fl[1], w, gmt, cnt, zsum, zscat, grp, base, tmat, fl[2], fl[3],
+                          out, mean, lb_inv)
+    return _sj_call
 
 
-@numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
-def _sj_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
-    h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-    ndim, k = h[_SJ_NDIM], h[_SJ_K]
-    if dim != ndim:
-        return -1
-    x = numba.carray(x_, (ndim,))
-    out = numba.carray(out_, (ndim,))
-    lp_out = numba.carray(logp_, (1,))
-    for i in range(ndim):
-        out[i] = 0.0
-    lp = _sj_call(ud_, x, out, np.empty(k), np.empty((k, k)))
-    lp_out[0] = lp
-    if not math.isfinite(lp):                               # the kernel's -inf: outside the bounds, or not finite
-        lp_out[0] = -math.inf
+_sj_call = _define_sj_call(_SOURCE_STAMP)
+
+
+def _define_sj_logp(stamp: str) -> Any:
+    @numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
+    def _sj_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -1
+        h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
+        ndim, k = h[_SJ_NDIM], h[_SJ_K]
+        if dim != ndim:
+            return -1
+        x = numba.carray(x_, (ndim,))
+        out = numba.carray(out_, (ndim,))
+        lp_out = numba.carray(logp_, (1,))
         for i in range(ndim):
             out[i] = 0.0
-        return 4
-    return 0
+        lp = _sj_call(ud_, x, out, np.empty(k), np.empty((k, k)))
+        lp_out[0] = lp
+        if not math.isfinite(lp):                           # the kernel's -inf: outside the bounds, or not finite
+            lp_out[0] = -math.inf
+            for i in range(ndim):
+                out[i] = 0.0
+            return 4
+        return 0
+    return _sj_logp
 
 
-@numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
-def _sj_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
-    """The scales (exp of the log scales, |u| for sigma_sj), then the conditional mean of x (K) and L_B^{-1}
-    (K x K, row-major): the variables of :func:`native_sj_model`, in order."""
-    h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-    ndim, k = h[_SJ_NDIM], h[_SJ_K]
-    if dim != ndim:
-        return -1
-    x = numba.carray(x_, (ndim,))
-    o = numba.carray(out_, (n_expanded,))
-    pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
-    mean = np.empty(k)
-    lb_inv = np.zeros((k, k))
-    lp = _sj_call(ud_, x, np.empty(ndim), mean, lb_inv)
-    ok = math.isfinite(lp)
-    for i in range(ndim):
-        o[i] = abs(x[i]) if i == pos[2] else math.exp(x[i])
-    for i in range(k):
-        o[ndim + i] = mean[i] if ok else math.nan
-        for j in range(k):
-            o[ndim + k + i * k + j] = lb_inv[i, j] if ok else math.nan
-    return 0
+_sj_logp = _define_sj_logp(_SOURCE_STAMP)
+
+
+def _define_sj_expand(stamp: str) -> Any:
+    @numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
+    def _sj_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
+        """The scales (exp of the log scales, |u| for sigma_sj), then the conditional mean of x (K) and L_B^{-1}
+        (K x K, row-major): the variables of :func:`native_sj_model`, in order."""
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -1
+        h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
+        ndim, k = h[_SJ_NDIM], h[_SJ_K]
+        if dim != ndim:
+            return -1
+        x = numba.carray(x_, (ndim,))
+        o = numba.carray(out_, (n_expanded,))
+        pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
+        mean = np.empty(k)
+        lb_inv = np.zeros((k, k))
+        lp = _sj_call(ud_, x, np.empty(ndim), mean, lb_inv)
+        ok = math.isfinite(lp)
+        for i in range(ndim):
+            o[i] = abs(x[i]) if i == pos[2] else math.exp(x[i])
+        for i in range(k):
+            o[ndim + i] = mean[i] if ok else math.nan
+            for j in range(k):
+                o[ndim + k + i * k + j] = lb_inv[i, j] if ok else math.nan
+        return 0
+    return _sj_expand
+
+
+_sj_expand = _define_sj_expand(_SOURCE_STAMP)
 
 
 def _compiled_model(ndim: int, logp: Any, expand: Any, *, names: list[str], shapes: list[tuple[int, ...]],
