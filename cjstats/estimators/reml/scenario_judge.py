@@ -89,7 +89,7 @@ class SJEvaluator(Evaluator):
 
     def __init__(self, d: Design, ys: YStats, sj: ScenarioJudgeStats) -> None:
         super().__init__(d, ys, patterns=False)
-        if not np.allclose(sj.shift, ys.shift, rtol=0, atol=0):
+        if not np.array_equal(sj.shift, ys.shift):
             sj = sj.recentre(ys.shift)
         self.sj = sj
         m, k = sj.m, sj.k
