@@ -239,17 +239,14 @@ class CellStats:
         delta = new - self.shift
         if not np.any(delta):
             return self
-        h = self.sizes
         dd_delta = self.dd @ delta                                     # (S, K)
-        jy = self.judge_sum_s - self.dy / h[:, None]
-        jj_quad = (self.judge_n_s * delta * delta).sum(axis=1) - np.einsum("sk,k->s", dd_delta, delta) / h
         return dataclasses.replace(
             self, shift=new,
             dy=self.dy - dd_delta,
             yyc=self.yyc - 2.0 * self.dy @ delta + dd_delta @ delta,
             judge_sum_s=self.judge_sum_s - self.judge_n_s * delta,
             yy_s=self.yy_s - 2.0 * self.judge_sum_s @ delta + self.judge_n_s @ (delta * delta),
-            ssw_s=self.ssw_s - 2.0 * jy @ delta + jj_quad,
+            ssw_s=self._ssw_recentred(delta, dd_delta),
             ys=None if self.ys is None else self.ys - self.s_isk @ delta,
             pat=None if self.pat is None else self.pat.recentre(delta),
             judge_sum=self.judge_sum - self.judge_n * delta,
@@ -257,6 +254,16 @@ class CellStats:
             sj=None if self.sj is None else self.sj.recentre(new),
             cov=None if self.cov is None else self.cov.recentre_y(delta),
         )
+
+    def _ssw_recentred(self, delta: np.ndarray, dd_delta: np.ndarray | None = None) -> np.ndarray:
+        """SSW_h of the scores re-centred by ``delta`` (:meth:`recentre`'s formula, alone: what
+        :meth:`within_cell_rss` needs, without re-centring the scenario x judge, pattern and covariate parts)."""
+        h = self.sizes
+        if dd_delta is None:
+            dd_delta = self.dd @ delta
+        jy = self.judge_sum_s - self.dy / h[:, None]
+        jj_quad = (self.judge_n_s * delta * delta).sum(axis=1) - np.einsum("sk,k->s", dd_delta, delta) / h
+        return self.ssw_s - 2.0 * jy @ delta + jj_quad
 
     # -- views ---------------------------------------------------------------------------------------
     def for_reml(self) -> tuple[Design, YStats]:
@@ -284,7 +291,8 @@ class CellStats:
         # as rounding noise near 1e-16 max|J_w'J_w|, which the default cut-off of pinv (1e-15) may keep and
         # invert. A cut-off of 1e-10 drops the noise and keeps every real eigenvalue of a usable design.
         rss = float(self.ssw_s.sum()) - float(jy @ np.linalg.pinv(jj, rtol=1e-10, hermitian=True) @ jy)
-        within = float(self.recentre(np.zeros(self.k)).ssw_s.sum())   # of the scores themselves: the scale
+        delta = np.zeros(self.k) - self.shift                      # recentre(0)'s delta; its SSW alone
+        within = float((self._ssw_recentred(delta) if np.any(delta) else self.ssw_s).sum())   # the scale
         return max(rss, 0.0), within
 
     def for_gaussian(self) -> GaussianStats:

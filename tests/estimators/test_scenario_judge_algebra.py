@@ -302,3 +302,31 @@ def test_a_theta_asked_for_again_gives_its_first_numbers_without_an_evaluation(m
     fresh = _numpy_twin(new)._core(np.array(THETAS[0]), hess=True)
     for x, y in zip(hess[:2] + hess[2] + hess[3], fresh[:2] + fresh[2] + fresh[3]):
         assert np.array_equal(x, y)
+
+
+def test_kept_random_judge_transforms_are_those_of_a_fresh_evaluator():
+    """The random-judge A = L'AL is formed once per kept state (:meth:`SJEvaluator._core`): fixed and random,
+    value, gradient and Hessian requests interleaved at one theta, on two tables through one code path, give bit
+    for bit the numbers of a fresh evaluator asked once, and a caller writing into what it got changes nothing
+    that is kept."""
+    for kind, seed in (("unbalanced", 0), ("ragged", 3)):
+        new, *_ = _evaluators(kind, seed=seed)
+        new._kernel = None
+        for th in THETAS[:3]:
+            th = np.array(th)
+            for which, grad, hess in (("fixed", False, False), ("random", False, False), ("random", True, False),
+                                      ("fixed", True, False), ("random", True, True), ("random", False, False)):
+                got = new._core(th, grad=grad, which=which, hess=hess)
+                ref = _numpy_twin(new)._core(th, grad=grad, which=which, hess=hess)
+                def flat(r, grad=grad, hess=hess):
+                    return [r[0], r[1]] + (list(r[2]) + list(r[3]) if hess else [r[2], r[3]] if grad else [])
+
+                for x, y in zip(flat(got), flat(ref), strict=True):
+                    assert np.array_equal(x, y)
+                got[0][...] = np.nan                                   # the caller's copy, not the kept one
+                if grad:
+                    (got[2][0] if hess else got[2])[...] = np.nan
+            again = new._core(th, grad=True, which="random")
+            ref = _numpy_twin(new)._core(th, grad=True, which="random")
+            for x, y in zip(again, ref):
+                assert np.array_equal(x, y)

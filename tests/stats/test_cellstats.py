@@ -83,6 +83,20 @@ class TestViewsEqualTheBackendsOwnReductions:
         ref, _ = rs.within_cell_rss(rs.build_design(g.cell, g.judge, g.cell_scenario, g.design.n_judges), g.y)
         assert _close(rss, ref, float(np.var(g.y)) * len(g.y))
 
+    def test_within_cell_rss_scale_is_recentre_to_zero_bit_for_bit(self, name):
+        """within_cell_rss re-centres only SSW (not the scenario x judge, pattern and covariate parts): its scale
+        is bit for bit the SSW of recentre(0), and it stays the raw scores' SSW however the unit is centred (a
+        re-centred unit must not keep the scale of the unit it came from)."""
+        _, u = _unit(DESIGNS[name])
+        rss, within = u.within_cell_rss()
+        assert within == float(u.recentre(np.zeros(u.k)).ssw_s.sum())
+        moved = u.recentre(u.shift + np.linspace(-3.0, 4.0, u.k))
+        rss2, within2 = moved.within_cell_rss()
+        assert within2 == float(moved.recentre(np.zeros(u.k)).ssw_s.sum())
+        assert _close(within2, within, within) and _close(rss2, rss, within)
+        zero = u.recentre(np.zeros(u.k))
+        assert zero.within_cell_rss()[1] == float(zero.ssw_s.sum())
+
     def test_gaussian_view_equals_gaussian_stats(self, name):
         g, u = _unit(DESIGNS[name])
         st, ref = u.for_gaussian(), gaussian_stats(g)

@@ -89,7 +89,7 @@ class SJEvaluator(Evaluator):
 
     def __init__(self, d: Design, ys: YStats, sj: ScenarioJudgeStats) -> None:
         super().__init__(d, ys, patterns=False)
-        if not np.allclose(sj.shift, ys.shift, rtol=0, atol=0):
+        if not np.array_equal(sj.shift, ys.shift):
             sj = sj.recentre(ys.shift)
         self.sj = sj
         m, k = sj.m, sj.k
@@ -202,7 +202,7 @@ class SJEvaluator(Evaluator):
         self.counter += 1
         if self._kernel is None:
             _NUMPY_WORK[0] += self._units_n
-        key = tuple(float(v) for v in np.asarray(theta, dtype=float)[:3])
+        key = tuple(np.asarray(theta, dtype=float)[:3].tolist())
         level = 2 if hess else 1 if grad else 0
         s = self._recent.pop(key, None)
         if s is None or (s["done"] and s["level"] < level):
@@ -222,14 +222,22 @@ class SJEvaluator(Evaluator):
             self._keep(key, s)
         lm = self._lmat if which == "random" else None
 
-        def out(x: np.ndarray) -> np.ndarray:
-            return x.copy() if lm is None else lm.T @ x @ lm
+        def out(name: str) -> np.ndarray:
+            """A copy of s[name], or for the random judges L'(s[name])L, transformed once per state (the theta_j
+            difference of the random-judge fit and its KKT check come back to the same (theta_a, theta_b,
+            theta_sj)): the same product each time, so the same numbers."""
+            if lm is None:
+                return s[name].copy()
+            rname = "random_" + name
+            if rname not in s:
+                s[rname] = lm.T @ s[name] @ lm
+            return s[rname].copy()
 
-        amat, ld = out(s["amat"]), s["ld"]
+        amat, ld = out("amat"), s["ld"]
         if hess:
-            return amat, ld, (out(s["da"]), out(s["d2a"])), (s["dld"].copy(), s["d2ld"].copy())
+            return amat, ld, (out("da"), out("d2a")), (s["dld"].copy(), s["d2ld"].copy())
         if grad:
-            return amat, ld, out(s["da"]), s["dld"].copy()
+            return amat, ld, out("da"), s["dld"].copy()
         return amat, ld, None, None
 
     def _keep(self, key: tuple[float, float, float], s: dict[str, Any]) -> None:
@@ -312,7 +320,8 @@ class SJEvaluator(Evaluator):
         da_b = (-((a_s * a_s) @ ddf).reshape(k1, k1) - (e + e.T) + self._absorb(None, br, nb @ br))
         dl_b = float(self._size_cells @ (sizes * a_s)) + self._wsum(bmat, nb)
         s.update(nb=nb, rb=rb)
-        da = np.stack((da_a, da_b, da_s))
+        da = np.empty((3, k1, k1))
+        da[0], da[1], da[2] = da_a, da_b, da_s
         s["da"] = 0.5 * (da + da.transpose(0, 2, 1))
         s["dld"] = np.array([dl_a, dl_b, dl_s])
 
