@@ -3,9 +3,11 @@ r"""The DuckDB engine: score files larger than memory reduced to :class:`~cjstat
 The raw rows never enter Python. Two scans of the source do all the work:
 
 1. **Validation and centring.** ``GROUP BY (model, [criterion], judge)``: the number of rows and the sum, min
-   and max of the score, and the counts of missing ids, non-numeric, NaN and infinite scores. Any count above
-   zero raises the sentence :func:`cjstats.read_scores` raises (a second, filtered query finds the first
-   offending row, named by file and row, or by line in CSV, TSV and JSONL files, as read_scores names it).
+   and max of the score, and cheap signs of bad input (non-NULL counts of the ids and the score, one count of
+   non-finite scores; :func:`_quick_pass`). On a sign, a second query counts missing ids, non-numeric, NaN and
+   infinite scores, and any count above zero raises the sentence :func:`cjstats.read_scores` raises (a filtered
+   query finds the first offending row, named by file and row, or by line in CSV, TSV and JSONL files, as
+   read_scores names it).
    CSV and TSV files are read with every column as text, as read_scores reads them. The judge means are the
    centring ``shift`` of each unit, and every (unit, judge) gets its code ``l`` (judges sorted by label, as in
    memory).
@@ -34,7 +36,8 @@ count and sum Y_c. A cell whose size differs from the number of bits of its mask
    scenarios in a unit): steps 2 and 3 are replaced by one streaming query, rows -> cells -> scenarios -> design
    patterns (:func:`_aggregate_patterns`), and the units hold ``CellStats.pat`` (per pattern the scenario count,
    cnt, S, sum Y_is and sum Y_is Y_ir; :class:`~cjstats.stats.views.ScenarioPatternForm`) and their scenario x judge
-   statistics instead of per-scenario arrays: nothing of O(scenarios) reaches Python.
+   statistics instead of per-scenario arrays: nothing of O(scenarios) reaches Python. Integer scores are packed
+   into bit fields there (:func:`_integer_grid`), a narrower scenario hash table.
 
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
 O(scenarios x size classes x judges) arrays of :class:`CellStats` itself (O(patterns) in the pattern form).
@@ -233,7 +236,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         :class:`~cjstats.stats.views.ScenarioPatternForm`),
         built by one streaming query in which nothing of O(scenarios) reaches Python (:func:`_aggregate_patterns`);
         ``"auto"`` (default) takes the pattern form when a unit has about :data:`PATTERN_FORM_SCENARIOS` scenarios
-        or more (DuckDB's approximate distinct count) and the per-scenario arrays otherwise. The ANOVA and REML
+        or more (:func:`_auto_form`) and the per-scenario arrays otherwise. The ANOVA and REML
         (the scenario x judge term and profiles included) fit from either with the same numbers; what needs
         per-scenario values (the joint statistics, ``merge_stats``, the Bayesian backends) refuses the pattern
         form in one sentence. ``likelihood="cumulative"`` always keeps the per-scenario arrays.
