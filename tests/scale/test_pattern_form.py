@@ -164,6 +164,17 @@ def test_auto_takes_the_pattern_form_from_the_threshold(monkeypatch):
     assert all(u.pat is None for j in joint.units for u in j.units)
 
 
+@pytest.mark.parametrize(("threshold", "form"), [(10, "patterns"), (11, "patterns"), (13, "each")])
+def test_auto_counts_scenarios_only_between_the_bounds(monkeypatch, threshold, form):
+    """'missing': a unit of 120 rows, 4 judges, 3 generations has between 10 and 120 scenarios (12). Threshold 10:
+    the lower bound decides; 11 and 13 fall between the bounds, so the scenarios are counted (12)."""
+    from cjstats.stats.engines import duckdb_engine
+
+    monkeypatch.setattr(duckdb_engine, "PATTERN_FORM_SCENARIOS", threshold)
+    got = build_stats(conf.table("missing"), engine="duckdb")
+    assert all((u.pat is not None) == (form == "patterns") for u in got.units)
+
+
 def test_from_parquet_files(tmp_path):
     """Files split by row blocks (cells and scenarios across files), string ids: the same statistics."""
     df = conf.table("ragged").assign(scenario=lambda d: "s" + d["scenario"].astype(str))
@@ -295,6 +306,20 @@ def test_packed_scores_over_several_words(monkeypatch):
         assert_same_as_per_scenario(a, c)
     want = cj.estimate(build_stats(cj.read_scores(df)), "reml")
     assert_same_fit(want, cj.estimate(packed, "reml"))
+
+
+def test_packed_scores_with_two_mask_words(monkeypatch):
+    """22 judges x 3 generations (66 judge-place bits: two mask words; scores 1..10 in 4-bit fields, 15 a word),
+    one model scored by 20 of the judges only."""
+    rng = np.random.default_rng(7)
+    df = pd.DataFrame([(m, s, g, f"j{j:02d}") for m in ("a", "b") for s in range(30) for g in range(3)
+                       for j in range(22 if m == "a" else 20)], columns=["model", "scenario", "generation", "judge"])
+    df["score"] = rng.integers(1, 11, len(df)).astype(float)
+    df = df[rng.random(len(df)) > 0.1]
+    packed, plain = _both_routes(df, monkeypatch)
+    for a, b, c in zip(build_stats(cj.read_scores(df)), packed, plain):
+        assert_same_as_per_scenario(a, b)
+        assert_same_as_per_scenario(a, c)
 
 
 def test_wide_integer_range_is_not_packed():

@@ -885,8 +885,9 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
         def v(q: int) -> str:
             return f"((k{q // per} >> {b * (q % per)}) & {2 ** b - 1})"
 
-        ws = [" + ".join(f"CASE WHEN {v(q)} > 0 THEN {1 << (q % _WORD)} ELSE 0 END"
-                         for q in range(w * _WORD, min((w + 1) * _WORD, g * km))) + f" AS w{w}" for w in range(n_words)]
+        ws = ["CAST(" + " + ".join(f"CASE WHEN {v(q)} > 0 THEN CAST(1 AS BIGINT) << {q % _WORD} ELSE 0 END"
+                                   for q in range(w * _WORD, min((w + 1) * _WORD, g * km))) + f" AS BIGINT) AS w{w}"
+              for w in range(n_words)]
         xs = [f"CASE WHEN {v(c * km + l)} > 0 THEN CAST({v(c * km + l)} + {lo - 1} AS DOUBLE) - s.sh{l} ELSE 0 END "
               f"AS x{c}_{l}" for c in range(g) for l in range(km)]
         scen = (f"z0 AS (SELECT unit_id, scenario, {', '.join(packed)} FROM r GROUP BY unit_id, scenario), "
