@@ -875,7 +875,7 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
                 f"GROUP BY unit_id, scenario)")
     else:
         lo, b = grid
-        per = 63 // b                                   # fields per word; field c K + l at bits b (c K + l % per)
+        per = 63 // b            # fields per word: field q = c K + l in word q // per, from bit b (q % per)
         n_pack = (g * km + per - 1) // per
         packed = [f"bit_or({'v' if n_pack == 1 else f'CASE WHEN {bit} // {per} = {w} THEN v ELSE 0 END'} << "
                   f"({b} * ({bit} % {per}))) AS k{w}" for w in range(n_pack)]
