@@ -18,6 +18,7 @@ of the two (the pass alone stays near DuckDB's limit plus the interpreter).
 
 Run:  .venv/bin/python benchmarks/bench_scale.py --rows 100000 1000000 10000000 --engines numpy duckdb dask
       [--data /tmp/cj_scale] [--memory-limit 1GB] [--files 4] [--groupby] [--scenarios auto|each|patterns]
+      [--integer]   (scores rounded to integers: make_scale_data.py --integer)
 """
 
 from __future__ import annotations
@@ -84,13 +85,15 @@ def main() -> None:
                     help="duckdb: also time one plain GROUP BY pass over the files and print the ratio")
     ap.add_argument("--scenarios", default="auto", choices=("auto", "each", "patterns"),
                     help="duckdb: per-scenario arrays or their pattern form (build_stats(..., scenarios=))")
+    ap.add_argument("--integer", action="store_true", help="integer scores (make_scale_data.py --integer)")
     args = ap.parse_args()
     print(f"{'rows':>11} {'engine':>7} {'read':>7} {'stats':>7} {'anova':>7} {'reml':>7} {'total':>7} "
           f"{'peak MB (stats)':>16} {'peak MB (all)':>14}")
     for rows in args.rows:
-        if not list(args.data.glob(f"scores-{rows}-*.parquet")):
-            write(rows, args.data, args.files)
-        glob = str(args.data / f"scores-{rows}-*.parquet")
+        stem = f"scores-{'int-' if args.integer else ''}{rows}"
+        if not list(args.data.glob(f"{stem}-*.parquet")):
+            write(rows, args.data, args.files, args.integer)
+        glob = str(args.data / f"{stem}-*.parquet")
         for engine in args.engines:
             t = time.perf_counter()
             r = subprocess.run([sys.executable, "-c", _CHILD, glob, engine, args.memory_limit, args.methods,

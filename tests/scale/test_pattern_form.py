@@ -164,6 +164,17 @@ def test_auto_takes_the_pattern_form_from_the_threshold(monkeypatch):
     assert all(u.pat is None for j in joint.units for u in j.units)
 
 
+@pytest.mark.parametrize(("threshold", "form"), [(10, "patterns"), (11, "patterns"), (13, "each")])
+def test_auto_counts_scenarios_only_between_the_bounds(monkeypatch, threshold, form):
+    """'missing': a unit of 120 rows, 4 judges, 3 generations has between 10 and 120 scenarios (12). Threshold 10:
+    the lower bound decides; 11 and 13 fall between the bounds, so the scenarios are counted (12)."""
+    from cjstats.stats.engines import duckdb_engine
+
+    monkeypatch.setattr(duckdb_engine, "PATTERN_FORM_SCENARIOS", threshold)
+    got = build_stats(conf.table("missing"), engine="duckdb")
+    assert all((u.pat is not None) == (form == "patterns") for u in got.units)
+
+
 def test_from_parquet_files(tmp_path):
     """Files split by row blocks (cells and scenarios across files), string ids: the same statistics."""
     df = conf.table("ragged").assign(scenario=lambda d: "s" + d["scenario"].astype(str))
@@ -176,6 +187,7 @@ def test_from_parquet_files(tmp_path):
 
 
 def test_duplicates_raise_read_scores_sentence():
+    """(Integer scores: packed, so two calls of one judge OR into one field; found all the same.)"""
     df = pd.DataFrame({"model": "a", "scenario": ["s1", "s1", "s1", "s2", "s2", "s2"], "generation": 0,
                        "judge": ["j1", "j1", "j2", "j1", "j2", "j2"], "score": [1.0, 2, 3, 4, 5, 6]})
     with pytest.raises(CjstatsError) as ref:
@@ -244,3 +256,79 @@ def test_estimate_out_of_core_asks_per_scenario_statistics_for_backends_without_
     with pytest.raises(Stop):
         cj.estimate(df, "bayes", engine="duckdb")
     assert seen[-1] == "each"
+
+
+# ------------------------------------------------------------------------------------------ integer scores packed
+def _integer(name: str, scale: float = 3.0, offset: float = 0.0) -> pd.DataFrame:
+    """Table ``name`` with integer scores (round(scale * score) + offset): the route that packs them."""
+    df = conf.table(name)
+    return df.assign(score=np.round(scale * df["score"].to_numpy()) + offset)
+
+
+def _both_routes(df: pd.DataFrame, monkeypatch) -> tuple[cj.stats.ScoreStats, cj.stats.ScoreStats]:
+    """The pattern form from packed integer scores and from the per-(place, judge) sums (packing switched off)."""
+    from cjstats.stats.engines import duckdb_engine
+
+    seen = []
+    real = duckdb_engine._integer_grid
+    monkeypatch.setattr(duckdb_engine, "_integer_grid", lambda p1: seen.append(real(p1)) or seen[-1])
+    packed = build_stats(df, engine="duckdb", scenarios="patterns")
+    assert seen and seen[-1] is not None, "the integer scores were not packed"
+    monkeypatch.setattr(duckdb_engine, "_integer_grid", lambda p1: None)
+    return packed, build_stats(df, engine="duckdb", scenarios="patterns")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_packed_integer_scores_give_the_same_statistics(name, monkeypatch):
+    """Integer scores packed into b-bit fields: the numpy engine's statistics (1e-12), and the same numbers as the
+    unpacked query (each x_cl is the same double y - shift; the sums' order is DuckDB's either way)."""
+    df = _integer(name, offset=-20.0)   # negative scores too
+    packed, plain = _both_routes(df, monkeypatch)
+    ref = build_stats(cj.read_scores(df))
+    pd.testing.assert_frame_equal(ref.design, packed.design)
+    for a, b, c in zip(ref, packed, plain):
+        assert_same_as_per_scenario(a, b)
+        assert_same_as_per_scenario(a, c)
+        assert np.array_equal(b.pat.n, c.pat.n) and np.array_equal(b.pat.s, c.pat.s)
+        assert conf._rel_close(b.pat.y2, c.pat.y2) and conf._rel_close(b.yy_s, c.yy_s)
+
+
+def test_packed_scores_over_several_words(monkeypatch):
+    """12 judges x 3 generations with scores 0..1000 (10-bit fields, 6 a word: 6 words), calls missing at random."""
+    rng = np.random.default_rng(34)
+    df = pd.DataFrame([(m, s, g, f"j{j:02d}") for m in ("a", "b") for s in range(40) for g in range(3)
+                       for j in range(12)], columns=["model", "scenario", "generation", "judge"])
+    df["score"] = rng.integers(0, 1001, len(df)).astype(float)
+    df = df[rng.random(len(df)) > 0.2]
+    packed, plain = _both_routes(df, monkeypatch)
+    for a, b, c in zip(build_stats(cj.read_scores(df)), packed, plain):
+        assert_same_as_per_scenario(a, b)
+        assert_same_as_per_scenario(a, c)
+    want = cj.estimate(build_stats(cj.read_scores(df)), "reml")
+    assert_same_fit(want, cj.estimate(packed, "reml"))
+
+
+def test_packed_scores_with_two_mask_words(monkeypatch):
+    """22 judges x 3 generations (66 judge-place bits: two mask words; scores 1..10 in 4-bit fields, 15 a word),
+    one model scored by 20 of the judges only."""
+    rng = np.random.default_rng(7)
+    df = pd.DataFrame([(m, s, g, f"j{j:02d}") for m in ("a", "b") for s in range(30) for g in range(3)
+                       for j in range(22 if m == "a" else 20)], columns=["model", "scenario", "generation", "judge"])
+    df["score"] = rng.integers(1, 11, len(df)).astype(float)
+    df = df[rng.random(len(df)) > 0.1]
+    packed, plain = _both_routes(df, monkeypatch)
+    for a, b, c in zip(build_stats(cj.read_scores(df)), packed, plain):
+        assert_same_as_per_scenario(a, b)
+        assert_same_as_per_scenario(a, c)
+
+
+def test_wide_integer_range_is_not_packed():
+    """Scores spanning more than 2^31 values keep the per-(place, judge) sums (and the same statistics)."""
+    from cjstats.stats.engines import duckdb_engine
+
+    df = _integer("balanced").assign(score=lambda d: d["score"] * 2.0 ** 30)
+    p1 = pd.DataFrame({"frac": [0.0], "lo": [df["score"].min()], "hi": [df["score"].max()]})
+    assert duckdb_engine._integer_grid(p1) is None
+    for a, b in zip(build_stats(cj.read_scores(df)), build_stats(df, engine="duckdb", scenarios="patterns")):
+        assert_same_as_per_scenario(a, b)
+

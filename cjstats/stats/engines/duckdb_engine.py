@@ -3,9 +3,11 @@ r"""The DuckDB engine: score files larger than memory reduced to :class:`~cjstat
 The raw rows never enter Python. Two scans of the source do all the work:
 
 1. **Validation and centring.** ``GROUP BY (model, [criterion], judge)``: the number of rows and the sum, min
-   and max of the score, and the counts of missing ids, non-numeric, NaN and infinite scores. Any count above
-   zero raises the sentence :func:`cjstats.read_scores` raises (a second, filtered query finds the first
-   offending row, named by file and row, or by line in CSV, TSV and JSONL files, as read_scores names it).
+   and max of the score, and cheap signs of bad input (non-NULL counts of the ids and the score, one count of
+   non-finite scores; :func:`_quick_pass`). On a sign, a second query counts missing ids, non-numeric, NaN and
+   infinite scores, and any count above zero raises the sentence :func:`cjstats.read_scores` raises (a filtered
+   query finds the first offending row, named by file and row, or by line in CSV, TSV and JSONL files, as
+   read_scores names it).
    CSV and TSV files are read with every column as text, as read_scores reads them. The judge means are the
    centring ``shift`` of each unit, and every (unit, judge) gets its code ``l`` (judges sorted by label, as in
    memory).
@@ -34,7 +36,8 @@ count and sum Y_c. A cell whose size differs from the number of bits of its mask
    scenarios in a unit): steps 2 and 3 are replaced by one streaming query, rows -> cells -> scenarios -> design
    patterns (:func:`_aggregate_patterns`), and the units hold ``CellStats.pat`` (per pattern the scenario count,
    cnt, S, sum Y_is and sum Y_is Y_ir; :class:`~cjstats.stats.views.ScenarioPatternForm`) and their scenario x judge
-   statistics instead of per-scenario arrays: nothing of O(scenarios) reaches Python.
+   statistics instead of per-scenario arrays: nothing of O(scenarios) reaches Python. Integer scores are packed
+   into bit fields there (:func:`_integer_grid`), a narrower scenario hash table.
 
 Memory is bounded by DuckDB (``memory_limit``; its hash aggregates spill to ``temp_directory``) plus the
 O(scenarios x size classes x judges) arrays of :class:`CellStats` itself (O(patterns) in the pattern form).
@@ -233,7 +236,7 @@ def build(source: Any, *, unit: tuple[str, ...] = ("model", "criterion"), column
         :class:`~cjstats.stats.views.ScenarioPatternForm`),
         built by one streaming query in which nothing of O(scenarios) reaches Python (:func:`_aggregate_patterns`);
         ``"auto"`` (default) takes the pattern form when a unit has about :data:`PATTERN_FORM_SCENARIOS` scenarios
-        or more (DuckDB's approximate distinct count) and the per-scenario arrays otherwise. The ANOVA and REML
+        or more (:func:`_auto_form`) and the per-scenario arrays otherwise. The ANOVA and REML
         (the scenario x judge term and profiles included) fit from either with the same numbers; what needs
         per-scenario values (the joint statistics, ``merge_stats``, the Bayesian backends) refuses the pattern
         form in one sentence. ``likelihood="cumulative"`` always keeps the per-scenario arrays.
@@ -299,21 +302,21 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
                    decimal_comma=text and src.sep == ";", json_cols=json_cols)
     rows_sql, pos_rows = rows(_reader(src)), rows(_reader(src, positions=True), positions=True)
 
-    # ---- pass 1: validation counts, judge means, min/max, per (unit, judge)
+    # ---- pass 1: judge means, min/max, per (unit, judge), and the validation counts
     crit = ", criterion" if has_criterion else ""
-    nonnum = "score_raw IS NOT NULL AND y IS NULL" if score_type == "string" else "false"
-    nan = ("(score_raw IS NULL) OR isnan(y)" if score_type in ("numeric", "string") else "false")
-    agg = [f"count(*) FILTER (WHERE {c} IS NULL) AS null_{c}" for c in ids]
-    if text:  # read_scores makes a text id column integers when every value is a plain integer (12, not 007)
-        agg += [f"count(*) FILTER (WHERE NOT regexp_full_match({c}, {_lit(R.INT_TEXT)})) AS text_{c}"
-                for c in label_ids]
-    pass1 = con.execute(
-        f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
-        f"min(y) AS lo, max(y) AS hi, {', '.join(agg)}, count(*) FILTER (WHERE {nonnum}) AS nonnum, "
-        f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf, "
-        f"approx_count_distinct(scenario) AS n_scen_approx "
-        f"FROM {rows_sql} GROUP BY ALL"
-    ).df()
+    text_agg = [f"count(*) FILTER (WHERE NOT regexp_full_match({c}, {_lit(R.INT_TEXT)})) AS text_{c}"
+                for c in label_ids] if text else []  # read_scores makes a text id integers when every value is one
+    pass1 = _quick_pass(con, rows_sql, ids, text_agg, has_criterion) if score_type in ("numeric", "string") else None
+    if pass1 is None:  # bad input (or a score column of another type): every count, to name what is wrong
+        nonnum = "score_raw IS NOT NULL AND y IS NULL" if score_type == "string" else "false"
+        nan = ("(score_raw IS NULL) OR isnan(y)" if score_type in ("numeric", "string") else "false")
+        agg = [f"count(*) FILTER (WHERE {c} IS NULL) AS null_{c}" for c in ids] + text_agg
+        pass1 = con.execute(
+            f"SELECT model{crit}, judge, count(*) AS n, sum(y) FILTER (WHERE isfinite(y)) AS sy, "
+            f"min(y) AS lo, max(y) AS hi, {', '.join(agg)}, count(*) FILTER (WHERE {nonnum}) AS nonnum, "
+            f"count(*) FILTER (WHERE {nan}) AS nan, count(*) FILTER (WHERE isinf(y)) AS inf "
+            f"FROM {rows_sql} GROUP BY ALL"
+        ).df().assign(frac=np.nan)
     if int(pass1["n"].sum()) == 0:
         raise CjstatsError(R.msg_empty())
 
@@ -359,11 +362,12 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     n_words = (k_max + _WORD - 1) // _WORD
     judges_tbl = p1[["model", "judge", "unit_id", "jcode", "shift"] + (["criterion"] if has_criterion else [])]
     explicit = scenarios == "patterns"
+    gens = _generations(con, rows_sql) if has_gen and scenarios != "each" else None
     if scenarios == "auto":
-        scenarios = "patterns" if float(p1["n_scen_approx"].max()) >= PATTERN_FORM_SCENARIOS else "each"
+        scenarios = _auto_form(con, rows_sql, p1, gens, has_gen, has_criterion)
     if scenarios == "patterns":
-        out = _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, has_gen, has_criterion, k_max,
-                              sj=scenario_judge and has_gen)
+        out = _build_patterns(con, src, rows_sql, pos_rows, p1, judges_tbl, gkeys, gens, has_gen, has_criterion,
+                              k_max, sj=scenario_judge and has_gen)
         if out is not None:
             return out
         if explicit:
@@ -403,6 +407,61 @@ def _build(con: Any, src: S.Source, *, unit: tuple[str, ...], columns: Mapping[s
     if not has_criterion:
         design = design.drop(columns="criterion")
     return tuple(units), design, has_criterion
+
+
+def _quick_pass(con: Any, rows_sql: str, ids: list[str], text_agg: list[str], has_criterion: bool
+                ) -> pd.DataFrame | None:
+    """Pass 1 on clean input: per (unit, judge) the row count, sum, min and max of the score, the largest
+    |y - round(y)| (0: integer scores, :func:`_integer_grid`) and the text-id counts ``text_agg``, with the
+    validation counts zero; None when the input shows any sign of a bad value.
+
+    The signs are cheap aggregates (no filter per kind of fault): a NULL model, criterion or judge (a group key),
+    fewer non-NULL scenario, generation or score values than rows (a missing id, a missing or non-numeric score)
+    and any non-finite score (NaN, inf). The full validation query then counts each kind and names the first
+    offending row, as read_scores does; on clean input its sum of finite scores is this sum of every score.
+    """
+    crit = ", criterion" if has_criterion else ""
+    got = con.execute(
+        f"SELECT model{crit}, judge, count(*) AS n, count(scenario) AS n_scenario, count(generation) AS n_generation, "
+        f"count(y) AS n_y, sum(y) AS sy, min(y) AS lo, max(y) AS hi, max(abs(y - round(y))) AS frac, "
+        f"count(*) FILTER (WHERE NOT isfinite(y)) AS nonfinite{''.join(', ' + a for a in text_agg)} "
+        f"FROM {rows_sql} GROUP BY ALL").df()
+    n = got["n"].to_numpy()
+    keys = ["model", "judge"] + (["criterion"] if has_criterion else [])
+    if (len(got) == 0 or any(got[c].isna().any() for c in keys) or int(got["nonfinite"].sum())
+            or any(np.any(got[f"n_{c}"].to_numpy() != n) for c in ("scenario", "generation", "y"))):
+        return None
+    zero = {f"null_{c}": 0 for c in ids} | {"nonnum": 0, "nan": 0, "inf": 0}
+    return got.drop(columns=["n_scenario", "n_generation", "n_y", "nonfinite"]).assign(**zero)
+
+
+def _generations(con: Any, rows_sql: str) -> list[Any]:
+    """The table's generation labels, sorted (at most ``_MAX_PLACES + 1``: more means too many for the pattern
+    form, which has a place per label)."""
+    got = con.execute(f"SELECT DISTINCT generation FROM {rows_sql} ORDER BY generation LIMIT {_MAX_PLACES + 1}"
+                      ).fetchall()
+    return [g[0] for g in got]
+
+
+def _auto_form(con: Any, rows_sql: str, p1: pd.DataFrame, gens: list[Any] | None, has_gen: bool,
+               has_criterion: bool) -> str:
+    """``"patterns"`` when a unit has about :data:`PATTERN_FORM_SCENARIOS` scenarios or more, else ``"each"``.
+
+    A unit of n rows, K judges and G generation labels has between n / (K G) scenarios (each holds at most K G
+    rows, one per judge and generation, or the build refuses its duplicates) and n; only when the threshold falls
+    between the two does one more query count them (DuckDB's approximate distinct count, per unit).
+    """
+    per = p1.groupby("unit_id").agg(n=("n", "sum"), k=("jcode", "size"))
+    if float(per["n"].max()) < PATTERN_FORM_SCENARIOS:
+        return "each"
+    if has_gen and len(gens) > _MAX_PLACES:    # a place per label: the pattern form cannot hold them
+        return "each"
+    g = len(gens) if has_gen else 1
+    if float((per["n"] / (per["k"] * g)).max()) >= PATTERN_FORM_SCENARIOS:
+        return "patterns"
+    crit = ", criterion" if has_criterion else ""
+    got = con.execute(f"SELECT model{crit}, approx_count_distinct(scenario) AS s FROM {rows_sql} GROUP BY ALL").df()
+    return "patterns" if float(got["s"].max()) >= PATTERN_FORM_SCENARIOS else "each"
 
 
 def _text_col(name: str) -> str:
@@ -776,7 +835,7 @@ def _unit_stats(judges: pd.DataFrame, scen: pd.DataFrame, cls: pd.DataFrame, n_w
 
 # ------------------------------------------------------------------------------------------ the pattern form
 def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int, gens: list[Any] | None,
-                        sj: bool) -> dict[str, np.ndarray]:
+                        sj: bool, grid: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
     r"""One streaming query, one hash table of scenarios: rows -> scenarios -> design patterns.
 
     A row's place is its generation label's position c among the table's G distinct labels ``gens`` (sorted; None:
@@ -788,6 +847,13 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     sum_l x_cl^2 (for the within-cell sum of squares) and the judge sums x_cl. Only the patterns reach Python
     (:func:`_pattern_unit`); the numpy engine's canonical order of a scenario's cells is restored there
     (:func:`_canonical_patterns`).
+
+    With ``grid = (lo, b)`` (every score an integer in lo .. lo + 2^b - 2, :func:`_integer_grid`) the scenario's
+    hash-table row is narrower: instead of the mask and one sum per (place, judge) it keeps the scores themselves,
+    v = y - lo + 1 in a b-bit field per (place, judge) (0: no call), packed into 63-bit words by ``bit_or``; the
+    mask and x_cl = y - shift[l] are unpacked from it per scenario, the same doubles as from the rows (y is
+    v + lo - 1 exactly). A duplicate judge call ORs two scores into one field, and is found as without packing
+    (more rows than judge calls in the patterns).
     """
     on = "x.model = j.model AND x.judge = j.judge" + (" AND x.criterion = j.criterion" if has_criterion else "")
     g = 1 if gens is None else len(gens)
@@ -799,12 +865,34 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     bit = f"(pos * {km} + jcode)"
     words = [f"bit_or(CASE WHEN {bit} // {_WORD} = {w} THEN CAST(1 AS BIGINT) << ({bit} % {_WORD}) ELSE 0 END) AS w{w}"
              for w in range(n_words)]
-    xs = [f"COALESCE(sum(y0) FILTER (WHERE {bit} = {c * km + l}), 0) AS x{c}_{l}" for c in range(g) for l in range(km)]
-    rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, x.y - j.shift AS y0 "
-            f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
     wcols = ", ".join(f"w{w}" for w in range(n_words))
-    scen = (f"z AS (SELECT unit_id, scenario, {', '.join(words)}, {', '.join(xs)} FROM r "
-            f"GROUP BY unit_id, scenario)")
+    if grid is None:
+        xs = [f"COALESCE(sum(y0) FILTER (WHERE {bit} = {c * km + l}), 0) AS x{c}_{l}"
+              for c in range(g) for l in range(km)]
+        rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, x.y - j.shift AS y0 "
+                f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
+        scen = (f"z AS (SELECT unit_id, scenario, {', '.join(words)}, {', '.join(xs)} FROM r "
+                f"GROUP BY unit_id, scenario)")
+    else:
+        lo, b = grid
+        per = 63 // b            # fields per word: field q = c K + l in word q // per, from bit b (q % per)
+        n_pack = (g * km + per - 1) // per
+        packed = [f"bit_or({'v' if n_pack == 1 else f'CASE WHEN {bit} // {per} = {w} THEN v ELSE 0 END'} << "
+                  f"({b} * ({bit} % {per}))) AS k{w}" for w in range(n_pack)]
+        rows = (f"r AS (SELECT j.unit_id, x.scenario, {pos} AS pos, j.jcode, CAST(x.y AS BIGINT) - {lo - 1} AS v "
+                f"      FROM {rows_sql} x JOIN cj_judges j ON {on})")
+
+        def v(q: int) -> str:
+            return f"((k{q // per} >> {b * (q % per)}) & {2 ** b - 1})"
+
+        ws = ["CAST(" + " + ".join(f"CASE WHEN {v(q)} > 0 THEN CAST(1 AS BIGINT) << {q % _WORD} ELSE 0 END"
+                                   for q in range(w * _WORD, min((w + 1) * _WORD, g * km))) + f" AS BIGINT) AS w{w}"
+              for w in range(n_words)]
+        xs = [f"CASE WHEN {v(c * km + l)} > 0 THEN CAST({v(c * km + l)} + {lo - 1} AS DOUBLE) - s.sh{l} ELSE 0 END "
+              f"AS x{c}_{l}" for c in range(g) for l in range(km)]
+        scen = (f"z0 AS (SELECT unit_id, scenario, {', '.join(packed)} FROM r GROUP BY unit_id, scenario), "
+                f"z AS (SELECT z0.unit_id, scenario, {', '.join(ws)}, {', '.join(xs)} "
+                f"FROM z0 JOIN cj_shifts s ON z0.unit_id = s.unit_id)")
     vec = ["(" + " + ".join(f"x{c}_{l}" for l in range(km)) + ")" for c in range(g)]
     if sj:
         vec += ["(" + " + ".join(f"x{c}_{l}" for c in range(g)) + ")" for l in range(km)]
@@ -817,6 +905,18 @@ def _aggregate_patterns(con: Any, rows_sql: str, has_criterion: bool, k_max: int
     return con.execute(
         f"WITH {rows}, {scen} SELECT unit_id, {wcols}, {', '.join(pat)} FROM z GROUP BY unit_id, {wcols} "
         f"ORDER BY unit_id, {wcols}").fetchnumpy()
+
+
+def _integer_grid(p1: pd.DataFrame) -> tuple[int, int] | None:
+    """(lo, b) when every score is an integer and the scores y - lo + 1 (1 .. hi - lo + 1) fit in b <= 31 bits,
+    for :func:`_aggregate_patterns` to pack; None otherwise (``frac``: pass 1's largest |y - round(y)|)."""
+    if not bool((p1["frac"] == 0).all()):
+        return None
+    lo, hi = float(p1["lo"].min()), float(p1["hi"].max())
+    if max(abs(lo), abs(hi)) >= 2.0 ** 52:
+        return None
+    b = (int(hi) - int(lo) + 1).bit_length()
+    return (int(lo), b) if b <= 31 else None
 
 
 def _col(tbl: Mapping[str, Any], name: str, rows: np.ndarray) -> np.ndarray:
@@ -983,22 +1083,27 @@ def _pattern_unit(judges: pd.DataFrame, tbl: Mapping[str, Any], rows: np.ndarray
 
 
 def _build_patterns(con: Any, src: S.Source, rows_sql: str, pos_rows: str, p1: pd.DataFrame, judges_tbl: pd.DataFrame,
-                    gkeys: list[str], has_gen: bool, has_criterion: bool, k_max: int, *, sj: bool) -> Any:
+                    gkeys: list[str], gens: list[Any] | None, has_gen: bool, has_criterion: bool, k_max: int, *,
+                    sj: bool) -> Any:
     """The pattern-form units (:func:`_aggregate_patterns`, :func:`_pattern_unit`), their design table and
     ``has_criterion``; None when the table has more than ``_MAX_PLACES`` generation labels (a place per label:
-    the per-scenario route is then the one to take)."""
-    gens = None
-    if has_gen:   # the place of a cell in its scenario is its generation label's among the table's labels
-        got = con.execute(f"SELECT DISTINCT generation FROM {rows_sql} ORDER BY generation LIMIT {_MAX_PLACES + 1}"
-                          ).fetchall()
-        gens = [g[0] for g in got]
-        if len(gens) > _MAX_PLACES:
-            return None
+    the per-scenario route is then the one to take). ``gens`` are the table's generation labels
+    (:func:`_generations`; the place of a cell in its scenario is its label's), None without the column."""
+    if not has_gen:
+        gens = None
+    elif len(gens) > _MAX_PLACES:
+        return None
+    grid = _integer_grid(p1)
     con.register("cj_judges", judges_tbl)
+    if grid is not None:   # each unit's centring constants, one column per judge code
+        wide = judges_tbl.pivot(index="unit_id", columns="jcode", values="shift").reindex(columns=range(k_max))
+        con.register("cj_shifts", wide.fillna(0.0).set_axis([f"sh{l}" for l in range(k_max)], axis=1).reset_index())
     try:
-        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, gens, sj)
+        tbl = _aggregate_patterns(con, rows_sql, has_criterion, k_max, gens, sj, grid)
     finally:
         con.unregister("cj_judges")
+        if grid is not None:
+            con.unregister("cj_shifts")
     unit_id = np.asarray(tbl["unit_id"], dtype=np.int64)
     units, designs = [], []
     for u in range(len(gkeys)):
