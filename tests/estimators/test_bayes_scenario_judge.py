@@ -201,25 +201,35 @@ class TestNativeCallbacks:
     Python callback instead, the draws are the same (the same kernel under the same NUTS, the same streams) up to
     the last bit of exp."""
 
-    def test_native_and_python_callbacks_give_the_same_posterior(self, monkeypatch):
+    @pytest.mark.parametrize("model", ["scenario_judge", "paper"])
+    def test_native_and_python_callbacks_give_the_same_posterior(self, monkeypatch, model):
+        """Both marginal densities: the scenario x judge one (the default) and the paper model's
+        (``scenario_judge=False``), whose callbacks are :func:`native.native_marginal_model`'s."""
         from cjstats.estimators.bayes import native
 
         df = sj_scores(15, 2, 4, s2_sj=0.2, seed=8)
-        kw = {"seed": 3, "draws": 500, "tune": 500, "chains": 2}
+        kw = {"seed": 3, "draws": 500, "tune": 500, "chains": 2, "scenario_judge": model == "scenario_judge"}
+        made = []
+        factory = "native_sj_model" if model == "scenario_judge" else "native_marginal_model"
+        real = getattr(native, factory)
+        monkeypatch.setattr(native, factory, lambda density, init: made.append(real(density, init=init)) or made[-1])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CjstatsWarning)
             nat = cj.estimate(df, "bayes", **kw)
             again = cj.estimate(df, "bayes", **kw)
-            monkeypatch.setattr(native, "native_sj_model", lambda density, init: None)
+            monkeypatch.setattr(native, factory, lambda density, init: None)
             py = cj.estimate(df, "bayes", **kw)
+        assert len(made) == 2 and all(m is not None for m in made)     # the C callbacks ran
         a, b = nat.posterior["x"].posterior, py.posterior["x"].posterior
         assert list(a.data_vars) == list(b.data_vars) and a["gamma"].dims == b["gamma"].dims
         assert list(a["judge"].values) == list(b["judge"].values)
         pd.testing.assert_frame_equal(nat.draws, again.draws)            # reproducible with a seed
         # the same positions; exp of a log scale may round differently in numba and numpy (1 ulp), |u| may not
-        np.testing.assert_array_equal(a["sigma_scenario_judge"].values, b["sigma_scenario_judge"].values)
-        for nm in ("sigma_scenario", "sigma_generation", "sigma_residual", "sigma_judge", "scenario_judge",
-                   "residual", "judge_population"):
+        scales = ["sigma_scenario", "sigma_generation", "sigma_residual", "sigma_judge", "residual", "judge_population"]
+        if model == "scenario_judge":
+            np.testing.assert_array_equal(a["sigma_scenario_judge"].values, b["sigma_scenario_judge"].values)
+            scales.append("scenario_judge")
+        for nm in scales:
             np.testing.assert_allclose(a[nm].values, b[nm].values, rtol=1e-14, atol=0, err_msg=nm)
         # (mu, gamma): the same conditional normals, the same streams
         for nm in ("mu", "gamma", "judge_panel"):
@@ -236,7 +246,8 @@ class TestNativeCallbacks:
 
         stamp = native._source_stamp()
         assert native._SOURCE_STAMP == stamp
-        for fn in (native._logp._pyfunc, native._sj_logp._pyfunc, native._sj_expand._pyfunc, native._sj_call.py_func):
+        for fn in (native._logp._pyfunc, native._sj_logp._pyfunc, native._sj_expand._pyfunc, native._sj_call.py_func,
+                   native._mg_logp._pyfunc, native._mg_expand._pyfunc, native._mg_call.py_func):
             assert stamp in [c.cell_contents for c in fn.__closure__], fn.__name__
         read = Path.read_bytes
         edited = Path(scenario_judge.__file__)

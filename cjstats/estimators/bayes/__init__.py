@@ -47,7 +47,9 @@ are weak (tens of divergences per run measured here with a centred gamma) and a 
 log sigma_gamma given gamma when they are strong. The same Gaussian algebra integrates (mu, gamma) out too:
 given the variances, the collapsed likelihood is a quadratic form in (mu, gamma) and their priors are
 Gaussian, so the default ``parametrisation="marginal"`` runs NUTS on the 3 or 4 log scales alone and draws
-(mu, gamma) for each posterior draw exactly from their conditional normal. The joint draws are from the same
+(mu, gamma) for each posterior draw exactly from their conditional normal, after sampling, one seeded stream per
+chain; the density goes to nutpie as compiled C callbacks
+(:func:`~cjstats.estimators.bayes.native.native_marginal_model`: the chains run in parallel). The joint draws are from the same
 posterior as the PyMC model, with no funnel and no wall (every r_hat <= 1.01 and no divergences across the
 weak-to-strong judge-effect runs in the tests). mu keeps its meaning: the panel mean with scenario effects
 random, so its uncertainty includes sigma_alpha^2/n.
@@ -275,8 +277,11 @@ def _sample_nutpie(density: Any, *, names: list[str], judge_labels: tuple[str, .
             from cjstats.estimators.bayes import native as nat
         except Exception:  # noqa: BLE001 - numba missing or unusable: the Python callback is exact, only slower
             nat = None
-        if nat is not None and conditional:
-            model = nat.native_sj_model(density, init=init)          # native: the scenario x judge density
+        if nat is not None and conditional:                           # native: a marginal density
+            from cjstats.estimators.bayes.gaussian import MarginalDensity
+
+            make = nat.native_marginal_model if isinstance(density, MarginalDensity) else nat.native_sj_model
+            model = make(density, init=init)
         elif nat is not None:
             model = nat.native_model(density, names=names, shapes=shapes, coords=coords, dims=dims, init=init)
     if model is None:
@@ -335,7 +340,7 @@ def _run_gaussian(g: CellStats, *, priors: dict[str, float], sampler: str, draws
         names = density.expanded_names()
         tree = _sample_nutpie(density, names=names, judge_labels=g.judge_labels, draws=draws, tune=tune,
                               chains=chains, seed=seed, progress=progress, target_accept=target_accept, cores=cores,
-                              native=isinstance(density, SJMarginalDensity) if scenario_judge else False)
+                              native=isinstance(density, SJMarginalDensity if scenario_judge else MarginalDensity))
     else:
         if scenario_judge:
             from cjstats.estimators.bayes.pymc_model import build_pymc_gaussian_sj

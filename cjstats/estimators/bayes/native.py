@@ -15,8 +15,9 @@ callbacks through ``user_data``: one int64 array holding the sizes and the addre
 the model object keeps alive. The callbacks are generic (no data inside), so numba compiles them once and caches
 them on disk.
 
-The scenario x judge marginal density (:class:`~cjstats.estimators.bayes.scenario_judge.SJMarginalDensity`) calls
-its compiled kernel the same way (:func:`native_sj_model`). Its draws of (mu, gamma) are random given the scales,
+The scenario x judge marginal density (:class:`~cjstats.estimators.bayes.scenario_judge.SJMarginalDensity`) and the
+paper model's (:class:`~cjstats.estimators.bayes.gaussian.MarginalDensity`) call their compiled kernels the same way
+(:func:`native_sj_model`, :func:`native_marginal_model`). Their draws of (mu, gamma) are random given the scales,
 and a C callback has no reproducible random stream, so its expand callback writes the scales and the exact
 conditional normal of x = (mu - ybar, z) (mean and L_B^{-1}) as the variables ``conditional_mean`` and
 ``conditional_chol_inv``, as the Python callback does, and the density's ``conditional_draws`` then draws
@@ -39,11 +40,11 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from cjstats.estimators.bayes.gaussian import LOG_SCALE_BOUND, NU
+from cjstats.estimators.bayes.gaussian import LOG_SCALE_BOUND, NU, _marginal_kernel
 from cjstats.estimators.bayes.ordinal import _ordinal_kernel
 from cjstats.estimators.bayes.scenario_judge import _sj_marginal_kernel
 
-__all__ = ["native_model", "native_sj_model"]
+__all__ = ["native_marginal_model", "native_model", "native_sj_model"]
 
 # user_data layout (int64): sizes, then addresses of the data arrays
 _N_OBS, _N_SIG, _HAS_GEN, _N_SCEN, _N_CELLS, _K, _N_CUT, _PROBIT, _NDIM = range(9)
@@ -273,6 +274,101 @@ def _define_sj_expand(stamp: str) -> Any:
 _sj_expand = _define_sj_expand(_SOURCE_STAMP)
 
 
+# user_data layout of the paper model's marginal density (int64): sizes, then addresses of the data arrays
+_MG_NDIM, _MG_K, _MG_H, _MG_NSINGLE, _MG_NBLK, _MG_HAS_GEN = range(6)
+(_MG_SCALES, _MG_S_MAT, _MG_M_H, _MG_V, _MG_M_COUNT, _MG_SIZES, _MG_CPS, _MG_P_MAT, _MG_BLK_T, _MG_BLK_M, _MG_BLK_N,
+ _MG_FLOATS) = range(6, 18)
+_MG_HEADER = 18
+_mg_kernel = _marginal_kernel()     # the dispatcher MarginalDensity.evaluate calls: one compiled kernel
+
+
+def _define_mg_call(stamp: str) -> Any:
+    @numba.njit(error_model="numpy", cache=True)
+    def _mg_call(ud_, x, out, mean, lb_inv):  # pragma: no cover - compiled
+        """The paper model's marginal kernel on the arrays whose addresses ``user_data`` holds."""
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -math.inf
+        h = numba.carray(ud_, (_MG_HEADER,), np.int64)
+        ndim, k, nh, n_single, n_blk = h[_MG_NDIM], h[_MG_K], h[_MG_H], h[_MG_NSINGLE], h[_MG_NBLK]
+        d = k + 2
+        scales = numba.carray(_as_pointer(h[_MG_SCALES]), (ndim,), np.float64)
+        s_mat = numba.carray(_as_pointer(h[_MG_S_MAT]), (d, d), np.float64)
+        m_h = numba.carray(_as_pointer(h[_MG_M_H]), (nh, d, d), np.float64)
+        v = numba.carray(_as_pointer(h[_MG_V]), (n_single, nh, d), np.float64)
+        m_count = numba.carray(_as_pointer(h[_MG_M_COUNT]), (n_single, nh), np.float64)
+        sizes = numba.carray(_as_pointer(h[_MG_SIZES]), (nh,), np.float64)
+        cps = numba.carray(_as_pointer(h[_MG_CPS]), (nh,), np.float64)
+        p_mat = numba.carray(_as_pointer(h[_MG_P_MAT]), (d, k), np.float64)
+        blk_t = numba.carray(_as_pointer(h[_MG_BLK_T]), (n_blk, nh, nh, d, d), np.float64)
+        blk_m = numba.carray(_as_pointer(h[_MG_BLK_M]), (n_blk, nh), np.float64)
+        blk_n = numba.carray(_as_pointer(h[_MG_BLK_N]), (n_blk,), np.float64)
+        fl = numba.carray(_as_pointer(h[_MG_FLOATS]), (5,), np.float64)
+        return _mg_kernel(x, scales, h[_MG_HAS_GEN] != 0, fl[0], k, s_mat, m_h, v, m_count, sizes, cps, fl[1],
+                          fl[2], p_mat, blk_t, blk_m, blk_n, fl[3], fl[4], out, mean, lb_inv)
+    return _mg_call
+
+
+_mg_call = _define_mg_call(_SOURCE_STAMP)
+
+
+def _define_mg_logp(stamp: str) -> Any:
+    @numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
+    def _mg_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -1
+        h = numba.carray(ud_, (_MG_HEADER,), np.int64)
+        ndim, k = h[_MG_NDIM], h[_MG_K]
+        if dim != ndim:
+            return -1
+        x = numba.carray(x_, (ndim,))
+        out = numba.carray(out_, (ndim,))
+        lp_out = numba.carray(logp_, (1,))
+        for i in range(ndim):
+            out[i] = 0.0
+        lp = _mg_call(ud_, x, out, np.empty(k), np.zeros((k, k)))
+        lp_out[0] = lp
+        if not math.isfinite(lp):                           # the kernel's -inf: outside the bounds, or not finite
+            lp_out[0] = -math.inf
+            for i in range(ndim):
+                out[i] = 0.0
+            return 4
+        return 0
+    return _mg_logp
+
+
+_mg_logp = _define_mg_logp(_SOURCE_STAMP)
+
+
+def _define_mg_expand(stamp: str) -> Any:
+    @numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
+    def _mg_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
+        """The scales (exp of the log scales), then the conditional mean of x (K) and L^{-1} (K x K, row-major):
+        the variables of :meth:`~cjstats.estimators.bayes.gaussian._ConditionalDraws.conditional_layout`."""
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -1
+        h = numba.carray(ud_, (_MG_HEADER,), np.int64)
+        ndim, k = h[_MG_NDIM], h[_MG_K]
+        if dim != ndim:
+            return -1
+        x = numba.carray(x_, (ndim,))
+        o = numba.carray(out_, (n_expanded,))
+        mean = np.empty(k)
+        lb_inv = np.zeros((k, k))
+        lp = _mg_call(ud_, x, np.empty(ndim), mean, lb_inv)
+        ok = math.isfinite(lp)
+        for i in range(ndim):
+            o[i] = math.exp(x[i])
+        for i in range(k):
+            o[ndim + i] = mean[i] if ok else math.nan
+            for j in range(k):
+                o[ndim + k + i * k + j] = lb_inv[i, j] if ok else math.nan
+        return 0
+    return _mg_expand
+
+
+_mg_expand = _define_mg_expand(_SOURCE_STAMP)
+
+
 def _compiled_model(ndim: int, logp: Any, expand: Any, *, names: list[str], shapes: list[tuple[int, ...]],
                     coords: dict[str, Any], dims: dict[str, tuple[str, ...]], init: Any, keep: dict[str, Any],
                     ud: np.ndarray) -> Any | None:
@@ -336,3 +432,30 @@ def native_model(density: Any, *, names: list[str], shapes: list[tuple[int, ...]
         ud[slot] = keep[key].ctypes.data
     return _compiled_model(density.ndim, _logp, _expand, names=names, shapes=shapes, coords=coords, dims=dims,
                            init=init, keep=keep, ud=ud)
+
+
+def native_marginal_model(density: Any, *, init: Any) -> Any | None:
+    """nutpie's compiled-model object for the paper model's
+    :class:`~cjstats.estimators.bayes.gaussian.MarginalDensity` (variables: its ``conditional_layout``, which its
+    ``conditional_draws`` turns into the model's), or ``None`` when its kernel or nutpie's C interface is not
+    usable."""
+    if density.kernel is None:
+        return None
+    st = density.st
+    (scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, sizes, cps, n_obs, n_cells, p_mat) = density._args(blocks=True)
+    f64 = np.float64
+    keep = {"scales": np.ascontiguousarray(scales, dtype=f64), "s_mat": np.ascontiguousarray(s_mat, dtype=f64),
+            "m_h": np.ascontiguousarray(m_h, dtype=f64), "v": np.ascontiguousarray(v, dtype=f64),
+            "m_count": np.ascontiguousarray(m_count, dtype=f64), "sizes": np.ascontiguousarray(sizes, dtype=f64),
+            "cps": np.ascontiguousarray(cps, dtype=f64), "p_mat": np.ascontiguousarray(p_mat, dtype=f64),
+            "blk_t": np.ascontiguousarray(st.blk_t, dtype=f64), "blk_m": np.ascontiguousarray(st.blk_m, dtype=f64),
+            "blk_n": np.ascontiguousarray(st.blk_n, dtype=f64),
+            "floats": np.array([s_mu, n_obs, n_cells, density._log_sd - _BOUND, density._log_sd + _BOUND], dtype=f64)}
+    ud = np.zeros(_MG_HEADER, dtype=np.int64)
+    ud[[_MG_NDIM, _MG_K, _MG_H, _MG_NSINGLE, _MG_NBLK, _MG_HAS_GEN]] = [
+        density.ndim, k, len(keep["sizes"]), keep["v"].shape[0], keep["blk_n"].shape[0], int(bool(has_gen))]
+    for slot, key in zip(range(_MG_SCALES, _MG_FLOATS + 1), keep):
+        ud[slot] = keep[key].ctypes.data
+    names, shapes, coords, dims = density.conditional_layout()
+    return _compiled_model(density.ndim, _mg_logp, _mg_expand, names=names, shapes=shapes, coords=coords,
+                           dims=dims, init=init, keep=keep, ud=ud)
