@@ -246,8 +246,8 @@ class TestNativeCallbacks:
 
         stamp = native._source_stamp()
         assert native._SOURCE_STAMP == stamp
-        for fn in (native._logp._pyfunc, native._sj_logp._pyfunc, native._sj_expand._pyfunc, native._sj_call.py_func,
-                   native._mg_logp._pyfunc, native._mg_expand._pyfunc, native._mg_call.py_func):
+        for fn in (native._logp._pyfunc, native._cond_logp._pyfunc, native._cond_expand._pyfunc,
+                   native._cond_call.py_func, native._sj_call.py_func, native._mg_call.py_func):
             assert stamp in [c.cell_contents for c in fn.__closure__], fn.__name__
         read = Path.read_bytes
         edited = Path(scenario_judge.__file__)

@@ -180,11 +180,14 @@ def _expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
     return 0
 
 
-# user_data layout of the scenario x judge marginal density (int64): sizes, then addresses of the data arrays
-_SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT = range(4)
+# user_data layout of the marginal densities (int64). A prefix both share: which density, its dimension, K and the
+# coordinate sampled as |u| (sigma_sj; -1: none); then each density's sizes and the addresses of its data arrays.
+_KIND, _NDIM_C, _K_C, _ABS = range(4)
+_KIND_SJ, _KIND_MG = 0, 1
+_SJ_Q, _SJ_NPAT = range(4, 6)
 (_SJ_SCALES, _SJ_POS, _SJ_W, _SJ_GMT, _SJ_CNT, _SJ_ZSUM, _SJ_ZSCAT, _SJ_GRP, _SJ_BASE, _SJ_TMAT,
- _SJ_FLOATS) = range(4, 15)
-_SJ_HEADER = 15
+ _SJ_FLOATS) = range(6, 17)
+_SJ_HEADER = 17
 _sj_kernel = _sj_marginal_kernel()  # the dispatcher SJMarginalDensity.evaluate calls: one compiled kernel
 
 
@@ -195,7 +198,7 @@ def _define_sj_call(stamp: str) -> Any:
         if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
             return -math.inf
         h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-        ndim, k, q, n_pat = h[_SJ_NDIM], h[_SJ_K], h[_SJ_Q], h[_SJ_NPAT]
+        ndim, k, q, n_pat = h[_NDIM_C], h[_K_C], h[_SJ_Q], h[_SJ_NPAT]
         scales = numba.carray(_as_pointer(h[_SJ_SCALES]), (ndim,), np.float64)
         pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
         w = numba.carray(_as_pointer(h[_SJ_W]), (n_pat, q, q), np.float64)
@@ -215,70 +218,11 @@ def _define_sj_call(stamp: str) -> Any:
 _sj_call = _define_sj_call(_SOURCE_STAMP)
 
 
-def _define_sj_logp(stamp: str) -> Any:
-    @numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
-    def _sj_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
-        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
-            return -1
-        h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-        ndim, k = h[_SJ_NDIM], h[_SJ_K]
-        if dim != ndim:
-            return -1
-        x = numba.carray(x_, (ndim,))
-        out = numba.carray(out_, (ndim,))
-        lp_out = numba.carray(logp_, (1,))
-        for i in range(ndim):
-            out[i] = 0.0
-        lp = _sj_call(ud_, x, out, np.empty(k), np.empty((k, k)))
-        lp_out[0] = lp
-        if not math.isfinite(lp):                           # the kernel's -inf: outside the bounds, or not finite
-            lp_out[0] = -math.inf
-            for i in range(ndim):
-                out[i] = 0.0
-            return 4
-        return 0
-    return _sj_logp
-
-
-_sj_logp = _define_sj_logp(_SOURCE_STAMP)
-
-
-def _define_sj_expand(stamp: str) -> Any:
-    @numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
-    def _sj_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
-        """The scales (exp of the log scales, |u| for sigma_sj), then the conditional mean of x (K) and L_B^{-1}
-        (K x K, row-major): the variables of :func:`native_sj_model`, in order."""
-        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
-            return -1
-        h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-        ndim, k = h[_SJ_NDIM], h[_SJ_K]
-        if dim != ndim:
-            return -1
-        x = numba.carray(x_, (ndim,))
-        o = numba.carray(out_, (n_expanded,))
-        pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
-        mean = np.empty(k)
-        lb_inv = np.zeros((k, k))
-        lp = _sj_call(ud_, x, np.empty(ndim), mean, lb_inv)
-        ok = math.isfinite(lp)
-        for i in range(ndim):
-            o[i] = abs(x[i]) if i == pos[2] else math.exp(x[i])
-        for i in range(k):
-            o[ndim + i] = mean[i] if ok else math.nan
-            for j in range(k):
-                o[ndim + k + i * k + j] = lb_inv[i, j] if ok else math.nan
-        return 0
-    return _sj_expand
-
-
-_sj_expand = _define_sj_expand(_SOURCE_STAMP)
-
-
-# user_data layout of the paper model's marginal density (int64): sizes, then addresses of the data arrays
-_MG_NDIM, _MG_K, _MG_H, _MG_NSINGLE, _MG_NBLK, _MG_HAS_GEN = range(6)
+# the paper model's marginal density: after the shared prefix, its sizes and the addresses of its data arrays
+_MG_H, _MG_NSINGLE, _MG_NBLK, _MG_HAS_GEN = range(4, 8)
 (_MG_SCALES, _MG_S_MAT, _MG_M_H, _MG_V, _MG_M_COUNT, _MG_SIZES, _MG_CPS, _MG_P_MAT, _MG_BLK_T, _MG_BLK_M, _MG_BLK_N,
- _MG_FLOATS) = range(6, 18)
-_MG_HEADER = 18
+ _MG_FLOATS) = range(8, 20)
+_MG_HEADER = 20
 _mg_kernel = _marginal_kernel()     # the dispatcher MarginalDensity.evaluate calls: one compiled kernel
 
 
@@ -289,7 +233,7 @@ def _define_mg_call(stamp: str) -> Any:
         if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
             return -math.inf
         h = numba.carray(ud_, (_MG_HEADER,), np.int64)
-        ndim, k, nh, n_single, n_blk = h[_MG_NDIM], h[_MG_K], h[_MG_H], h[_MG_NSINGLE], h[_MG_NBLK]
+        ndim, k, nh, n_single, n_blk = h[_NDIM_C], h[_K_C], h[_MG_H], h[_MG_NSINGLE], h[_MG_NBLK]
         d = k + 2
         scales = numba.carray(_as_pointer(h[_MG_SCALES]), (ndim,), np.float64)
         s_mat = numba.carray(_as_pointer(h[_MG_S_MAT]), (d, d), np.float64)
@@ -311,13 +255,31 @@ def _define_mg_call(stamp: str) -> Any:
 _mg_call = _define_mg_call(_SOURCE_STAMP)
 
 
-def _define_mg_logp(stamp: str) -> Any:
+def _define_cond_call(stamp: str) -> Any:
+    @numba.njit(error_model="numpy", cache=True)
+    def _cond_call(ud_, x, out, mean, lb_inv):  # pragma: no cover - compiled
+        """The kernel of the marginal density ``user_data`` describes (its ``_KIND``)."""
+        if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
+            return -math.inf
+        h = numba.carray(ud_, (_ABS + 1,), np.int64)
+        if h[_KIND] == _KIND_SJ:
+            return _sj_call(ud_, x, out, mean, lb_inv)
+        return _mg_call(ud_, x, out, mean, lb_inv)
+    return _cond_call
+
+
+_cond_call = _define_cond_call(_SOURCE_STAMP)
+
+
+def _define_cond_logp(stamp: str) -> Any:
     @numba.cfunc(_SIG_LOGP, nopython=True, error_model="numpy", cache=True)
-    def _mg_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+    def _cond_logp(dim, x_, out_, logp_, ud_):  # pragma: no cover - compiled
+        """The log density and its gradient (a marginal density's kernel: the paper model's or the scenario x
+        judge one)."""
         if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
             return -1
-        h = numba.carray(ud_, (_MG_HEADER,), np.int64)
-        ndim, k = h[_MG_NDIM], h[_MG_K]
+        h = numba.carray(ud_, (_ABS + 1,), np.int64)
+        ndim, k = h[_NDIM_C], h[_K_C]
         if dim != ndim:
             return -1
         x = numba.carray(x_, (ndim,))
@@ -325,7 +287,7 @@ def _define_mg_logp(stamp: str) -> Any:
         lp_out = numba.carray(logp_, (1,))
         for i in range(ndim):
             out[i] = 0.0
-        lp = _mg_call(ud_, x, out, np.empty(k), np.zeros((k, k)))
+        lp = _cond_call(ud_, x, out, np.empty(k), np.zeros((k, k)))
         lp_out[0] = lp
         if not math.isfinite(lp):                           # the kernel's -inf: outside the bounds, or not finite
             lp_out[0] = -math.inf
@@ -333,40 +295,41 @@ def _define_mg_logp(stamp: str) -> Any:
                 out[i] = 0.0
             return 4
         return 0
-    return _mg_logp
+    return _cond_logp
 
 
-_mg_logp = _define_mg_logp(_SOURCE_STAMP)
+_cond_logp = _define_cond_logp(_SOURCE_STAMP)
 
 
-def _define_mg_expand(stamp: str) -> Any:
+def _define_cond_expand(stamp: str) -> Any:
     @numba.cfunc(_SIG_EXPAND, nopython=True, error_model="numpy", cache=True)
-    def _mg_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
-        """The scales (exp of the log scales), then the conditional mean of x (K) and L^{-1} (K x K, row-major):
-        the variables of :meth:`~cjstats.estimators.bayes.gaussian._ConditionalDraws.conditional_layout`."""
+    def _cond_expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
+        """The scales (exp of the log scales; |u| for the coordinate ``_ABS`` names), then the conditional mean of
+        x (K) and L^{-1} (K x K, row-major): the variables of
+        :meth:`~cjstats.estimators.bayes.gaussian._ConditionalDraws.conditional_layout`, in order."""
         if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
             return -1
-        h = numba.carray(ud_, (_MG_HEADER,), np.int64)
-        ndim, k = h[_MG_NDIM], h[_MG_K]
+        h = numba.carray(ud_, (_ABS + 1,), np.int64)
+        ndim, k, i_abs = h[_NDIM_C], h[_K_C], h[_ABS]
         if dim != ndim:
             return -1
         x = numba.carray(x_, (ndim,))
         o = numba.carray(out_, (n_expanded,))
         mean = np.empty(k)
         lb_inv = np.zeros((k, k))
-        lp = _mg_call(ud_, x, np.empty(ndim), mean, lb_inv)
+        lp = _cond_call(ud_, x, np.empty(ndim), mean, lb_inv)
         ok = math.isfinite(lp)
         for i in range(ndim):
-            o[i] = math.exp(x[i])
+            o[i] = abs(x[i]) if i == i_abs else math.exp(x[i])
         for i in range(k):
             o[ndim + i] = mean[i] if ok else math.nan
             for j in range(k):
                 o[ndim + k + i * k + j] = lb_inv[i, j] if ok else math.nan
         return 0
-    return _mg_expand
+    return _cond_expand
 
 
-_mg_expand = _define_mg_expand(_SOURCE_STAMP)
+_cond_expand = _define_cond_expand(_SOURCE_STAMP)
 
 
 def _compiled_model(ndim: int, logp: Any, expand: Any, *, names: list[str], shapes: list[tuple[int, ...]],
@@ -402,11 +365,12 @@ def native_sj_model(density: Any, *, init: Any) -> Any | None:
             "grp": grp, "base": np.ascontiguousarray(base), "tmat": np.ascontiguousarray(tmat),
             "floats": np.array([s_mu, n_obs, lo, hi], dtype=np.float64)}
     ud = np.zeros(_SJ_HEADER, dtype=np.int64)
-    ud[[_SJ_NDIM, _SJ_K, _SJ_Q, _SJ_NPAT]] = [density.ndim, density.k, w.shape[1], w.shape[0]]
+    ud[[_KIND, _NDIM_C, _K_C, _ABS, _SJ_Q, _SJ_NPAT]] = [_KIND_SJ, density.ndim, density.k, int(pos[2]), w.shape[1],
+                                                         w.shape[0]]
     for slot, key in zip(range(_SJ_SCALES, _SJ_FLOATS + 1), keep):
         ud[slot] = keep[key].ctypes.data
     names, shapes, coords, dims = density.conditional_layout()
-    return _compiled_model(density.ndim, _sj_logp, _sj_expand, names=names, shapes=shapes, coords=coords,
+    return _compiled_model(density.ndim, _cond_logp, _cond_expand, names=names, shapes=shapes, coords=coords,
                            dims=dims, init=init, keep=keep, ud=ud)
 
 
@@ -452,10 +416,11 @@ def native_marginal_model(density: Any, *, init: Any) -> Any | None:
             "blk_n": np.ascontiguousarray(st.blk_n, dtype=f64),
             "floats": np.array([s_mu, n_obs, n_cells, density._log_sd - _BOUND, density._log_sd + _BOUND], dtype=f64)}
     ud = np.zeros(_MG_HEADER, dtype=np.int64)
-    ud[[_MG_NDIM, _MG_K, _MG_H, _MG_NSINGLE, _MG_NBLK, _MG_HAS_GEN]] = [
-        density.ndim, k, len(keep["sizes"]), keep["v"].shape[0], keep["blk_n"].shape[0], int(bool(has_gen))]
+    ud[[_KIND, _NDIM_C, _K_C, _ABS, _MG_H, _MG_NSINGLE, _MG_NBLK, _MG_HAS_GEN]] = [
+        _KIND_MG, density.ndim, k, -1, len(keep["sizes"]), keep["v"].shape[0], keep["blk_n"].shape[0],
+        int(bool(has_gen))]
     for slot, key in zip(range(_MG_SCALES, _MG_FLOATS + 1), keep):
         ud[slot] = keep[key].ctypes.data
     names, shapes, coords, dims = density.conditional_layout()
-    return _compiled_model(density.ndim, _mg_logp, _mg_expand, names=names, shapes=shapes, coords=coords,
+    return _compiled_model(density.ndim, _cond_logp, _cond_expand, names=names, shapes=shapes, coords=coords,
                            dims=dims, init=init, keep=keep, ud=ud)
