@@ -814,6 +814,20 @@ class _ConditionalDraws:
     Monte Carlo error in mu and the judge offsets, and their ESS and r_hat were overstated.
     """
 
+    def draw_conditional(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[float, np.ndarray]:
+        """One exact draw of (mu, gamma) given the scales' coordinates ``theta``: x = mean + L^{-T} e has
+        covariance (L L')^{-1}."""
+        _, _, mean, chol_inv = self.evaluate(theta)
+        x = mean + chol_inv.T @ rng.standard_normal(self.k)
+        return float(x[0] + self.st.ybar), self.basis @ x[1:]
+
+    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored variables of one draw at ``theta``, (mu, gamma) drawn from ``default_rng(0)`` (a probe; the
+        sampler's draws come from :meth:`conditional_draws`)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        mu, g = self.draw_conditional(theta, np.random.default_rng(0))
+        return self._outputs(mu, dict(zip(self.sigma_names, self.sigmas(theta))), g)
+
     def conditional_layout(self) -> tuple[list[str], list[tuple[int, ...]], dict[str, list[str]],
                                           dict[str, tuple[str, ...]]]:
         """Names, shapes, coords and dims of what the sampler stores per draw."""
@@ -940,24 +954,9 @@ class MarginalDensity(_ConditionalDraws, _CollapsedOutputs):
             return -math.inf, np.zeros(self.ndim)
         return lp, grad
 
-    def draw_conditional(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[float, np.ndarray]:
-        """One exact draw of (mu, gamma) given the log scales ``theta``."""
-        _, _, mean, chol_inv = self.evaluate(theta)
-        eps = rng.standard_normal(self.k)
-        # x = mean + L^{-T} eps has covariance (L L')^{-1} = A^{-1}
-        x = mean + chol_inv.T @ eps
-        return float(x[0] + self.st.ybar), self.basis @ x[1:]
-
     def sigmas(self, theta: np.ndarray) -> np.ndarray:
         """The scales at the coordinates ``theta`` (log scales)."""
         return np.exp(np.asarray(theta, dtype=np.float64))
-
-    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        """The stored variables of one draw at ``theta``, (mu, gamma) drawn from ``default_rng(0)`` (a probe; the
-        sampler's draws come from :meth:`conditional_draws`)."""
-        theta = np.asarray(theta, dtype=np.float64)
-        mu, g = self.draw_conditional(theta, np.random.default_rng(0))
-        return self._outputs(mu, dict(zip(self.sigma_names, self.sigmas(theta))), g)
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         sd = self.st.sd if self.st.sd > 0 else 1.0

@@ -356,12 +356,6 @@ class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
         lp, grad = self.evaluate(theta)[:2]
         return lp, grad
 
-    def draw_conditional(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[float, np.ndarray]:
-        """One exact draw of (mu, gamma) given the log scales ``theta``."""
-        _, _, mean, lb_inv = self.evaluate(theta)
-        x = mean + lb_inv.T @ rng.standard_normal(self.k)            # covariance (L L')^{-1} = B^{-1}
-        return float(x[0] + self.st.ybar), self.basis @ x[1:]
-
     def sigmas(self, theta: np.ndarray) -> np.ndarray:
         """The scales at the coordinates ``theta``: exp of the log scales, |u| for sigma_scenario_judge."""
         theta = np.asarray(theta, dtype=np.float64)
@@ -369,14 +363,6 @@ class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
         j = self._idx["sigma_scenario_judge"]
         sig[j] = abs(theta[j])
         return sig
-
-    def expand_with(self, theta: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        mu, g = self.draw_conditional(theta, rng)
-        return self._outputs(mu, dict(zip(self.sigma_names, self.sigmas(theta))), g)
-
-    def expand(self, theta: np.ndarray) -> dict[str, np.ndarray]:
-        return self.expand_with(theta, np.random.default_rng(0))
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         sd = self.st.sd if self.st.sd > 0 else 1.0
