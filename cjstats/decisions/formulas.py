@@ -70,8 +70,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
+from cjstats import _dist
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.decisions.components import (
     TERM_CONTRIBUTIONS,
@@ -991,13 +991,13 @@ def _z(alpha: float, power: float | None, alternative: str, caller: str) -> tupl
     if not 0 < a < 1:
         raise CjstatsError(f"The 'alpha' argument of {caller} must be in (0, 1). Got {alpha!r} instead.")
     check_choice("alternative", alternative, ("two-sided", "one-sided"), caller=caller)
-    za = stats.norm.isf(a / 2 if alternative == "two-sided" else a)
+    za = _dist.norm_isf(a / 2 if alternative == "two-sided" else a)
     zb = 0.0
     if power is not None:
         p = check_number("power", power, caller=caller)
         if not 0 < p < 1:
             raise CjstatsError(f"The 'power' argument of {caller} must be in (0, 1). Got {power!r} instead.")
-        zb = stats.norm.ppf(p)
+        zb = _dist.norm_ppf(p)
     return float(za), float(zb)
 
 
@@ -1060,7 +1060,7 @@ def power_to_detect(difference: float, var_a: float | None = None, var_b: float 
     d = abs(check_number("difference", difference, caller=caller))
     za, _ = _z(alpha, None, alternative, caller)
     se = _paired_or_diff_se(var_a, var_b, covariance, var_difference, caller)
-    p = stats.norm.cdf(d / se - za)
+    p = _dist.norm_cdf(d / se - za)
     if alternative == "two-sided":
-        p += stats.norm.cdf(-d / se - za)
+        p += _dist.norm_cdf(-d / se - za)
     return float(p)

@@ -28,8 +28,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import optimize
 
+from cjstats import _dist
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats.results.allocation import Allocation
 from cjstats.results.allocation import p_best as _p_best
@@ -142,16 +143,16 @@ def _interval_draws(inp: _Inputs, size: int, rng: np.random.Generator) -> np.nda
             ratio, qa = hi / e, 0.5
         else:
             nu = 1.0
-            s = hi * nu / stats.chi2.ppf(1 - a, nu)
+            s = hi * nu / _dist.chi2_ppf(1 - a, nu)
             out[:, j] = s * rng.chisquare(nu, size) / nu
             continue
 
         def gap(lnu: float, qa: float = qa, ratio: float = ratio) -> float:
             nu = math.exp(lnu)
-            low = stats.chi2.ppf(qa, nu)
+            low = _dist.chi2_ppf(qa, nu)
             if low <= 0:
                 return math.inf
-            return math.log(stats.chi2.ppf(1 - a, nu)) - math.log(low) - math.log(ratio)
+            return math.log(_dist.chi2_ppf(1 - a, nu)) - math.log(low) - math.log(ratio)
 
         lo_nu, hi_nu = math.log(1e-2), math.log(1e7)
         if gap(hi_nu) > 0:
@@ -161,7 +162,7 @@ def _interval_draws(inp: _Inputs, size: int, rng: np.random.Generator) -> np.nda
         else:
             nu = math.exp(optimize.brentq(gap, lo_nu, hi_nu, xtol=1e-10))
         ref = lo if lo > 0 else e
-        s = ref * nu / stats.chi2.ppf(qa, nu)
+        s = ref * nu / _dist.chi2_ppf(qa, nu)
         out[:, j] = s * rng.chisquare(nu, size) / nu
     return out
 

@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cjstats import _dist
 from cjstats._validate import check_choice, check_number, check_positive_int
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError
@@ -233,13 +234,11 @@ def normal_mixture_sequence(x: np.ndarray, sigma2: float, alpha: float, *, n_opt
 
 def t_interval(x: np.ndarray, alpha: float) -> tuple[float, float, float]:
     """The fixed-n two-sided t interval: mean -/+ t_{n-1, 1-alpha/2} sd / sqrt(n) (NaN bounds when n < 2)."""
-    from scipy import stats
-
     x = np.asarray(x, dtype=float)
     m = float(x.mean()) if x.size else float("nan")
     if x.size < 2:
         return m, float("nan"), float("nan")
-    h = float(stats.t.ppf(1 - alpha / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    h = float(_dist.t_ppf(1 - alpha / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
     return m, m - h, m + h
 
 
@@ -449,10 +448,8 @@ def confidence_sequence(scores: Any, model_a: str, model_b: str | None = None, *
                 raise CjstatsError(f"{caller}(method='normal_mixture') estimates the variance from the first "
                                    f"{pilot} scenarios, but only {n} have arrived; wait for more, lower pilot= or "
                                    f"pass variance=.")
-            from scipy import stats
-
             # the upper (1 - alpha) chi-square bound of the pilot variance, so an unlucky pilot rarely shrinks the CS
-            proxy = float(np.var(x[:pilot], ddof=1) * (pilot - 1) / stats.chi2.ppf(a, pilot - 1))
+            proxy = float(np.var(x[:pilot], ddof=1) * (pilot - 1) / _dist.chi2_ppf(a, pilot - 1))
             start = pilot
             notes.append(f"Variance proxy {proxy:.4g}: the upper {100 * (1 - a):g}% bound of the variance of the first "
                          f"{pilot} scenarios (a pilot; the CS starts after it; the guarantee is approximate).")
@@ -599,8 +596,6 @@ def sequential_plan(components_or_fit: Any, *, delta: float, alpha: float = 0.05
     the empirical-Bernstein plan then needs ``bounds=``. Bounds that do not contain the fit's scores are
     refused. Returns a :class:`cjstats.results.sequential.SequentialPlan`.
     """
-    from scipy import stats
-
     from cjstats.decisions.formulas import STRATEGIES
     from cjstats.results.sequential import SequentialPlan
 
@@ -626,7 +621,7 @@ def sequential_plan(components_or_fit: Any, *, delta: float, alpha: float = 0.05
     lo, hi, bound_notes = _plan_bounds(bounds, components_or_fit, method, caller)
     span = (lo - hi, hi - lo)
     ma, mb = (None, None) if models is None else models
-    z = stats.norm.ppf(1 - a / 2) + stats.norm.ppf(0.8)
+    z = _dist.norm_ppf(1 - a / 2) + _dist.norm_ppf(0.8)
     rows = []
     for k, s in enumerate(strategies):
         v = per_scenario_variance(components_or_fit, s, budget=budget, k_total=k_total, schedule=schedule,

@@ -43,8 +43,9 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from cjstats import _dist
 from cjstats._drop import account_for_drop, check_max_drop, resolve_max_drop
 from cjstats._validate import check_choice
 from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
@@ -244,7 +245,7 @@ def judge_f_test(ms: MeanSquares) -> dict[str, float]:
     """F test of the judge main effect (paper App. G, ``app:anova``): F = MS_J/MS_W on (K-1, (nm-1)(K-1)) df
     (infinite when the residual is 0 up to rounding)."""
     f = math.inf if _no_residual(ms) else ms.ms_judge / ms.ms_residual
-    return {"F": f, "df1": ms.df_judge, "df2": ms.df_residual, "p_value": float(stats.f.sf(f, ms.df_judge,
+    return {"F": f, "df1": ms.df_judge, "df2": ms.df_residual, "p_value": float(_dist.f_sf(f, ms.df_judge,
                                                                                            ms.df_residual))}
 
 

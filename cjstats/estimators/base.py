@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cjstats import _dist
 from cjstats.results.components import (
     ComponentRow,
     ParameterCovariance,
@@ -91,11 +92,9 @@ def scenario_judge_lr_test(statistic: float, *, df: int = 1, method: str) -> dic
     """Test of s2_scenario_judge = 0 from a likelihood-ratio statistic (REML criteria of the models without and
     with the term): the null value is on the boundary, so the null distribution is the mixture
     0.5 chi2_0 + 0.5 chi2_1 (Self & Liang 1987; Stram & Lee 1994) and p = 0.5 P(chi2_1 > LR)."""
-    from scipy import stats as _st
-
     lr = max(float(statistic), 0.0)
     return {"test": "REML likelihood ratio (0.5 chi2_0 + 0.5 chi2_1)", "statistic": lr, "df": df,
-            "p_value": float(0.5 * _st.chi2.sf(lr, df)) if lr > 0 else 1.0, "method": method}
+            "p_value": float(0.5 * _dist.chi2_sf(lr, df)) if lr > 0 else 1.0, "method": method}
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from cjstats import _dist
 from cjstats._validate import resolve_ci_level
 from cjstats._warnings import warn
 from cjstats.estimators.intervals import adjust_p
@@ -315,8 +316,6 @@ def _global_tests(fit: VarianceComponents, pc: Any, cells: np.ndarray, panel: Ma
                   model: str, criterion: str | None) -> list[dict[str, Any]]:
     """``panel_mean`` (t^2 of Delta on its df), ``equal_drift`` (multi-df Wald F, Fai-Cornelius ddf) and
     ``no_drift`` (Bonferroni over the two: p = min(1, 2 min(p_panel, p_equal))); module docstring."""
-    from scipy import stats as st
-
     k = cells.shape[0]
     center = np.eye(k) - 1.0 / k
     lg = center @ cells                                   # rows: gamma_l - mean gamma, rank k - 1
@@ -335,18 +334,18 @@ def _global_tests(fit: VarianceComponents, pc: Any, cells: np.ndarray, panel: Ma
         w_eq = float(np.sum(t2))
         f_eq = w_eq / q
         ddf = _fai_cornelius_ddf(np.array(nu))
-        p_eq = float(st.f.sf(f_eq, q, ddf)) if math.isfinite(ddf) else float(st.chi2.sf(w_eq, q))
+        p_eq = float(_dist.f_sf(f_eq, q, ddf)) if math.isfinite(ddf) else float(_dist.chi2_sf(w_eq, q))
     t_p, df_p = float(panel["t"]), float(panel["df"])
     p_pan = float(panel["p_value"])
     out.append({"group": group, "test": "panel_mean", "statistic": t_p ** 2, "df1": 1, "df2": df_p,
-                "p_value": p_pan, "p_chisq": float(st.chi2.sf(t_p ** 2, 1))})
+                "p_value": p_pan, "p_chisq": float(_dist.chi2_sf(t_p ** 2, 1))})
     out.append({"group": group, "test": "equal_drift", "statistic": f_eq, "df1": q, "df2": ddf, "p_value": p_eq,
-                "p_chisq": float(st.chi2.sf(w_eq, q)) if q else math.nan})
+                "p_chisq": float(_dist.chi2_sf(w_eq, q)) if q else math.nan})
     w_all, rank = _wald(cells @ pc.estimate, cells @ pc.cov @ cells.T)
     p_all = min(1.0, 2.0 * min(p_pan, p_eq)) if q else p_pan
     out.append({"group": group, "test": "no_drift", "statistic": w_all / rank if rank else math.nan,
                 "df1": rank, "df2": math.nan, "p_value": p_all,
-                "p_chisq": float(st.chi2.sf(w_all, rank)) if rank else math.nan})
+                "p_chisq": float(_dist.chi2_sf(w_all, rank)) if rank else math.nan})
     return out
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from cjstats import _dist
 from cjstats._validate import check_choice, resolve_ci_level
 from cjstats.exceptions import CjstatsError
 from cjstats.io.scores import Scores
@@ -122,7 +122,7 @@ def _wald_judge_f(pc: ParameterCovariance) -> dict[str, float]:
     t2 = (contrasts @ pc.estimate) ** 2 / d
     f = float(t2.sum() / q)
     ddf = _ddf(np.array([pc.df(c) for c in contrasts]))
-    return {"F": f, "df1": q, "df2": ddf, "p_value": float(stats.f.sf(f, q, ddf))}
+    return {"F": f, "df1": q, "df2": ddf, "p_value": float(_dist.f_sf(f, q, ddf))}
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +201,7 @@ def judge_table(scores: Scores, *, ci_level: float | None = None) -> JudgeTable:
             nn = len(x)
             mean = float(x.mean()) if nn else float("nan")
             se = float(x.std(ddof=1) / np.sqrt(nn)) if nn > 1 else float("nan")
-            t_q = stats.t.ppf(0.5 + level / 2, nn - 1) if nn > 1 else float("nan")
+            t_q = _dist.t_ppf(0.5 + level / 2, nn - 1) if nn > 1 else float("nan")
             recs.append({**g.key, "judge": judge, "mean": mean, "std_error": se, "lower": mean - t_q * se,
                          "upper": mean + t_q * se, "ci_level": level, "n_scenarios": nn})
     table = pd.DataFrame(recs)

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from cjstats import _dist
 from cjstats._validate import resolve_ci_level
 from cjstats.estimators.humans._items import PANEL, PairedItems, paired_items
 from cjstats.io.scores import Scores
@@ -81,7 +81,7 @@ def cluster_mean(d: np.ndarray, cluster: np.ndarray, *, ci_level: float) -> dict
     """Mean of ``d`` with its cluster-robust SE and t interval on G - 1 df (CR1, see :func:`cluster_ols`)."""
     beta, cov, g = cluster_ols(None, d, cluster)
     se = float(np.sqrt(cov[0, 0])) if g >= _MIN_CLUSTERS else np.nan
-    q = stats.t.ppf(0.5 + ci_level / 2, g - 1) if g >= _MIN_CLUSTERS else np.nan
+    q = _dist.t_ppf(0.5 + ci_level / 2, g - 1) if g >= _MIN_CLUSTERS else np.nan
     return {"estimate": float(beta[0]), "std_error": se, "lower": float(beta[0] - q * se),
             "upper": float(beta[0] + q * se), "n_clusters": g}
 
@@ -129,6 +129,13 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
     if ok.sum() < 3 or np.std(a[ok]) == 0 or np.std(b[ok]) == 0:
         return np.nan
     return float(np.corrcoef(a[ok], b[ok])[0, 1])
+
+
+def _spearmanr(a: np.ndarray, b: np.ndarray) -> Any:
+    """``scipy.stats.spearmanr``, imported here so that importing this module does not import scipy.stats."""
+    from scipy.stats import spearmanr
+
+    return spearmanr(a, b)
 
 
 # ---------------------------------------------------------------------------------------- result type
@@ -221,7 +228,7 @@ def _judge_rows(items: pd.DataFrame, wide_ratings: np.ndarray, judges: list[str]
         row.update(bias=b["estimate"], bias_se=b["std_error"], bias_lower=b["lower"], bias_upper=b["upper"])
         if g >= _MIN_CLUSTERS and np.std(xo) > 0:
             beta, cov, _ = cluster_ols(xo, ho, so)
-            q = q_cache.setdefault(g, float(stats.t.ppf(0.5 + ci_level / 2, g - 1)))
+            q = q_cache.setdefault(g, float(_dist.t_ppf(0.5 + ci_level / 2, g - 1)))
             se = np.sqrt(np.diag(cov))
             row.update(slope=beta[1], slope_lower=beta[1] - q * se[1], slope_upper=beta[1] + q * se[1],
                        intercept=beta[0], intercept_lower=beta[0] - q * se[0], intercept_upper=beta[0] + q * se[0])
@@ -230,7 +237,7 @@ def _judge_rows(items: pd.DataFrame, wide_ratings: np.ndarray, judges: list[str]
                        intercept_lower=np.nan, intercept_upper=np.nan)
             note = note or "the judge gives every item the same score: no calibration line"
         row["pearson"] = _corr(xo, ho)
-        row["spearman"] = (float(stats.spearmanr(xo, ho).statistic)
+        row["spearman"] = (float(_spearmanr(xo, ho).statistic)
                            if len(xo) >= 3 and np.std(xo) > 0 and np.std(ho) > 0 else np.nan)
         singles = [_corr(x, wide_ratings[:, r]) for r in range(wide_ratings.shape[1])]
         singles = [s for s in singles if np.isfinite(s)]

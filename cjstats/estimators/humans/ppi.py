@@ -64,8 +64,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from cjstats import _dist
 from cjstats._validate import check_positive_int, resolve_ci_level
 from cjstats._warnings import warn
 from cjstats.exceptions import CjstatsError, CjstatsWarning
@@ -263,7 +263,7 @@ def ppi_contrast(y: np.ndarray, f: np.ndarray, signs: np.ndarray | list[float], 
 
 
 def _t_interval(est: float, se: float, df: float, ci_level: float) -> tuple[float, float]:
-    q = float(stats.t.ppf(0.5 + ci_level / 2, df))
+    q = float(_dist.t_ppf(0.5 + ci_level / 2, df))
     return est - q * se, est + q * se
 
 

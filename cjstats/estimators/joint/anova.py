@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from cjstats import _dist
 from cjstats._drop import account_for_drop, resolve_max_drop
 from cjstats._validate import check_choice
 from cjstats.results.components import ComponentRow
@@ -239,10 +240,8 @@ def fit_joint(source: Any, *, ci_level: float, incomplete: Literal["error", "dro
     check_residual(t.ms["W"], js)
     rows = _rows(t, ci_level, js.models)
     f = t.ms["JM"] / t.ms["W"] if t.ms["W"] > 0 else math.inf
-    from scipy import stats
-
     test = {"test": "F", "statistic": f, "df1": t.df["JM"], "df2": t.df["W"],
-            "p_value": float(stats.f.sf(f, t.df["JM"], t.df["W"]))}
+            "p_value": float(_dist.f_sf(f, t.df["JM"], t.df["W"]))}
     drop_diag = {"dropped_scenarios": n_bad if incomplete == "drop" else 0, "n_scenarios": t.n}
     diag = {"ms": dict(t.ms), "ss": dict(t.ss), "df": dict(t.df), "n": t.n, "m": t.m, "k": t.k, "p": t.p,
             **drop_diag}

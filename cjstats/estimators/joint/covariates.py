@@ -51,8 +51,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
+from cjstats import _dist
 from cjstats._blas import single_thread_blas
 from cjstats._warnings import warn
 from cjstats.estimators.joint._joint import (JOINT_LABEL, JointFit, View, check_judges_scored, check_residual,
@@ -357,7 +358,7 @@ def fit_joint_covariates(source: Any, covariates: Sequence[str], *, ci_level: fl
         lb = ld @ slopes[:, c]
         fstat = float(lb @ np.linalg.solve(ld @ vb @ ld.T, lb)) / (k - 1)
         tests[f"slopes[{cname}]"] = {"test": "Wald F", "statistic": fstat, "df1": float(k - 1), "df2": df_diff,
-                                     "p_value": float(stats.f.sf(fstat, k - 1, df_diff)),
+                                     "p_value": float(_dist.f_sf(fstat, k - 1, df_diff)),
                                      "hypothesis": f"every judge has the same slope on {cname}"}
     diag = {"theta": theta.tolist(), "s2_residual": s2, "reml_deviance": dev, "converged": fit.converged,
             "message": fit.result.message, "kkt": _kkt_summary(fit.result), "n_evaluations": fit.n_evaluations,

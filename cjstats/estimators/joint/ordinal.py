@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cjstats import _dist
 from cjstats._validate import check_choice
 from cjstats._warnings import warn
 from cjstats.estimators.identification import IdentificationWarning, ordinal_separation
@@ -263,8 +264,6 @@ def _var_row(component: str, log_s: float, se_log: float, z: float, at: bool, pr
 def _ss_row(component: str, vec: np.ndarray, cmat: np.ndarray, cov: np.ndarray, denom: float, z: float,
             view: str, level: float, df: float | None, note: str) -> ComponentRow:
     """sum of squares of the effects cmat @ eta over ``denom``, bias-corrected by tr(C Sigma C')."""
-    from scipy.stats import chi2
-
     e = cmat @ vec
     cc = cmat @ cov @ cmat.T
     raw = (float(e @ e) - float(np.trace(cc))) / denom
@@ -275,7 +274,7 @@ def _ss_row(component: str, vec: np.ndarray, cmat: np.ndarray, cov: np.ndarray, 
         return ComponentRow(component, est, max(est - z * se, 0.0), est + z * se, se,
                             "Wald (delta method), bias-corrected", view, raw, raw < 0, True, note)
     a = (1 - level) / 2
-    lo, hi = df * est / chi2.ppf(1 - a, df), df * est / chi2.ppf(a, df)
+    lo, hi = df * est / _dist.chi2_ppf(1 - a, df), df * est / _dist.chi2_ppf(a, df)
     return ComponentRow(component, est, lo, hi, est * math.sqrt(2 / df), f"chi2_{df:g} (effects as known)", view,
                         raw, raw < 0, True, note)
 
@@ -286,8 +285,6 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     score rows ``rows`` (needed: the likelihood is a product over calls). ``link``: ``"probit"`` or ``"logit"``.
     ``nagq``: 1 (default) the Laplace approximation (as glmer and clmm), Q > 1 nested adaptive Gauss-Hermite
     quadrature with Q nodes per level. Deterministic (``seed`` unused)."""
-    from scipy.stats import chi2, norm
-
     check_choice("link", link, LINKS, caller="fit_joint")
     if model_scenario != "pooled":
         raise CjstatsError(f"model_scenario={model_scenario!r} is not fitted by method='ordinal'; use 'pooled'.")
@@ -324,7 +321,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     cov_x = pinv_held(uf.hessian, held)
     cov_x = 0.5 * (cov_x + cov_x.T)
     level = ci_level
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(_dist.norm_ppf(0.5 + level / 2))
 
     # latent cell means and their covariance (Jacobian of eta in x: linear except the threshold gaps)
     jac = central_difference(lambda xx: _eta(q, xx), x, 1e-6)
@@ -400,7 +397,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
         s2j, s2jm = jpop.estimate, jmpop.estimate
         gp = ci_mat @ eta
         w_stat = float(gp @ np.linalg.pinv(ci_mat @ cov @ ci_mat.T, rcond=1e-10) @ gp)
-        test = {"test": "Wald chi2", "statistic": w_stat, "df1": dfi, "p_value": float(chi2.sf(w_stat, dfi))}
+        test = {"test": "Wald chi2", "statistic": w_stat, "df1": dfi, "p_value": float(_dist.chi2_sf(w_stat, dfi))}
     covariance = JointCovariance.reml(cov, P, K, s2_judge_model=s2jm, s2_judge=s2j,
                                       df_structure=(math.inf, math.inf, math.inf), df_population=math.inf)
     diag = {"n": c["n_scenarios"], "p": P, "k": K, "link": link, "nagq": int(nagq),
@@ -449,13 +446,11 @@ def score_scale(fit: JointFit, level: float | None = None) -> tuple[pd.DataFrame
     :func:`cjstats.compare_models` orders them), with delta-method standard errors, normal-quantile Wald intervals
     and two-sided z tests. The gradient is a central difference (step 1e-5) in the optimiser's parameters and
     their covariance the inverse observed information."""
-    from scipy.stats import norm
-
     if fit.method != "ordinal":
         raise CjstatsError(f"score_scale reads an ordinal joint fit (method='ordinal'); got method='{fit.method}'.")
     dg = fit.diagnostics
     lvl = float(fit.ci_level) if level is None else float(level)
-    z = float(norm.ppf(0.5 + lvl / 2))
+    z = float(_dist.norm_ppf(0.5 + lvl / 2))
     x = np.asarray(dg["x"], dtype=np.float64)
     cov_x = np.asarray(dg["x_covariance"], dtype=np.float64)
     values = np.asarray(dg["values"], dtype=np.float64)
@@ -486,7 +481,7 @@ def score_scale(fit: JointFit, level: float | None = None) -> tuple[pd.DataFrame
         for b in order[ia + 1:]:
             dif = float(means[a] - means[b])
             s = math.sqrt(max(float(cov_m[a, a] + cov_m[b, b] - 2 * cov_m[a, b]), 0.0))
-            pv = float(2 * norm.sf(abs(dif) / s)) if s > 0 else math.nan
+            pv = float(2 * _dist.norm_sf(abs(dif) / s)) if s > 0 else math.nan
             recs.append({"model_a": fit.models[a], "model_b": fit.models[b], "difference": dif, "std_error": s,
                          "lower": dif - z * s, "upper": dif + z * s, "p_value": pv, "ci_level": lvl,
                          "quantity": what})

@@ -74,9 +74,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 from scipy.linalg.lapack import dpotrf as _potrf, dpotri as _potri, dtrtrs as _trtrs
 
+from cjstats import _dist
 from cjstats._blas import single_thread_blas
 from cjstats.results.components import ComponentRow
 from cjstats.results.contrast import JointCovariance
@@ -1337,7 +1338,7 @@ def _model_scenario_test(ns: NestedStats, t: np.ndarray, fit: NestedFit, per_mod
         label = (f"LR (REML), parametric bootstrap under the pooled fit ({int(n_boot)} tables, seed {seed}"
                  + ("" if exact else "; cell design reconstructed from the statistics") + ")")
     else:
-        pval = float(stats.chi2.sf(lr, df)) if df > 0 else _NAN
+        pval = float(_dist.chi2_sf(lr, df)) if df > 0 else _NAN
         label = CHI2_LABEL
     if not conv:
         advice = "one of the two REML fits did not converge; the test is not reliable"
@@ -1488,7 +1489,7 @@ def _fit_joint(source: Any, *, ci_level: float, model_scenario: str = "pooled") 
     unconverged = [name for name, f in (("REML", fit), ("ML (full)", ml_full), ("ML (additive)", ml_add))
                    if not f.converged]
     lr = max(ml_add.deviance - ml_full.deviance, 0.0)
-    test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(stats.chi2.sf(lr, dfi)),
+    test = {"test": "LR", "statistic": lr, "df1": dfi, "p_value": float(_dist.chi2_sf(lr, dfi)),
             "loglik_full_ml": -ml_full.deviance / 2, "loglik_additive_ml": -ml_add.deviance / 2}
     tests = {"judge_model": test, "model_scenario": _model_scenario_test(ns, t_full, fit, per_model)}
     n_cells, n_scen = ns.n_cells, ns.n_scenarios

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from cjstats import _dist
 from cjstats._validate import check_choice
 from cjstats.exceptions import CjstatsError, CjstatsWarning
 from cjstats.estimators.base import M1_NOTE, GroupFit, as_stats, fit_groups, rows_for
@@ -131,9 +132,7 @@ def _mu_interval(mu: float, se: float, lo: float, hi: float, level: float, n: in
     u = (mu - lo)/(hi - lo), se_u = se / ((hi - lo) u (1 - u)) (delta method), with the t quantile on n - 1 df
     (n scenarios: mu is a mean over scenarios, and a normal quantile covers 0.905 at n = 20), mapped back, so the
     interval stays inside the score range."""
-    from scipy.stats import t as t_dist
-
-    q = float(t_dist.ppf(0.5 + level / 2, max(n - 1, 1)))
+    q = float(_dist.t_ppf(0.5 + level / 2, max(n - 1, 1)))
     u = (mu - lo) / (hi - lo)
     if not (0.0 < u < 1.0) or not math.isfinite(se):
         return mu, mu, f"Wald (delta method, logit scale, t_{max(n - 1, 1)}): at the edge of the score range"
@@ -250,8 +249,6 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     (a, b) integral; ``nagq`` then does not apply). None (default): fitted for a unit with m > 1 generations in
     some scenario, not at m = 1 (where it is not identifiable). False: the generations of a scenario are treated
     as independent calls given the scenario (the model before the generation effect existed)."""
-    from scipy.stats import chi2, norm
-
     check_choice("link", link, LINKS, caller="estimate")
     check_choice("thresholds", thresholds, ("shared", "judge"), caller="estimate")
     check_choice("interval", interval, ("wald", "profile"), caller="estimate")
@@ -262,7 +259,7 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
     if generation is not None and not isinstance(generation, bool | np.bool_):
         raise CjstatsError(f"The 'generation' argument of estimate must be True, False or None (fit the generation "
                            f"effect when some scenario has several generations). Got {generation!r} instead.")
-    z = float(norm.ppf(0.5 + ci_level / 2))
+    z = float(_dist.norm_ppf(0.5 + ci_level / 2))
     resid = RESIDUAL_VARIANCE[link]
     method = f"ML cumulative {link} (AGQ {nagq}{', Laplace' if nagq == 1 else ''}; latent scale)"
 
@@ -422,8 +419,8 @@ def fit(stats: Any, *, ci_level: float, seed: int | None = None, rows: Any = Non
                                     "latent scale; judges fixed: mean of gamma_l^2"))
             if k > 1:
                 pop = float(gc @ gc) / (k - 1)
-                out.append(ComponentRow("judge_population", pop, (k - 1) * pop / chi2.ppf(0.5 + ci_level / 2, k - 1),
-                                        (k - 1) * pop / chi2.ppf(0.5 - ci_level / 2, k - 1), math.nan,
+                lo_q, hi_q = _dist.chi2_ppf(0.5 + ci_level / 2, k - 1), _dist.chi2_ppf(0.5 - ci_level / 2, k - 1)
+                out.append(ComponentRow("judge_population", pop, (k - 1) * pop / lo_q, (k - 1) * pop / hi_q, math.nan,
                                         f"{umethod}, chi2_(K-1)", "population", pop, False, True,
                                         "latent scale; ignores the offsets' estimation error"))
             else:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cjstats import _dist
 from cjstats.estimators.ordinal_ml.likelihood import OrdinalProblem, _bounds, make_problem
 from cjstats.estimators.ordinal_ml.links import log_prob
 from cjstats.estimators.ordinal_ml.numdiff import central_difference
@@ -335,12 +336,10 @@ def profile_nested(q: NestedProblem, fit, level: float, index: int, *, at_bounda
     chi2_1(level)}, each profile point an L-BFGS-B fit with that log s held fixed (equal bounds); the lower limit
     is 0 when the profile at the lower bound of s stays inside (always checked for a boundary estimate)."""
     from scipy.optimize import brentq, minimize
-    from scipy.stats import chi2
-
     from cjstats._blas import single_thread_blas
     from cjstats.estimators.ordinal_ml.optimise import LOG_S_BOUNDS
 
-    crit = float(chi2.ppf(level, 1))
+    crit = float(_dist.chi2_ppf(level, 1))
     obj = _NestedObjective(q, gradient)
     idx = index % fit.x.size
     warm = [fit.x.copy()]

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cjstats import _dist
 from cjstats._blas import single_thread_blas
 from cjstats.estimators.ordinal_ml.likelihood import (
     OrdinalProblem,
@@ -330,9 +331,8 @@ def profile_scenario(p: OrdinalProblem, fit: UnitFit, level: float) -> tuple[flo
     """Profile-likelihood interval for s_a^2: {s^2 : 2 (l_max - l_p(s)) <= chi2_1(level)}; the lower limit is 0
     when the profile at the lower bound of s_a stays inside. Returns (lower, upper, evaluations)."""
     from scipy.optimize import brentq
-    from scipy.stats import chi2
 
-    crit = float(chi2.ppf(level, 1))
+    crit = float(_dist.chi2_ppf(level, 1))
     p = compress(p)[0]
     obj = _Objective(p)
     cache: dict[float, np.ndarray] = {}

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from cjstats import _dist
 from cjstats._validate import check_choice
 from cjstats.estimators.base import as_stats, rows_for
 from cjstats.estimators.ordinal_ml.likelihood import make_problem, unpack
@@ -104,8 +105,6 @@ def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10, generat
     ``df``, ``p_value``, ``reference`` (how the p-value was computed), ``random_effects`` (the fitted model form:
     ``"scenario (AGQ 10)"`` or ``"scenario + generation (Laplace)"``) and ``n_scenarios``."""
     import pandas as pd
-    from scipy.stats import chi2
-
     from cjstats._warnings import warn
     from cjstats.estimators.ordinal_ml.unit import fit_unit, fit_unit_nested
     from cjstats.io.read import read_scores
@@ -142,7 +141,7 @@ def threshold_test(scores: Any, *, link: str = "probit", nagq: int = 10, generat
         if df <= 0:
             pval, how = math.nan, "none (df = 0: binary scores)"
         elif reference == "chi2":
-            pval, how = float(chi2.sf(lr, df)), f"chi2_{df}"
+            pval, how = float(_dist.chi2_sf(lr, df)), f"chi2_{df}"
             if n < CHI2_MIN_SCENARIOS:
                 how += f" (liberal below {CHI2_MIN_SCENARIOS} scenarios)"
                 small.append(f"{g.label()} ({n})")

@@ -86,8 +86,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from cjstats import _dist
 from cjstats._blas import single_thread_blas
 from cjstats._validate import check_choice, check_positive_int
 from cjstats.results.components import ComponentRow, ParameterCovariance, VarianceComponents
@@ -469,7 +469,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
                                      np.r_[n - 1, np.full(k, df_judge_err)].astype(float))
     # mu
     se_mu = math.sqrt(fe["var_mu"])
-    t_mu = stats.t.ppf(1 - a, df_t[0])
+    t_mu = _dist.t_ppf(1 - a, df_t[0])
     if interval == "bootstrap":
         mu_lo, mu_hi = _percentile(boot["mu"], level)
         mu_method = "parametric bootstrap percentile"
@@ -505,7 +505,7 @@ def _fit_group(g: CellStats | GroupData, *, level: float, interval: str, path: s
                               view="population"))
     # judge offsets
     se_g = np.sqrt(np.maximum(np.diag(fe["cov_gamma"]), 0.0))
-    t_g = stats.t.ppf(1 - a, df_t[1:])
+    t_g = _dist.t_ppf(1 - a, df_t[1:])
     offsets = []
     for j, lab in enumerate(g.judge_labels):
         gj = float(fe["gamma"][j])

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 from scipy.linalg.lapack import dpotrf as _potrf
+
+from cjstats import _dist
 
 __all__ = ["Criterion", "FitResult", "fit", "kkt_check", "minimize_bounded", "profiled_hessian",
            "variance_hessian", "fd_variance_hessian", "wald_covariance", "satterthwaite_covariance",
@@ -475,7 +477,7 @@ def profile_interval(crit: Criterion, fit: FitResult, which: int, level: float,
     method on the bracket. Each point re-optimises the other variances. The lower bound is 0 when the
     criterion at v = 0 is within the cutoff (always when the estimate is at the boundary).
     """
-    cutoff = float(stats.chi2.ppf(level, 1))
+    cutoff = float(_dist.chi2_ppf(level, 1))
     zcut = math.sqrt(cutoff)
     dmin = fit.deviance
     q = len(fit.theta)
