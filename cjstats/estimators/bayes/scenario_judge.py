@@ -143,7 +143,7 @@ class _SJOutputs(_CollapsedOutputs):
         i = names.index("residual")
         return names[:i] + ["scenario_judge"] + names[i:]
 
-    def _outputs(self, mu: float, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
+    def _outputs(self, mu: Any, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
         out = super()._outputs(mu, sig, g)
         out["scenario_judge"] = np.asarray(sig["sigma_scenario_judge"] ** 2)
         return {name: out[name] for name in self.expanded_names()}   # nutpie reads them in this order
@@ -475,8 +475,9 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             idd_c[vc] = 1.0 / dv
             ld += cntp * cls[vc, 0] * np.log(dv)
             cv = thd / dv
-            for i in range(rr):
-                ewp[i // r, i % r] -= cv * cls[vc, o_bb + i]
+            for i in range(r):
+                for j in range(r):
+                    ewp[i, j] -= cv * cls[vc, o_bb + i * r + j]
         # F_s = I + S_r E' S_r = L_F L_F'
         for i in range(r):
             for j in range(i + 1):
@@ -532,8 +533,9 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             idv = idd_c[vc]
             cv = thd * idv
             hb = 0.0
-            for i in range(rr):
-                hb += hh[i // r, i % r] * cls[vc, o_bb + i]
+            for i in range(r):
+                for j in range(r):
+                    hb += hh[i, j] * cls[vc, o_bb + i * r + j]
             acc += idv * (cls[vc, 0] * cls[vc, 1] + (cls[vc, 1] * cv - 1.0) * hb)
         dld[grp[0]] += cntp * acc
         for i in range(r):
@@ -556,8 +558,9 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     gu[c, j] += cv * cls[vc, o_gb + c * r + j]
             for j in range(r):
                 zsu[j] += cv * cls[vc, o_zb + j]
-            for i in range(rr):
-                uzu[i // r, i % r] -= cv * cls[vc, o_zbr + i]
+            for i in range(r):
+                for j in range(r):
+                    uzu[i, j] -= cv * cls[vc, o_zbr + i * r + j]
             xv = x_c[vc]
             for i in range(r):
                 for j in range(r):
@@ -565,8 +568,9 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for w2 in range(nv):
                 cw = thd * idd_c[c0 + w2]
                 pq = q0 + (vc - c0) * nv + w2
-                for i in range(rr):
-                    xv[i // r, i % r] += cw * pairs[pq, i]
+                for i in range(r):
+                    for j in range(r):
+                        xv[i, j] += cw * pairs[pq, i * r + j]
         for vc in range(c0, c1):
             cv = thd * idd_c[vc]
             xv = x_c[vc]
@@ -771,8 +775,9 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     y = cntp * acc + gbg[j] * zsu[i] + cls[vc, o_zb + j] * ugu[i] + gkk * xv[j, i]
                     thy += hh[i, j] * y
             hb = 0.0
-            for i in range(rr):
-                hb += hmh[i // r, i % r] * cls[vc, o_bb + i]
+            for i in range(r):
+                for j in range(r):
+                    hb += hmh[i, j] * cls[vc, o_bb + i * r + j]
             tot += idv * idv * (naa + 2.0 * thy + hb)
         dtt[grp[0]] -= tot
     dth = np.empty(3)
