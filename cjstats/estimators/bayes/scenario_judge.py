@@ -585,13 +585,15 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     acc += gu[c, i] * sfs[i, j]
                 tmp_kr[c, j] = acc
         for c1_ in range(k):
-            for c2 in range(k):
+            for c2 in range(c1_ + 1):                          # symmetric: one triangle
                 acc = 0.0
                 for j in range(r):
                     acc += tmp_kr[c1_, j] * gu[c2, j]
                 for vc in range(c0, c1):
                     acc += thd * idd_c[vc] * cls[vc, o_gg + c1_ * k + c2]
                 amat[c1_, c2] -= cntp * acc
+                if c2 < c1_:
+                    amat[c2, c1_] = amat[c1_, c2]
             acc = 0.0
             for j in range(r):
                 acc += tmp_kr[c1_, j] * zsu[j]
@@ -614,18 +616,14 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for c in range(k1):
                 acc += amat[a, c] * tmat[c, b]
             tmp[a, b] = acc
-    ta = np.empty((k1, k1))                                    # T' A T
+    ta = np.empty((k1, k1))                                    # T' A T / s2e (symmetric: one triangle)
     for a in range(k1):
-        for b in range(k1):
+        for b in range(a + 1):
             acc = 0.0
             for c in range(k1):
                 acc += tmat[c, a] * tmp[c, b]
-            ta[a, b] = acc
-    for a in range(k1):
-        for b in range(a + 1):
-            acc = 0.5 * (ta[a, b] + ta[b, a]) / s2e
-            ta[a, b] = acc
-            ta[b, a] = acc
+            ta[a, b] = acc / s2e
+            ta[b, a] = ta[a, b]
     at = ta.copy()
     at[0, 0] += 1.0 / (s_mu * s_mu)
     for c in range(1, k):
@@ -684,20 +682,21 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for c in range(k1):
                 acc += gm[a, c] * tmat[b, c]
             tmp[a, b] = acc
-    gam = np.empty((k1, k1))
+    gam = np.empty((k1, k1))                                   # (symmetric: one triangle)
     for a in range(k1):
-        for b in range(k1):
+        for b in range(a + 1):
             acc = 0.0
             for c in range(k1):
                 acc += tmat[a, c] * tmp[c, b]
             gam[a, b] = acc
+            gam[b, a] = acc
     gta = 0.0
     for a in range(k1):
         for b in range(k1):
             gta += gm[a, b] * ta[a, b]
-    # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj: with M = U'N_p U (r x r) the r block's terms are
-    # (F^{-T} M F^{-1})_ii, the d block's sum_v D_v^{-2} [sum_{a in v} (N_p)_aa + 2 tr(H Y_v) + <H'M H, B_v B_v'>],
-    # Y_v = B_v (N_p U)_v
+    # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj: with M = U'N_p U (r x r) and Q = F^{-T} M F^{-1},
+    # the r block's terms are Q_ii, the d block's sum_v D_v^{-2} [sum_{a in v} (N_p)_aa + 2 tr(H Y_v) + <H'M H, B_v B_v'>],
+    # Y_v = B_v (N_p U)_v, H'M H = Lambda_r Q Lambda_r
     gkk = gam[k, k]
     dtt = np.zeros(3)
     gmu = np.empty((k, r))
@@ -725,32 +724,28 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for c in range(k):
                 acc += gam[k, c] * gu[c, j]
             ugu[j] = acc
-        for i in range(r):                                     # M = n_p (G'U)' Gamma (G'U) + s'U u'U + u'U s'U + g Z
-            for j in range(r):
+        for i in range(r):                 # M = n_p (G'U)' Gamma (G'U) + s'U u'U + u'U s'U + g U'ZU (symmetric)
+            for j in range(i + 1):
                 acc = 0.0
                 for c in range(k):
                     acc += gu[c, i] * gmu[c, j]
                 mm[i, j] = cntp * acc + zsu[i] * ugu[j] + ugu[i] * zsu[j] + gkk * uzu[i, j]
-        for i in range(r):                                     # r block: (F^{-T} M F^{-1})_ii
-            acc = 0.0
-            for a in range(r):
-                f = 0.0
+                mm[j, i] = mm[i, j]
+        for a in range(r):                                     # M F^{-1}
+            for i in range(r):
+                acc = 0.0
                 for b in range(r):
-                    f += mm[a, b] * fi[b, i]
-                acc += fi[a, i] * f
-            dtt[grp[1 + i]] -= acc
-        for i in range(r):                                     # H'M H
-            for j in range(r):
+                    acc += mm[a, b] * fi[b, i]
+                tmp_r[a, i] = acc
+        for i in range(r):                # Q = F^{-T} M F^{-1} (symmetric); H'M H = Lambda_r Q Lambda_r
+            for j in range(i + 1):
                 acc = 0.0
                 for a in range(r):
-                    acc += mm[i, a] * hh[a, j]
-                tmp_r[i, j] = acc
-        for i in range(r):
-            for j in range(r):
-                acc = 0.0
-                for a in range(r):
-                    acc += hh[a, i] * tmp_r[a, j]
-                hmh[i, j] = acc
+                    acc += fi[a, i] * tmp_r[a, j]
+                hmh[i, j] = th_r[i] * acc * th_r[j]
+                hmh[j, i] = hmh[i, j]
+                if i == j:
+                    dtt[grp[1 + i]] -= acc                     # the r block: Q_ii
         tot = 0.0
         for vc in range(c0, c1):
             idv = idd_c[vc]
