@@ -415,6 +415,13 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     k = base.shape[0] - 1
     k1 = k + 1
     rr = r * r
+    # the small work arrays, a few allocations (views below)
+    rw = np.empty((8, r, r))
+    kw = np.empty((6, k1, k1))
+    kk = np.empty((2, k, k))
+    vr = np.empty((4, r))
+    v3 = np.empty((4, 3))
+    pr = np.empty((n_pat, 3, r, r))                            # per pattern: H = F^{-1} Lambda_r, F^{-1}, U'Z U
     # offsets of the packed statistics (see _sj_class_stats)
     o_gz = 3
     o_zb = o_gz + k
@@ -428,33 +435,32 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     p_zrr = p_e + rr
     s2e = np.exp(2.0 * theta[pos[3]])
     s2g = np.exp(2.0 * theta[pos[4]])
-    th = np.zeros(3)
+    th = v3[0]
+    th[:] = 0.0
     th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
     if pos[1] >= 0:
         th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
     th[2] = u * u / s2e
     thd = th[grp[0]]
-    th_r = np.empty(r)
-    sr = np.empty(r)
+    th_r = vr[0]
+    sr = vr[1]
     for i in range(r):
         th_r[i] = th[grp[1 + i]]
         sr[i] = np.sqrt(th_r[i])
     amat = base.copy()
     ld = 0.0
-    dld = np.zeros(3)
+    dld = v3[1]
+    dld[:] = 0.0
     idd_c = np.empty(n_cls)                                    # 1 / (1 + theta_d omega_v)
     x_c = np.empty((n_cls, r, r))                              # X_v = B_v (Z U)_v
-    h_all = np.empty((n_pat, r, r))                            # H = F^{-1} Lambda_r
-    fi_all = np.empty((n_pat, r, r))                           # F^{-1}
     gu_all = np.empty((n_pat, k, r))                           # G'U
     zsu_all = np.empty((n_pat, r))                             # s'U
-    uzu_all = np.empty((n_pat, r, r))                          # U'Z U
-    ewp = np.empty((r, r))
-    lf = np.empty((r, r))
-    lfi = np.empty((r, r))
-    fsi = np.empty((r, r))
-    sfs = np.empty((r, r))
-    tmp_r = np.empty((r, r))
+    ewp = rw[0]
+    lf = rw[1]
+    lfi = rw[2]
+    fsi = rw[3]
+    sfs = rw[4]
+    tmp_r = rw[5]
     tmp_kr = np.empty((k, r))
     for p in range(n_pat):
         c0 = off[p, 0]
@@ -462,11 +468,11 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         nv = c1 - c0
         q0 = off[p, 1]
         cntp = pat[p, 0]
-        fi = fi_all[p]
-        hh = h_all[p]
+        fi = pr[p, 1]
+        hh = pr[p, 0]
         gu = gu_all[p]
         zsu = zsu_all[p]
-        uzu = uzu_all[p]
+        uzu = pr[p, 2]
         for i in range(r):
             for j in range(r):
                 ewp[i, j] = pat[p, p_e + i * r + j]
@@ -609,14 +615,14 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                 acc += sfs[i, j] * uzu[i, j]
         amat[k, k] -= acc
     # A~ = T'AT/s2e + prior precisions; its Cholesky factor
-    tmp = np.empty((k1, k1))                                   # A T
+    tmp = kw[0]                                                # A T
     for a in range(k1):
         for b in range(k1):
             acc = 0.0
             for c in range(k1):
                 acc += amat[a, c] * tmat[c, b]
             tmp[a, b] = acc
-    ta = np.empty((k1, k1))                                    # T' A T / s2e (symmetric: one triangle)
+    ta = kw[1]                                                 # T' A T / s2e (symmetric: one triangle)
     for a in range(k1):
         for b in range(a + 1):
             acc = 0.0
@@ -624,11 +630,13 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                 acc += tmat[c, a] * tmp[c, b]
             ta[a, b] = acc / s2e
             ta[b, a] = ta[a, b]
-    at = ta.copy()
+    at = kw[2]
+    at[:, :] = ta
     at[0, 0] += 1.0 / (s_mu * s_mu)
     for c in range(1, k):
         at[c, c] += 1.0 / s2g
-    chol = np.zeros((k1, k1))
+    chol = kw[3]
+    chol[:, :] = 0.0
     for j in range(k1):
         acc = at[j, j]
         for p in range(j):
@@ -646,7 +654,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         logdet_b += 2.0 * np.log(chol[j, j])
     schur = chol[k, k] * chol[k, k]
     # L_B^{-1}, B^{-1}, the conditional mean and G = v v' + [[B^{-1}, 0], [0, 0]]
-    x = np.zeros((k, k))
+    x = kk[0]
+    x[:, :] = 0.0
     for c in range(k):
         for i in range(k):
             acc = 1.0 if i == c else 0.0
@@ -656,7 +665,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     for i in range(k):
         for j in range(k):
             lb_inv[i, j] = x[i, j]
-    b_inv = np.empty((k, k))
+    b_inv = kk[1]
     for i in range(k):
         for j in range(k):
             acc = 0.0
@@ -671,7 +680,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         v[i] = acc
         cond_mean[i] = acc
     v[k] = 1.0
-    gm = np.empty((k1, k1))
+    gm = kw[4]
     for a in range(k1):
         for b in range(k1):
             gm[a, b] = v[a] * v[b] + (b_inv[a, b] if (a < k and b < k) else 0.0)
@@ -682,7 +691,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for c in range(k1):
                 acc += gm[a, c] * tmat[b, c]
             tmp[a, b] = acc
-    gam = np.empty((k1, k1))                                   # (symmetric: one triangle)
+    gam = kw[5]                                                # (symmetric: one triangle)
     for a in range(k1):
         for b in range(a + 1):
             acc = 0.0
@@ -698,21 +707,22 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     # the r block's terms are Q_ii, the d block's sum_v D_v^{-2} [sum_{a in v} (N_p)_aa + 2 tr(H Y_v) + <H'M H, B_v B_v'>],
     # Y_v = B_v (N_p U)_v, H'M H = Lambda_r Q Lambda_r
     gkk = gam[k, k]
-    dtt = np.zeros(3)
+    dtt = v3[2]
+    dtt[:] = 0.0
     gmu = np.empty((k, r))
-    ugu = np.empty(r)
-    mm = np.empty((r, r))
-    hmh = np.empty((r, r))
-    gbg = np.empty(r)
+    ugu = vr[2]
+    mm = rw[6]
+    hmh = rw[7]
+    gbg = vr[3]
     for p in range(n_pat):
         c0 = off[p, 0]
         c1 = off[p + 1, 0]
         cntp = pat[p, 0]
-        fi = fi_all[p]
-        hh = h_all[p]
+        fi = pr[p, 1]
+        hh = pr[p, 0]
         gu = gu_all[p]
         zsu = zsu_all[p]
-        uzu = uzu_all[p]
+        uzu = pr[p, 2]
         for c in range(k):                                     # Gamma_KK G'U and Gamma_yK G'U
             for j in range(r):
                 acc = 0.0
@@ -775,7 +785,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     hb += hmh[i, j] * cls[vc, o_bb + i * r + j]
             tot += idv * idv * (naa + 2.0 * thy + hb)
         dtt[grp[0]] -= tot
-    dth = np.empty(3)
+    dth = v3[3]
     for i in range(3):
         dth[i] = -0.5 * (dld[i] + dtt[i] / s2e)
     for i in range(ns):
