@@ -532,7 +532,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     fi[i, j] = acc
             for j in range(r):
                 hh[i, j] = fi[i, j] * th_r[j]
-        # dlog|H|: sum_{a in d} (W T)_aa = sum_v n_v omega_v/D_v + (omega_v c_v - 1)/D_v <H, B_v B_v'>, c_v = theta_d/D_v;
+        # dlog|H|: sum_{a in d} (W T)_aa = sum_v n_v omega_v/D_v + (omega_v c_v - 1)/D_v <H, B_v B_v'>,
+        # c_v = theta_d/D_v;
         # (W T)_(d+i)(d+i) = (E' F^{-1})_ii
         acc = 0.0
         for vc in range(c0, c1):
@@ -583,7 +584,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for i in range(r):
                 for j in range(r):
                     uzu[i, j] += cv * xv[i, j]
-        # A -= M_p(R): G'RG = sum_v c_v G_v'G_v + (G'U) sfs (G'U)', G'R s likewise, <R, Z> = sum_v c_v tr Z_vv + <sfs, U'ZU>
+        # A -= M_p(R): G'RG = sum_v c_v G_v'G_v + (G'U) sfs (G'U)', G'R s likewise,
+        # <R, Z> = sum_v c_v tr Z_vv + <sfs, U'ZU>
         for c in range(k):
             for j in range(r):
                 acc = 0.0
@@ -704,7 +706,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         for b in range(k1):
             gta += gm[a, b] * ta[a, b]
     # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj: with M = U'N_p U (r x r) and Q = F^{-T} M F^{-1},
-    # the r block's terms are Q_ii, the d block's sum_v D_v^{-2} [sum_{a in v} (N_p)_aa + 2 tr(H Y_v) + <H'M H, B_v B_v'>],
+    # the r block's terms are Q_ii, the d block's
+    # sum_v D_v^{-2} [sum_{a in v} (N_p)_aa + 2 tr(H Y_v) + <H'M H, B_v B_v'>],
     # Y_v = B_v (N_p U)_v, H'M H = Lambda_r Q Lambda_r
     gkk = gam[k, k]
     dtt = v3[2]
