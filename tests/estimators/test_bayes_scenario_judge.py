@@ -162,6 +162,29 @@ class TestDensity:
                 fd = (d.logp(a + e)[0] - d.logp(a - e)[0]) / 2e-6
                 assert ga[j] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
+    @pytest.mark.parametrize(("m", "k", "missing"), [(3, 4, 0.25), (4, 3, 0.25), (3, 3, 0.0), (5, 2, 0.0)])
+    def test_kernel_equals_the_numpy_path_whichever_block_it_eliminates(self, m, k, missing):
+        """The kernel eliminates the larger of the generation (m) and scenario x judge (K) blocks in closed form,
+        grouping its effects by cell or judge size: both choices, balanced (one class) and unbalanced tables
+        (several patterns and classes), and u = 0 agree with the numpy path."""
+        df = sj_scores(8, m, k, s2_sj=0.5, seed=4, missing=missing)
+        data = sj_data(next(iter(build_stats(read_scores(df)))))
+        fast, ref = SJMarginalDensity(data, PRI), SJMarginalDensity(data, PRI, compiled=False)
+        if fast.kernel is None:
+            pytest.skip("numba is not installed: only the numpy path runs")
+        cls, _, pat = fast._kargs[4:7]
+        assert (pat.shape[0] > 1 and cls.shape[0] > pat.shape[0]) if missing else cls.shape[0] == pat.shape[0] == 1
+        rng = np.random.default_rng(7)
+        j = fast.sigma_names.index("sigma_scenario_judge")
+        for i in range(6):
+            theta = fast.initial_point(rng) + 0.5 * rng.normal(size=fast.ndim)
+            if i == 0:
+                theta[j] = 0.0
+            a, b = fast.evaluate(theta), ref.evaluate(theta)
+            assert a[0] == pytest.approx(b[0], abs=1e-9)
+            for x, y in zip(a[1:], b[1:]):
+                np.testing.assert_allclose(x, y, atol=1e-9)
+
     def test_joint_density_is_the_pymc_model(self, unit):
         g, _ = unit
         data = sj_data(g)

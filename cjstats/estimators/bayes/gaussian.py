@@ -367,17 +367,20 @@ class _CollapsedOutputs:
     def expanded_dims(self) -> dict[str, tuple[str, ...]]:
         return {"gamma": ("judge",)}
 
-    def _outputs(self, mu: float, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
-        """The stored variables of one draw: mu, the scales, gamma and every estimand (docs/estimands.md)."""
+    def _outputs(self, mu: Any, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored variables of one draw, or of many at once: mu, the scales, gamma and every estimand
+        (docs/estimands.md). ``mu`` and the scales are scalars or arrays of one shape, ``g`` has one more axis
+        (the judges, last)."""
+        g = np.asarray(g)
         out = {"mu": np.asarray(mu)}
         for name in self.sigma_names:
             out[name] = np.asarray(sig[name])
-        out["gamma"] = np.asarray(g)
+        out["gamma"] = g
         out["scenario"] = np.asarray(sig["sigma_scenario"] ** 2)
         if self.st.has_generation:
             out["generation"] = np.asarray(sig["sigma_generation"] ** 2)
         out["residual"] = np.asarray(sig["sigma_residual"] ** 2)
-        out["judge_panel"] = np.asarray(float(g @ g) / self.k)
+        out["judge_panel"] = np.asarray(np.einsum("...k,...k->...", g, g) / self.k)
         out["judge_population"] = np.asarray(sig["sigma_judge"] ** 2)
         return out
 
@@ -856,20 +859,13 @@ class _ConditionalDraws:
         lb_inv = np.asarray(post[COND_CHOL_INV].transpose("chain", "draw", "x_row", "x_col").values)
         sig = {nm: np.asarray(post[nm].transpose("chain", "draw").values) for nm in self.sigma_names}
         n_chain, n_draw, k = mean.shape
-        cols: dict[str, list[np.ndarray]] = {nm: [] for nm in names}
+        x = np.empty_like(mean)
         for c in range(n_chain):
             eps = np.random.default_rng([int(seed), c]).standard_normal((n_draw, k))
-            x = mean[c] + np.einsum("dij,di->dj", lb_inv[c], eps)          # mean + L^{-T} e
-            for d in range(n_draw):
-                out = self._outputs(float(x[d, 0] + self.st.ybar), {nm: sig[nm][c, d] for nm in sig},
-                                    self.basis @ x[d, 1:])
-                for nm in names:
-                    cols[nm].append(out[nm])
+            x[c] = mean[c] + np.einsum("dij,di->dj", lb_inv[c], eps)       # mean + L^{-T} e
+        out = self._outputs(x[..., 0] + self.st.ybar, sig, x[..., 1:] @ self.basis.T)    # all draws at once
         dims = self.expanded_dims()
-        data = {}
-        for nm in names:
-            arr = np.asarray(cols[nm], dtype=np.float64)
-            data[nm] = (("chain", "draw", *dims.get(nm, ())), arr.reshape((n_chain, n_draw, *arr.shape[1:])))
+        data = {nm: (("chain", "draw", *dims.get(nm, ())), np.asarray(out[nm], dtype=np.float64)) for nm in names}
         coords = {"chain": post["chain"].values, "draw": post["draw"].values, "judge": list(judge), **self.coords()}
         tree["posterior"] = xr.DataTree(xr.Dataset(data, coords=coords, attrs=post.attrs))
 

@@ -184,10 +184,10 @@ def _expand(dim, n_expanded, x_, out_, ud_):  # pragma: no cover - compiled
 # coordinate sampled as |u| (sigma_sj; -1: none); then each density's sizes and the addresses of its data arrays.
 _KIND, _NDIM_C, _K_C, _ABS = range(4)
 _KIND_SJ, _KIND_MG = 0, 1
-_SJ_Q, _SJ_NPAT = range(4, 6)
-(_SJ_SCALES, _SJ_POS, _SJ_W, _SJ_GMT, _SJ_CNT, _SJ_ZSUM, _SJ_ZSCAT, _SJ_GRP, _SJ_BASE, _SJ_TMAT,
- _SJ_FLOATS) = range(6, 17)
-_SJ_HEADER = 17
+_SJ_R, _SJ_NPAT, _SJ_NCLS, _SJ_NPAIR, _SJ_LCLS, _SJ_LPAT = range(4, 10)
+(_SJ_SCALES, _SJ_POS, _SJ_CLS, _SJ_PAIRS, _SJ_PAT, _SJ_OFF, _SJ_GRP, _SJ_BASE, _SJ_TMAT,
+ _SJ_FLOATS) = range(10, 20)
+_SJ_HEADER = 20
 _sj_kernel = _sj_marginal_kernel()  # the dispatcher SJMarginalDensity.evaluate calls: one compiled kernel
 
 
@@ -198,19 +198,18 @@ def _define_sj_call(stamp: str) -> Any:
         if stamp is None:  # never: the stamp in the closure keys numba's cache (see _SOURCE_STAMP)
             return -math.inf
         h = numba.carray(ud_, (_SJ_HEADER,), np.int64)
-        ndim, k, q, n_pat = h[_NDIM_C], h[_K_C], h[_SJ_Q], h[_SJ_NPAT]
+        ndim, k, r, n_pat = h[_NDIM_C], h[_K_C], h[_SJ_R], h[_SJ_NPAT]
         scales = numba.carray(_as_pointer(h[_SJ_SCALES]), (ndim,), np.float64)
         pos = numba.carray(_as_pointer(h[_SJ_POS]), (5,), np.int64)
-        w = numba.carray(_as_pointer(h[_SJ_W]), (n_pat, q, q), np.float64)
-        gmt = numba.carray(_as_pointer(h[_SJ_GMT]), (n_pat, k, q), np.float64)
-        cnt = numba.carray(_as_pointer(h[_SJ_CNT]), (n_pat,), np.float64)
-        zsum = numba.carray(_as_pointer(h[_SJ_ZSUM]), (n_pat, q), np.float64)
-        zscat = numba.carray(_as_pointer(h[_SJ_ZSCAT]), (n_pat, q, q), np.float64)
-        grp = numba.carray(_as_pointer(h[_SJ_GRP]), (q,), np.int64)
+        cls = numba.carray(_as_pointer(h[_SJ_CLS]), (h[_SJ_NCLS], h[_SJ_LCLS]), np.float64)
+        pairs = numba.carray(_as_pointer(h[_SJ_PAIRS]), (h[_SJ_NPAIR], r * r), np.float64)
+        pat = numba.carray(_as_pointer(h[_SJ_PAT]), (n_pat, h[_SJ_LPAT]), np.float64)
+        off = numba.carray(_as_pointer(h[_SJ_OFF]), (n_pat + 1, 2), np.int64)
+        grp = numba.carray(_as_pointer(h[_SJ_GRP]), (r + 1,), np.int64)
         base = numba.carray(_as_pointer(h[_SJ_BASE]), (k + 1, k + 1), np.float64)
         tmat = numba.carray(_as_pointer(h[_SJ_TMAT]), (k + 1, k + 1), np.float64)
         fl = numba.carray(_as_pointer(h[_SJ_FLOATS]), (4,), np.float64)
-        return _sj_kernel(x, scales, pos, fl[0], fl[1], w, gmt, cnt, zsum, zscat, grp, base, tmat, fl[2], fl[3],
+        return _sj_kernel(x, scales, pos, fl[0], fl[1], cls, pairs, pat, off, grp, base, tmat, fl[2], fl[3],
                           out, mean, lb_inv)
     return _sj_call
 
@@ -360,13 +359,14 @@ def native_sj_model(density: Any, *, init: Any) -> Any | None:
     usable."""
     if density.kernel is None:
         return None
-    (scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat, grp, base, tmat, lo, hi) = density._kargs
-    keep = {"scales": scales, "pos": pos, "w": w, "gmt": gmt, "cnt": cnt, "zsum": zsum, "zscat": zscat,
+    (scales, pos, s_mu, n_obs, cls, pairs, pat, off, grp, base, tmat, lo, hi) = density._kargs
+    keep = {"scales": scales, "pos": pos, "cls": cls, "pairs": pairs, "pat": pat, "off": off,
             "grp": grp, "base": np.ascontiguousarray(base), "tmat": np.ascontiguousarray(tmat),
             "floats": np.array([s_mu, n_obs, lo, hi], dtype=np.float64)}
     ud = np.zeros(_SJ_HEADER, dtype=np.int64)
-    ud[[_KIND, _NDIM_C, _K_C, _ABS, _SJ_Q, _SJ_NPAT]] = [_KIND_SJ, density.ndim, density.k, int(pos[2]), w.shape[1],
-                                                         w.shape[0]]
+    ud[[_KIND, _NDIM_C, _K_C, _ABS, _SJ_R, _SJ_NPAT, _SJ_NCLS, _SJ_NPAIR, _SJ_LCLS, _SJ_LPAT]] = [
+        _KIND_SJ, density.ndim, density.k, int(pos[2]), len(grp) - 1, pat.shape[0], cls.shape[0], pairs.shape[0],
+        cls.shape[1], pat.shape[1]]
     for slot, key in zip(range(_SJ_SCALES, _SJ_FLOATS + 1), keep):
         ud[slot] = keep[key].ctypes.data
     names, shapes, coords, dims = density.conditional_layout()

@@ -42,8 +42,12 @@ Two densities are built on it, with the same coordinates and roles as their coun
   x | s2, X ~ N(-B^{-1} A~_.K, B^{-1}) exactly. With G = E[[x; 1][x; 1]' | s2, X] the gradient is
   d(log|B| + s) = <G, dA~>, where dA~/dtheta_k = T' dA_k T / s2_eps comes from the evaluator's exact dA.
 
-Both run in numpy (no numba kernel); one evaluation costs O(patterns q^3), q = 1 + m + K, whatever the number
-of rows.
+Both run in numpy; one evaluation costs O(patterns q^3), q = 1 + m + K, whatever the number of rows. The marginal
+density also has a compiled kernel (:func:`_sj_marginal_loops`, numba), the one nutpie's C callbacks call: it
+eliminates the larger of the generation and scenario x judge blocks (diagonal in every W_p) in closed form, so an
+evaluation costs O(patterns (c^2 r^2 + r^3 + K^2 r)), r = 1 + min(m, K), c the classes of equal cell or
+judge size in the block eliminated, on statistics precomputed per pattern
+(:func:`_sj_class_stats`); the tests hold it equal to the numpy path.
 """
 
 from __future__ import annotations
@@ -139,7 +143,7 @@ class _SJOutputs(_CollapsedOutputs):
         i = names.index("residual")
         return names[:i] + ["scenario_judge"] + names[i:]
 
-    def _outputs(self, mu: float, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
+    def _outputs(self, mu: Any, sig: dict[str, Any], g: np.ndarray) -> dict[str, np.ndarray]:
         out = super()._outputs(mu, sig, g)
         out["scenario_judge"] = np.asarray(sig["sigma_scenario_judge"] ** 2)
         return {name: out[name] for name in self.expanded_names()}   # nutpie reads them in this order
@@ -250,10 +254,7 @@ class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
         self.kernel = _sj_marginal_kernel() if compiled else None
         if self.kernel is not None:
             sj = data.ev.sj
-            w, g = sj.blocks()
-            grp = np.zeros(sj.q, dtype=np.int64)
-            grp[1:1 + sj.m] = 1
-            grp[1 + sj.m:] = 2
+            cls, pairs, pat, off, grp = _sj_class_stats(sj)
             ix = self._idx
             pos = np.array([ix["sigma_scenario"], ix.get("sigma_generation", -1), ix["sigma_scenario_judge"],
                             ix["sigma_residual"], ix["sigma_judge"]], dtype=np.int64)
@@ -261,10 +262,7 @@ class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
             base[:k, :k] = np.diag(data.ev.d.judge_n)
             base[:k, k] = base[k, :k] = data.ev.ys.judge_sum
             base[k, k] = data.ev.ys.yy
-            self._kargs = (self.scales, pos, float(priors.mu), data.n_obs, np.ascontiguousarray(w),
-                           np.ascontiguousarray(np.swapaxes(g, 1, 2)),    # G' per pattern (K, q)
-                           np.ascontiguousarray(sj.count, dtype=np.float64),
-                           np.ascontiguousarray(sj.zsum), np.ascontiguousarray(sj.zscat), grp, base, tmat,
+            self._kargs = (self.scales, pos, float(priors.mu), data.n_obs, cls, pairs, pat, off, grp, base, tmat,
                            self._log_sd - LOG_SCALE_BOUND, self._log_sd + LOG_SCALE_BOUND)
             import warnings
 
@@ -373,20 +371,35 @@ class SJMarginalDensity(_ConditionalDraws, _SJOutputs):
 
 
 # ------------------------------------------------------------------------------------- compiled kernel
-def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat, grp, base, tmat, lo, hi,
+def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, grp, base, tmat, lo, hi,
                        out, cond_mean, lb_inv):  # pragma: no cover - compiled by numba when available
-    """:meth:`SJMarginalDensity.evaluate` with the evaluator's per-pattern algebra as explicit loops.
+    r""":meth:`SJMarginalDensity.evaluate` with the per-pattern algebra in closed form on precomputed statistics.
 
     An accelerator only (numba; cached on disk): :class:`SJMarginalDensity` with ``compiled=False`` runs the
     reference path on :class:`~cjstats.estimators.reml.scenario_judge.SJEvaluator`, and the tests hold the two
     equal. ``theta`` holds log scales except at ``pos[2]``, u with sigma_sj = |u| (:class:`SJMarginalDensity`).
-    ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``;
-    ``grp[j]`` the variance (0, 1, 2) of effect j. Per pattern p, with S = Lambda^{1/2}, K_p = I + S W S,
-    R = S K_p^{-1} S = (I + Lambda W)^{-1} Lambda, T = (I + Lambda W)^{-1} = I - R W:
+    ``pos`` = positions of (scenario, generation or -1, scenario_judge, residual, judge) in ``theta``.
+
+    Per pattern p (S = Lambda^{1/2}, K_p = I + S W S, R = S K_p^{-1} S, T = (I + Lambda W)^{-1}):
     A = A_0 - sum_p M_p(R), log|H| = sum_p n_p log|K_p|, dlog|H|/dtheta_k = sum_p n_p sum_{j in k} (W T)_jj and
-    <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj, N_p the q x q matrix with
-    <N_p, R> = <Gamma, M_p(R)>. Returns -inf outside lo <= theta <= hi (|u| <= e^hi) or where anything is not
-    finite.
+    <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj, N_p = n_p G Gamma_KK G' + u s' + s u' + Gamma_yy Z
+    (G = Z'J, s = sum_i Z_i'y0_i, Z = sum_i Z_i'y0_i y0_i'Z_i, u = G Gamma_K.).
+
+    Block elimination: the effects are ordered [d | r], d the larger of the generation and scenario x judge
+    blocks (one variance theta_d; W_dd = diag(omega) in every pattern, since an observation has one cell and one
+    judge), r = the scenario effect and the smaller block (``grp[1:]`` their variances, ``grp[0]`` the d
+    block's). With D = I + theta_d diag(omega), B = W_rd, E = W_rr, E' = E - theta_d B D^{-1} B',
+    F_s = I + S_r E' S_r, F = I + Lambda_r E', P = theta_d D^{-1} B' and U = [P; -I]:
+
+        log|K_p| = log|D| + log|F_s|,   R = diag(theta_d D^{-1}, 0) + U S_r F_s^{-1} S_r U',
+        T = diag(D^{-1}, 0) + U F^{-1} [Lambda_r B D^{-1}, -I],
+
+    and every trace above reduces to r x r, K x r and K x K products once the d effects are grouped into
+    classes of equal omega (D^{-1} is constant on a class): per class v, ``cls`` holds n_v, omega_v, tr Z_vv,
+    G_v's (s_v, G'G, G'B') and B_v's (B B', s_v'B', Z_rv B_v'), ``pairs`` the B_v Z_vv' B_v'' of each pair of
+    classes of a pattern, ``pat`` the pattern's n_p, s_r, G_r', E and Z_rr, ``off`` the first class and pair of
+    each pattern (:func:`_sj_class_stats`). No per-evaluation cost grows with the d block's size.
+    Returns -inf outside lo <= theta <= hi (|u| <= e^hi) or where anything is not finite.
     """
     ns = theta.shape[0]
     u = theta[pos[2]]                                          # sigma_sj = |u| (a signed coordinate, not a log)
@@ -396,124 +409,236 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat
                 return -np.inf
         elif not (lo <= theta[i] <= hi):
             return -np.inf
-    n_pat = w.shape[0]
-    q = w.shape[1]
-    k = gmt.shape[1]
+    n_pat = pat.shape[0]
+    n_cls = cls.shape[0]
+    r = grp.shape[0] - 1
+    k = base.shape[0] - 1
     k1 = k + 1
+    rr = r * r
+    # the small work arrays, a few allocations (views below)
+    rw = np.empty((8, r, r))
+    kw = np.empty((6, k1, k1))
+    kk = np.empty((2, k, k))
+    vr = np.empty((4, r))
+    v3 = np.empty((4, 3))
+    pr = np.empty((n_pat, 3, r, r))                            # per pattern: H = F^{-1} Lambda_r, F^{-1}, U'Z U
+    # offsets of the packed statistics (see _sj_class_stats)
+    o_gz = 3
+    o_zb = o_gz + k
+    o_gg = o_zb + r
+    o_gb = o_gg + k * k
+    o_bb = o_gb + k * r
+    o_zbr = o_bb + rr
+    p_zs = 1
+    p_gr = p_zs + r
+    p_e = p_gr + k * r
+    p_zrr = p_e + rr
     s2e = np.exp(2.0 * theta[pos[3]])
     s2g = np.exp(2.0 * theta[pos[4]])
-    th = np.zeros(3)
+    th = v3[0]
+    th[:] = 0.0
     th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
     if pos[1] >= 0:
         th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
     th[2] = u * u / s2e
-    sq = np.empty(q)
-    for j in range(q):
-        sq[j] = np.sqrt(th[grp[j]])
+    thd = th[grp[0]]
+    th_r = vr[0]
+    sr = vr[1]
+    for i in range(r):
+        th_r[i] = th[grp[1 + i]]
+        sr[i] = np.sqrt(th_r[i])
     amat = base.copy()
     ld = 0.0
-    dld = np.zeros(3)
-    tall = np.empty((n_pat, q, q))
-    km = np.empty((q, q))
-    li = np.empty((q, q))
-    r = np.empty((q, q))
-    rgt = np.empty((k, q))
+    dld = v3[1]
+    dld[:] = 0.0
+    idd_c = np.empty(n_cls)                                    # 1 / (1 + theta_d omega_v)
+    x_c = np.empty((n_cls, r, r))                              # X_v = B_v (Z U)_v
+    gu_all = np.empty((n_pat, k, r))                           # G'U
+    zsu_all = np.empty((n_pat, r))                             # s'U
+    ewp = rw[0]
+    lf = rw[1]
+    lfi = rw[2]
+    fsi = rw[3]
+    sfs = rw[4]
+    tmp_r = rw[5]
+    tmp_kr = np.empty((k, r))
     for p in range(n_pat):
-        # K_p = I + S W S and its Cholesky factor L, in place in the lower triangle of km
-        for a in range(q):
-            for b in range(a + 1):
-                km[a, b] = sq[a] * w[p, a, b] * sq[b]
-            km[a, a] += 1.0
-        for j in range(q):
-            acc = km[j, j]
+        c0 = off[p, 0]
+        c1 = off[p + 1, 0]
+        nv = c1 - c0
+        q0 = off[p, 1]
+        cntp = pat[p, 0]
+        fi = pr[p, 1]
+        hh = pr[p, 0]
+        gu = gu_all[p]
+        zsu = zsu_all[p]
+        uzu = pr[p, 2]
+        for i in range(r):
+            for j in range(r):
+                ewp[i, j] = pat[p, p_e + i * r + j]
+        for vc in range(c0, c1):
+            dv = 1.0 + thd * cls[vc, 1]
+            idd_c[vc] = 1.0 / dv
+            ld += cntp * cls[vc, 0] * np.log(dv)
+            cv = thd / dv
+            for i in range(r):
+                for j in range(r):
+                    ewp[i, j] -= cv * cls[vc, o_bb + i * r + j]
+        # F_s = I + S_r E' S_r = L_F L_F'
+        for i in range(r):
+            for j in range(i + 1):
+                lf[i, j] = sr[i] * ewp[i, j] * sr[j]
+            lf[i, i] += 1.0
+        for j in range(r):
+            acc = lf[j, j]
             for c in range(j):
-                acc -= km[j, c] * km[j, c]
+                acc -= lf[j, c] * lf[j, c]
             if not acc > 0.0:
                 return -np.inf
-            km[j, j] = np.sqrt(acc)
-            ld += 2.0 * cnt[p] * np.log(km[j, j])
-            for i in range(j + 1, q):
-                acc = km[i, j]
+            lf[j, j] = np.sqrt(acc)
+            ld += 2.0 * cntp * np.log(lf[j, j])
+            for i in range(j + 1, r):
+                acc = lf[i, j]
                 for c in range(j):
-                    acc -= km[i, c] * km[j, c]
-                km[i, j] = acc / km[j, j]
-        # L^{-1} (lower triangular), K_p^{-1} = L^{-T} L^{-1}, R = S K_p^{-1} S (symmetric)
-        for c in range(q):
+                    acc -= lf[i, c] * lf[j, c]
+                lf[i, j] = acc / lf[j, j]
+        for c in range(r):                                     # L_F^{-1}
             for i in range(c):
-                li[i, c] = 0.0
-            for i in range(c, q):
+                lfi[i, c] = 0.0
+            for i in range(c, r):
                 acc = 1.0 if i == c else 0.0
                 for j in range(c, i):
-                    acc -= km[i, j] * li[j, c]
-                li[i, c] = acc / km[i, i]
-        for a in range(q):
+                    acc -= lf[i, j] * lfi[j, c]
+                lfi[i, c] = acc / lf[i, i]
+        for a in range(r):                                     # F_s^{-1} and S_r F_s^{-1} S_r
             for b in range(a + 1):
                 acc = 0.0
-                for i in range(a, q):
-                    acc += li[i, a] * li[i, b]
-                r[a, b] = sq[a] * acc * sq[b]
-                r[b, a] = r[a, b]
-        t = tall[p]                                            # T = I - R W (row updates: contiguous)
-        for a in range(q):
-            for b in range(q):
-                t[a, b] = 0.0
-            t[a, a] = 1.0
-            for c in range(q):
-                rac = r[a, c]
-                for b in range(q):
-                    t[a, b] -= rac * w[p, c, b]
-        for a in range(q):                                     # (W T)_aa
-            acc = 0.0
-            for b in range(q):
-                acc += w[p, a, b] * t[b, a]
-            dld[grp[a]] += cnt[p] * acc
-        for c in range(k):                                     # (R G)' (K, q); R is symmetric
-            for a in range(q):
-                acc = 0.0
-                for b in range(q):
-                    acc += gmt[p, c, b] * r[a, b]
-                rgt[c, a] = acc
-        for c1 in range(k):
-            for c2 in range(k):
-                acc = 0.0
-                for a in range(q):
-                    acc += gmt[p, c1, a] * rgt[c2, a]
-                amat[c1, c2] -= cnt[p] * acc
-            acc = 0.0
-            for a in range(q):
-                acc += rgt[c1, a] * zsum[p, a]
-            amat[c1, k] -= acc
-            amat[k, c1] -= acc
+                for i in range(a, r):
+                    acc += lfi[i, a] * lfi[i, b]
+                fsi[a, b] = acc
+                fsi[b, a] = acc
+                sfs[a, b] = sr[a] * acc * sr[b]
+                sfs[b, a] = sfs[a, b]
+        # F^{-1} = I - S_r F_s^{-1} S_r E' off its diagonal; on it (F^{-1})_ii = (F_s^{-1})_ii (F = S_r F_s S_r^{-1},
+        # also where s_i = 0), not 1 - (1 - small). H = F^{-1} Lambda_r.
+        for i in range(r):
+            for j in range(r):
+                if i == j:
+                    fi[i, j] = fsi[i, i]
+                else:
+                    acc = 0.0
+                    for c in range(r):
+                        acc -= sfs[i, c] * ewp[c, j]
+                    fi[i, j] = acc
+            for j in range(r):
+                hh[i, j] = fi[i, j] * th_r[j]
+        # dlog|H|: sum_{a in d} (W T)_aa = sum_v n_v omega_v/D_v + (omega_v c_v - 1)/D_v <H, B_v B_v'>,
+        # c_v = theta_d/D_v;
+        # (W T)_(d+i)(d+i) = (E' F^{-1})_ii
         acc = 0.0
-        for a in range(q):
-            for b in range(q):
-                acc += r[a, b] * zscat[p, a, b]
+        for vc in range(c0, c1):
+            idv = idd_c[vc]
+            cv = thd * idv
+            hb = 0.0
+            for i in range(r):
+                for j in range(r):
+                    hb += hh[i, j] * cls[vc, o_bb + i * r + j]
+            acc += idv * (cls[vc, 0] * cls[vc, 1] + (cls[vc, 1] * cv - 1.0) * hb)
+        dld[grp[0]] += cntp * acc
+        for i in range(r):
+            acc = 0.0
+            for c in range(r):
+                acc += ewp[i, c] * fi[c, i]
+            dld[grp[1 + i]] += cntp * acc
+        # G'U = sum_v c_v G_v'B_v' - G_r', s'U, (Z U)_r, X_v = B_v (Z U)_v, U'Z U = sum_v c_v X_v - (Z U)_r
+        for c in range(k):
+            for j in range(r):
+                gu[c, j] = -pat[p, p_gr + c * r + j]
+        for j in range(r):
+            zsu[j] = -pat[p, p_zs + j]
+            for i in range(r):
+                uzu[i, j] = pat[p, p_zrr + i * r + j]          # -(Z U)_r, built up below
+        for vc in range(c0, c1):
+            cv = thd * idd_c[vc]
+            for c in range(k):
+                for j in range(r):
+                    gu[c, j] += cv * cls[vc, o_gb + c * r + j]
+            for j in range(r):
+                zsu[j] += cv * cls[vc, o_zb + j]
+            for i in range(r):
+                for j in range(r):
+                    uzu[i, j] -= cv * cls[vc, o_zbr + i * r + j]
+            xv = x_c[vc]
+            for i in range(r):
+                for j in range(r):
+                    xv[i, j] = -cls[vc, o_zbr + j * r + i]
+            for w2 in range(nv):
+                cw = thd * idd_c[c0 + w2]
+                pq = q0 + (vc - c0) * nv + w2
+                for i in range(r):
+                    for j in range(r):
+                        xv[i, j] += cw * pairs[pq, i * r + j]
+        for vc in range(c0, c1):
+            cv = thd * idd_c[vc]
+            xv = x_c[vc]
+            for i in range(r):
+                for j in range(r):
+                    uzu[i, j] += cv * xv[i, j]
+        # A -= M_p(R): G'RG = sum_v c_v G_v'G_v + (G'U) sfs (G'U)', G'R s likewise,
+        # <R, Z> = sum_v c_v tr Z_vv + <sfs, U'ZU>
+        for c in range(k):
+            for j in range(r):
+                acc = 0.0
+                for i in range(r):
+                    acc += gu[c, i] * sfs[i, j]
+                tmp_kr[c, j] = acc
+        for c1_ in range(k):
+            for c2 in range(c1_ + 1):                          # symmetric: one triangle
+                acc = 0.0
+                for j in range(r):
+                    acc += tmp_kr[c1_, j] * gu[c2, j]
+                for vc in range(c0, c1):
+                    acc += thd * idd_c[vc] * cls[vc, o_gg + c1_ * k + c2]
+                amat[c1_, c2] -= cntp * acc
+                if c2 < c1_:
+                    amat[c2, c1_] = amat[c1_, c2]
+            acc = 0.0
+            for j in range(r):
+                acc += tmp_kr[c1_, j] * zsu[j]
+            for vc in range(c0, c1):
+                acc += thd * idd_c[vc] * cls[vc, o_gz + c1_]
+            amat[c1_, k] -= acc
+            amat[k, c1_] -= acc
+        acc = 0.0
+        for vc in range(c0, c1):
+            acc += thd * idd_c[vc] * cls[vc, 2]
+        for i in range(r):
+            for j in range(r):
+                acc += sfs[i, j] * uzu[i, j]
         amat[k, k] -= acc
     # A~ = T'AT/s2e + prior precisions; its Cholesky factor
-    tmp = np.empty((k1, k1))                                   # A T
+    tmp = kw[0]                                                # A T
     for a in range(k1):
         for b in range(k1):
             acc = 0.0
             for c in range(k1):
                 acc += amat[a, c] * tmat[c, b]
             tmp[a, b] = acc
-    ta = np.empty((k1, k1))                                    # T' A T
+    ta = kw[1]                                                 # T' A T / s2e (symmetric: one triangle)
     for a in range(k1):
-        for b in range(k1):
+        for b in range(a + 1):
             acc = 0.0
             for c in range(k1):
                 acc += tmat[c, a] * tmp[c, b]
-            ta[a, b] = acc
-    for a in range(k1):
-        for b in range(a + 1):
-            acc = 0.5 * (ta[a, b] + ta[b, a]) / s2e
-            ta[a, b] = acc
-            ta[b, a] = acc
-    at = ta.copy()
+            ta[a, b] = acc / s2e
+            ta[b, a] = ta[a, b]
+    at = kw[2]
+    at[:, :] = ta
     at[0, 0] += 1.0 / (s_mu * s_mu)
     for c in range(1, k):
         at[c, c] += 1.0 / s2g
-    chol = np.zeros((k1, k1))
+    chol = kw[3]
+    chol[:, :] = 0.0
     for j in range(k1):
         acc = at[j, j]
         for p in range(j):
@@ -531,7 +656,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat
         logdet_b += 2.0 * np.log(chol[j, j])
     schur = chol[k, k] * chol[k, k]
     # L_B^{-1}, B^{-1}, the conditional mean and G = v v' + [[B^{-1}, 0], [0, 0]]
-    x = np.zeros((k, k))
+    x = kk[0]
+    x[:, :] = 0.0
     for c in range(k):
         for i in range(k):
             acc = 1.0 if i == c else 0.0
@@ -541,7 +667,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat
     for i in range(k):
         for j in range(k):
             lb_inv[i, j] = x[i, j]
-    b_inv = np.empty((k, k))
+    b_inv = kk[1]
     for i in range(k):
         for j in range(k):
             acc = 0.0
@@ -556,7 +682,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat
         v[i] = acc
         cond_mean[i] = acc
     v[k] = 1.0
-    gm = np.empty((k1, k1))
+    gm = kw[4]
     for a in range(k1):
         for b in range(k1):
             gm[a, b] = v[a] * v[b] + (b_inv[a, b] if (a < k and b < k) else 0.0)
@@ -567,60 +693,102 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat
             for c in range(k1):
                 acc += gm[a, c] * tmat[b, c]
             tmp[a, b] = acc
-    gam = np.empty((k1, k1))
+    gam = kw[5]                                                # (symmetric: one triangle)
     for a in range(k1):
-        for b in range(k1):
+        for b in range(a + 1):
             acc = 0.0
             for c in range(k1):
                 acc += tmat[a, c] * tmp[c, b]
             gam[a, b] = acc
+            gam[b, a] = acc
     gta = 0.0
     for a in range(k1):
         for b in range(k1):
             gta += gm[a, b] * ta[a, b]
-    # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj
-    dtt = np.zeros(3)
-    gjt = rgt                                                  # workspace (K, q)
-    ug = np.empty(q)
-    nm = km                                                    # workspace (q, q)
-    nt = r                                                     # workspace (q, q)
+    # <Gamma, dA/dtheta_k> = -sum_p sum_{j in k} (T' N_p T)_jj: with M = U'N_p U (r x r) and Q = F^{-T} M F^{-1},
+    # the r block's terms are Q_ii, the d block's
+    # sum_v D_v^{-2} [sum_{a in v} (N_p)_aa + 2 tr(H Y_v) + <H'M H, B_v B_v'>],
+    # Y_v = B_v (N_p U)_v, H'M H = Lambda_r Q Lambda_r
+    gkk = gam[k, k]
+    dtt = v3[2]
+    dtt[:] = 0.0
+    gmu = np.empty((k, r))
+    ugu = vr[2]
+    mm = rw[6]
+    hmh = rw[7]
+    gbg = vr[3]
     for p in range(n_pat):
-        for c in range(k):                                     # (G_p Gamma[:K, :K])' (Gamma symmetric)
-            for a in range(q):
-                gjt[c, a] = 0.0
-            for c2 in range(k):
-                f = gam[c, c2]
-                for a in range(q):
-                    gjt[c, a] += f * gmt[p, c2, a]
-        for a in range(q):                                     # G_p Gamma[:K, K]
-            ug[a] = 0.0
-        for c in range(k):
-            f = gam[c, k]
-            for a in range(q):
-                ug[a] += f * gmt[p, c, a]
-        for a in range(q):
-            for b in range(q):
-                nm[a, b] = 0.0
-            for c in range(k):
-                f = gjt[c, a]
-                for b in range(q):
-                    nm[a, b] += f * gmt[p, c, b]
-            for b in range(q):
-                nm[a, b] = cnt[p] * nm[a, b] + ug[a] * zsum[p, b] + zsum[p, a] * ug[b] + gam[k, k] * zscat[p, a, b]
-        t = tall[p]
-        for a in range(q):                                     # N T (row updates: contiguous)
-            for b in range(q):
-                nt[a, b] = 0.0
-            for c in range(q):
-                f = nm[a, c]
-                for b in range(q):
-                    nt[a, b] += f * t[c, b]
-        for a in range(q):                                     # (T' N T)_aa
+        c0 = off[p, 0]
+        c1 = off[p + 1, 0]
+        cntp = pat[p, 0]
+        fi = pr[p, 1]
+        hh = pr[p, 0]
+        gu = gu_all[p]
+        zsu = zsu_all[p]
+        uzu = pr[p, 2]
+        for c in range(k):                                     # Gamma_KK G'U and Gamma_yK G'U
+            for j in range(r):
+                acc = 0.0
+                for c2 in range(k):
+                    acc += gam[c, c2] * gu[c2, j]
+                gmu[c, j] = acc
+        for j in range(r):
             acc = 0.0
-            for b in range(q):
-                acc += t[b, a] * nt[b, a]
-            dtt[grp[a]] -= acc
-    dth = np.empty(3)
+            for c in range(k):
+                acc += gam[k, c] * gu[c, j]
+            ugu[j] = acc
+        for i in range(r):                 # M = n_p (G'U)' Gamma (G'U) + s'U u'U + u'U s'U + g U'ZU (symmetric)
+            for j in range(i + 1):
+                acc = 0.0
+                for c in range(k):
+                    acc += gu[c, i] * gmu[c, j]
+                mm[i, j] = cntp * acc + zsu[i] * ugu[j] + ugu[i] * zsu[j] + gkk * uzu[i, j]
+                mm[j, i] = mm[i, j]
+        for a in range(r):                                     # M F^{-1}
+            for i in range(r):
+                acc = 0.0
+                for b in range(r):
+                    acc += mm[a, b] * fi[b, i]
+                tmp_r[a, i] = acc
+        for i in range(r):                # Q = F^{-T} M F^{-1} (symmetric); H'M H = Lambda_r Q Lambda_r
+            for j in range(i + 1):
+                acc = 0.0
+                for a in range(r):
+                    acc += fi[a, i] * tmp_r[a, j]
+                hmh[i, j] = th_r[i] * acc * th_r[j]
+                hmh[j, i] = hmh[i, j]
+                if i == j:
+                    dtt[grp[1 + i]] -= acc                     # the r block: Q_ii
+        tot = 0.0
+        for vc in range(c0, c1):
+            idv = idd_c[vc]
+            naa = cls[vc, 2] * gkk
+            for c in range(k):
+                acc = 0.0
+                for c2 in range(k):
+                    acc += gam[c, c2] * cls[vc, o_gg + c * k + c2]
+                naa += cntp * acc + 2.0 * gam[k, c] * cls[vc, o_gz + c]
+            for j in range(r):                                 # (B_v G_v) Gamma_K.
+                acc = 0.0
+                for c in range(k):
+                    acc += cls[vc, o_gb + c * r + j] * gam[c, k]
+                gbg[j] = acc
+            thy = 0.0                                          # tr(H Y_v) = sum_ij H_ij (Y_v)_ji
+            xv = x_c[vc]
+            for j in range(r):
+                for i in range(r):
+                    acc = 0.0
+                    for c in range(k):
+                        acc += cls[vc, o_gb + c * r + j] * gmu[c, i]
+                    y = cntp * acc + gbg[j] * zsu[i] + cls[vc, o_zb + j] * ugu[i] + gkk * xv[j, i]
+                    thy += hh[i, j] * y
+            hb = 0.0
+            for i in range(r):
+                for j in range(r):
+                    hb += hmh[i, j] * cls[vc, o_bb + i * r + j]
+            tot += idv * idv * (naa + 2.0 * thy + hb)
+        dtt[grp[0]] -= tot
+    dth = v3[3]
     for i in range(3):
         dth[i] = -0.5 * (dld[i] + dtt[i] / s2e)
     for i in range(ns):
@@ -649,6 +817,56 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, w, gmt, cnt, zsum, zscat
         if not np.isfinite(out[i]):
             return -np.inf
     return lp
+
+
+def _sj_class_stats(sj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The per-pattern statistics :func:`_sj_marginal_loops` reads, from the scenario x judge statistics ``sj``
+    (:class:`~cjstats.stats.scenario_judge.ScenarioJudgeStats`): (cls, pairs, pat, off, grp), packed as the kernel's
+    docstring says.
+
+    The effects of a pattern are split into the d block, the larger of the generation (m) and scenario x judge
+    (K) blocks, whose W_dd = diag(omega) is diagonal, and the r block (the scenario effect, then the smaller
+    block); the d effects are grouped into classes of equal omega. Per class v (rows of ``cls``):
+    [n_v, omega_v, tr Z_vv, G_v's = sum_{a in v} s_a G_a (K), B_v s_v (r), G_v'G_v (K x K), G_v'B_v' (K x r),
+    B_v B_v' (r x r), Z_rv B_v' (r x r)], with B = W_rd, G = Z'J, s = sum_i Z_i'y0_i, Z = sum_i Z_i'y0_i y0_i'Z_i.
+    Per pair of classes (v, v') of a pattern, row-major (``pairs``): B_v Z_vv' B_v''. Per pattern (``pat``):
+    [n_p, s_r (r), G_r' (K x r), W_rr (r x r), Z_rr (r x r)]. ``off[p]`` = the first class and pair of pattern p
+    (``off[P]`` the totals); ``grp`` = the variance (0 scenario, 1 generation, 2 scenario x judge) of the d
+    block, then of each r effect.
+    """
+    w, g = sj.blocks()
+    m, k, n_pat = sj.m, g.shape[2], w.shape[0]
+    group = np.zeros(sj.q, dtype=np.int64)
+    group[1:1 + m] = 1
+    group[1 + m:] = 2
+    big = 1 if m >= k else 2
+    dix, rix = np.flatnonzero(group == big), np.flatnonzero(group != big)
+    cls_rows: list[np.ndarray] = []
+    pair_rows: list[np.ndarray] = []
+    pat_rows: list[np.ndarray] = []
+    off = np.zeros((n_pat + 1, 2), dtype=np.int64)
+    for p in range(n_pat):
+        wp, gp, zs, zz = w[p], g[p], sj.zsum[p], sj.zscat[p]
+        b = wp[np.ix_(rix, dix)]                                   # (r, d)
+        omega = np.diag(wp)[dix]
+        members = [np.flatnonzero(omega == om) for om in np.unique(omega)]
+        for mem in members:
+            bv, gv, dv = b[:, mem], gp[dix[mem]], dix[mem]
+            cls_rows.append(np.concatenate([
+                [len(mem), omega[mem[0]], np.trace(zz[np.ix_(dv, dv)])], gv.T @ zs[dv], bv @ zs[dv],
+                (gv.T @ gv).ravel(), (gv.T @ bv.T).ravel(), (bv @ bv.T).ravel(),
+                (zz[np.ix_(rix, dv)] @ bv.T).ravel()]))
+        for mv in members:
+            for mw in members:
+                pair_rows.append((b[:, mv] @ zz[np.ix_(dix[mv], dix[mw])] @ b[:, mw].T).ravel())
+        pat_rows.append(np.concatenate([[float(sj.count[p])], zs[rix], gp[rix].T.ravel(), wp[np.ix_(rix, rix)].ravel(),
+                                        zz[np.ix_(rix, rix)].ravel()]))
+        off[p + 1] = off[p] + [len(members), len(members) ** 2]
+    grp = np.concatenate([[big], group[rix]]).astype(np.int64)
+    return (np.ascontiguousarray(np.array(cls_rows, dtype=np.float64)),
+            np.ascontiguousarray(np.array(pair_rows, dtype=np.float64)),
+            np.ascontiguousarray(np.array(pat_rows, dtype=np.float64)), off, grp)
+
 
 
 def _sj_marginal_kernel() -> Any:
