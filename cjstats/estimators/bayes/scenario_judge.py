@@ -616,22 +616,46 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for j in range(r):
                 acc += sfs[i, j] * uzu[i, j]
         amat[k, k] -= acc
-    # A~ = T'AT/s2e + prior precisions; its Cholesky factor
-    tmp = kw[0]                                                # A T
-    for a in range(k1):
-        for b in range(k1):
-            acc = 0.0
-            for c in range(k1):
-                acc += amat[a, c] * tmat[c, b]
-            tmp[a, b] = acc
+    # A~ = T'AT/s2e + prior precisions; its Cholesky factor. T = [[-P, -e0], [0, 1]] with P = [1 | H] and H =
+    # zerosum_basis(K) = [I; f 1'] - n 1 1' (SJMarginalDensity.tmat): with A = [[C, a], [a', alpha]] and w = C e0 - a,
+    # T'AT = [[P'CP, P'w], [w'P, e0'w - e0'a + alpha]], and P'X costs O(K^2): (P'X)_0. = 1'X,
+    # (P'X)_(1+j). = X_j. + f X_(K-1). - n 1'X. So no (K+1)^3 product.
+    n_h = 1.0 - (-tmat[0, 1]) if k > 1 else 0.0                # P_01 = H_00 = 1 - n
+    f_h = -tmat[k - 1, 1] + n_h if k > 1 else 0.0              # P_(K-1)1 = H_(K-1)0 = f - n
+    tmp = kw[0]                                                # P'C (rows 0..K-1, columns 0..K-1)
+    for c in range(k):
+        acc = 0.0
+        for i in range(k):
+            acc += amat[i, c]
+        tmp[0, c] = acc
+        for j in range(k - 1):
+            tmp[1 + j, c] = amat[j, c] + f_h * amat[k - 1, c] - n_h * acc
     ta = kw[1]                                                 # T' A T / s2e (symmetric: one triangle)
-    for a in range(k1):
+    for a in range(k):                                         # P'CP = (P'(P'C)')'
+        rs = 0.0
+        for i in range(k):
+            rs += tmp[a, i]
+        ta[a, 0] = rs / s2e
+        for b in range(1, a + 1):
+            ta[a, b] = (tmp[a, b - 1] + f_h * tmp[a, k - 1] - n_h * rs) / s2e
         for b in range(a + 1):
-            acc = 0.0
-            for c in range(k1):
-                acc += tmat[c, a] * tmp[c, b]
-            ta[a, b] = acc / s2e
             ta[b, a] = ta[a, b]
+    wv = kw[2, 0]                                              # w = C e0 - a (e0 = -T_.K; A~ written later)
+    sw = 0.0
+    ew = amat[k, k]
+    for i in range(k):
+        acc = -amat[i, k]
+        for c in range(k):
+            acc -= amat[i, c] * tmat[c, k]
+        wv[i] = acc
+        sw += acc
+        ew -= tmat[i, k] * (acc - amat[i, k])
+    ta[k, 0] = sw / s2e
+    ta[0, k] = ta[k, 0]
+    for j in range(k - 1):
+        ta[k, 1 + j] = (wv[j] + f_h * wv[k - 1] - n_h * sw) / s2e
+        ta[1 + j, k] = ta[k, 1 + j]
+    ta[k, k] = ew / s2e
     at = kw[2]
     at[:, :] = ta
     at[0, 0] += 1.0 / (s_mu * s_mu)
@@ -687,20 +711,40 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         for b in range(k1):
             gm[a, b] = v[a] * v[b] + (b_inv[a, b] if (a < k and b < k) else 0.0)
     lp = -0.5 * (n_obs * np.log(s2e) + ld + logdet_b + schur) - 0.5 * (k - 1) * np.log(s2g) - np.log(s_mu)
-    for a in range(k1):                                        # Gamma = T G T'
-        for b in range(k1):
-            acc = 0.0
-            for c in range(k1):
-                acc += gm[a, c] * tmat[b, c]
-            tmp[a, b] = acc
+    # Gamma = T G T' = [[P G11 P' + e0 y' + y e0' - e0 e0', -y], [-y', 1]], G = [[G11, g], [g', 1]], y = P g + e0;
+    # P X costs O(K^2): (P X)_i. = X_0. + X_(1+i). - n s (i < K - 1), (P X)_(K-1). = X_0. + (f - n) s,
+    # s = sum_(j >= 1) X_j.
+    yv = kw[2, 1]                                              # (A~ is no longer read)
+    acc = 0.0
+    for j in range(1, k):
+        acc += gm[j, k]
+    for i in range(k - 1):
+        yv[i] = gm[0, k] + gm[1 + i, k] - n_h * acc - tmat[i, k]
+    yv[k - 1] = gm[0, k] + (f_h - n_h) * acc - tmat[k - 1, k]
+    for c in range(k):                                         # tmp = (P G11)' (G11 symmetric: = G11 P')
+        acc = 0.0
+        for j in range(1, k):
+            acc += gm[j, c]
+        for i in range(k - 1):
+            tmp[c, i] = gm[0, c] + gm[1 + i, c] - n_h * acc
+        tmp[c, k - 1] = gm[0, c] + (f_h - n_h) * acc
     gam = kw[5]                                                # (symmetric: one triangle)
-    for a in range(k1):
+    for a in range(k):                                         # P G11 P' = (P (P G11)')'
+        acc = 0.0
+        for j in range(1, k):
+            acc += tmp[j, a]
         for b in range(a + 1):
-            acc = 0.0
-            for c in range(k1):
-                acc += tmat[a, c] * tmp[c, b]
-            gam[a, b] = acc
-            gam[b, a] = acc
+            if b < k - 1:
+                x0 = tmp[0, a] + tmp[1 + b, a] - n_h * acc
+            else:
+                x0 = tmp[0, a] + (f_h - n_h) * acc
+            e_a = -tmat[a, k]
+            e_b = -tmat[b, k]
+            gam[a, b] = x0 + e_a * yv[b] + yv[a] * e_b - e_a * e_b
+            gam[b, a] = gam[a, b]
+        gam[a, k] = -yv[a]
+        gam[k, a] = -yv[a]
+    gam[k, k] = 1.0
     gta = 0.0
     for a in range(k1):
         for b in range(k1):
