@@ -437,9 +437,10 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     s2g = np.exp(2.0 * theta[pos[4]])
     th = v3[0]
     th[:] = 0.0
-    th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
-    if pos[1] >= 0:
-        th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
+    s2a = np.exp(2.0 * theta[pos[0]])
+    s2b = np.exp(2.0 * theta[pos[1]]) if pos[1] >= 0 else 0.0
+    th[0] = s2a / s2e
+    th[1] = s2b / s2e
     th[2] = u * u / s2e
     thd = th[grp[0]]
     th_r = vr[0]
@@ -852,7 +853,15 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU)
             out[i] -= (NU + 1.0) * u / (NU * scales[i] * scales[i] + u * u)
             continue
-        r2 = (np.exp(theta[i]) / scales[i]) ** 2
+        if i == pos[0]:                                        # sigma^2 / scale^2, sigma^2 from above
+            r2 = s2a
+        elif i == pos[1]:
+            r2 = s2b
+        elif i == pos[3]:
+            r2 = s2e
+        else:
+            r2 = s2g
+        r2 /= scales[i] * scales[i]
         lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[i]
         out[i] += 1.0 - (NU + 1.0) * r2 / (NU + r2)
     if not np.isfinite(lp):
