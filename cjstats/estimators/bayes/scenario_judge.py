@@ -459,8 +459,6 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     ewp = rw[0]
     lf = rw[1]
     lfi = rw[2]
-    fsi = rw[3]
-    sfs = rw[4]
     tmp_r = rw[5]
     tmp_kr = np.empty((k, r))
     for p in range(n_pat):
@@ -469,8 +467,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         nv = c1 - c0
         q0 = off[p, 1]
         cntp = pat[p, 0]
-        fi = pr[p, 1]
-        hh = pr[p, 0]
+        fsi = pr[p, 1]
+        sfs = pr[p, 0]
         gu = gu_all[p]
         zsu = zsu_all[p]
         uzu = pr[p, 2]
@@ -520,19 +518,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                 fsi[b, a] = acc
                 sfs[a, b] = sr[a] * acc * sr[b]
                 sfs[b, a] = sfs[a, b]
-        # F^{-1} = I - S_r F_s^{-1} S_r E' off its diagonal; on it (F^{-1})_ii = (F_s^{-1})_ii (F = S_r F_s S_r^{-1},
-        # also where s_i = 0), not 1 - (1 - small). H = F^{-1} Lambda_r.
-        for i in range(r):
-            for j in range(r):
-                if i == j:
-                    fi[i, j] = fsi[i, i]
-                else:
-                    acc = 0.0
-                    for c in range(r):
-                        acc -= sfs[i, c] * ewp[c, j]
-                    fi[i, j] = acc
-            for j in range(r):
-                hh[i, j] = fi[i, j] * th_r[j]
+        # F = I + Lambda_r E' = S_r F_s S_r^{-1}, so F^{-1} = S_r F_s^{-1} S_r^{-1} and H = F^{-1} Lambda_r =
+        # S_r F_s^{-1} S_r (sfs): no r^3 product for F^{-1}.
         # dlog|H|: sum_{a in d} (W T)_aa = sum_v n_v omega_v/D_v + (omega_v c_v - 1)/D_v <H, B_v B_v'>,
         # c_v = theta_d/D_v;
         # (W T)_(d+i)(d+i) = (E' F^{-1})_ii
@@ -543,14 +530,15 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             hb = 0.0
             for i in range(r):
                 for j in range(r):
-                    hb += hh[i, j] * cls[vc, o_bb + i * r + j]
+                    hb += sfs[i, j] * cls[vc, o_bb + i * r + j]
             acc += idv * (cls[vc, 0] * cls[vc, 1] + (cls[vc, 1] * cv - 1.0) * hb)
         dld[grp[0]] += cntp * acc
-        for i in range(r):
-            acc = 0.0
-            for c in range(r):
-                acc += ewp[i, c] * fi[c, i]
-            dld[grp[1 + i]] += cntp * acc
+        for i in range(r):                     # (E' F^{-1})_ii = sum_c E'_ic s_c (F_s^{-1})_ci / s_i; where s_i = 0
+            if th_r[i] > 0.0:                  # (theta = 0) it is multiplied by theta in every output: left out
+                acc = 0.0
+                for c in range(r):
+                    acc += ewp[i, c] * sr[c] * fsi[c, i]
+                dld[grp[1 + i]] += cntp * acc / sr[i]
         # G'U = sum_v c_v G_v'B_v' - G_r', s'U, (Z U)_r, X_v = B_v (Z U)_v, U'Z U = sum_v c_v X_v - (Z U)_r
         for c in range(k):
             for j in range(r):
@@ -761,13 +749,14 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     ugu = vr[2]
     mm = rw[6]
     hmh = rw[7]
+    sms = rw[3]
     gbg = vr[3]
     for p in range(n_pat):
         c0 = off[p, 0]
         c1 = off[p + 1, 0]
         cntp = pat[p, 0]
-        fi = pr[p, 1]
-        hh = pr[p, 0]
+        fsi = pr[p, 1]
+        sfs = pr[p, 0]
         gu = gu_all[p]
         zsu = zsu_all[p]
         uzu = pr[p, 2]
@@ -789,21 +778,26 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     acc += gu[c, i] * gmu[c, j]
                 mm[i, j] = cntp * acc + zsu[i] * ugu[j] + ugu[i] * zsu[j] + gkk * uzu[i, j]
                 mm[j, i] = mm[i, j]
-        for a in range(r):                                     # M F^{-1}
+        # Q = F^{-T} M F^{-1} = S_r^{-1} Q_s S_r^{-1}, Q_s = F_s^{-1} S_r M S_r F_s^{-1}
+        for a in range(r):
+            for b in range(a + 1):
+                sms[a, b] = sr[a] * mm[a, b] * sr[b]
+                sms[b, a] = sms[a, b]
+        for a in range(r):
             for i in range(r):
                 acc = 0.0
                 for b in range(r):
-                    acc += mm[a, b] * fi[b, i]
+                    acc += sms[a, b] * fsi[b, i]
                 tmp_r[a, i] = acc
-        for i in range(r):                # Q = F^{-T} M F^{-1} (symmetric); H'M H = Lambda_r Q Lambda_r
+        for i in range(r):                     # H'M H = Lambda_r Q Lambda_r = S_r Q_s S_r (symmetric)
             for j in range(i + 1):
                 acc = 0.0
                 for a in range(r):
-                    acc += fi[a, i] * tmp_r[a, j]
-                hmh[i, j] = th_r[i] * acc * th_r[j]
+                    acc += fsi[a, i] * tmp_r[a, j]
+                hmh[i, j] = sr[i] * acc * sr[j]
                 hmh[j, i] = hmh[i, j]
-                if i == j:
-                    dtt[grp[1 + i]] -= acc                     # the r block: Q_ii
+                if i == j and th_r[i] > 0.0:           # the r block: Q_ii (theta = 0: left out, as in dlog|H|)
+                    dtt[grp[1 + i]] -= acc / th_r[i]
         tot = 0.0
         for vc in range(c0, c1):
             idv = idd_c[vc]
@@ -826,7 +820,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     for c in range(k):
                         acc += cls[vc, o_gb + c * r + j] * gmu[c, i]
                     y = cntp * acc + gbg[j] * zsu[i] + cls[vc, o_zb + j] * ugu[i] + gkk * xv[j, i]
-                    thy += hh[i, j] * y
+                    thy += sfs[i, j] * y
             hb = 0.0
             for i in range(r):
                 for j in range(r):
