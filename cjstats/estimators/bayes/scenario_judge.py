@@ -437,9 +437,10 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     s2g = np.exp(2.0 * theta[pos[4]])
     th = v3[0]
     th[:] = 0.0
-    th[0] = np.exp(2.0 * theta[pos[0]]) / s2e
-    if pos[1] >= 0:
-        th[1] = np.exp(2.0 * theta[pos[1]]) / s2e
+    s2a = np.exp(2.0 * theta[pos[0]])
+    s2b = np.exp(2.0 * theta[pos[1]]) if pos[1] >= 0 else 0.0
+    th[0] = s2a / s2e
+    th[1] = s2b / s2e
     th[2] = u * u / s2e
     thd = th[grp[0]]
     th_r = vr[0]
@@ -458,8 +459,6 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     ewp = rw[0]
     lf = rw[1]
     lfi = rw[2]
-    fsi = rw[3]
-    sfs = rw[4]
     tmp_r = rw[5]
     tmp_kr = np.empty((k, r))
     for p in range(n_pat):
@@ -468,8 +467,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         nv = c1 - c0
         q0 = off[p, 1]
         cntp = pat[p, 0]
-        fi = pr[p, 1]
-        hh = pr[p, 0]
+        fsi = pr[p, 1]
+        sfs = pr[p, 0]
         gu = gu_all[p]
         zsu = zsu_all[p]
         uzu = pr[p, 2]
@@ -519,19 +518,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                 fsi[b, a] = acc
                 sfs[a, b] = sr[a] * acc * sr[b]
                 sfs[b, a] = sfs[a, b]
-        # F^{-1} = I - S_r F_s^{-1} S_r E' off its diagonal; on it (F^{-1})_ii = (F_s^{-1})_ii (F = S_r F_s S_r^{-1},
-        # also where s_i = 0), not 1 - (1 - small). H = F^{-1} Lambda_r.
-        for i in range(r):
-            for j in range(r):
-                if i == j:
-                    fi[i, j] = fsi[i, i]
-                else:
-                    acc = 0.0
-                    for c in range(r):
-                        acc -= sfs[i, c] * ewp[c, j]
-                    fi[i, j] = acc
-            for j in range(r):
-                hh[i, j] = fi[i, j] * th_r[j]
+        # F = I + Lambda_r E' = S_r F_s S_r^{-1}, so F^{-1} = S_r F_s^{-1} S_r^{-1} and H = F^{-1} Lambda_r =
+        # S_r F_s^{-1} S_r (sfs): no r^3 product for F^{-1}.
         # dlog|H|: sum_{a in d} (W T)_aa = sum_v n_v omega_v/D_v + (omega_v c_v - 1)/D_v <H, B_v B_v'>,
         # c_v = theta_d/D_v;
         # (W T)_(d+i)(d+i) = (E' F^{-1})_ii
@@ -542,14 +530,15 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             hb = 0.0
             for i in range(r):
                 for j in range(r):
-                    hb += hh[i, j] * cls[vc, o_bb + i * r + j]
+                    hb += sfs[i, j] * cls[vc, o_bb + i * r + j]
             acc += idv * (cls[vc, 0] * cls[vc, 1] + (cls[vc, 1] * cv - 1.0) * hb)
         dld[grp[0]] += cntp * acc
-        for i in range(r):
-            acc = 0.0
-            for c in range(r):
-                acc += ewp[i, c] * fi[c, i]
-            dld[grp[1 + i]] += cntp * acc
+        for i in range(r):                     # (E' F^{-1})_ii = sum_c E'_ic s_c (F_s^{-1})_ci / s_i; where s_i = 0
+            if th_r[i] > 0.0:                  # (theta = 0) it is multiplied by theta in every output: left out
+                acc = 0.0
+                for c in range(r):
+                    acc += ewp[i, c] * sr[c] * fsi[c, i]
+                dld[grp[1 + i]] += cntp * acc / sr[i]
         # G'U = sum_v c_v G_v'B_v' - G_r', s'U, (Z U)_r, X_v = B_v (Z U)_v, U'Z U = sum_v c_v X_v - (Z U)_r
         for c in range(k):
             for j in range(r):
@@ -616,22 +605,46 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for j in range(r):
                 acc += sfs[i, j] * uzu[i, j]
         amat[k, k] -= acc
-    # A~ = T'AT/s2e + prior precisions; its Cholesky factor
-    tmp = kw[0]                                                # A T
-    for a in range(k1):
-        for b in range(k1):
-            acc = 0.0
-            for c in range(k1):
-                acc += amat[a, c] * tmat[c, b]
-            tmp[a, b] = acc
+    # A~ = T'AT/s2e + prior precisions; its Cholesky factor. T = [[-P, -e0], [0, 1]] with P = [1 | H] and H =
+    # zerosum_basis(K) = [I; f 1'] - n 1 1' (SJMarginalDensity.tmat): with A = [[C, a], [a', alpha]] and w = C e0 - a,
+    # T'AT = [[P'CP, P'w], [w'P, e0'w - e0'a + alpha]], and P'X costs O(K^2): (P'X)_0. = 1'X,
+    # (P'X)_(1+j). = X_j. + f X_(K-1). - n 1'X. So no (K+1)^3 product.
+    n_h = 1.0 - (-tmat[0, 1]) if k > 1 else 0.0                # P_01 = H_00 = 1 - n
+    f_h = -tmat[k - 1, 1] + n_h if k > 1 else 0.0              # P_(K-1)1 = H_(K-1)0 = f - n
+    tmp = kw[0]                                                # P'C (rows 0..K-1, columns 0..K-1)
+    for c in range(k):
+        acc = 0.0
+        for i in range(k):
+            acc += amat[i, c]
+        tmp[0, c] = acc
+        for j in range(k - 1):
+            tmp[1 + j, c] = amat[j, c] + f_h * amat[k - 1, c] - n_h * acc
     ta = kw[1]                                                 # T' A T / s2e (symmetric: one triangle)
-    for a in range(k1):
+    for a in range(k):                                         # P'CP = (P'(P'C)')'
+        rs = 0.0
+        for i in range(k):
+            rs += tmp[a, i]
+        ta[a, 0] = rs / s2e
+        for b in range(1, a + 1):
+            ta[a, b] = (tmp[a, b - 1] + f_h * tmp[a, k - 1] - n_h * rs) / s2e
         for b in range(a + 1):
-            acc = 0.0
-            for c in range(k1):
-                acc += tmat[c, a] * tmp[c, b]
-            ta[a, b] = acc / s2e
             ta[b, a] = ta[a, b]
+    wv = kw[2, 0]                                              # w = C e0 - a (e0 = -T_.K; A~ written later)
+    sw = 0.0
+    ew = amat[k, k]
+    for i in range(k):
+        acc = -amat[i, k]
+        for c in range(k):
+            acc -= amat[i, c] * tmat[c, k]
+        wv[i] = acc
+        sw += acc
+        ew -= tmat[i, k] * (acc - amat[i, k])
+    ta[k, 0] = sw / s2e
+    ta[0, k] = ta[k, 0]
+    for j in range(k - 1):
+        ta[k, 1 + j] = (wv[j] + f_h * wv[k - 1] - n_h * sw) / s2e
+        ta[1 + j, k] = ta[k, 1 + j]
+    ta[k, k] = ew / s2e
     at = kw[2]
     at[:, :] = ta
     at[0, 0] += 1.0 / (s_mu * s_mu)
@@ -687,20 +700,40 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         for b in range(k1):
             gm[a, b] = v[a] * v[b] + (b_inv[a, b] if (a < k and b < k) else 0.0)
     lp = -0.5 * (n_obs * np.log(s2e) + ld + logdet_b + schur) - 0.5 * (k - 1) * np.log(s2g) - np.log(s_mu)
-    for a in range(k1):                                        # Gamma = T G T'
-        for b in range(k1):
-            acc = 0.0
-            for c in range(k1):
-                acc += gm[a, c] * tmat[b, c]
-            tmp[a, b] = acc
+    # Gamma = T G T' = [[P G11 P' + e0 y' + y e0' - e0 e0', -y], [-y', 1]], G = [[G11, g], [g', 1]], y = P g + e0;
+    # P X costs O(K^2): (P X)_i. = X_0. + X_(1+i). - n s (i < K - 1), (P X)_(K-1). = X_0. + (f - n) s,
+    # s = sum_(j >= 1) X_j.
+    yv = kw[2, 1]                                              # (A~ is no longer read)
+    acc = 0.0
+    for j in range(1, k):
+        acc += gm[j, k]
+    for i in range(k - 1):
+        yv[i] = gm[0, k] + gm[1 + i, k] - n_h * acc - tmat[i, k]
+    yv[k - 1] = gm[0, k] + (f_h - n_h) * acc - tmat[k - 1, k]
+    for c in range(k):                                         # tmp = (P G11)' (G11 symmetric: = G11 P')
+        acc = 0.0
+        for j in range(1, k):
+            acc += gm[j, c]
+        for i in range(k - 1):
+            tmp[c, i] = gm[0, c] + gm[1 + i, c] - n_h * acc
+        tmp[c, k - 1] = gm[0, c] + (f_h - n_h) * acc
     gam = kw[5]                                                # (symmetric: one triangle)
-    for a in range(k1):
+    for a in range(k):                                         # P G11 P' = (P (P G11)')'
+        acc = 0.0
+        for j in range(1, k):
+            acc += tmp[j, a]
         for b in range(a + 1):
-            acc = 0.0
-            for c in range(k1):
-                acc += tmat[a, c] * tmp[c, b]
-            gam[a, b] = acc
-            gam[b, a] = acc
+            if b < k - 1:
+                x0 = tmp[0, a] + tmp[1 + b, a] - n_h * acc
+            else:
+                x0 = tmp[0, a] + (f_h - n_h) * acc
+            e_a = -tmat[a, k]
+            e_b = -tmat[b, k]
+            gam[a, b] = x0 + e_a * yv[b] + yv[a] * e_b - e_a * e_b
+            gam[b, a] = gam[a, b]
+        gam[a, k] = -yv[a]
+        gam[k, a] = -yv[a]
+    gam[k, k] = 1.0
     gta = 0.0
     for a in range(k1):
         for b in range(k1):
@@ -716,13 +749,14 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
     ugu = vr[2]
     mm = rw[6]
     hmh = rw[7]
+    sms = rw[3]
     gbg = vr[3]
     for p in range(n_pat):
         c0 = off[p, 0]
         c1 = off[p + 1, 0]
         cntp = pat[p, 0]
-        fi = pr[p, 1]
-        hh = pr[p, 0]
+        fsi = pr[p, 1]
+        sfs = pr[p, 0]
         gu = gu_all[p]
         zsu = zsu_all[p]
         uzu = pr[p, 2]
@@ -744,21 +778,26 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     acc += gu[c, i] * gmu[c, j]
                 mm[i, j] = cntp * acc + zsu[i] * ugu[j] + ugu[i] * zsu[j] + gkk * uzu[i, j]
                 mm[j, i] = mm[i, j]
-        for a in range(r):                                     # M F^{-1}
+        # Q = F^{-T} M F^{-1} = S_r^{-1} Q_s S_r^{-1}, Q_s = F_s^{-1} S_r M S_r F_s^{-1}
+        for a in range(r):
+            for b in range(a + 1):
+                sms[a, b] = sr[a] * mm[a, b] * sr[b]
+                sms[b, a] = sms[a, b]
+        for a in range(r):
             for i in range(r):
                 acc = 0.0
                 for b in range(r):
-                    acc += mm[a, b] * fi[b, i]
+                    acc += sms[a, b] * fsi[b, i]
                 tmp_r[a, i] = acc
-        for i in range(r):                # Q = F^{-T} M F^{-1} (symmetric); H'M H = Lambda_r Q Lambda_r
+        for i in range(r):                     # H'M H = Lambda_r Q Lambda_r = S_r Q_s S_r (symmetric)
             for j in range(i + 1):
                 acc = 0.0
                 for a in range(r):
-                    acc += fi[a, i] * tmp_r[a, j]
-                hmh[i, j] = th_r[i] * acc * th_r[j]
+                    acc += fsi[a, i] * tmp_r[a, j]
+                hmh[i, j] = sr[i] * acc * sr[j]
                 hmh[j, i] = hmh[i, j]
-                if i == j:
-                    dtt[grp[1 + i]] -= acc                     # the r block: Q_ii
+                if i == j and th_r[i] > 0.0:           # the r block: Q_ii (theta = 0: left out, as in dlog|H|)
+                    dtt[grp[1 + i]] -= acc / th_r[i]
         tot = 0.0
         for vc in range(c0, c1):
             idv = idd_c[vc]
@@ -781,7 +820,7 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
                     for c in range(k):
                         acc += cls[vc, o_gb + c * r + j] * gmu[c, i]
                     y = cntp * acc + gbg[j] * zsu[i] + cls[vc, o_zb + j] * ugu[i] + gkk * xv[j, i]
-                    thy += hh[i, j] * y
+                    thy += sfs[i, j] * y
             hb = 0.0
             for i in range(r):
                 for j in range(r):
@@ -808,7 +847,15 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU)
             out[i] -= (NU + 1.0) * u / (NU * scales[i] * scales[i] + u * u)
             continue
-        r2 = (np.exp(theta[i]) / scales[i]) ** 2
+        if i == pos[0]:                                        # sigma^2 / scale^2, sigma^2 from above
+            r2 = s2a
+        elif i == pos[1]:
+            r2 = s2b
+        elif i == pos[3]:
+            r2 = s2e
+        else:
+            r2 = s2g
+        r2 /= scales[i] * scales[i]
         lp += -0.5 * (NU + 1.0) * np.log1p(r2 / NU) + theta[i]
         out[i] += 1.0 - (NU + 1.0) * r2 / (NU + r2)
     if not np.isfinite(lp):
