@@ -554,6 +554,38 @@ def _marginal_numpy(theta, scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, siz
     return float(lp), grad, -b, np.linalg.inv(chol)
 
 
+def _cholesky_lower(a, out, n):  # pragma: no cover - compiled into the kernels (register_jitable)
+    """The Cholesky factor L (A = L L') of the leading n x n block of the symmetric ``a``, written to the lower
+    triangle of ``out`` (``out`` may be ``a``: each entry is read before it is written; the upper triangle is left
+    as it is). Returns False, at the first pivot that is not > 0 (or NaN), where A is not positive definite.
+
+    The one Cholesky of the marginal kernels (:func:`_marginal_loops`, and the scenario x judge kernel's two).
+    """
+    for j in range(n):
+        acc = a[j, j]
+        for p in range(j):
+            acc -= out[j, p] * out[j, p]
+        if not acc > 0.0:
+            return False
+        out[j, j] = np.sqrt(acc)
+        for i in range(j + 1, n):
+            acc = a[i, j]
+            for p in range(j):
+                acc -= out[i, p] * out[j, p]
+            out[i, j] = acc / out[j, j]
+    return True
+
+
+def kernel_helpers_jitable() -> None:
+    """Make the kernels' shared helpers (:func:`_cholesky_lower`) callable from numba-compiled code; called by
+    each kernel loader before it compiles (numba stays an optional, lazily imported extra)."""
+    try:
+        from numba.extending import register_jitable
+    except Exception:  # noqa: BLE001 - numba missing: jit_kernel returns None and the numpy path runs
+        return
+    register_jitable(_cholesky_lower)
+
+
 def _marginal_loops(theta, scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, sizes, cps, n_obs, n_cells, p_mat,
                     blk_t, blk_m, blk_n, lo, hi, out, cond_mean, chol_inv):  # pragma: no cover - numba
     """:func:`_marginal_numpy` as explicit loops (compiled with numba when it is installed).
@@ -652,20 +684,11 @@ def _marginal_loops(theta, scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, siz
         a_mat[c, c] += 1.0 / (s_g * s_g)
     # Cholesky A = L L'
     chol = np.zeros((k, k))
+    if not _cholesky_lower(a_mat, chol, k):
+        return -np.inf
     logdet = 0.0
     for j in range(k):
-        acc = a_mat[j, j]
-        for p in range(j):
-            acc -= chol[j, p] * chol[j, p]
-        if acc <= 0.0:
-            return -np.inf
-        chol[j, j] = np.sqrt(acc)
         logdet += np.log(chol[j, j])
-        for i in range(j + 1, k):
-            acc = a_mat[i, j]
-            for p in range(j):
-                acc -= chol[i, p] * chol[j, p]
-            chol[i, j] = acc / chol[j, j]
     # A^{-1} from L: solve L X = I, then A^{-1} = X' X
     x = np.zeros((k, k))
     for c in range(k):
@@ -792,6 +815,7 @@ def _marginal_loops(theta, scales, has_gen, s_mu, k, s_mat, m_h, v, m_count, siz
 
 
 def _marginal_kernel() -> Any:
+    kernel_helpers_jitable()
     return jit_kernel("marginal", _marginal_loops)
 
 

@@ -63,9 +63,11 @@ from cjstats.estimators.bayes.gaussian import (
     GaussianPriors,
     _CollapsedOutputs,
     _ConditionalDraws,
+    _cholesky_lower,
     _JointCoordinates,
     half_t_logp,
     jit_kernel,
+    kernel_helpers_jitable,
     zerosum_basis,
 )
 from cjstats.estimators.reml.scenario_judge import SJEvaluator
@@ -488,19 +490,10 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
             for j in range(i + 1):
                 lf[i, j] = sr[i] * ewp[i, j] * sr[j]
             lf[i, i] += 1.0
+        if not _cholesky_lower(lf, lf, r):
+            return -np.inf
         for j in range(r):
-            acc = lf[j, j]
-            for c in range(j):
-                acc -= lf[j, c] * lf[j, c]
-            if not acc > 0.0:
-                return -np.inf
-            lf[j, j] = np.sqrt(acc)
             ld += 2.0 * cntp * np.log(lf[j, j])
-            for i in range(j + 1, r):
-                acc = lf[i, j]
-                for c in range(j):
-                    acc -= lf[i, c] * lf[j, c]
-                lf[i, j] = acc / lf[j, j]
         for c in range(r):                                     # L_F^{-1}
             for i in range(c):
                 lfi[i, c] = 0.0
@@ -652,18 +645,8 @@ def _sj_marginal_loops(theta, scales, pos, s_mu, n_obs, cls, pairs, pat, off, gr
         at[c, c] += 1.0 / s2g
     chol = kw[3]
     chol[:, :] = 0.0
-    for j in range(k1):
-        acc = at[j, j]
-        for p in range(j):
-            acc -= chol[j, p] * chol[j, p]
-        if not acc > 0.0:
-            return -np.inf
-        chol[j, j] = np.sqrt(acc)
-        for i in range(j + 1, k1):
-            acc = at[i, j]
-            for p in range(j):
-                acc -= chol[i, p] * chol[j, p]
-            chol[i, j] = acc / chol[j, j]
+    if not _cholesky_lower(at, chol, k1):
+        return -np.inf
     logdet_b = 0.0
     for j in range(k):
         logdet_b += 2.0 * np.log(chol[j, j])
@@ -920,4 +903,5 @@ def _sj_marginal_kernel() -> Any:
     """The compiled kernel (numba, cached on disk, GIL released). It is plain loops with no BLAS or LAPACK call:
     nutpie's chains call the density from several threads, and concurrent calls into the BLAS made runs with
     the same seed differ; loops give the same bits on any thread, so the chains need not take turns."""
+    kernel_helpers_jitable()
     return jit_kernel("sj_marginal", _sj_marginal_loops)
